@@ -1,0 +1,107 @@
+// swift-tools-version: 6.1
+//
+// LogStore: a JustPersist-style transactional DataStore for Swift, on its own
+// append-only, log-structured storage engine.
+//
+// Module graph (dependencies point one way):
+//
+//   CLZ4 <- LogStoreEngine <- LogStore <- logstore-demo, logstore-compact, logstore-crashtest
+//
+// Test tooling (fuzz targets, benchmarks) lives in nested packages under
+// Tests/Fuzz and Benchmarks so that users of the library never build it.
+
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "LogStore",
+    platforms: [.macOS(.v14), .iOS(.v17)],
+    products: [
+        .library(name: "LogStore", targets: ["LogStore"]),
+        .library(name: "LogStoreEngine", targets: ["LogStoreEngine"]),
+        // Test support: fault-injecting file system, reference models. Not API.
+        .library(name: "_LogStoreTestSupport", targets: ["_LogStoreTestSupport"]),
+        .executable(name: "logstore-demo", targets: ["logstore-demo"]),
+        .executable(name: "logstore-compact", targets: ["logstore-compact"]),
+        .executable(name: "logstore-crashtest", targets: ["logstore-crashtest"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLZ4",
+            pkgConfig: "liblz4",
+            providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
+        ),
+        .target(
+            name: "LogStoreEngine",
+            dependencies: [
+                "CLZ4",
+                .product(name: "HashTreeCollections", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "LogStore",
+            dependencies: [
+                "LogStoreEngine",
+                .product(name: "HeapModule", package: "swift-collections"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "_LogStoreTestSupport",
+            dependencies: ["LogStoreEngine", "LogStore"],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "logstore-demo",
+            dependencies: ["LogStore"],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "LogStoreCompactCommands",
+            dependencies: [
+                "LogStoreEngine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "logstore-compact",
+            dependencies: ["LogStoreCompactCommands"],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "logstore-crashtest",
+            dependencies: [
+                "LogStore", "_LogStoreTestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LogStoreEngineTests",
+            dependencies: ["LogStoreEngine", "_LogStoreTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LogStoreTests",
+            dependencies: [
+                "LogStore", "_LogStoreTestSupport",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            swiftSettings: strict
+        ),
+    ]
+)

@@ -1,0 +1,2 @@
+// Debian: liblz4-dev. Only LogStoreEngine's compression wrapper imports this.
+#include <lz4.h>

@@ -1,0 +1,82 @@
+import HashTreeCollections
+
+/// A consistent, immutable view of a store at one sequence number.
+///
+/// Cheap to take (O(1)) and safe to use from any thread. It stays valid, and keeps reading the
+/// same data, for as long as you hold it, even while writers commit and compaction replaces
+/// segments (the files it needs stay open until the snapshot is released).
+public struct EngineSnapshot: RecordReader, Sendable {
+    let index: _IndexState
+    let segments: [UInt32: _Segment]
+    let cache: _FrameCache?
+
+    /// See ``RecordReader/sequence``.
+    public var sequence: UInt64 { index.sequence }
+
+    /// See ``RecordReader/itemTypes``.
+    public var itemTypes: [String] { Array(index.types.keys) }
+
+    /// See ``RecordReader/count(ofType:)``.
+    public func count(ofType type: String) -> Int { index.count(type) }
+
+    /// The total number of records of every type.
+    public var totalCount: Int { index.totalCount }
+
+    /// See ``RecordReader/contains(type:key:)``.
+    public func contains(type: String, key: RecordKey) -> Bool { index.location(type, key) != nil }
+
+    /// Where the record is stored, or nil.
+    public func location(type: String, key: RecordKey) -> RecordLocation? { index.location(type, key) }
+
+    /// See ``RecordReader/value(type:key:)``.
+    public func value(type: String, key: RecordKey) throws -> ArraySlice<UInt8>? {
+        guard let loc = index.location(type, key) else { return nil }
+        return try read(loc)
+    }
+
+    func read(_ loc: RecordLocation) throws -> ArraySlice<UInt8> {
+        guard let seg = segments[loc.segment] else {
+            throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.")
+        }
+        return try seg.readValue(loc, cache: cache)
+    }
+
+    /// See ``RecordReader/keys(ofType:)``.
+    public func keys(ofType type: String) -> [RecordKey] {
+        guard let d = index.types[type] else { return [] }
+        return Array(d.keys)
+    }
+
+    /// Every (key, location) of `type`, unordered.
+    public func locations(ofType type: String) -> [(key: RecordKey, location: RecordLocation)] {
+        guard let d = index.types[type] else { return [] }
+        return d.map { ($0.key, $0.value) }
+    }
+
+    /// See ``RecordReader/forEach(ofType:_:)``. Reads in file order, each frame once.
+    public func forEach(ofType type: String, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
+        guard let d = index.types[type] else { return }
+        var entries = d.map { ($0.key, $0.value) }
+        entries.sort { $0.1.frameID < $1.1.frameID }
+        var currentFrame: UInt64 = .max
+        var raw: [UInt8] = []
+        for (key, loc) in entries {
+            if loc.frameID != currentFrame {
+                guard let seg = segments[loc.segment] else {
+                    throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.")
+                }
+                raw = try seg.readFrame(loc, cache: nil)
+                currentFrame = loc.frameID
+            }
+            let start = Int(loc.valueOffset)
+            let end = start + Int(loc.valueLength)
+            guard end <= raw.count else {
+                throw LogStoreError(.corruption, "Record value lies outside its frame.", path: segments[loc.segment]?.path, offset: UInt64(loc.frameOffset))
+            }
+            if try !body(key, raw[start..<end]) { return }
+        }
+    }
+
+    /// The segment numbers this snapshot reads.
+    public var segmentNumbers: [UInt32] { segments.keys.sorted() }
+}

@@ -1,0 +1,71 @@
+/// The changes of one write transaction, readable together with the state they apply to
+/// (reads inside a write see the write's own changes).
+///
+/// Handed to the body of ``LogEngine/write(_:)`` and valid only inside it: after the body returns
+/// or throws, every method throws `.accessorExpired`. Not thread-safe: use it from the thread
+/// that runs the body.
+public final class EngineTransaction: RecordReader {
+    let base: any RecordReader
+    var overlay = _Overlay()
+    let limits: LogStoreOptions
+    var isValid = true
+
+    init(base: any RecordReader, limits: LogStoreOptions) {
+        self.base = base
+        self.limits = limits
+    }
+
+    func check() throws {
+        guard isValid else {
+            throw LogStoreError(.accessorExpired, "A write accessor was used after its block returned. Use accessors only inside the block that received them.")
+        }
+    }
+
+    /// The sequence number of the state the transaction started from.
+    public var sequence: UInt64 { base.sequence }
+    /// See ``RecordReader/itemTypes``.
+    public var itemTypes: [String] { overlay.itemTypes(base: base) }
+    /// See ``RecordReader/count(ofType:)``.
+    public func count(ofType type: String) -> Int { overlay.count(type, base: base) }
+    /// See ``RecordReader/contains(type:key:)``.
+    public func contains(type: String, key: RecordKey) -> Bool { overlay.contains(type, key, base: base) }
+    /// See ``RecordReader/value(type:key:)``.
+    public func value(type: String, key: RecordKey) throws -> ArraySlice<UInt8>? {
+        try check()
+        return try overlay.value(type, key, base: base)
+    }
+    /// See ``RecordReader/forEach(ofType:_:)``.
+    public func forEach(ofType type: String, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
+        try check()
+        try overlay.forEach(type, base: base, body)
+    }
+    /// See ``RecordReader/keys(ofType:)``.
+    public func keys(ofType type: String) -> [RecordKey] { overlay.keys(type, base: base) }
+
+    /// Inserts or replaces record `key` of `type`. Throws `.itemTooLarge`, `.keyTooLarge` or
+    /// `.invalidArgument` when a limit of ``LogStoreOptions`` is exceeded.
+    public func put(type: String, key: RecordKey, value: [UInt8]) throws {
+        try check()
+        try LogEngine.validate(type: type, key: key, valueSize: value.count, options: limits)
+        overlay.put(type, key, value, base: base)
+    }
+
+    /// Deletes record `key` of `type`; returns whether it existed.
+    @discardableResult
+    public func delete(type: String, key: RecordKey) throws -> Bool {
+        try check()
+        try LogEngine.validate(type: type, key: key, valueSize: 0, options: limits)
+        return overlay.delete(type, key, base: base)
+    }
+
+    /// Deletes every record of `type`; returns how many there were.
+    @discardableResult
+    public func deleteAll(type: String) throws -> Int {
+        try check()
+        try LogEngine.validate(type: type, key: RecordKey([]), valueSize: 0, options: limits)
+        return overlay.deleteAll(type, base: base)
+    }
+
+    /// Whether the transaction changed anything.
+    public var hasChanges: Bool { !overlay.isEmpty }
+}

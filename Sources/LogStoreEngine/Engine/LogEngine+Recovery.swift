@@ -1,0 +1,309 @@
+import Logging
+
+/// What recovery hands to the engine.
+struct _Recovered {
+    var index: _IndexState
+    var segments: [UInt32: _Segment]
+    var manifest: _Manifest
+    var tail: _Segment
+    var tailOffset: UInt64
+    var report: RecoveryReport
+}
+
+extension LogEngine {
+    /// Opens the store in `directory`, creating it if the directory is missing or empty.
+    ///
+    /// Takes the store's lock (`LOCK`, `flock`), reads `MANIFEST`, replays every listed segment
+    /// and rebuilds the indexes. A torn tail of the last segment (an interrupted append) is cut
+    /// off and reported in ``recoveryReport``; other damage throws `.corruption` naming the file
+    /// and offset, unless ``LogStoreOptions/recovery`` is `.salvage`.
+    ///
+    /// Runs on the calling thread; its cost is proportional to the log's size.
+    /// Throws `.locked`, `.notAStore`, `.unsupportedFormatVersion`, `.corruption`, I/O errors.
+    public static func open(directory: String, fileSystem: any FileSystem = POSIXFileSystem(),
+                            options: LogStoreOptions = LogStoreOptions()) throws -> LogEngine {
+        let options = try options.validated()
+        let fs = fileSystem
+        switch fs.itemKind(atPath: directory) {
+        case .file?:
+            throw LogStoreError(.notAStore, "The store path is a file, not a directory.", path: directory)
+        case nil:
+            try fs.createDirectory(atPath: directory)
+        case .directory?:
+            break
+        }
+        try checkLooksLikeStore(directory, fs)
+        let lock = try fs.lock(atPath: _joinPath(directory, LogStoreFormat.lockFileName))
+        do {
+            let recovered = try recover(directory: directory, fs: fs, options: options)
+            let engine = LogEngine(directory: directory, fileSystem: fs, options: options, lock: lock, recovered: recovered)
+            let r = recovered.report
+            if let t = r.truncatedTail {
+                options.logger?.warning("recovery cut a torn tail", metadata: ["drop": "\(t)"])
+            }
+            for d in r.dropped { options.logger?.error("salvage dropped damaged bytes", metadata: ["drop": "\(d)"]) }
+            return engine
+        } catch {
+            lock.unlock()
+            throw error
+        }
+    }
+
+    /// Refuses a non-empty directory that holds no store files, before creating anything in it.
+    static func checkLooksLikeStore(_ directory: String, _ fs: any FileSystem) throws {
+        let names = try fs.contentsOfDirectory(atPath: directory)
+        if names.isEmpty || names.contains(LogStoreFormat.manifestFileName) || names.contains(LogStoreFormat.lockFileName) { return }
+        if names.contains(where: { LogStoreFormat.segmentNumber(fromFileName: $0) != nil }) { return }
+        throw LogStoreError(
+            .notAStore,
+            "The directory is not empty and holds no LogStore files (\(names.prefix(3).joined(separator: ", "))\(names.count > 3 ? ", ..." : "")). Point the store at an empty or new directory.",
+            path: directory)
+    }
+
+    static func recover(directory: String, fs: any FileSystem, options: LogStoreOptions) throws -> _Recovered {
+        var report = RecoveryReport()
+        let names = try fs.contentsOfDirectory(atPath: directory)
+        let manifestPath = _joinPath(directory, LogStoreFormat.manifestFileName)
+        let onDisk = names.compactMap(LogStoreFormat.segmentNumber(fromFileName:)).sorted()
+
+        var manifest: _Manifest
+        if names.contains(LogStoreFormat.manifestFileName) {
+            let f = try fs.open(manifestPath, mode: .readOnly)
+            let bytes = try f.read(at: 0, count: Int(try f.size()))
+            try f.close()
+            manifest = try _Manifest.decode(bytes, path: manifestPath)
+        } else if onDisk.isEmpty || (onDisk == [1] && (try? fileSize(fs, _joinPath(directory, LogStoreFormat.segmentFileName(1)))) ?? 0 <= UInt64(_SegmentHeader.size)) {
+            // A new store, or one whose creation was interrupted before its manifest existed.
+            let segment = try createSegment(1, baseSequence: 1, directory: directory, fs: fs)
+            manifest = _Manifest(generation: 1, nextSegment: 2, segments: [1])
+            try writeManifest(manifest, directory: directory, fs: fs)
+            report.created = true
+            var index = _IndexState()
+            index.sequence = 0
+            return _Recovered(index: index, segments: [1: segment], manifest: manifest, tail: segment,
+                              tailOffset: UInt64(_SegmentHeader.size), report: report)
+        } else if options.recovery == .salvage {
+            // Rebuild a manifest from the segment files present.
+            manifest = _Manifest(generation: 1, nextSegment: (onDisk.last ?? 0) + 1, segments: onDisk)
+            report.dropped.append(.init(path: manifestPath, offset: 0, bytes: 0, reason: "MANIFEST missing; segments taken in file-number order"))
+        } else {
+            throw LogStoreError(
+                .corruption,
+                "MANIFEST is missing but segment files exist. Run `logstore-compact salvage` to copy the data into a new store.",
+                path: manifestPath)
+        }
+
+        // Remove what interrupted operations left behind (never in salvage mode: it only reads).
+        if options.recovery == .strict {
+            let listed = Set(manifest.segments)
+            for name in names {
+                let stray: Bool
+                if let n = LogStoreFormat.segmentNumber(fromFileName: name) {
+                    stray = !listed.contains(n)
+                } else {
+                    stray = name.hasSuffix(".tmp")
+                }
+                if stray {
+                    try fs.removeFile(atPath: _joinPath(directory, name))
+                    report.removedFiles.append(name)
+                }
+            }
+            if !report.removedFiles.isEmpty { try fs.syncDirectory(atPath: directory) }
+        }
+
+        var index = _IndexState()
+        var segments: [UInt32: _Segment] = [:]
+        var tail: _Segment? = nil
+        var tailOffset: UInt64 = 0
+        for (i, number) in manifest.segments.enumerated() {
+            let isLast = i == manifest.segments.count - 1
+            let path = _joinPath(directory, LogStoreFormat.segmentFileName(number))
+            guard fs.itemKind(atPath: path) == .file else {
+                if isLast && options.recovery == .strict {
+                    // Roll-over wrote the manifest but crashed before creating the file.
+                    let seg = try createSegment(number, baseSequence: index.sequence + 1, directory: directory, fs: fs)
+                    segments[number] = seg
+                    tail = seg
+                    tailOffset = UInt64(_SegmentHeader.size)
+                    report.truncatedTail = .init(path: path, offset: 0, bytes: 0, reason: "segment listed in MANIFEST was never created; recreated empty")
+                    continue
+                }
+                if options.recovery == .salvage {
+                    report.dropped.append(.init(path: path, offset: 0, bytes: 0, reason: "segment file missing"))
+                    continue
+                }
+                throw LogStoreError(.corruption, "Segment \(number) is listed in MANIFEST but its file is missing.", path: path)
+            }
+            let file = try fs.open(path, mode: isLast && options.recovery == .strict ? .readWrite : .readOnly)
+            let seg = _Segment(number: number, file: file)
+            let bytes = try file.read(at: 0, count: Int(try file.size()))
+            report.segmentsScanned += 1
+            report.bytesReplayed += UInt64(bytes.count)
+            let result = try bytes.withUnsafeBytes { buf in
+                try scanSegment(buf, number: number, path: path, isLast: isLast, index: &index, report: &report, options: options)
+            }
+            switch result {
+            case .recreateHeader:
+                try file.truncate(to: 0)
+                try file.write(_SegmentHeader(segment: number, baseSequence: index.sequence + 1).encoded(), at: 0)
+                try file.sync()
+                report.truncatedTail = .init(path: path, offset: 0, bytes: UInt64(bytes.count), reason: "segment header torn while the segment was being created")
+                tailOffset = UInt64(_SegmentHeader.size)
+            case .end(let validEnd):
+                if isLast && validEnd < UInt64(bytes.count) && options.recovery == .strict {
+                    try file.truncate(to: validEnd)
+                    try file.sync()
+                }
+                tailOffset = validEnd
+            }
+            segments[number] = seg
+            if isLast { tail = seg }
+        }
+        guard let tail else {
+            throw LogStoreError(.corruption, "No usable segment; run `logstore-compact salvage`.", path: directory)
+        }
+        report.lastSequence = index.sequence
+        return _Recovered(index: index, segments: segments, manifest: manifest, tail: tail, tailOffset: tailOffset, report: report)
+    }
+
+    static func fileSize(_ fs: any FileSystem, _ path: String) throws -> UInt64 {
+        let f = try fs.open(path, mode: .readOnly)
+        defer { try? f.close() }
+        return try f.size()
+    }
+
+    enum _ScanResult {
+        /// Valid data ends here (the tail after it, if any, is cut or reported).
+        case end(UInt64)
+        /// The last segment's header is torn and it holds nothing: rewrite it.
+        case recreateHeader
+    }
+
+    /// Replays one segment into `index` (Docs/Design.md, "Recovery").
+    static func scanSegment(_ buf: UnsafeRawBufferPointer, number: UInt32, path: String, isLast: Bool,
+                            index: inout _IndexState, report: inout RecoveryReport,
+                            options: LogStoreOptions) throws -> _ScanResult {
+        switch _SegmentHeader.decode(buf) {
+        case .ok(let h):
+            guard h.segment == number else {
+                if options.recovery == .salvage {
+                    report.dropped.append(.init(path: path, offset: 0, bytes: UInt64(buf.count), reason: "segment header names segment \(h.segment)"))
+                    return .end(UInt64(buf.count))
+                }
+                throw LogStoreError(.corruption, "Segment header names segment \(h.segment), but the file is segment \(number).", path: path, offset: 12)
+            }
+        case .newerVersion(let v):
+            throw LogStoreError(.unsupportedFormatVersion, "The segment was written by a newer LogStore (format version \(v); this build reads up to \(LogStoreFormat.version)). Upgrade LogStore to open it.", path: path, offset: 8)
+        case .notASegment(let why):
+            if isLast && buf.count <= _SegmentHeader.size && options.recovery == .strict { return .recreateHeader }
+            if options.recovery == .salvage {
+                report.dropped.append(.init(path: path, offset: 0, bytes: UInt64(buf.count), reason: "bad segment header: \(why)"))
+                return .end(UInt64(buf.count))
+            }
+            throw LogStoreError(.corruption, "Bad segment header: \(why).", path: path, offset: 0)
+        }
+
+        var offset = _SegmentHeader.size
+        var validEnd = offset
+        var pending: [(header: _Frame.Header, frameOffset: Int, payloadOffset: Int)] = []
+
+        func damage(_ at: Int, _ why: String) throws -> _ScanResult? {
+            if isLast && looksTorn(buf, at: at) {
+                let dropped = UInt64(buf.count - validEnd)
+                report.truncatedTail = .init(path: path, offset: UInt64(validEnd), bytes: dropped, reason: why)
+                return .end(UInt64(validEnd))
+            }
+            if options.recovery == .salvage {
+                report.dropped.append(.init(path: path, offset: UInt64(validEnd), bytes: UInt64(buf.count - validEnd), reason: why))
+                return .end(UInt64(buf.count))
+            }
+            throw LogStoreError(
+                .corruption,
+                "Damaged log: \(why). Committed data follows this point, so it is not a torn write. Run `logstore-compact verify` for a full report and `logstore-compact salvage` to recover the valid transactions.",
+                path: path, offset: UInt64(at))
+        }
+
+        while offset < buf.count {
+            switch _Frame.parse(buf, at: offset) {
+            case .truncated(let why):
+                if let r = try damage(offset, "truncated frame: \(why)") { return r }
+            case .invalid(let why):
+                if let r = try damage(offset, "invalid frame: \(why)") { return r }
+            case .frame(let header, let payloadOffset):
+                if let first = pending.first, first.header.sequence != header.sequence {
+                    if let r = try damage(offset, "frame of transaction \(header.sequence) inside transaction \(first.header.sequence), which has no commit frame") { return r }
+                }
+                if header.sequence <= index.sequence {
+                    if let r = try damage(offset, "sequence number \(header.sequence) does not follow \(index.sequence)") { return r }
+                }
+                pending.append((header, offset, payloadOffset))
+                offset = payloadOffset + header.storedLength
+                if header.kind == .commit {
+                    do {
+                        // Apply to a copy so a transaction that fails half-way leaves no trace.
+                        var next = index
+                        try apply(pending, buf: buf, segment: number, index: &next)
+                        index = next
+                    } catch var e as LogStoreError {
+                        // CRC-valid but undecodable: written by a broken or foreign writer.
+                        if options.recovery == .salvage {
+                            report.dropped.append(.init(path: path, offset: UInt64(pending[0].frameOffset), bytes: UInt64(offset - pending[0].frameOffset), reason: e.message))
+                            pending.removeAll()
+                            validEnd = offset
+                            continue
+                        }
+                        e.path = path
+                        e.offset = UInt64(pending[0].frameOffset) + (e.offset ?? 0)
+                        throw e
+                    }
+                    index.sequence = header.sequence
+                    report.transactionsReplayed += 1
+                    pending.removeAll()
+                    validEnd = offset
+                }
+            }
+        }
+        if !pending.isEmpty {
+            if let r = try damage(pending[0].frameOffset, "transaction \(pending[0].header.sequence) has no commit frame") { return r }
+        }
+        return .end(UInt64(validEnd))
+    }
+
+    /// A bad frame in the last segment is a torn write only if nothing valid follows it. If the
+    /// frame's announced length leads to a valid frame, the damage is in the middle of data.
+    static func looksTorn(_ buf: UnsafeRawBufferPointer, at offset: Int) -> Bool {
+        guard buf.count - offset >= _Frame.headerSize else { return true }
+        let length = Int(buf.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian)
+        let next = offset + _Frame.headerSize + length
+        guard length <= _Frame.maxPayload, next < buf.count else { return true }
+        if case .frame = _Frame.parse(buf, at: next) { return false }
+        return true
+    }
+
+    /// Applies a committed transaction's frames to the index.
+    static func apply(_ frames: [(header: _Frame.Header, frameOffset: Int, payloadOffset: Int)],
+                      buf: UnsafeRawBufferPointer, segment: UInt32, index: inout _IndexState) throws {
+        for f in frames {
+            let stored = UnsafeRawBufferPointer(rebasing: buf[f.payloadOffset..<(f.payloadOffset + f.header.storedLength)])
+            let seq = f.header.sequence
+            func each(_ payload: UnsafeRawBufferPointer) throws {
+                try _DecodedRecord.decodeAll(payload) { rec in
+                    switch rec.op {
+                    case .put:
+                        index.put(rec.type, rec.key, RecordLocation(
+                            segment: segment, frameOffset: UInt32(f.frameOffset), frameLength: UInt32(f.header.storedLength),
+                            valueOffset: UInt32(rec.valueOffset), sequence: seq, valueLength: UInt32(rec.valueLength)))
+                    case .delete: index.delete(rec.type, rec.key)
+                    case .deleteAll: index.deleteAll(rec.type)
+                    }
+                }
+            }
+            if f.header.compressed {
+                let raw = try _Frame.rawPayload(f.header, stored)
+                try raw.withUnsafeBytes { try each($0) }
+            } else {
+                try each(stored)
+            }
+        }
+    }
+}

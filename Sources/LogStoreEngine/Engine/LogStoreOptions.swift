@@ -1,0 +1,78 @@
+public import Logging
+
+/// When a committed write reaches the disk.
+public enum Durability: Sendable, Hashable {
+    /// A commit returns only after `fdatasync`. Concurrent commits share one `fdatasync`
+    /// (group commit). The default.
+    case synchronous
+    /// A commit returns once written to the operating system; LogStore calls `fdatasync` every
+    /// ``LogStoreOptions/syncInterval``, on `flush()` and on close. A power loss may lose the last
+    /// interval's commits (never part of a commit); a process crash loses nothing.
+    case buffered
+    /// No `fdatasync` at all (what the in-memory store uses). A power loss may lose any commit
+    /// not yet written back by the OS, but never leaves part of one.
+    case none
+}
+
+/// What opening a store does with damage it finds.
+public enum RecoveryMode: Sendable, Hashable {
+    /// A torn tail of the last segment (an interrupted write) is cut off and reported; any other
+    /// damage fails `open` with a `.corruption` error naming the file and offset. The default.
+    case strict
+    /// Keep every valid transaction, skip damaged ones, and report what was dropped in
+    /// ``RecoveryReport/dropped``. Used by `logstore-compact salvage`.
+    case salvage
+}
+
+/// Options of a store. A value type: copy and change it before passing it to a store.
+public struct LogStoreOptions: Sendable {
+    /// When commits are durable. Default ``Durability/synchronous``.
+    public var durability: Durability = .synchronous
+    /// For ``Durability/buffered``: the longest time a commit waits for `fdatasync`. Default 100 ms.
+    public var syncInterval: Duration = .milliseconds(100)
+    /// A segment file rolls over to a new one once it exceeds this many bytes. Default 64 MiB;
+    /// at least 64 KiB, at most 1 GiB.
+    public var segmentSize: Int = 64 << 20
+    /// Records are grouped into frames of at most this many uncompressed bytes (a record larger
+    /// than this gets a frame of its own). A point read decompresses one frame. Default 32 KiB.
+    public var maxFramePayload: Int = 32 << 10
+    /// Whether frames are LZ4-compressed when that makes them smaller. Default true.
+    public var compression: Bool = true
+    /// Frames smaller than this are never compressed. Default 256 bytes.
+    public var compressionThreshold: Int = 256
+    /// The largest encoded item (record value) accepted; a larger one throws `.itemTooLarge`.
+    /// Default 16 MiB.
+    public var maxItemSize: Int = 16 << 20
+    /// The largest key (encoded id) accepted; a larger one throws `.keyTooLarge`. Default 1 KiB.
+    public var maxKeySize: Int = 1 << 10
+    /// The longest item type name, in UTF-8 bytes. Default 255.
+    public var maxTypeNameSize: Int = 255
+    /// Bytes of decompressed frames kept in memory for reads. Default 32 MiB.
+    public var cacheSize: Int = 32 << 20
+    /// What open does with damage. Default ``RecoveryMode/strict``.
+    public var recovery: RecoveryMode = .strict
+    /// A child store keeps its changes in memory up to this many bytes, then spills them to a
+    /// temporary log file in the parent's directory. Default 8 MiB.
+    public var childSpillThreshold: Int = 8 << 20
+    /// Where the store reports recovery, compaction and I/O failures. Default: none.
+    public var logger: Logger? = nil
+
+    /// The defaults: synchronous durability, compression on, 64 MiB segments, 16 MiB items.
+    public init() {}
+
+    func validated() throws -> LogStoreOptions {
+        var o = self
+        guard (64 << 10)...(1 << 30) ~= o.segmentSize else {
+            throw LogStoreError(.invalidArgument, "segmentSize must be between 64 KiB and 1 GiB (got \(o.segmentSize)).")
+        }
+        guard o.maxItemSize > 0, o.maxItemSize <= (256 << 20) else {
+            throw LogStoreError(.invalidArgument, "maxItemSize must be between 1 byte and 256 MiB (got \(o.maxItemSize)).")
+        }
+        guard o.maxKeySize > 0, o.maxKeySize <= (64 << 10) else {
+            throw LogStoreError(.invalidArgument, "maxKeySize must be between 1 byte and 64 KiB (got \(o.maxKeySize)).")
+        }
+        o.maxFramePayload = min(max(o.maxFramePayload, 512), 1 << 20)
+        o.cacheSize = max(0, o.cacheSize)
+        return o
+    }
+}

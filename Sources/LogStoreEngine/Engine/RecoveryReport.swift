@@ -1,0 +1,42 @@
+/// What opening a store found and did.
+public struct RecoveryReport: Sendable, Equatable {
+    /// One stretch of bytes that was not used.
+    public struct Drop: Sendable, Equatable, CustomStringConvertible {
+        /// The file.
+        public var path: String
+        /// Where the dropped bytes start.
+        public var offset: UInt64
+        /// How many bytes were dropped.
+        public var bytes: UInt64
+        /// Why.
+        public var reason: String
+        /// Creates a drop record.
+        public init(path: String, offset: UInt64, bytes: UInt64, reason: String) {
+            self.path = path
+            self.offset = offset
+            self.bytes = bytes
+            self.reason = reason
+        }
+        /// `path@offset: N bytes (reason)`.
+        public var description: String { "\(path)@\(offset): \(bytes) bytes dropped (\(reason))" }
+    }
+    /// Whether the store was created by this open.
+    public var created = false
+    /// Segments scanned.
+    public var segmentsScanned = 0
+    /// Transactions replayed.
+    public var transactionsReplayed = 0
+    /// Bytes read from the log during replay.
+    public var bytesReplayed: UInt64 = 0
+    /// The torn tail cut off the last segment (an interrupted write), if any.
+    public var truncatedTail: Drop?
+    /// In ``RecoveryMode/salvage``: damaged ranges skipped.
+    public var dropped: [Drop] = []
+    /// Files left by an interrupted operation and removed (temporary files, orphan segments).
+    public var removedFiles: [String] = []
+    /// The sequence number of the last transaction recovered.
+    public var lastSequence: UInt64 = 0
+
+    /// Creates an empty report.
+    public init() {}
+}

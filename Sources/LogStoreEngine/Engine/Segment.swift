@@ -1,0 +1,90 @@
+import Synchronization
+
+/// An open segment file. Shared by every snapshot that can read it; the descriptor closes when the
+/// last reference goes away, so a segment deleted by compaction stays readable by old snapshots.
+final class _Segment: Sendable {
+    let number: UInt32
+    let file: any FileSystemFile
+    init(number: UInt32, file: any FileSystemFile) {
+        self.number = number
+        self.file = file
+    }
+    var path: String { file.path }
+}
+
+/// A bounded cache of decompressed frame payloads, keyed by (segment, frame offset).
+/// Thread-safe (one mutex); FIFO eviction by bytes.
+final class _FrameCache: Sendable {
+    struct State {
+        var frames: [UInt64: [UInt8]] = [:]
+        var order: [UInt64] = []
+        var head = 0
+        var bytes = 0
+    }
+    let capacity: Int
+    let state = Mutex(State())
+    init(capacity: Int) { self.capacity = capacity }
+
+    func get(_ id: UInt64) -> [UInt8]? { state.withLock { $0.frames[id] } }
+
+    func put(_ id: UInt64, _ payload: [UInt8]) {
+        guard payload.count * 8 <= capacity else { return }
+        state.withLock { s in
+            if s.frames[id] != nil { return }
+            s.frames[id] = payload
+            s.order.append(id)
+            s.bytes += payload.count
+            while s.bytes > capacity, s.head < s.order.count {
+                let victim = s.order[s.head]
+                s.head += 1
+                if let v = s.frames.removeValue(forKey: victim) { s.bytes -= v.count }
+            }
+            if s.head > 4096 && s.head * 2 > s.order.count {
+                s.order.removeFirst(s.head)
+                s.head = 0
+            }
+        }
+    }
+
+    func removeAll() { state.withLock { $0 = State() } }
+}
+
+extension _Segment {
+    /// Reads, checks and (if needed) decompresses the frame at `loc`; returns its raw payload.
+    /// Throws `.corruption` naming the file and offset if anything is wrong.
+    func readFrame(_ loc: RecordLocation, cache: _FrameCache?) throws -> [UInt8] {
+        if let cache, let hit = cache.get(loc.frameID) { return hit }
+        let total = _Frame.headerSize + Int(loc.frameLength)
+        let bytes = try file.read(at: UInt64(loc.frameOffset), count: total)
+        let raw: [UInt8] = try bytes.withUnsafeBytes { buf in
+            switch _Frame.parse(buf, at: 0) {
+            case .frame(let header, let payloadOffset):
+                guard header.storedLength == Int(loc.frameLength) else {
+                    throw LogStoreError(.corruption, "Frame length changed since it was indexed.", path: path, offset: UInt64(loc.frameOffset))
+                }
+                do {
+                    return try _Frame.rawPayload(header, UnsafeRawBufferPointer(rebasing: buf[payloadOffset...]))
+                } catch var e as LogStoreError {
+                    e.path = path
+                    e.offset = UInt64(loc.frameOffset)
+                    throw e
+                }
+            case .truncated(let why), .invalid(let why):
+                throw LogStoreError(.corruption, "Frame unreadable: \(why). Run `logstore-compact verify` on the store.", path: path, offset: UInt64(loc.frameOffset))
+            }
+        }
+        cache?.put(loc.frameID, raw)
+        return raw
+    }
+
+    /// The value bytes of the record at `loc`.
+    func readValue(_ loc: RecordLocation, cache: _FrameCache?) throws -> ArraySlice<UInt8> {
+        let raw = try readFrame(loc, cache: cache)
+        let start = Int(loc.valueOffset)
+        let end = start + Int(loc.valueLength)
+        guard end <= raw.count else {
+            throw LogStoreError(.corruption, "Record value lies outside its frame.", path: path, offset: UInt64(loc.frameOffset))
+        }
+        return raw[start..<end]
+    }
+}

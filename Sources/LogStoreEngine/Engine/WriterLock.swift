@@ -1,0 +1,39 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Serializes write transactions and detects a write started from inside another write on the
+/// same thread (which would otherwise deadlock).
+final class _WriterLock: Sendable {
+    private let lock = NSLock()
+    private let owner = Mutex<UInt?>(nil)
+
+    static func currentThread() -> UInt {
+        #if canImport(Glibc)
+        return UInt(pthread_self())
+        #else
+        return UInt(bitPattern: pthread_self())
+        #endif
+    }
+
+    /// Whether the calling thread holds the lock.
+    var heldByCurrentThread: Bool { owner.withLock { $0 == Self.currentThread() } }
+
+    func acquire() throws {
+        let me = Self.currentThread()
+        if owner.withLock({ $0 == me }) {
+            throw LogStoreError(
+                .reentrantWrite,
+                "A write block started another write on the same store; it would wait for itself forever. Do the work in the outer block, or use writeAsync.")
+        }
+        lock.lock()
+        owner.withLock { $0 = me }
+    }
+
+    func release() {
+        owner.withLock { $0 = nil }
+        lock.unlock()
+    }
+}

@@ -1,0 +1,133 @@
+/// The one error type LogStore throws (the engine, the DataStore API and the tools).
+///
+/// Match on ``code``; it is an extensible set of static values (new codes are added without
+/// breaking `switch` statements that have a `default`). ``message`` says what went wrong and how to
+/// fix it; ``path`` and ``offset`` locate corruption; ``underlyingError`` carries the cause
+/// (an `errno`-based ``SystemError``, a `DecodingError`, ...).
+///
+/// The error of a *user* block thrown inside `read`/`writeSync` is never wrapped in a
+/// `LogStoreError`: it reaches the caller as the same value.
+public struct LogStoreError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// What kind of failure this is. Compare with the static members, e.g. `error.code == .corruption`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// Stable identifier, also used in the CLI's `--json` output.
+        public let rawValue: String
+        /// Creates a code from its stable identifier.
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+        /// The stable identifier.
+        public var description: String { rawValue }
+
+        /// The store was used before `setup()` or after `tearDown()`.
+        public static let notOpen = Code("notOpen")
+        /// Another `LogDataStore`/engine (in this process or another) holds the store's lock.
+        public static let locked = Code("locked")
+        /// A checksum, length or structure on disk is wrong; ``LogStoreError/path`` and
+        /// ``LogStoreError/offset`` say where.
+        public static let corruption = Code("corruption")
+        /// The store was written by a newer LogStore format version than this build reads.
+        public static let unsupportedFormatVersion = Code("unsupportedFormatVersion")
+        /// The directory exists and holds files, but it is not a LogStore store.
+        public static let notAStore = Code("notAStore")
+        /// A system call failed (see ``LogStoreError/underlyingError``).
+        public static let io = Code("io")
+        /// The disk (or quota) is full. Nothing committed was lost; free space and retry.
+        public static let diskFull = Code("diskFull")
+        /// The operating system refused access to a file or directory.
+        public static let permissionDenied = Code("permissionDenied")
+        /// A write failed to reach the disk (`fsync` failed). The store refuses further writes
+        /// until it is reopened; committed data before the failure is safe.
+        public static let storePoisoned = Code("storePoisoned")
+        /// An item is larger than ``LogStoreOptions``'s `maxItemSize`.
+        public static let itemTooLarge = Code("itemTooLarge")
+        /// A key or item type name is larger than the limit.
+        public static let keyTooLarge = Code("keyTooLarge")
+        /// A write block tried to start another write on the same store (it would deadlock).
+        public static let reentrantWrite = Code("reentrantWrite")
+        /// An item could not be encoded into attributes.
+        public static let encodingFailed = Code("encodingFailed")
+        /// A stored record could not be decoded as the requested Swift type.
+        public static let decodingFailed = Code("decodingFailed")
+        /// An argument is invalid (for example a negative offset).
+        public static let invalidArgument = Code("invalidArgument")
+        /// `merge(_:)` was given a store that is not a child of this store.
+        public static let notAChild = Code("notAChild")
+        /// `merge(_:policy: .failOnConflict)` found items changed on both sides; see
+        /// ``LogStoreError/conflicts``.
+        public static let mergeConflict = Code("mergeConflict")
+        /// A child store's parent was torn down; the child can no longer be used.
+        public static let parentClosed = Code("parentClosed")
+        /// An accessor was used outside the block that received it.
+        public static let accessorExpired = Code("accessorExpired")
+    }
+
+    /// One item changed on both sides of a merge.
+    public struct Conflict: Hashable, Sendable, CustomStringConvertible {
+        /// The item type (entity) name.
+        public var itemType: String
+        /// The item's id, as text.
+        public var id: String
+        /// Creates a conflict description.
+        public init(itemType: String, id: String) {
+            self.itemType = itemType
+            self.id = id
+        }
+        /// `itemType/id`.
+        public var description: String { "\(itemType)/\(id)" }
+    }
+
+    /// The kind of failure.
+    public var code: Code
+    /// What happened and what to do about it.
+    public var message: String
+    /// The file or directory concerned, when there is one.
+    public var path: String?
+    /// The byte offset in ``path`` where corruption was found, when known.
+    public var offset: UInt64?
+    /// The cause, when another error caused this one.
+    public var underlyingError: (any Error)?
+    /// For ``Code/mergeConflict``: the conflicting items.
+    public var conflicts: [Conflict]
+
+    /// Creates an error. Library code uses this; users normally only read errors.
+    public init(
+        _ code: Code, _ message: String, path: String? = nil, offset: UInt64? = nil,
+        underlying: (any Error)? = nil, conflicts: [Conflict] = []
+    ) {
+        self.code = code
+        self.message = message
+        self.path = path
+        self.offset = offset
+        self.underlyingError = underlying
+        self.conflicts = conflicts
+    }
+
+    /// `code: message (path at offset N) [cause]`.
+    public var description: String {
+        var s = "LogStoreError.\(code): \(message)"
+        if let path {
+            s += " [\(path)"
+            if let offset { s += " at offset \(offset)" }
+            s += "]"
+        }
+        if let underlyingError { s += " (cause: \(underlyingError))" }
+        return s
+    }
+
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+}
+
+/// A failed system call: the call, its `errno` and the system's text for it.
+public struct SystemError: Error, Sendable, CustomStringConvertible {
+    /// The call that failed, e.g. `"open"`.
+    public var call: String
+    /// The `errno` value.
+    public var errno: Int32
+    /// Creates a system error.
+    public init(call: String, errno: Int32) {
+        self.call = call
+        self.errno = errno
+    }
+    /// `open: No such file or directory (errno 2)`.
+    public var description: String { "\(call): \(_systemErrorText(errno)) (errno \(errno))" }
+}

@@ -1,0 +1,227 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Synchronization
+
+/// The real file system, through POSIX calls: `open(O_CLOEXEC)`, `pread`/`pwrite`, `fdatasync`,
+/// `rename`, `fsync` on directories and `flock` for the store lock.
+///
+/// `flock` is taken on a descriptor opened for the lock alone, so it also excludes a second
+/// opener in the same process (POSIX `fcntl` record locks would not).
+public struct POSIXFileSystem: FileSystem {
+    /// Creates the file system. Stateless; cheap.
+    public init() {}
+
+    /// See ``FileSystem/createDirectory(atPath:)``.
+    public func createDirectory(atPath path: String) throws {
+        if itemKind(atPath: path) == .directory { return }
+        var parent = path
+        while parent.count > 1, parent.hasSuffix("/") { parent.removeLast() }
+        if let slash = parent.lastIndex(of: "/"), slash != parent.startIndex {
+            try createDirectory(atPath: String(parent[..<slash]))
+        }
+        if mkdir(path, 0o755) != 0 {
+            let e = errno
+            if e == EEXIST, itemKind(atPath: path) == .directory { return }
+            throw _ioError("mkdir", e, path)
+        }
+    }
+
+    /// See ``FileSystem/contentsOfDirectory(atPath:)``.
+    public func contentsOfDirectory(atPath path: String) throws -> [String] {
+        guard let dir = opendir(path) else { throw _ioError("opendir", errno, path) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw -> String in
+                let bytes = raw.prefix { $0 != 0 }
+                return String(decoding: bytes, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// See ``FileSystem/itemKind(atPath:)``.
+    public func itemKind(atPath path: String) -> FileItemKind? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        switch st.st_mode & S_IFMT {
+        case S_IFDIR: return .directory
+        case S_IFREG: return .file
+        default: return .file
+        }
+    }
+
+    /// See ``FileSystem/open(_:mode:)``.
+    public func open(_ path: String, mode: FileOpenMode) throws -> any FileSystemFile {
+        let flags: Int32
+        switch mode {
+        case .readOnly: flags = O_RDONLY
+        case .readWrite: flags = O_RDWR
+        case .createNew: flags = O_RDWR | O_CREAT | O_EXCL
+        case .createOrTruncate: flags = O_RDWR | O_CREAT | O_TRUNC
+        }
+        let fd = Glibc.open(path, flags | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw _ioError("open", errno, path) }
+        return _POSIXFile(fd: fd, path: path)
+    }
+
+    /// See ``FileSystem/removeFile(atPath:)``.
+    public func removeFile(atPath path: String) throws {
+        if unlink(path) != 0 {
+            let e = errno
+            if e == ENOENT { return }
+            throw _ioError("unlink", e, path)
+        }
+    }
+
+    /// See ``FileSystem/rename(from:to:)``.
+    public func rename(from: String, to: String) throws {
+        if Glibc.rename(from, to) != 0 { throw _ioError("rename", errno, from) }
+    }
+
+    /// See ``FileSystem/syncDirectory(atPath:)``.
+    public func syncDirectory(atPath path: String) throws {
+        let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw _ioError("open", errno, path) }
+        defer { Glibc.close(fd) }
+        if fsync(fd) != 0 { throw _ioError("fsync", errno, path) }
+    }
+
+    /// See ``FileSystem/lock(atPath:)``.
+    public func lock(atPath path: String) throws -> any FileSystemLock {
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw _ioError("open", errno, path) }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let e = errno
+            Glibc.close(fd)
+            if e == EWOULDBLOCK || e == EAGAIN {
+                throw LogStoreError(
+                    .locked,
+                    "The store is already open (another LogDataStore, in this process or another, holds its lock). Close it first, or open a different directory.",
+                    path: path, underlying: SystemError(call: "flock", errno: e))
+            }
+            throw _ioError("flock", e, path)
+        }
+        return _POSIXLock(fd: fd)
+    }
+}
+
+/// An open POSIX descriptor. Sendable: the descriptor is immutable and `pread`/`pwrite` are
+/// thread-safe; `closed` is guarded by its mutex.
+final class _POSIXFile: FileSystemFile {
+    let fd: Int32
+    let path: String
+    private let closed = Mutex(false)
+
+    init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    deinit { try? close() }
+
+    private func checkOpen() throws {
+        if closed.withLock({ $0 }) { throw LogStoreError(.io, "File used after close.", path: path) }
+    }
+
+    func read(at offset: UInt64, count: Int) throws -> [UInt8] {
+        try checkOpen()
+        guard count > 0 else { return [] }
+        var out = [UInt8](repeating: 0, count: count)
+        var done = 0
+        try out.withUnsafeMutableBytes { buf in
+            guard let base = buf.baseAddress else { return }
+            while done < buf.count {
+                let n = pread(fd, base + done, buf.count - done, off_t(offset) + off_t(done))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw _ioError("pread", errno, path)
+                }
+                if n == 0 { break }
+                done += n
+            }
+        }
+        if done < count { out.removeSubrange(done...) }
+        return out
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
+        try checkOpen()
+        guard let base = bytes.baseAddress else { return }
+        var done = 0
+        while done < bytes.count {
+            let n = pwrite(fd, base + done, bytes.count - done, off_t(offset) + off_t(done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw _ioError("pwrite", errno, path)
+            }
+            done += n
+        }
+    }
+
+    func size() throws -> UInt64 {
+        try checkOpen()
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw _ioError("fstat", errno, path) }
+        return UInt64(st.st_size)
+    }
+
+    func truncate(to size: UInt64) throws {
+        try checkOpen()
+        if ftruncate(fd, off_t(size)) != 0 { throw _ioError("ftruncate", errno, path) }
+    }
+
+    func sync() throws {
+        try checkOpen()
+        if fdatasync(fd) != 0 { throw _ioError("fdatasync", errno, path) }
+    }
+
+    func close() throws {
+        let wasOpen = closed.withLock { c -> Bool in
+            defer { c = true }
+            return !c
+        }
+        if wasOpen { Glibc.close(fd) }
+    }
+}
+
+/// A held `flock`. Sendable: `fd` is guarded by the mutex.
+final class _POSIXLock: FileSystemLock {
+    private let fd: Mutex<Int32>
+    init(fd: Int32) { self.fd = Mutex(fd) }
+    deinit { unlock() }
+    func unlock() {
+        fd.withLock { fd in
+            if fd >= 0 {
+                flock(fd, LOCK_UN)
+                Glibc.close(fd)
+                fd = -1
+            }
+        }
+    }
+}
+
+/// Maps an `errno` to a typed ``LogStoreError``.
+func _ioError(_ call: String, _ e: Int32, _ path: String) -> LogStoreError {
+    let cause = SystemError(call: call, errno: e)
+    switch e {
+    case ENOSPC, EDQUOT:
+        return LogStoreError(.diskFull, "The disk is full (\(call)). Nothing committed was lost; free space and retry.", path: path, underlying: cause)
+    case EACCES, EPERM, EROFS:
+        return LogStoreError(.permissionDenied, "Permission denied (\(call)). Check the owner and mode of the store directory.", path: path, underlying: cause)
+    default:
+        return LogStoreError(.io, "\(call) failed: \(_systemErrorText(e)).", path: path, underlying: cause)
+    }
+}
+
+/// `strerror` text for an errno.
+func _systemErrorText(_ e: Int32) -> String {
+    guard let s = strerror(e) else { return "errno \(e)" }
+    return String(cString: s)
+}

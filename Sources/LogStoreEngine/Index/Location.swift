@@ -1,0 +1,19 @@
+/// Where a record's value lives: the frame that holds it and the value's bytes inside the frame's
+/// raw (decompressed) payload. 32 bytes in memory.
+public struct RecordLocation: Sendable, Hashable {
+    /// Segment number.
+    public var segment: UInt32
+    /// Byte offset of the frame header in the segment file.
+    public var frameOffset: UInt32
+    /// Stored (on-disk) payload length of the frame.
+    public var frameLength: UInt32
+    /// Offset of the value's bytes within the frame's raw payload.
+    public var valueOffset: UInt32
+    /// Sequence number of the transaction that wrote the record.
+    public var sequence: UInt64
+    /// Length of the value's bytes.
+    public var valueLength: UInt32
+
+    /// A key for caches: segment and frame offset.
+    var frameID: UInt64 { UInt64(segment) << 32 | UInt64(frameOffset) }
+}

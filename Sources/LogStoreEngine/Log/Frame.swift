@@ -1,0 +1,108 @@
+/// A frame: the checksummed unit of the log (Docs/FileFormat.md, "Frames").
+///
+///     frame   := header:24 payload:storedLength
+///     header  := crc:u32le storedLength:u32le kind:u8 flags:u8 reserved:u16le=0 sequence:u64le rawLength:u32le
+///     crc     := masked CRC-32C of header[4..<24] ++ payload
+///     kind    := 0x01 data (more frames of this transaction follow) | 0x02 commit (last frame)
+///     flags   := bit 0: payload is an LZ4 block of rawLength bytes; other bits 0
+///     payload := record*   (after decompression; see RecordOperation)
+///
+/// A transaction is one or more frames with the same sequence number in consecutive positions of
+/// one segment; it exists only if its commit frame is valid.
+enum _Frame {
+    static let headerSize = 24
+
+    /// The frame kind on disk. Part of the file format: never renumber or reuse.
+    enum Kind: UInt8 {
+        case data = 0x01
+        case commit = 0x02
+    }
+    static let flagLZ4: UInt8 = 0x01
+    /// Largest stored or raw payload accepted by the decoder (a sanity bound for corrupt lengths).
+    static let maxPayload = 1 << 30
+
+    struct Header {
+        var storedLength: Int
+        var kind: Kind
+        var compressed: Bool
+        var sequence: UInt64
+        var rawLength: Int
+    }
+
+    /// Appends one frame holding `raw` (already-encoded records). Compresses when `compress` and
+    /// the payload is at least `threshold` bytes and LZ4 makes it smaller.
+    /// Returns the frame's stored payload length.
+    @discardableResult
+    static func append(
+        into out: inout [UInt8], raw: [UInt8], kind: Kind, sequence: UInt64, compress: Bool, threshold: Int
+    ) -> Int {
+        var payload: [UInt8]? = nil
+        if compress && raw.count >= threshold {
+            payload = raw.withUnsafeBytes { _LZ4.compress($0) }
+        }
+        let compressed = payload != nil
+        let body = payload ?? raw
+        var w = _ByteWriter(capacity: headerSize)
+        w.u32(0)  // crc, patched below
+        w.u32(UInt32(body.count))
+        w.u8(kind.rawValue)
+        w.u8(compressed ? flagLZ4 : 0)
+        w.u16(0)
+        w.u64(sequence)
+        w.u32(UInt32(raw.count))
+        var crc = w.bytes.withUnsafeBytes { CRC32C.update(0, UnsafeRawBufferPointer(rebasing: $0[4...])) }
+        crc = body.withUnsafeBytes { CRC32C.update(crc, $0) }
+        w.patchU32(CRC32C.mask(crc), at: 0)
+        out.append(contentsOf: w.bytes)
+        out.append(contentsOf: body)
+        return body.count
+    }
+
+    enum ParseResult {
+        case frame(Header, payloadOffset: Int)
+        /// Not enough bytes for the header or the payload it announces.
+        case truncated(String)
+        /// The bytes are there but wrong.
+        case invalid(String)
+    }
+
+    /// Parses and checks the frame at `offset` of `bytes` (CRC included; does not decompress).
+    static func parse(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> ParseResult {
+        guard bytes.count - offset >= headerSize else {
+            return .truncated("\(bytes.count - offset) bytes left, a frame header needs \(headerSize)")
+        }
+        var r = _ByteReader(bytes, offset: offset)
+        guard let stored = try? r.u32(), let length = try? r.u32(), let kindRaw = try? r.u8(),
+            let flags = try? r.u8(), let reserved = try? r.u16(), let seq = try? r.u64(), let raw = try? r.u32()
+        else { return .truncated("short header") }
+        let storedLength = Int(length)
+        let rawLength = Int(raw)
+        let payloadOffset = offset + headerSize
+        if storedLength > maxPayload || rawLength > maxPayload {
+            return .invalid("frame length \(storedLength) (raw \(rawLength)) is implausible")
+        }
+        if bytes.count - payloadOffset < storedLength {
+            // Check the CRC as far as possible is impossible; report as truncated.
+            return .truncated("frame announces \(storedLength) payload bytes, \(bytes.count - payloadOffset) left")
+        }
+        var crc = CRC32C.update(0, UnsafeRawBufferPointer(rebasing: bytes[(offset + 4)..<payloadOffset]))
+        crc = CRC32C.update(crc, UnsafeRawBufferPointer(rebasing: bytes[payloadOffset..<(payloadOffset + storedLength)]))
+        guard CRC32C.mask(crc) == stored else { return .invalid("checksum mismatch") }
+        guard let kind = Kind(rawValue: kindRaw) else { return .invalid("unknown frame kind 0x\(String(kindRaw, radix: 16))") }
+        guard flags & ~flagLZ4 == 0, reserved == 0 else { return .invalid("unknown flags 0x\(String(flags, radix: 16))") }
+        let compressed = flags & flagLZ4 != 0
+        if !compressed && rawLength != storedLength { return .invalid("raw length \(rawLength) != stored length \(storedLength) in an uncompressed frame") }
+        return .frame(
+            Header(storedLength: storedLength, kind: kind, compressed: compressed, sequence: seq, rawLength: rawLength),
+            payloadOffset: payloadOffset)
+    }
+
+    /// The frame's records as raw bytes (decompressed if needed). Throws `.corruption` if LZ4 fails.
+    static func rawPayload(_ header: Header, _ stored: UnsafeRawBufferPointer) throws -> [UInt8] {
+        if !header.compressed { return Array(stored) }
+        guard let out = _LZ4.decompress(stored, rawLength: header.rawLength) else {
+            throw LogStoreError(.corruption, "LZ4 payload does not decompress to its announced \(header.rawLength) bytes.")
+        }
+        return out
+    }
+}
