@@ -66,6 +66,10 @@ public final class EngineTransaction: RecordReader {
         return overlay.deleteAll(type, base: base)
     }
 
+    /// The state the transaction started from (without its own changes): the store's head
+    /// snapshot, or a child's view. Used by merges to detect conflicts.
+    public var baseView: any RecordReader { base }
+
     /// Whether the transaction changed anything.
     public var hasChanges: Bool { !overlay.isEmpty }
 }

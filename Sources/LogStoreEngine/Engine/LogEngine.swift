@@ -157,7 +157,7 @@ public final class LogEngine: Sendable {
         let result = try body(txn)
         txn.isValid = false
         guard txn.hasChanges else { return (result, nil) }
-        let seq = try appendLocked(txn.overlay.operations())
+        let seq = try appendLocked(try txn.overlay.operations())
         return (result, seq)
     }
 

@@ -174,10 +174,10 @@ extension AttributeValue {
         }
     }
 
-    /// Skips one encoded value and returns the attribute `key` of a top-level map without
-    /// decoding the rest (used by attribute filters). Returns nil when the value is not a map or
-    /// has no such key.
-    static func lookup(_ key: String, in bytes: UnsafeRawBufferPointer) throws -> AttributeValue? {
+    /// The attribute `key` of an encoded top-level map, decoded without decoding the rest of the
+    /// value (used by attribute filters and sorts). Returns nil when the value is not a map or has
+    /// no such key. Throws `.corruption` on malformed bytes. Pure; any thread.
+    public static func lookupAttribute(_ key: String, in bytes: UnsafeRawBufferPointer) throws -> AttributeValue? {
         var r = _ByteReader(bytes)
         do throws(_DecodeError) {
             guard try r.u8() == Tag.map.rawValue else { return nil }

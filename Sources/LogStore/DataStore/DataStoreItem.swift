@@ -1,0 +1,28 @@
+import Foundation
+
+/// An item stored in a ``DataStore``: a Codable value type (JustPersist's `DataStoreItem`, Core
+/// Data's managed object), safe to pass between threads.
+///
+/// Items are stored by ``itemType`` (the entity name) and `id`. Inserting an item whose id is
+/// already stored replaces it. IDs of type `UUID`, `String`, `Int` and `Int64` (and the other
+/// integer types) are stored so that results come in ascending id order; any other
+/// `Codable & Hashable` id works too, in an unspecified but stable order.
+///
+/// ```swift
+/// struct Restaurant: DataStoreItem {
+///     var id: UUID
+///     var name: String
+///     var rating: Int
+/// }
+/// ```
+public protocol DataStoreItem: Codable, Sendable, Identifiable where ID: Codable & Hashable & Sendable {
+    /// The collection ("entity") name stored on disk. Default: the type's name
+    /// (`String(describing: Self.self)`, e.g. `"Restaurant"`). Renaming the Swift type changes the
+    /// default, so set it explicitly if you might rename the type.
+    static var itemType: String { get }
+}
+
+extension DataStoreItem {
+    /// The type's name, e.g. `"Restaurant"` for `struct Restaurant`.
+    public static var itemType: String { String(describing: Self.self) }
+}

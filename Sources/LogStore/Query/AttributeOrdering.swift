@@ -1,0 +1,63 @@
+import LogStoreEngine
+
+extension AttributeValue {
+    /// The rank of a value's kind in attribute sorts: null, bool, number, string, bytes, date,
+    /// uuid, array, map.
+    var sortRank: Int {
+        switch self {
+        case .null: return 0
+        case .bool: return 1
+        case .int, .double: return 2
+        case .string: return 3
+        case .bytes: return 4
+        case .date: return 5
+        case .uuid: return 6
+        case .array: return 7
+        case .map: return 8
+        }
+    }
+
+    /// Total order used by attribute sorts (see ``DataStoreRequest/setSort(whereAttribute:ascending:)``).
+    static func compare(_ a: AttributeValue?, _ b: AttributeValue?) -> Int {
+        let a = a ?? .null
+        let b = b ?? .null
+        let ra = a.sortRank, rb = b.sortRank
+        if ra != rb { return ra < rb ? -1 : 1 }
+        switch (a, b) {
+        case (.bool(let x), .bool(let y)): return x == y ? 0 : (!x ? -1 : 1)
+        case (.int(let x), .int(let y)): return x == y ? 0 : (x < y ? -1 : 1)
+        case (.int(let x), .double(let y)): return cmp(Double(x), y)
+        case (.double(let x), .int(let y)): return cmp(x, Double(y))
+        case (.double(let x), .double(let y)): return cmp(x, y)
+        case (.string(let x), .string(let y)): return x == y ? 0 : (x < y ? -1 : 1)
+        case (.bytes(let x), .bytes(let y)): return x == y ? 0 : (x.lexicographicallyPrecedes(y) ? -1 : 1)
+        case (.date(let x), .date(let y)): return x == y ? 0 : (x < y ? -1 : 1)
+        case (.uuid(let x), .uuid(let y)):
+            let kx = ItemKey.uuid(x), ky = ItemKey.uuid(y)
+            return kx == ky ? 0 : (kx < ky ? -1 : 1)
+        case (.array(let x), .array(let y)):
+            for (p, q) in zip(x, y) {
+                let c = compare(p, q)
+                if c != 0 { return c }
+            }
+            return x.count == y.count ? 0 : (x.count < y.count ? -1 : 1)
+        default: return 0
+        }
+    }
+
+    static func cmp(_ x: Double, _ y: Double) -> Int {
+        if x == y { return 0 }
+        if x.isNaN { return y.isNaN ? 0 : 1 }
+        if y.isNaN { return -1 }
+        return x < y ? -1 : 1
+    }
+
+    /// Equality for attribute filters: numbers compare by value across int and double.
+    static func filterEquals(_ stored: AttributeValue?, _ wanted: AttributeValue) -> Bool {
+        let stored = stored ?? .null
+        switch (stored, wanted) {
+        case (.int, .double), (.double, .int): return compare(stored, wanted) == 0
+        default: return stored == wanted
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+public import LogStoreEngine
+
+/// How item ids become record keys (Docs/FileFormat.md, "Keys"). Byte order of keys is id order:
+///
+///     String  -> UTF-8 bytes
+///     UUID    -> its 16 bytes
+///     integer -> 8 bytes big-endian of the value as Int64 with the sign bit flipped
+///     other   -> the id's encoded AttributeValue bytes (stable, but not a meaningful order)
+public enum ItemKey {
+    /// The record key for an id. Throws `.encodingFailed` if an unusual id type cannot be encoded.
+    public static func make<ID: Encodable>(_ id: ID) throws -> RecordKey {
+        switch id {
+        case let s as String: return RecordKey(s.utf8)
+        case let u as UUID: return uuid(u)
+        case let i as Int: return integer(Int64(i))
+        case let i as Int64: return integer(i)
+        case let i as Int32: return integer(Int64(i))
+        case let i as Int16: return integer(Int64(i))
+        case let i as Int8: return integer(Int64(i))
+        case let i as UInt32: return integer(Int64(i))
+        case let i as UInt16: return integer(Int64(i))
+        case let i as UInt8: return integer(Int64(i))
+        default:
+            return make(fromAttribute: try AttributeEncoder().encode(id))
+        }
+    }
+
+    /// The record key for an id given as an attribute value (dynamic access). Gives the same key
+    /// as ``make(_:)`` for the same id.
+    public static func make(fromAttribute value: AttributeValue) -> RecordKey {
+        switch value {
+        case .string(let s): return RecordKey(s.utf8)
+        case .uuid(let u): return uuid(u)
+        case .int(let i): return integer(i)
+        default: return RecordKey(value.encoded())
+        }
+    }
+
+    static func uuid(_ u: UUID) -> RecordKey {
+        withUnsafeBytes(of: u.uuid) { RecordKey($0) }
+    }
+
+    static func integer(_ i: Int64) -> RecordKey {
+        let flipped = UInt64(bitPattern: i) ^ (1 << 63)
+        return withUnsafeBytes(of: flipped.bigEndian) { RecordKey($0) }
+    }
+}

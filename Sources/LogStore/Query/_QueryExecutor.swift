@@ -1,0 +1,142 @@
+import Foundation
+import LogStoreEngine
+
+/// Runs ``DataStoreRequest``s against any ``RecordReader`` (a snapshot, a write transaction or a
+/// child store's view).
+///
+/// Plans, cheapest first:
+/// 1. no predicate, filter or sort: select keys in key order (bounded heap when there is a limit),
+///    then read and decode only the selected items;
+/// 2. no sort but a limit: walk keys in key order, stop after `offset + limit` matches;
+/// 3. otherwise: scan the type in file order, check the attribute filter on the stored record
+///    before decoding, decode, evaluate the predicate, then sort (bounded heap with a limit).
+enum _QueryExecutor {
+    struct Match<Item> {
+        var key: RecordKey
+        var item: Item
+        var sortValue: AttributeValue?
+    }
+
+    static func validate<Item>(_ r: DataStoreRequest<Item>) throws -> (filter: (String, AttributeValue)?, needed: Int?) {
+        guard r.offset >= 0 else { throw LogStoreError(.invalidArgument, "DataStoreRequest.offset must not be negative (got \(r.offset)).") }
+        if let l = r.limit, l < 0 { throw LogStoreError(.invalidArgument, "DataStoreRequest.limit must not be negative (got \(l)); use nil for no limit.") }
+        let filter: (String, AttributeValue)?
+        if let f = r.attributeFilter { filter = (f.attribute, try f.value.get()) } else { filter = nil }
+        var needed: Int? = nil
+        if let l = r.limit {
+            let (sum, overflow) = r.offset.addingReportingOverflow(l)
+            needed = overflow ? Int.max : sum
+        }
+        return (filter, needed)
+    }
+
+    static func decode<Item: DataStoreItem>(_ type: Item.Type, _ bytes: ArraySlice<UInt8>) throws -> Item {
+        try _AttributeCoding.decode(Item.self, fromBytes: bytes)
+    }
+
+    static func passesFilter(_ filter: (String, AttributeValue)?, _ bytes: ArraySlice<UInt8>) throws -> Bool {
+        guard let (attribute, wanted) = filter else { return true }
+        let stored = try bytes.withUnsafeBytes { try AttributeValue.lookupAttribute(attribute, in: $0) }
+        return AttributeValue.filterEquals(stored, wanted)
+    }
+
+    static func items<Item: DataStoreItem>(_ request: DataStoreRequest<Item>, in view: any RecordReader) throws -> [Item] {
+        let (filter, needed) = try validate(request)
+        if needed == 0 { return [] }
+        let type = Item.itemType
+        let sorted = !request.sortDescriptors.isEmpty || request.attributeSort != nil
+
+        // Plan 1 and 2: key order.
+        if !sorted {
+            if request.predicate == nil && filter == nil {
+                let keys = try selectKeys(view.keys(ofType: type), offset: request.offset, needed: needed)
+                return try keys.compactMap { k in try view.value(type: type, key: k).map { try decode(Item.self, $0) } }
+            }
+            if let needed {
+                var keys = view.keys(ofType: type)
+                keys.sort()
+                var out: [Item] = []
+                var matched = 0
+                for k in keys {
+                    guard let bytes = try view.value(type: type, key: k), try passesFilter(filter, bytes) else { continue }
+                    let item = try decode(Item.self, bytes)
+                    if let p = request.predicate, try !p.evaluate(item) { continue }
+                    matched += 1
+                    if matched > request.offset { out.append(item) }
+                    if matched >= needed { break }
+                }
+                return out
+            }
+        }
+
+        // Plan 3: scan, then order.
+        let descriptors = request.sortDescriptors
+        let attributeSort = request.attributeSort
+        let less: (Match<Item>, Match<Item>) throws -> Bool = { a, b in
+            if let s = attributeSort {
+                let c = AttributeValue.compare(a.sortValue, b.sortValue)
+                if c != 0 { return s.ascending ? c < 0 : c > 0 }
+            } else {
+                for d in descriptors {
+                    switch d.compare(a.item, b.item) {
+                    case .orderedAscending: return true
+                    case .orderedDescending: return false
+                    case .orderedSame: continue
+                    }
+                }
+            }
+            return a.key < b.key
+        }
+        var all: [Match<Item>] = []
+        var top = needed.map { _TopK<Match<Item>>(k: $0, by: less) }
+        try view.forEach(ofType: type) { key, bytes in
+            guard try passesFilter(filter, bytes) else { return true }
+            let item = try decode(Item.self, bytes)
+            if let p = request.predicate, try !p.evaluate(item) { return true }
+            var sortValue: AttributeValue? = nil
+            if let s = attributeSort {
+                sortValue = try bytes.withUnsafeBytes { try AttributeValue.lookupAttribute(s.attribute, in: $0) }
+            }
+            let m = Match(key: key, item: item, sortValue: sortValue)
+            if top != nil { try top?.insert(m) } else { all.append(m) }
+            return true
+        }
+        let ordered = try top?.sorted() ?? all.sorted(by: less)
+        return ordered.dropFirst(request.offset).map(\.item)
+    }
+
+    /// The keys at positions offset..<needed in key order.
+    static func selectKeys(_ keys: [RecordKey], offset: Int, needed: Int?) throws -> ArraySlice<RecordKey> {
+        if let needed, needed < keys.count / 4 {
+            var top = _TopK<RecordKey>(k: needed, by: { $0 < $1 })
+            for k in keys { try top.insert(k) }
+            return try top.sorted().dropFirst(offset)
+        }
+        let sorted = keys.sorted()
+        let end = min(sorted.count, needed ?? sorted.count)
+        return offset < end ? sorted[offset..<end] : []
+    }
+
+    static func count<Item: DataStoreItem>(_ request: DataStoreRequest<Item>, in view: any RecordReader) throws -> Int {
+        let (filter, _) = try validate(request)
+        let type = Item.itemType
+        if request.predicate == nil && filter == nil { return view.count(ofType: type) }
+        var n = 0
+        try view.forEach(ofType: type) { _, bytes in
+            guard try passesFilter(filter, bytes) else { return true }
+            if let p = request.predicate {
+                let item = try decode(Item.self, bytes)
+                if try !p.evaluate(item) { return true }
+            }
+            n += 1
+            return true
+        }
+        return n
+    }
+
+    static func item<Item: DataStoreItem>(_ type: Item.Type, id: Item.ID, in view: any RecordReader) throws -> Item? {
+        let key = try ItemKey.make(id)
+        guard let bytes = try view.value(type: Item.itemType, key: key) else { return nil }
+        return try decode(Item.self, bytes)
+    }
+}

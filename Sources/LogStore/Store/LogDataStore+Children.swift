@@ -1,0 +1,87 @@
+import LogStoreEngine
+
+extension LogDataStore {
+    /// See ``DataStore/makeChildDataStore()``. The child is already set up (calling `setup()` on it
+    /// is harmless). Its base is this store's committed state now; making it copies nothing.
+    public func makeChildDataStore() throws -> any DataStore {
+        let child = LogDataStore(kind: .child(parent: self), options: options)
+        let backend = try child.makeBackend()
+        child.state.withLock { $0.backend = backend }
+        try state.withLock { s in
+            if let f = s.failure { throw f }
+            guard s.backend != nil else { throw Self.notOpenError() }
+            s.children.removeAll { $0.store == nil }
+            s.children.append(WeakChild(child))
+        }
+        return child
+    }
+
+    /// See ``DataStore/merge(_:)``.
+    public func merge(_ child: any DataStore) throws {
+        try merge(child, policy: .childWins)
+    }
+
+    /// See ``DataStore/merge(_:policy:)``.
+    ///
+    /// The child's changes since its base (its creation or last merge) are replayed as one
+    /// transaction of this store, durable under this store's durability. A change conflicts when
+    /// this store changed the same item (insert, replace or delete) after the child's base. A
+    /// delete-all in the child is replayed as deletes of the items the child saw at its base, not
+    /// of items this store added since. Afterwards the child rebases onto this store's new state.
+    public func merge(_ child: any DataStore, policy: MergePolicy) throws {
+        guard let child = child as? LogDataStore, case .child(let parent) = child.kind, parent === self else {
+            throw LogStoreError(.notAChild, "merge(_:) was given a store that is not a child of this store. Merge a child into the store that made it (makeChildDataStore()).")
+        }
+        guard let overlay = try child.currentBackend() as? OverlayStore else {
+            throw LogStoreError(.notAChild, "The child store has no overlay.")
+        }
+        try overlay.withChanges { childBase, changes in
+            if !changes.isEmpty {
+                try writeTransaction { txn in
+                    let now = txn.baseView
+                    var conflicts: [OverlayStore.Change] = []
+                    var conflicting = Set<Int>()
+                    for (i, ch) in changes.enumerated() where try Self.changedSince(now: now, base: childBase, type: ch.type, key: ch.key) {
+                        conflicts.append(ch)
+                        conflicting.insert(i)
+                    }
+                    if policy == .failOnConflict && !conflicts.isEmpty {
+                        let list = conflicts.map { LogStoreError.Conflict(itemType: $0.type, id: Self.describeKey($0.key)) }
+                        throw LogStoreError(
+                            .mergeConflict,
+                            "\(list.count) item(s) changed both in the child and in the parent since the child's base: \(list.prefix(10).map(\.description).joined(separator: ", "))\(list.count > 10 ? ", ..." : ""). Nothing was merged; merge with .childWins or .parentWins, or resolve the items first.",
+                            conflicts: list)
+                    }
+                    for (i, ch) in changes.enumerated() {
+                        if policy == .parentWins && conflicting.contains(i) { continue }
+                        if let v = ch.value {
+                            try txn.put(type: ch.type, key: ch.key, value: v)
+                        } else {
+                            try txn.delete(type: ch.type, key: ch.key)
+                        }
+                    }
+                }
+            }
+            overlay.rebase(onto: try currentBackend().readView())
+        }
+    }
+
+    /// Whether item (type, key) differs between `base` and `now`: for two engine snapshots, by the
+    /// sequence number of its last write (exact); otherwise by comparing stored bytes.
+    static func changedSince(now: any RecordReader, base: any RecordReader, type: String, key: RecordKey) throws -> Bool {
+        if let n = now as? EngineSnapshot, let b = base as? EngineSnapshot {
+            if let loc = n.location(type: type, key: key) { return loc.sequence > b.sequence }
+            return b.contains(type: type, key: key)
+        }
+        return try now.value(type: type, key: key) != base.value(type: type, key: key)
+    }
+
+    /// An id for messages: UTF-8 when printable, else hex.
+    static func describeKey(_ key: RecordKey) -> String {
+        let bytes = key.bytes
+        if let s = String(validating: bytes, as: UTF8.self), s.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) {
+            return s
+        }
+        return key.description
+    }
+}

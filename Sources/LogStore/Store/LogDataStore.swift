@@ -1,0 +1,318 @@
+public import Foundation
+import LogStoreEngine
+import Synchronization
+
+/// LogStore's ``DataStore``: a store in a directory on disk, in memory, or a child of another
+/// `LogDataStore`.
+///
+/// ```swift
+/// let store = LogDataStore(directory: URL(fileURLWithPath: "Library/Store"))
+/// try store.setup()
+/// try store.writeSync { accessor in try accessor.insert(Restaurant(id: UUID(), name: "Rice", rating: 5)) }
+/// let count = try store.read { try $0.countItems(forRequest: DataStoreRequest(itemType: Restaurant.self)) }
+/// try store.tearDown()
+/// ```
+///
+/// Thread safety: use one instance from any number of threads and tasks. Reads run on the calling
+/// thread over a snapshot and never wait for writers; writes are serialized.
+public final class LogDataStore: DataStore {
+    enum Kind: Sendable {
+        case directory(URL)
+        case memory(InMemoryFileSystem)
+        case child(parent: LogDataStore)
+    }
+
+    final class WeakChild: Sendable {
+        weak let store: LogDataStore?
+        init(_ s: LogDataStore) { store = s }
+    }
+
+    struct State: Sendable {
+        var backend: (any StoreBackend)?
+        var children: [WeakChild] = []
+        /// Set when a parent was torn down under this child.
+        var failure: LogStoreError?
+    }
+
+    let kind: Kind
+    /// The options the store was created with.
+    public let options: LogStoreOptions
+    let state = Mutex(State())
+    /// Runs `writeAsync` and async `write` blocks, one at a time, in the order they were queued.
+    let asyncQueue: DispatchQueue
+    /// The thread currently running an `asyncQueue` work item (to avoid waiting on ourselves).
+    let asyncQueueThread = Mutex<UInt?>(nil)
+
+    /// A store in `directory` (created by ``setup()`` if missing). Does no I/O until `setup()`.
+    public init(directory: URL, options: LogStoreOptions = .init()) {
+        kind = .directory(directory)
+        self.options = options
+        asyncQueue = DispatchQueue(label: "LogStore.writeAsync")
+    }
+
+    init(kind: Kind, options: LogStoreOptions) {
+        self.kind = kind
+        self.options = options
+        asyncQueue = DispatchQueue(label: "LogStore.writeAsync")
+    }
+
+    /// A store held in memory: the same semantics as a disk store, with no durability. Its data
+    /// lives as long as the returned object (it survives `tearDown()` and a new `setup()`).
+    public static func inMemory(options: LogStoreOptions = .init()) -> LogDataStore {
+        var o = options
+        o.durability = .none
+        return LogDataStore(kind: .memory(InMemoryFileSystem()), options: o)
+    }
+
+    deinit {
+        let backend = state.withLock { $0.backend }
+        try? backend?.close()
+    }
+
+    // MARK: Lifecycle
+
+    /// See ``DataStore/setup()``. For a child store, `setup()` is allowed and harmless; after the
+    /// child's `tearDown()` it starts a new, empty overlay over the parent's current state.
+    public func setup() throws {
+        try state.withLock { s in
+            if let f = s.failure { throw f }
+            if s.backend != nil { return }
+            s.backend = try makeBackend()
+        }
+    }
+
+    func makeBackend() throws -> any StoreBackend {
+        switch kind {
+        case .directory(let url):
+            return try LogEngine.open(directory: url.path, fileSystem: POSIXFileSystem(), options: options)
+        case .memory(let fs):
+            return try LogEngine.open(directory: "/store", fileSystem: fs, options: options)
+        case .child(let parent):
+            let (base, engine) = try parent.viewForChild()
+            return OverlayStore(base: base, options: options, spillDirectory: engine.directory, fileSystem: engine.fileSystem)
+        }
+    }
+
+    /// The parent's current view and the engine at the root of the store tree.
+    func viewForChild() throws -> (any RecordReader & Sendable, LogEngine) {
+        let backend = try currentBackend()
+        let view = try backend.readView()
+        return (view, try rootEngine())
+    }
+
+    func rootEngine() throws -> LogEngine {
+        switch kind {
+        case .child(let parent): return try parent.rootEngine()
+        default:
+            guard let engine = try currentBackend() as? LogEngine else { throw Self.notOpenError() }
+            return engine
+        }
+    }
+
+    static func notOpenError() -> LogStoreError {
+        LogStoreError(.notOpen, "The store is not set up. Call setup() before using it (and not after tearDown()).")
+    }
+
+    func currentBackend() throws -> any StoreBackend {
+        try state.withLock { s in
+            if let f = s.failure { throw f }
+            guard let b = s.backend else { throw Self.notOpenError() }
+            return b
+        }
+    }
+
+    /// See ``DataStore/tearDown()``. Waits for queued asynchronous writes first.
+    public func tearDown() throws {
+        if let b = state.withLock({ $0.backend }), b.isWritingOnCurrentThread {
+            throw LogStoreError(.reentrantWrite, "tearDown() was called from inside a write block of the same store.")
+        }
+        drainAsyncQueue()
+        let (backend, children) = state.withLock { s -> ((any StoreBackend)?, [WeakChild]) in
+            defer {
+                s.backend = nil
+                s.children = []
+            }
+            return (s.backend, s.children)
+        }
+        let closed = LogStoreError(.parentClosed, "The parent of this child store was torn down. Make a new child store from a set-up parent.")
+        for c in children { c.store?.invalidate(closed) }
+        try backend?.close()
+    }
+
+    func invalidate(_ error: LogStoreError) {
+        let (backend, children) = state.withLock { s -> ((any StoreBackend)?, [WeakChild]) in
+            if s.failure == nil { s.failure = error }
+            defer { s.children = [] }
+            return (s.backend, s.children)
+        }
+        (backend as? OverlayStore)?.invalidate(error)
+        for c in children { c.store?.invalidate(error) }
+    }
+
+    /// Waits until every queued asynchronous write has run (unless called from the queue itself).
+    func drainAsyncQueue() {
+        let me = _currentThreadID()
+        if asyncQueueThread.withLock({ $0 == me }) { return }
+        asyncQueue.sync {}
+    }
+
+    /// See ``DataStore/nuke()``.
+    public func nuke() throws {
+        try writeTransaction { txn in
+            for t in txn.itemTypes { try txn.deleteAll(type: t) }
+        }
+    }
+
+    /// Makes every commit so far durable, whatever the durability mode (`fdatasync`).
+    /// Throws `.notOpen`, `.storePoisoned`. A no-op for child stores.
+    public func flush() throws {
+        drainAsyncQueue()
+        if let engine = try currentBackend() as? LogEngine { try engine.flush() }
+    }
+
+    // MARK: Reading
+
+    /// See ``DataStore/read(_:)``.
+    @discardableResult
+    public func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T {
+        let view = try currentBackend().readView()
+        let accessor = _ReadAccessor(view: view)
+        defer { accessor.isValid = false }
+        return try block(accessor)
+    }
+
+    /// See ``DataStore/read(_:)-(@Sendable (any DataStoreReadAccessor) throws -> T)``. Runs the block on a
+    /// Dispatch global queue thread.
+    public func read<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadAccessor) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (cont: CheckedContinuation<T, any Error>) in
+            DispatchQueue.global().async {
+                cont.resume(with: Result { try self.read(block) })
+            }
+        }
+    }
+
+    // MARK: Writing
+
+    /// Runs an engine transaction with the DataStore ordering rules (after queued async writes).
+    @discardableResult
+    func writeTransaction<T>(_ body: (EngineTransaction) throws -> T) throws -> T {
+        let backend = try currentBackend()
+        if backend.isWritingOnCurrentThread {
+            throw LogStoreError(.reentrantWrite, "A write block called writeSync on the same store; it would wait for itself forever. Do the work in the outer block, or use writeAsync.")
+        }
+        drainAsyncQueue()
+        return try backend.write(body)
+    }
+
+    /// See ``DataStore/writeSync(_:)``.
+    @discardableResult
+    public func writeSync<T>(_ block: (any DataStoreReadWriteAccessor) throws -> T) throws -> T {
+        try writeTransaction { txn in
+            let accessor = _ReadWriteAccessor(txn: txn)
+            defer { accessor.invalidate() }
+            return try block(accessor)
+        }
+    }
+
+    /// See ``DataStore/writeAsync(_:completion:)``. The completion runs on a Dispatch global queue.
+    public func writeAsync(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> Void,
+                           completion: (@Sendable ((any Error)?) -> Void)?) {
+        enqueueWrite(block) { (result: Result<Void, any Error>) in
+            if case .failure(let e) = result { completion?(e) } else { completion?(nil) }
+        }
+    }
+
+    /// See ``DataStore/write(_:)``. Queued with `writeAsync` blocks; resumes once durable.
+    public func write<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (cont: CheckedContinuation<T, any Error>) in
+            enqueueWrite(block) { cont.resume(with: $0) }
+        }
+    }
+
+    func enqueueWrite<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> T,
+                                   done: @escaping @Sendable (Result<T, any Error>) -> Void) {
+        let backend: any StoreBackend
+        do {
+            backend = try currentBackend()
+        } catch {
+            DispatchQueue.global().async { done(.failure(error)) }
+            return
+        }
+        asyncQueue.async {
+            let me = _currentThreadID()
+            self.asyncQueueThread.withLock { $0 = me }
+            defer { self.asyncQueueThread.withLock { $0 = nil } }
+            // The block's value is known when `write` returns; durability may be reported before or
+            // after that, on another thread. `_Rendezvous` fires `done` once both are known.
+            let rendezvous = _Rendezvous<T>(done)
+            do {
+                let value = try backend.write({ txn in
+                    let accessor = _ReadWriteAccessor(txn: txn)
+                    defer { accessor.invalidate() }
+                    return try block(accessor)
+                }, onDurable: { error in rendezvous.durable(error) })
+                rendezvous.value(value)
+            } catch {
+                rendezvous.failed(error)
+            }
+        }
+    }
+}
+
+/// Joins a write's value with its durability notification; calls `done` once, on a global queue.
+final class _Rendezvous<T: Sendable>: Sendable {
+    struct State {
+        var value: T?
+        var durable: Bool = false
+        var fired = false
+    }
+    let state = Mutex(State())
+    let done: @Sendable (Result<T, any Error>) -> Void
+    init(_ done: @escaping @Sendable (Result<T, any Error>) -> Void) { self.done = done }
+
+    func fire(_ r: Result<T, any Error>) {
+        let d = done
+        DispatchQueue.global().async { d(r) }
+    }
+
+    func value(_ v: T) {
+        let ready = state.withLock { s -> Bool in
+            s.value = v
+            guard s.durable, !s.fired else { return false }
+            s.fired = true
+            return true
+        }
+        if ready { fire(.success(v)) }
+    }
+
+    func durable(_ error: (any Error)?) {
+        if let error {
+            failed(error)
+            return
+        }
+        let v = state.withLock { s -> T? in
+            s.durable = true
+            guard let v = s.value, !s.fired else { return nil }
+            s.fired = true
+            return v
+        }
+        if let v { fire(.success(v)) }
+    }
+
+    func failed(_ error: any Error) {
+        let go = state.withLock { s -> Bool in
+            defer { s.fired = true }
+            return !s.fired
+        }
+        if go { fire(.failure(error)) }
+    }
+}
+
+/// An identifier of the calling thread.
+func _currentThreadID() -> UInt {
+    #if canImport(Glibc)
+    return UInt(pthread_self())
+    #else
+    return UInt(bitPattern: pthread_self())
+    #endif
+}
