@@ -96,6 +96,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "LogStoreUsageTests",
+            dependencies: ["LogStore"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "LogStoreTests",
             dependencies: [
                 "LogStore", "_LogStoreTestSupport",
