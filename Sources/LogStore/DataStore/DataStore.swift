@@ -22,7 +22,7 @@ public protocol DataStore: AnyObject, Sendable {
     @discardableResult func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T
     /// Runs `block` on the calling thread, serialized with every other write to the store, commits
     /// its changes atomically and returns once the commit is durable (under the store's
-    /// ``Durability``). If the block throws, nothing is committed and its error is rethrown
+    /// `Durability`). If the block throws, nothing is committed and its error is rethrown
     /// unchanged. Calling it from inside a write block of the same store throws `.reentrantWrite`.
     @discardableResult func writeSync<T>(_ block: (any DataStoreReadWriteAccessor) throws -> T) throws -> T
     /// Queues `block` and returns at once. The block runs off the calling thread; `completion`

@@ -1,15 +1,15 @@
-/// Read access to a store, handed to the block of ``DataStore/read(_:)`` (and, extended, to write
+/// Read access to a store, handed to the block of `read(_:)` (and, extended, to write
 /// blocks).
 ///
 /// An accessor is valid only inside the block that received it: it reads one consistent snapshot,
-/// and after the block returns every method throws ``LogStoreError/Code/accessorExpired``.
+/// and after the block returns every method throws `LogStoreError/Code/accessorExpired`.
 /// Use it only on the thread that runs the block. Items it returns are values: keep them as long
 /// as you like and pass them to any thread.
 public protocol DataStoreReadAccessor {
     /// The items matching `request`: filtered by its predicate and attribute filter, sorted by its
     /// sort descriptors (ties, and requests without sort descriptors, in ascending id order), then
     /// `offset` skipped and at most `limit` returned.
-    /// Throws ``LogStoreError`` (`.decodingFailed`, `.corruption`, `.invalidArgument`) or the
+    /// Throws `LogStoreError` (`.decodingFailed`, `.corruption`, `.invalidArgument`) or the
     /// predicate's own error.
     func items<Item: DataStoreItem>(forRequest request: DataStoreRequest<Item>) throws -> [Item]
     /// The first item `items(forRequest:)` would return (predicate, sort and offset honoured), or nil.

@@ -5,7 +5,7 @@ public enum MergePolicy: Sendable, Hashable {
     case childWins
     /// The parent's current version (or deletion) is kept; the child's change to that item is dropped.
     case parentWins
-    /// The merge throws ``LogStoreError/Code/mergeConflict`` listing the conflicting items, and
+    /// The merge throws `LogStoreError/Code/mergeConflict` listing the conflicting items, and
     /// changes nothing.
     case failOnConflict
 }

@@ -172,7 +172,7 @@ public final class LogDataStore: DataStore {
 
     // MARK: Reading
 
-    /// See ``DataStore/read(_:)``.
+    /// See `read(_:)`.
     @discardableResult
     public func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T {
         let view = try currentBackend().readView()
@@ -181,7 +181,7 @@ public final class LogDataStore: DataStore {
         return try block(accessor)
     }
 
-    /// See ``DataStore/read(_:)-(@Sendable (any DataStoreReadAccessor) throws -> T)``. Runs the block on a
+    /// See `read(_:)`. Runs the block on a
     /// Dispatch global queue thread.
     public func read<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadAccessor) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (cont: CheckedContinuation<T, any Error>) in
