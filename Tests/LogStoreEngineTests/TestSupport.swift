@@ -355,3 +355,43 @@ final class PowerLossFileSystem: WrappingFileSystem, @unchecked Sendable {
         return fs
     }
 }
+
+// MARK: - Scenarios
+
+/// Test scenarios written once against a `StoreHarness`, run by the POSIX test classes and again
+/// by `InMemoryFileSystemTests`.
+enum Scenarios {}
+
+/// A workload's history: what the store must hold after each committed transaction, and where
+/// each transaction's bytes landed.
+struct History {
+    struct Entry {
+        var sequence: UInt64
+        var ops: [RecordOperation]
+        var segment: UInt32
+        /// Byte range of the transaction's frames in `segment`.
+        var start: UInt64
+        var end: UInt64
+    }
+    var entries: [Entry] = []
+    var model: Contents = [:]
+
+    /// The contents made of every transaction for which `keep` is true.
+    func contents(keeping keep: (Entry) -> Bool) -> Contents {
+        var m = Contents()
+        for e in entries where keep(e) { apply(e.ops, to: &m) }
+        return m
+    }
+}
+
+/// Commits `ops` and records where it landed (the tail's size before and after the write).
+func writeRecording(_ e: LogEngine, _ ops: [RecordOperation], into history: inout History) throws {
+    let before = try e.fileSystem.fileSize(segmentPath(e.directory, e.manifestInfo.segments.last ?? 0))
+    let segmentsBefore = e.manifestInfo.segments
+    let seq = try write(e, ops)
+    let segment = e.manifestInfo.segments.last ?? 0
+    let after = try e.fileSystem.fileSize(segmentPath(e.directory, segment))
+    let start = segmentsBefore.last == segment ? before : UInt64(_SegmentHeader.size)
+    history.entries.append(.init(sequence: seq, ops: ops, segment: segment, start: start, end: after))
+    apply(ops, to: &history.model)
+}
