@@ -207,8 +207,10 @@ extension LogEngine {
         var validEnd = offset
         var pending: [(header: _Frame.Header, frameOffset: Int, payloadOffset: Int)] = []
 
-        func damage(_ at: Int, _ why: String) throws -> _ScanResult? {
-            if isLast && looksTorn(buf, at: at) {
+        /// `validFramesFrom`: a valid frame starting there or later proves the damage is not a
+        /// torn tail.
+        func damage(_ at: Int, _ why: String, validFramesFrom: Int) throws -> _ScanResult? {
+            if isLast && !validFrameFollows(buf, from: validFramesFrom) {
                 let dropped = UInt64(buf.count - validEnd)
                 report.truncatedTail = .init(path: path, offset: UInt64(validEnd), bytes: dropped, reason: why)
                 return .end(UInt64(validEnd))
@@ -226,15 +228,15 @@ extension LogEngine {
         while offset < buf.count {
             switch _Frame.parse(buf, at: offset) {
             case .truncated(let why):
-                if let r = try damage(offset, "truncated frame: \(why)") { return r }
+                if let r = try damage(offset, "truncated frame: \(why)", validFramesFrom: offset + 1) { return r }
             case .invalid(let why):
-                if let r = try damage(offset, "invalid frame: \(why)") { return r }
+                if let r = try damage(offset, "invalid frame: \(why)", validFramesFrom: offset + 1) { return r }
             case .frame(let header, let payloadOffset):
                 if let first = pending.first, first.header.sequence != header.sequence {
-                    if let r = try damage(offset, "frame of transaction \(header.sequence) inside transaction \(first.header.sequence), which has no commit frame") { return r }
+                    if let r = try damage(offset, "frame of transaction \(header.sequence) inside transaction \(first.header.sequence), which has no commit frame", validFramesFrom: offset) { return r }
                 }
                 if header.sequence <= index.sequence {
-                    if let r = try damage(offset, "sequence number \(header.sequence) does not follow \(index.sequence)") { return r }
+                    if let r = try damage(offset, "sequence number \(header.sequence) does not follow \(index.sequence)", validFramesFrom: offset) { return r }
                 }
                 pending.append((header, offset, payloadOffset))
                 offset = payloadOffset + header.storedLength
@@ -264,20 +266,28 @@ extension LogEngine {
             }
         }
         if !pending.isEmpty {
-            if let r = try damage(pending[0].frameOffset, "transaction \(pending[0].header.sequence) has no commit frame") { return r }
+            if let r = try damage(pending[0].frameOffset, "transaction \(pending[0].header.sequence) has no commit frame", validFramesFrom: buf.count) { return r }
         }
         return .end(UInt64(validEnd))
     }
 
-    /// A bad frame in the last segment is a torn write only if nothing valid follows it. If the
-    /// frame's announced length leads to a valid frame, the damage is in the middle of data.
-    static func looksTorn(_ buf: UnsafeRawBufferPointer, at offset: Int) -> Bool {
-        guard buf.count - offset >= _Frame.headerSize else { return true }
-        let length = Int(buf.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian)
-        let next = offset + _Frame.headerSize + length
-        guard length <= _Frame.maxPayload, next < buf.count else { return true }
-        if case .frame = _Frame.parse(buf, at: next) { return false }
-        return true
+    /// A bad frame in the last segment is a torn write only if no valid frame follows it: an
+    /// interrupted append leaves a prefix of one transaction's frames (perhaps followed by zeros),
+    /// so every frame before the damage is valid and nothing after it is. Every offset from
+    /// `start` on is tried, not only the one the damaged frame's length field points at, because
+    /// the damage may be in that length field. Cheap header checks come before the CRC, so the
+    /// scan is linear in the bytes after the damage.
+    static func validFrameFollows(_ buf: UnsafeRawBufferPointer, from start: Int) -> Bool {
+        var p = max(start, 0)
+        while buf.count - p >= _Frame.headerSize {
+            if _Frame.Kind(rawValue: buf[p + 8]) != nil, buf[p + 9] & ~_Frame.flagLZ4 == 0, buf[p + 10] == 0, buf[p + 11] == 0,
+                case .frame = _Frame.parse(buf, at: p)
+            {
+                return true
+            }
+            p += 1
+        }
+        return false
     }
 
     /// Applies a committed transaction's frames to the index.

@@ -40,6 +40,14 @@ struct _Manifest: Equatable, Sendable {
             }
             var r = _ByteReader(buf, offset: 8)
             do {
+                // The checksum (always the last 4 bytes, over everything before them) is checked
+                // before the version, so a damaged version field reads as damage, not as a newer
+                // format.
+                guard buf.count >= 12 else { throw _DecodeError("file is \(buf.count) bytes, too short for a manifest", at: buf.count) }
+                let whole = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buf[0..<(buf.count - 4)]))
+                guard CRC32C.mask(whole) == buf.loadUnaligned(fromByteOffset: buf.count - 4, as: UInt32.self).littleEndian else {
+                    throw _DecodeError("checksum mismatch", at: buf.count - 4)
+                }
                 let version = try r.u16()
                 guard version <= LogStoreFormat.version else {
                     throw LogStoreError(.unsupportedFormatVersion, "The store was written by a newer LogStore (format version \(version); this build reads up to \(LogStoreFormat.version)). Upgrade LogStore to open it.", path: path, offset: 8)

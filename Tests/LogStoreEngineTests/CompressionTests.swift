@@ -1,0 +1,75 @@
+import Foundation
+import XCTest
+@testable import LogStoreEngine
+
+/// LZ4 frame compression: used when it pays, invisible to readers.
+final class CompressionTests: XCTestCase {
+    func testTextHeavyTransactionIsCompressed() throws { try Scenarios.textHeavyTransactionIsCompressed(.posix(self)) }
+    func testIncompressibleAndSmallFramesAreStoredRaw() throws { try Scenarios.incompressibleFramesAreStoredRaw(.posix(self)) }
+}
+
+extension Scenarios {
+    static func textHeavyOps() -> [RecordOperation] {
+        let words = ["the", "store", "keeps", "every", "transaction", "in", "an", "append-only", "log", "of", "checksummed", "frames"]
+        return (0..<200).map { i in
+            let text = (0..<60).map { words[($0 * 7 + i) % words.count] }.joined(separator: " ")
+            return .put(type: "Note", key: key("note\(i)"), value: AttributeValue.map(["title": .string("Note \(i)"), "body": .string(text)]).encoded())
+        }
+    }
+
+    static func textHeavyTransactionIsCompressed(_ h: StoreHarness) throws {
+        let ops = textHeavyOps()
+        var model = Contents()
+        apply(ops, to: &model)
+        var sizes: [Bool: UInt64] = [:]
+        for compression in [true, false] {
+            var o = LogStoreOptions()
+            o.compression = compression
+            let dir = h.newStorePath(compression ? "lz4" : "raw")
+            let e = try h.open(dir, options: o)
+            try write(e, ops)
+            assertSameContents(try dump(e), model)
+            try e.close()
+            let bytes = try h.fs.readAll(segmentPath(dir, 1))
+            sizes[compression] = UInt64(bytes.count)
+            let fs = frames(ofSegment: bytes)
+            XCTAssertGreaterThan(fs.count, 1)
+            if compression {
+                XCTAssertTrue(fs.allSatisfy { $0.header.compressed }, "every text frame should carry the LZ4 flag")
+                for f in fs { XCTAssertEqual(bytes[f.offset + 9] & _Frame.flagLZ4, _Frame.flagLZ4) }
+                XCTAssertTrue(fs.allSatisfy { $0.header.rawLength > $0.header.storedLength })
+            } else {
+                XCTAssertTrue(fs.allSatisfy { !$0.header.compressed })
+            }
+            // Reads after reopen (cold cache) return identical bytes.
+            let e2 = try h.open(dir, options: o)
+            assertSameContents(try dump(e2), model)
+            try e2.close()
+        }
+        let lz4 = sizes[true] ?? 0
+        let raw = sizes[false] ?? 0
+        XCTAssertLessThan(lz4 * 2, raw, "LZ4 should at least halve repetitive text (\(lz4) vs \(raw) bytes)")
+    }
+
+    static func incompressibleFramesAreStoredRaw(_ h: StoreHarness) throws {
+        var rng = SystemRandomNumberGenerator()
+        // One record of random bytes: LZ4 cannot make the frame smaller, so it is stored raw.
+        let noise: [RecordOperation] = [
+            .put(type: "Noise", key: key("n"), value: AttributeValue.bytes((0..<4000).map { _ in UInt8.random(in: 0...255, using: &rng) }).encoded())
+        ]
+        let dir = h.newStorePath("noise")
+        let e = try h.open(dir)
+        try write(e, noise)
+        // A frame under compressionThreshold stays raw even if it would compress.
+        try write(e, [.put(type: "Tiny", key: key("t"), value: [UInt8](repeating: 0x41, count: 100))])
+        try e.close()
+        let fs = frames(ofSegment: try h.fs.readAll(segmentPath(dir, 1)))
+        XCTAssertTrue(fs.allSatisfy { !$0.header.compressed })
+        var model = Contents()
+        apply(noise, to: &model)
+        apply([.put(type: "Tiny", key: key("t"), value: [UInt8](repeating: 0x41, count: 100))], to: &model)
+        let e2 = try h.open(dir)
+        assertSameContents(try dump(e2), model)
+        try e2.close()
+    }
+}

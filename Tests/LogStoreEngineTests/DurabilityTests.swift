@@ -1,0 +1,119 @@
+import Foundation
+import XCTest
+@testable import LogStoreEngine
+
+/// Durability modes, checked against a file system that forgets unsynced bytes on "power loss".
+final class DurabilityTests: XCTestCase {
+    let dir = "/stores/durable"
+
+    /// Commits `count` workload transactions; returns the model after each (index 0 = empty).
+    func commitAll(_ e: LogEngine, _ count: Int) throws -> [Contents] {
+        var models: [Contents] = [[:]]
+        var m = Contents()
+        for n in 0..<count {
+            let ops = workloadTransaction(n)
+            try write(e, ops)
+            apply(ops, to: &m)
+            models.append(m)
+            // Visible at once, whatever the mode.
+            XCTAssertEqual(try e.snapshot().sequence, UInt64(n + 1))
+        }
+        assertSameContents(try dump(e), m)
+        return models
+    }
+
+    func reopenAfterPowerLoss(_ fs: PowerLossFileSystem) throws -> LogEngine {
+        let crashed = try fs.crash(directories: ["/stores", dir])
+        return try LogEngine.open(directory: dir, fileSystem: crashed)
+    }
+
+    func testSynchronousCommitIsDurableWhenWriteReturns() throws {
+        let fs = PowerLossFileSystem()
+        let e = try LogEngine.open(directory: dir, fileSystem: fs)
+        let models = try commitAll(e, 10)
+        let after = try reopenAfterPowerLoss(fs)
+        assertSameContents(try dump(after), models.last ?? [:])
+        try after.close()
+        try e.close()
+    }
+
+    func testBufferedIsVisibleAtOnceAndDurableAfterFlush() throws {
+        var o = LogStoreOptions()
+        o.durability = .buffered
+        o.syncInterval = .seconds(3600)  // only flush() and close() sync in this test
+        let fs = PowerLossFileSystem()
+        let e = try LogEngine.open(directory: dir, fileSystem: fs, options: o)
+        let models = try commitAll(e, 10)
+        // Before a flush, power loss may lose commits, but only whole ones at the end.
+        let early = try reopenAfterPowerLoss(fs)
+        XCTAssertTrue(models.contains(try dump(early)), "power loss left a state that is not a prefix of the commits")
+        try early.close()
+        try e.flush()
+        let flushed = try reopenAfterPowerLoss(fs)
+        assertSameContents(try dump(flushed), models.last ?? [:])
+        try flushed.close()
+        // close() flushes too.
+        try write(e, workloadTransaction(10))
+        var m = models.last ?? [:]
+        apply(workloadTransaction(10), to: &m)
+        try e.close()
+        let closed = try reopenAfterPowerLoss(fs)
+        assertSameContents(try dump(closed), m)
+        try closed.close()
+    }
+
+    func testBufferedBackgroundSyncMakesCommitsDurable() throws {
+        var o = LogStoreOptions()
+        o.durability = .buffered
+        o.syncInterval = .milliseconds(5)
+        let fs = PowerLossFileSystem()
+        let e = try LogEngine.open(directory: dir, fileSystem: fs, options: o)
+        let models = try commitAll(e, 3)
+        // No flush: the background sync gets there on its own (bounded wait).
+        var durable = false
+        for _ in 0..<1000 where !durable {
+            let after = try reopenAfterPowerLoss(fs)
+            durable = try dump(after) == models.last
+            try after.close()
+            if !durable { Thread.sleep(forTimeInterval: 0.005) }
+        }
+        XCTAssertTrue(durable, "buffered commits never became durable without flush()")
+        try e.close()
+    }
+
+    func testNoneIsVisibleAtOnceAndDurableAfterFlush() throws {
+        var o = LogStoreOptions()
+        o.durability = .none
+        let fs = PowerLossFileSystem()
+        let e = try LogEngine.open(directory: dir, fileSystem: fs, options: o)
+        let models = try commitAll(e, 10)
+        let early = try reopenAfterPowerLoss(fs)
+        XCTAssertTrue(models.contains(try dump(early)), "power loss left a state that is not a prefix of the commits")
+        try early.close()
+        try e.flush()
+        let flushed = try reopenAfterPowerLoss(fs)
+        assertSameContents(try dump(flushed), models.last ?? [:])
+        try flushed.close()
+        try e.close()
+        // Without power loss, everything written is there after close.
+        let reopened = try LogEngine.open(directory: dir, fileSystem: fs, options: o)
+        assertSameContents(try dump(reopened), models.last ?? [:])
+        try reopened.close()
+    }
+
+    func testBufferedAndNoneOnRealFilesSurviveClose() throws {
+        let h = StoreHarness.posix(self)
+        for mode in [Durability.buffered, .none] {
+            var o = LogStoreOptions()
+            o.durability = mode
+            let path = h.newStorePath("\(mode)")
+            let e = try h.open(path, options: o)
+            let models = try commitAll(e, 5)
+            try e.flush()
+            try e.close()
+            let e2 = try h.open(path, options: o)
+            assertSameContents(try dump(e2), models.last ?? [:], "\(mode)")
+            try e2.close()
+        }
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import XCTest
+@testable import LogStoreEngine
+
+/// One engine per store directory, in this process and across processes.
+final class LockTests: XCTestCase {
+    func testSecondOpenInSameProcessIsLocked() throws { try Scenarios.secondOpenIsLocked(.posix(self)) }
+
+    func testSecondProcessCannotTakeTheLock() throws {
+        guard let flock = ["/usr/bin/flock", "/bin/flock"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw XCTSkip("flock(1) (util-linux) is not installed")
+        }
+        let h = StoreHarness.posix(self)
+        let dir = h.newStorePath()
+        let lockPath = _joinPath(dir, LogStoreFormat.lockFileName)
+
+        func flockSucceeds() throws -> Bool {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: flock)
+            p.arguments = ["-n", lockPath, "true"]
+            try p.run()
+            p.waitUntilExit()
+            return p.terminationStatus == 0
+        }
+
+        let e = try h.open(dir)
+        XCTAssertFalse(try flockSucceeds(), "another process took the lock while the engine holds it")
+        try e.close()
+        XCTAssertTrue(try flockSucceeds(), "the lock was not released by close()")
+        // And the other way round: while another process holds it, open fails with .locked.
+        // `flock LOCK cat` holds the lock until its stdin closes.
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: flock)
+        holder.arguments = ["-n", lockPath, "cat"]
+        let stdin = Pipe()
+        holder.standardInput = stdin
+        holder.standardOutput = FileHandle.nullDevice
+        try holder.run()
+        defer {
+            try? stdin.fileHandleForWriting.close()
+            holder.waitUntilExit()
+        }
+        // Wait (bounded) until the child holds the lock.
+        var locked = false
+        for _ in 0..<500 {
+            do {
+                try h.open(dir).close()
+                Thread.sleep(forTimeInterval: 0.01)
+            } catch let err as LogStoreError where err.code == .locked {
+                locked = true
+                break
+            }
+        }
+        XCTAssertTrue(locked, "open succeeded while another process held the lock")
+        try stdin.fileHandleForWriting.close()
+        holder.waitUntilExit()
+        XCTAssertEqual(holder.terminationStatus, 0)
+        try h.open(dir).close()
+    }
+}
+
+extension Scenarios {
+    static func secondOpenIsLocked(_ h: StoreHarness) throws {
+        let dir = h.newStorePath()
+        let e = try h.open(dir)
+        try write(e, workloadTransaction(0))
+        let err = assertThrowsLogStoreError(.locked, h.name) { try h.open(dir) }
+        XCTAssertEqual(err?.path, _joinPath(dir, LogStoreFormat.lockFileName))
+        // The failed open changed nothing for the holder.
+        try write(e, workloadTransaction(1))
+        try e.close()
+        let e2 = try h.open(dir)
+        XCTAssertEqual(e2.recoveryReport.transactionsReplayed, 2)
+        try e2.close()
+        // Dropping an engine without close() releases the lock too.
+        do { _ = try h.open(dir) }
+        try h.open(dir).close()
+    }
+}
