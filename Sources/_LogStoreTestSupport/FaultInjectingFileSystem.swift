@@ -20,7 +20,9 @@ import Synchronization
 ///   atomic (the file has the old name or the new one, never neither or both). Decisions for
 ///   different files and directories are independent, so unsynced writes to different files
 ///   may land in any order.
-/// - ``processCrashImage()`` is a `kill -9`: everything written to the OS is kept, nothing torn.
+/// - ``processCrashImage()`` is a `kill -9`: everything written to the OS is kept, nothing torn,
+///   but what was not durable stays not durable (the page cache survives the process), so a
+///   later power loss can still lose it.
 ///
 /// Thread-safe: all state lives behind one mutex; file contents are shared between every handle
 /// open on the same file. Paths are absolute and `/`-separated. Directory listings are sorted so
@@ -176,7 +178,8 @@ public final class FaultInjectingFileSystem: FileSystem {
     public enum CrashKind: Sendable, Hashable {
         /// The machine lost power: unsynced data and directory entries may be lost, kept or torn.
         case powerLoss
-        /// The process was killed (`kill -9`): everything written to the OS survives.
+        /// The process was killed (`kill -9`): everything written to the OS survives (still
+        /// unsynced where it was).
         case processCrash
     }
 
@@ -184,41 +187,50 @@ public final class FaultInjectingFileSystem: FileSystem {
     /// fault model). Every byte and entry of the image is durable. The same seed on the same state
     /// gives the same image. Does not change this instance (crashed or not); callable at any time.
     public func powerLossImage(seed: UInt64) -> FaultInjectingFileSystem {
-        crashImage(.powerLoss, seed: seed)
+        buildPowerLossImage(seed: seed)
     }
 
     /// A new file system as a `kill -9` at this moment leaves it: all data and entries written
-    /// so far, nothing torn, everything durable.
+    /// so far, nothing torn. What was not yet durable stays not durable (it lives in the OS's
+    /// page cache, which survives the process), so a later power loss on the image can still lose
+    /// it. Locks are released; handles of this instance do not carry over.
     public func processCrashImage() -> FaultInjectingFileSystem {
-        crashImage(.processCrash, seed: 0)
+        var s = state.withLock { $0 }
+        s.locks = []
+        s.crashed = false
+        s.countdown = nil
+        s.mutations = 0
+        return FaultInjectingFileSystem(state: s, faults: FaultCounts())
     }
 
     /// A new file system as a crash of `kind` at this moment leaves it; see
-    /// ``powerLossImage(seed:)`` and ``processCrashImage()``.
+    /// ``powerLossImage(seed:)`` (the seed is used only for power losses) and
+    /// ``processCrashImage()``.
     public func crashImage(_ kind: CrashKind, seed: UInt64) -> FaultInjectingFileSystem {
+        switch kind {
+        case .processCrash: return processCrashImage()
+        case .powerLoss: return buildPowerLossImage(seed: seed)
+        }
+    }
+
+    func buildPowerLossImage(seed: UInt64) -> FaultInjectingFileSystem {
         let s = state.withLock { $0 }
         var rng = SplitMix64(seed: seed)
         var faults = FaultCounts()
 
         // 1. The namespace.
-        var names: [String: Entry]
-        switch kind {
-        case .processCrash:
-            names = s.entries
-        case .powerLoss:
-            names = s.durableEntries
-            for dir in s.unsyncedDirectoryChanges.keys.sorted() {
-                guard let changes = s.unsyncedDirectoryChanges[dir], !changes.isEmpty else { continue }
-                let policy = rng.int(in: 0..<4)  // 0: drop all, 1: keep all, else: each on its own
-                for change in changes {
-                    let keep = policy == 1 || (policy > 1 && rng.chance(0.5))
-                    if case .rename = change {
-                        if keep { faults.renamesKept += 1 } else { faults.renamesDropped += 1 }
-                    } else {
-                        if keep { faults.entryChangesKept += 1 } else { faults.entryChangesDropped += 1 }
-                    }
-                    if keep { Self.apply(change, to: &names) }
+        var names = s.durableEntries
+        for dir in s.unsyncedDirectoryChanges.keys.sorted() {
+            guard let changes = s.unsyncedDirectoryChanges[dir], !changes.isEmpty else { continue }
+            let policy = rng.int(in: 0..<4)  // 0: drop all, 1: keep all, else: each on its own
+            for change in changes {
+                let keep = policy == 1 || (policy > 1 && rng.chance(0.5))
+                if case .rename = change {
+                    if keep { faults.renamesKept += 1 } else { faults.renamesDropped += 1 }
+                } else {
+                    if keep { faults.entryChangesKept += 1 } else { faults.entryChangesDropped += 1 }
                 }
+                if keep { Self.apply(change, to: &names) }
             }
         }
         // An entry whose directory did not survive is gone with it.
@@ -239,11 +251,7 @@ public final class FaultInjectingFileSystem: FileSystem {
         let referenced = Set(names.values.compactMap { e -> Int? in if case .file(let id) = e { return id } else { return nil } })
         for id in referenced.sorted() {
             guard let inode = s.inodes[id] else { continue }
-            let content: [UInt8]
-            switch kind {
-            case .processCrash: content = inode.data
-            case .powerLoss: content = Self.powerLossContent(inode, &rng, &faults)
-            }
+            let content = Self.powerLossContent(inode, &rng, &faults)
             let nid = out.nextInode
             out.nextInode += 1
             newID[id] = nid
