@@ -28,7 +28,21 @@ extension LogEngine {
         case .file?:
             throw LogStoreError(.notAStore, "The store path is a file, not a directory.", path: directory)
         case nil:
+            // The new directories' entries must be durable before a commit can be: fsync the
+            // parent of each directory created, or a power loss can take the whole store away.
+            var created: [String] = []
+            var d = directory
+            while d.count > 1, d.hasSuffix("/") { d.removeLast() }
+            while fs.itemKind(atPath: d) == nil {
+                created.append(d)
+                guard let slash = d.lastIndex(of: "/"), slash != d.startIndex else { break }
+                d = String(d[..<slash])
+            }
             try fs.createDirectory(atPath: directory)
+            for c in created {
+                let parent = c.lastIndex(of: "/").map { $0 == c.startIndex ? "/" : String(c[..<$0]) } ?? "."
+                try fs.syncDirectory(atPath: parent)
+            }
         case .directory?:
             break
         }

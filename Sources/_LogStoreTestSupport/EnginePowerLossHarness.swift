@@ -1,0 +1,391 @@
+public import LogStoreEngine
+
+/// Runs ``CrashWorkloadStep``s against a ``LogEngine`` and keeps a ``CrashOracle`` in step.
+///
+/// Use from one thread. The engine it opens stays open until ``close()``, a ``CrashWorkloadStep/reopen``
+/// or the interpreter is released.
+public final class EngineCrashInterpreter {
+    /// The store directory.
+    public let directory: String
+    /// The file system the store lives on.
+    public let fileSystem: any FileSystem
+    /// The options the store is opened with.
+    public let options: LogStoreOptions
+    /// The open engine, if any.
+    public private(set) var engine: LogEngine?
+
+    /// An interpreter for the store at `directory` on `fileSystem`. Opens nothing yet.
+    public init(directory: String, fileSystem: any FileSystem, options: LogStoreOptions) {
+        self.directory = directory
+        self.fileSystem = fileSystem
+        self.options = options
+    }
+
+    /// Opens the store (recovering it). Throws what `LogEngine.open` throws.
+    @discardableResult
+    public func open() throws -> LogEngine {
+        let e = try LogEngine.open(directory: directory, fileSystem: fileSystem, options: options)
+        engine = e
+        return e
+    }
+
+    /// Closes the engine, if open. Throws what `LogEngine.close()` throws; the engine is dropped
+    /// either way.
+    public func close() throws {
+        defer { engine = nil }
+        try engine?.close()
+    }
+
+    /// Forgets the engine without closing it (the process "died"; its file system crashed).
+    public func abandon() {
+        if let e = engine { try? e.close() }
+        engine = nil
+    }
+
+    /// Runs one step: a transaction is recorded in `oracle` as attempted before the commit and as
+    /// acknowledged when the commit returns; a reopen closes and reopens the store and checks that
+    /// it shows exactly the acknowledged state. Throws the engine's errors (or a
+    /// ``CrashOracleViolation`` after a reopen) unchanged.
+    public func run(_ step: CrashWorkloadStep, oracle: inout CrashOracle) throws {
+        guard let engine else { throw LogStoreError(.notOpen, "EngineCrashInterpreter.run called with no open engine; call open() first.") }
+        switch step {
+        case .write(let ops):
+            let n = oracle.begin(ops)
+            try engine.write { t in
+                for op in ops {
+                    switch op {
+                    case .put(let type, let key, let value): try t.put(type: type, key: key, value: value)
+                    case .delete(let type, let key): try t.delete(type: type, key: key)
+                    case .deleteAll(let type): try t.deleteAll(type: type)
+                    }
+                }
+            }
+            oracle.acknowledge(n)
+        case .commit(let ops):
+            let n = oracle.begin(ops)
+            try engine.commit(ops)
+            oracle.acknowledge(n)
+        case .reopen:
+            try close()
+            let e = try open()
+            if let t = e.recoveryReport.truncatedTail {
+                throw CrashOracleViolation("Reopening after a clean close cut a torn tail: \(t).")
+            }
+            let k = try oracle.check(observe())
+            if k != oracle.lastAcknowledged || e.recoveryReport.lastSequence != k {
+                throw CrashOracleViolation("Reopening after a clean close shows transaction \(k) (sequence \(e.recoveryReport.lastSequence)), expected \(oracle.lastAcknowledged).")
+            }
+        }
+    }
+
+    /// Reads the whole published state of the open engine, through both `forEach` and point reads
+    /// (which must agree). Throws engine read errors, or a ``CrashOracleViolation`` if the two
+    /// read paths or the index counts disagree.
+    public func observe() throws -> CrashModelState {
+        guard let engine else { throw LogStoreError(.notOpen, "EngineCrashInterpreter.observe called with no open engine.") }
+        let snap = try engine.snapshot()
+        var state: CrashModelState = [:]
+        for type in snap.itemTypes.sorted() {
+            var records: [RecordKey: [UInt8]] = [:]
+            try snap.forEach(ofType: type) { k, v in
+                records[k] = Array(v)
+                return true
+            }
+            guard records.count == snap.count(ofType: type) else {
+                throw CrashOracleViolation("\(type): forEach yields \(records.count) records, count(ofType:) says \(snap.count(ofType: type)).")
+            }
+            for (k, v) in records {
+                guard let point = try snap.value(type: type, key: k), point.elementsEqual(v) else {
+                    throw CrashOracleViolation("\(type)/\(k): a point read differs from forEach.")
+                }
+            }
+            if !records.isEmpty { state[type] = records }
+        }
+        return state
+    }
+}
+
+/// Settings of an ``EnginePowerLossHarness`` run.
+public struct PowerLossConfiguration: Sendable {
+    /// The seed every random decision of the run derives from.
+    public var seed: UInt64
+    /// How many crash cycles to run (each: open + check, a workload, a crash, a crash image).
+    public var cycles: Int
+    /// A fresh, empty store is started every this many cycles (bounds the log's size).
+    public var cyclesPerStore = 30
+    /// The most workload steps between two crashes.
+    public var maxStepsPerCycle = 8
+    /// The share of crashes that are process crashes (`kill -9`) rather than power losses.
+    public var processCrashFraction = 0.2
+    /// The probability that an open is itself interrupted by a crash (during recovery).
+    public var crashDuringOpenFraction = 0.15
+    /// The store directory. Its parent is created durably; the store directory itself is created
+    /// by the engine in half of the stores and durably in advance in the other half.
+    public var directory = "/data/store"
+    /// Engine options. Default: synchronous durability, 64 KiB segments (frequent roll-overs),
+    /// 512-byte frames (multi-frame transactions).
+    public var options: LogStoreOptions
+    /// The workload mix.
+    public var workload = CrashWorkloadGenerator()
+
+    /// A configuration with the defaults above.
+    public init(seed: UInt64, cycles: Int) {
+        self.seed = seed
+        self.cycles = cycles
+        var o = LogStoreOptions()
+        o.durability = .synchronous
+        o.segmentSize = 64 << 10
+        o.maxFramePayload = 512
+        o.cacheSize = 256 << 10
+        options = o
+    }
+}
+
+/// What a power-loss run did, and the first broken promise it found (if any).
+public struct PowerLossReport: Sendable, CustomStringConvertible {
+    /// The run's seed (rerun with it to reproduce).
+    public var seed: UInt64
+    /// Crash cycles completed.
+    public var cyclesCompleted = 0
+    /// Transactions whose commit returned.
+    public var transactionsAcknowledged = 0
+    /// In-flight (unacknowledged) transactions found complete after the crash.
+    public var unacknowledgedSurvived = 0
+    /// In-flight transactions absent after the crash.
+    public var unacknowledgedLost = 0
+    /// Power-loss crash images built.
+    public var powerLossImages = 0
+    /// Process-crash images built.
+    public var processCrashImages = 0
+    /// Opens interrupted by a crash (recovery crashed, then recovered again).
+    public var crashesDuringOpen = 0
+    /// Clean close-and-reopen steps.
+    public var cleanReopens = 0
+    /// Recoveries that cut a torn tail.
+    public var tornTailsCut = 0
+    /// Files recovery removed (temporary manifests, orphan segments).
+    public var filesRemovedByRecovery = 0
+    /// Stores that recovery had to create from scratch after a crash during creation.
+    public var storesCreated = 0
+    /// The faults applied by every crash image.
+    public var faults = FaultCounts()
+    /// The first failure, or nil if every check passed.
+    public var failure: PowerLossFailure?
+
+    /// Creates an empty report for `seed`.
+    public init(seed: UInt64) { self.seed = seed }
+
+    /// A multi-line summary.
+    public var description: String {
+        var s = "power-loss run seed \(seed): \(cyclesCompleted) cycles, \(transactionsAcknowledged) acknowledged transactions, "
+        s += "in-flight survived \(unacknowledgedSurvived) / lost \(unacknowledgedLost); images: \(powerLossImages) power loss, \(processCrashImages) process crash; "
+        s += "crashes during open \(crashesDuringOpen), clean reopens \(cleanReopens), torn tails cut \(tornTailsCut), files removed by recovery \(filesRemovedByRecovery), stores created \(storesCreated)\n"
+        s += "faults: \(faults)"
+        if let failure { s += "\nFAILED: \(failure)" }
+        return s
+    }
+}
+
+/// A broken promise found by a power-loss run, with the seed and recent events to reproduce it.
+public struct PowerLossFailure: Error, Sendable, CustomStringConvertible {
+    /// The run's seed.
+    public var seed: UInt64
+    /// The cycle (0-based) in which the failure was found.
+    public var cycle: Int
+    /// What is wrong.
+    public var message: String
+    /// The last events before the failure, oldest first.
+    public var recentEvents: [String]
+
+    /// Seed, cycle, message and recent events.
+    public var description: String {
+        "seed \(seed), cycle \(cycle): \(message)\nrecent events:\n  " + recentEvents.joined(separator: "\n  ")
+    }
+}
+
+/// The engine-level simulated power-loss harness (Docs/Testing.md, "Power-loss harness").
+///
+/// Each cycle opens the store on the current crash image (sometimes crashing inside the open, i.e.
+/// during recovery, and recovering again), checks it with the ``CrashOracle``, runs a random
+/// workload with a crash point armed at a random mutating I/O operation, and replaces the file
+/// system with a power-loss or process-crash image of it. Every `cyclesPerStore` cycles a fresh
+/// store is started. Deterministic given the configuration's seed.
+///
+/// Use from one thread; ``run()`` blocks until the run ends or the first failure.
+public final class EnginePowerLossHarness {
+    /// The run's settings.
+    public let configuration: PowerLossConfiguration
+    var rng: SplitMix64
+    var report: PowerLossReport
+    var events: [String] = []
+    var cycle = 0
+    var fs = FaultInjectingFileSystem()
+    var oracle = CrashOracle()
+
+    /// A harness for `configuration`.
+    public init(_ configuration: PowerLossConfiguration) {
+        self.configuration = configuration
+        rng = SplitMix64(seed: configuration.seed)
+        report = PowerLossReport(seed: configuration.seed)
+    }
+
+    func note(_ event: String) {
+        events.append("[\(cycle)] " + event)
+        if events.count > 80 { events.removeFirst(events.count - 60) }
+    }
+
+    func fail(_ message: String) -> PowerLossReport {
+        var r = report
+        r.failure = PowerLossFailure(seed: configuration.seed, cycle: cycle, message: message, recentEvents: events)
+        return r
+    }
+
+    /// Runs every cycle, then opens and checks the last crash image. Returns the report; its
+    /// ``PowerLossReport/failure`` is set at the first broken promise (the run stops there).
+    public func run() -> PowerLossReport {
+        let c = configuration
+        for i in 0..<c.cycles {
+            cycle = i
+            if i % max(1, c.cyclesPerStore) == 0 {
+                if i > 0, let message = checkFinalImage() { return fail(message) }
+                startStore()
+            }
+            if let message = runCycle() { return fail(message) }
+            report.cyclesCompleted += 1
+        }
+        if c.cycles > 0, let message = checkFinalImage() { return fail(message) }
+        return report
+    }
+
+    func checkFinalImage() -> String? {
+        let (message, interp) = openAndCheck(allowCrash: false)
+        if let message { return message }
+        do { try interp?.close() } catch { return "Closing the store after the last check failed: \(error)" }
+        return nil
+    }
+
+    func startStore() {
+        fs = FaultInjectingFileSystem()
+        oracle = CrashOracle()
+        let parent = FaultInjectingFileSystem.parent(configuration.directory)
+        let preCreate = rng.chance(0.5)
+        do {
+            try fs.createDirectory(atPath: parent)
+            try fs.syncDirectory(atPath: FaultInjectingFileSystem.parent(parent))
+            if preCreate {
+                try fs.createDirectory(atPath: configuration.directory)
+                try fs.syncDirectory(atPath: parent)
+            }
+        } catch {
+            // Cannot happen on a fresh, uncrashed file system; the next open would report it.
+            note("setting up the store directory failed: \(error)")
+        }
+        note("new store (\(preCreate ? "directory created durably in advance" : "engine creates the directory"))")
+    }
+
+    /// One cycle: open + check, workload with an armed crash, crash image. Returns a failure message.
+    func runCycle() -> String? {
+        let (message, opened) = openAndCheck(allowCrash: true)
+        if let message { return message }
+        // No engine: the open crashed and the next image is already in place.
+        guard let interp = opened else { return nil }
+        let steps = rng.int(in: 1...max(1, configuration.maxStepsPerCycle))
+        let crashAt = rng.int(in: 0...(2 * steps + 6))
+        fs.scheduleCrash(afterMutatingOperations: crashAt)
+        note("workload of \(steps) steps, crash after \(crashAt) more mutating operations")
+        for _ in 0..<steps {
+            let step = configuration.workload.nextStep(oracle: oracle, rng: &rng)
+            do {
+                try interp.run(step, oracle: &oracle)
+                if case .reopen = step { report.cleanReopens += 1 } else { report.transactionsAcknowledged += 1 }
+                note(step.summary + " -> ok")
+            } catch {
+                if fs.isCrashed {
+                    note(step.summary + " -> crashed (\(shortError(error)))")
+                    break
+                }
+                return "\(step.summary) failed without a crash: \(error)"
+            }
+        }
+        if !fs.isCrashed {
+            fs.crash()
+            note("crash at a quiet point")
+        }
+        interp.abandon()
+        makeImage()
+        return nil
+    }
+
+    func shortError(_ error: any Error) -> String {
+        if FaultInjectingFileSystem.isSimulatedCrash(error), let e = error as? LogStoreError { return "\(e.code): simulated crash" }
+        return "\(error)"
+    }
+
+    func makeImage() {
+        if rng.chance(configuration.processCrashFraction) {
+            fs = fs.processCrashImage()
+            report.processCrashImages += 1
+            note("process-crash image")
+        } else {
+            let seed = rng.next()
+            fs = fs.powerLossImage(seed: seed)
+            report.powerLossImages += 1
+            report.faults += fs.faultsApplied
+            note("power-loss image (seed \(seed)): \(fs.faultsApplied)")
+        }
+    }
+
+    /// Opens the store on the current image and checks it against the oracle, which then adopts
+    /// what it shows. With `allowCrash`, the open may be interrupted by a crash: then the next
+    /// image replaces the file system and no interpreter is returned. Returns a failure message,
+    /// or the interpreter holding the open engine.
+    func openAndCheck(allowCrash: Bool) -> (String?, EngineCrashInterpreter?) {
+        let interp = EngineCrashInterpreter(directory: configuration.directory, fileSystem: fs, options: configuration.options)
+        if allowCrash && rng.chance(configuration.crashDuringOpenFraction) {
+            let n = rng.int(in: 0..<10)
+            fs.scheduleCrash(afterMutatingOperations: n)
+            note("open, crash after \(n) mutating operations")
+        }
+        let engine: LogEngine
+        do {
+            engine = try interp.open()
+        } catch {
+            if fs.isCrashed {
+                report.crashesDuringOpen += 1
+                note("open crashed (\(shortError(error)))")
+                interp.abandon()
+                makeImage()
+                return (nil, nil)
+            }
+            return ("LogEngine.open failed after a crash: \(error)", nil)
+        }
+        fs.cancelScheduledCrash()
+        let r = engine.recoveryReport
+        if r.truncatedTail != nil { report.tornTailsCut += 1 }
+        report.filesRemovedByRecovery += r.removedFiles.count
+        if r.created && oracle.lastAttempted > 0 { report.storesCreated += 1 }
+        let before = (ack: oracle.lastAcknowledged, attempted: oracle.lastAttempted)
+        do {
+            let k = try oracle.check(interp.observe())
+            let snapSeq = try engine.snapshot().sequence
+            guard snapSeq == k, r.lastSequence == k else {
+                return ("The store shows transactions 1...\(k) but its sequence is \(snapSeq) (recovery report: \(r.lastSequence)).", nil)
+            }
+            oracle.adoptRecovered(k)
+            report.unacknowledgedSurvived += Int(k - before.ack)
+            report.unacknowledgedLost += Int(before.attempted - k)
+            note("open ok: k=\(k) (acknowledged \(before.ack), attempted \(before.attempted)); recovery: \(describe(r))")
+        } catch {
+            return ("After recovery (\(describe(r))): \(error)", nil)
+        }
+        return (nil, interp)
+    }
+
+    func describe(_ r: RecoveryReport) -> String {
+        var parts = ["\(r.transactionsReplayed) txns in \(r.segmentsScanned) segments"]
+        if r.created { parts.append("created") }
+        if let t = r.truncatedTail { parts.append("cut: \(t)") }
+        if !r.removedFiles.isEmpty { parts.append("removed \(r.removedFiles.joined(separator: ","))") }
+        return parts.joined(separator: ", ")
+    }
+}
