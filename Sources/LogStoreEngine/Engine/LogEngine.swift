@@ -262,10 +262,12 @@ public final class LogEngine: Sendable {
         return seq
     }
 
-    /// Seals the tail segment (fsync) and starts a new one: new manifest listing it first
-    /// (write-temp, fsync, rename, fsync dir), then the segment file with its header (fsync,
-    /// fsync dir). A crash between the two leaves a listed segment that is missing or has a torn
-    /// header, which recovery recreates.
+    /// Seals the tail segment (fsync) and starts a new one: the segment file with its header
+    /// first (fsync, fsync dir), then the manifest listing it (write-temp, fsync, rename, fsync
+    /// dir). A crash or a failure (a full disk) before the rename leaves an unlisted segment file
+    /// that recovery removes, and the engine keeps appending to the segment the manifest on disk
+    /// still names as the last one. (Manifest first would leave a failed roll-over appending to a
+    /// segment that is no longer last on disk, where a later torn write reads as corruption.)
     func rollOverLocked(nextSequence: UInt64) throws {
         let (tail, manifest) = state.withLock { ($0.tail, $0.manifest) }
         do {
@@ -281,8 +283,25 @@ public final class LogEngine: Sendable {
         next.generation += 1
         next.nextSegment = number + 1
         next.segments.append(number)
-        try Self.writeManifest(next, directory: directory, fs: fileSystem)
         let segment = try Self.createSegment(number, baseSequence: nextSequence, directory: directory, fs: fileSystem)
+        do {
+            try Self.writeManifest(next, directory: directory, fs: fileSystem)
+        } catch {
+            // If the rename happened (only the directory fsync failed), the manifest on disk names
+            // the new segment but this engine would keep appending to the old one: refuse writes.
+            let path = _joinPath(directory, LogStoreFormat.manifestFileName)
+            let installed = (try? fileSystem.open(path, mode: .readOnly)).map { f in
+                defer { try? f.close() }
+                return (try? f.read(at: 0, count: 1 << 16)) ?? []
+            } != manifest.encoded()
+            if installed {
+                let p = LogStoreError(.storePoisoned, "A segment roll-over failed after the new MANIFEST was written; reopen the store.", path: path, underlying: error)
+                state.withLock { $0.poisoned = p }
+                group.fail(p)
+                throw p
+            }
+            throw error
+        }
         state.withLock { s in
             s.manifest = next
             s.tail = segment
