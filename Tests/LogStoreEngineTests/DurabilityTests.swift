@@ -18,7 +18,7 @@ final class DurabilityTests: XCTestCase {
             // Visible at once, whatever the mode.
             XCTAssertEqual(try e.snapshot().sequence, UInt64(n + 1))
         }
-        XCTAssertEqual(try dump(e), m)
+        assertSameContents(try dump(e), m)
         return models
     }
 
@@ -32,7 +32,7 @@ final class DurabilityTests: XCTestCase {
         let e = try LogEngine.open(directory: dir, fileSystem: fs)
         let models = try commitAll(e, 10)
         let after = try reopenAfterPowerLoss(fs)
-        XCTAssertEqual(try dump(after), models.last)
+        assertSameContents(try dump(after), models.last ?? [:])
         try after.close()
         try e.close()
     }
@@ -50,7 +50,7 @@ final class DurabilityTests: XCTestCase {
         try early.close()
         try e.flush()
         let flushed = try reopenAfterPowerLoss(fs)
-        XCTAssertEqual(try dump(flushed), models.last)
+        assertSameContents(try dump(flushed), models.last ?? [:])
         try flushed.close()
         // close() flushes too.
         try write(e, workloadTransaction(10))
@@ -58,7 +58,7 @@ final class DurabilityTests: XCTestCase {
         apply(workloadTransaction(10), to: &m)
         try e.close()
         let closed = try reopenAfterPowerLoss(fs)
-        XCTAssertEqual(try dump(closed), m)
+        assertSameContents(try dump(closed), m)
         try closed.close()
     }
 
@@ -92,12 +92,12 @@ final class DurabilityTests: XCTestCase {
         try early.close()
         try e.flush()
         let flushed = try reopenAfterPowerLoss(fs)
-        XCTAssertEqual(try dump(flushed), models.last)
+        assertSameContents(try dump(flushed), models.last ?? [:])
         try flushed.close()
         try e.close()
         // Without power loss, everything written is there after close.
         let reopened = try LogEngine.open(directory: dir, fileSystem: fs, options: o)
-        XCTAssertEqual(try dump(reopened), models.last)
+        assertSameContents(try dump(reopened), models.last ?? [:])
         try reopened.close()
     }
 
@@ -112,7 +112,7 @@ final class DurabilityTests: XCTestCase {
             try e.flush()
             try e.close()
             let e2 = try h.open(path, options: o)
-            XCTAssertEqual(try dump(e2), models.last, "\(mode)")
+            assertSameContents(try dump(e2), models.last ?? [:], "\(mode)")
             try e2.close()
         }
     }

@@ -91,6 +91,23 @@ func dump(_ r: some RecordReader) throws -> Contents {
 
 func dump(_ e: LogEngine) throws -> Contents { try dump(try e.snapshot()) }
 
+/// Asserts two contents are equal, describing the first difference briefly (values can be large).
+func assertSameContents(_ actual: Contents, _ expected: Contents, _ what: String = "", file: StaticString = #filePath, line: UInt = #line) {
+    if actual == expected { return }
+    var diff: [String] = []
+    for t in Set(actual.keys).union(expected.keys).sorted() {
+        let a = actual[t] ?? [:]
+        let b = expected[t] ?? [:]
+        let missing = Set(b.keys).subtracting(a.keys)
+        let extra = Set(a.keys).subtracting(b.keys)
+        let changed = Set(a.keys).intersection(b.keys).filter { a[$0] != b[$0] }
+        if !missing.isEmpty { diff.append("\(t): \(missing.count) missing (e.g. \(missing.first!))") }
+        if !extra.isEmpty { diff.append("\(t): \(extra.count) unexpected (e.g. \(extra.first!))") }
+        if !changed.isEmpty { diff.append("\(t): \(changed.count) with other values (e.g. \(changed.first!))") }
+    }
+    XCTFail("contents differ: \(diff.joined(separator: "; ")). \(what)", file: file, line: line)
+}
+
 /// Applies operations to a reference model the way the engine does.
 func apply(_ ops: [RecordOperation], to model: inout Contents) {
     for op in ops {
@@ -394,4 +411,23 @@ func writeRecording(_ e: LogEngine, _ ops: [RecordOperation], into history: inou
     let start = segmentsBefore.last == segment ? before : UInt64(_SegmentHeader.size)
     history.entries.append(.init(sequence: seq, ops: ops, segment: segment, start: start, end: after))
     apply(ops, to: &history.model)
+}
+
+/// Fails the `n`th directory sync from when `armed` is set (1 = the next one).
+final class FailingDirectorySyncFileSystem: WrappingFileSystem, @unchecked Sendable {
+    // @unchecked Sendable: `countdown` is a Mutex.
+    let countdown = Mutex<Int?>(nil)
+    override func syncDirectory(atPath path: String) throws {
+        let fail = countdown.withLock { c -> Bool in
+            guard let n = c else { return false }
+            if n <= 1 {
+                c = nil
+                return true
+            }
+            c = n - 1
+            return false
+        }
+        if fail { throw LogStoreError(.io, "Simulated failed directory fsync.", path: path) }
+        try inner.syncDirectory(atPath: path)
+    }
 }

@@ -45,7 +45,7 @@ extension Scenarios {
         let e = try h.open(copy, options: options)
         let r = e.recoveryReport
         let at = "cut at \(cut) (txn bytes \(last.start)..<\(last.end)) on \(h.name)"
-        XCTAssertEqual(try dump(e), committed, at, file: file, line: line)
+        assertSameContents(try dump(e), committed, at, file: file, line: line)
         XCTAssertEqual(r.lastSequence, intact ? last.sequence : last.sequence - 1, at, file: file, line: line)
         if cut > last.start && !intact {
             XCTAssertEqual(r.truncatedTail?.path, seg, at, file: file, line: line)
@@ -64,7 +64,7 @@ extension Scenarios {
         var expected = committed
         apply(extra, to: &expected)
         let e2 = try h.open(copy, options: options)
-        XCTAssertEqual(try dump(e2), expected, at, file: file, line: line)
+        assertSameContents(try dump(e2), expected, at, file: file, line: line)
         XCTAssertNil(e2.recoveryReport.truncatedTail, at, file: file, line: line)
         XCTAssertEqual(e2.recoveryReport.lastSequence, (intact ? last.sequence : last.sequence - 1) + 1, at, file: file, line: line)
         try e2.close()
