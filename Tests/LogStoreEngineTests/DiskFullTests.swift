@@ -8,6 +8,7 @@ final class DiskFullTests: XCTestCase {
     func testDiskFullDuringAppendCommitsNothing() throws { try Scenarios.diskFullDuringAppend(.posix(self)) }
     func testDiskFullDuringRollOverCommitsNothing() throws { try Scenarios.diskFullDuringRollOver(.posix(self)) }
     func testFailedDirectorySyncDuringRollOver() throws { try Scenarios.failedDirectorySyncDuringRollOver(.posix(self)) }
+    func testFailedSyncPoisonsTheStore() throws { try Scenarios.failedSyncPoisonsTheStore(.posix(self)) }
 }
 
 extension Scenarios {
@@ -173,5 +174,32 @@ extension Scenarios {
             assertSameContents(try dump(e3), model, "dir sync \(failing)")
             try e3.close()
         }
+    }
+
+    /// A failed fdatasync: the commit is not acknowledged nor published, every later write is
+    /// refused with `.storePoisoned`, and reopening works.
+    static func failedSyncPoisonsTheStore(_ h: StoreHarness) throws {
+        let fs = FailingSyncFileSystem(h.fs)
+        let dir = h.newStorePath("eio")
+        let e = try LogEngine.open(directory: dir, fileSystem: fs)
+        var model = Contents()
+        try write(e, workloadTransaction(0))
+        apply(workloadTransaction(0), to: &model)
+        fs.failing.withLock { $0 = true }
+        let err = assertThrowsLogStoreError(.storePoisoned) { try write(e, workloadTransaction(1)) }
+        XCTAssertNotNil(err?.underlyingError)
+        assertSameContents(try dump(e), model, "an unsynced commit must not be published")
+        fs.failing.withLock { $0 = false }
+        assertThrowsLogStoreError(.storePoisoned, "writes after a failed sync") { try write(e, workloadTransaction(2)) }
+        assertThrowsLogStoreError(.storePoisoned, "flush after a failed sync") { try e.flush() }
+        try? e.close()
+        // The unacknowledged commit reached the file system, so either state is acceptable.
+        let e2 = try h.open(dir)
+        var withFailed = model
+        apply(workloadTransaction(1), to: &withFailed)
+        let after = try dump(e2)
+        XCTAssertTrue(after == model || after == withFailed, "reopened state is neither before nor after the failed commit")
+        try write(e2, workloadTransaction(3))
+        try e2.close()
     }
 }

@@ -13,6 +13,8 @@ final class InMemoryFileSystemTests: XCTestCase {
     func testTornMultiFrameTransactionIsNeverPartiallyVisible() throws { try Scenarios.tornMultiFrameTransaction(h, everyByte: false) }
     func testFlippedByteInNonTailSegmentIsCorruption() throws { try Scenarios.flippedByteInNonTailSegment(h) }
     func testFlippedByteInMiddleOfLastSegmentIsCorruption() throws { try Scenarios.flippedByteInMiddleOfLastSegment(h) }
+    func testUndecodableCommittedFrameIsCorruption() throws { try Scenarios.undecodableCommittedFrameIsCorruption(h) }
+    func testFlippedByteAnywhereInLastSegment() throws { try Scenarios.flippedByteAnywhereInLastSegment(h) }
     func testSecondOpenIsLocked() throws { try Scenarios.secondOpenIsLocked(h) }
     func testSegmentsRollOverAndAllDataComesBack() throws { try Scenarios.segmentRollOver(h) }
     func testTransactionLargerThanSegmentSize() throws { try Scenarios.transactionLargerThanSegment(h) }
