@@ -134,7 +134,8 @@ extension LogEngine {
             let path = _joinPath(directory, LogStoreFormat.segmentFileName(number))
             guard fs.itemKind(atPath: path) == .file else {
                 if isLast && options.recovery == .strict {
-                    // Roll-over wrote the manifest but crashed before creating the file.
+                    // A listed last segment with no file (a roll-over by an older build that wrote the
+                    // manifest first, or a lost directory entry): recreate it empty.
                     let seg = try createSegment(number, baseSequence: index.sequence + 1, directory: directory, fs: fs)
                     segments[number] = seg
                     tail = seg
