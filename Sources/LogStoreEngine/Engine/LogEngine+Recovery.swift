@@ -207,8 +207,8 @@ extension LogEngine {
         var validEnd = offset
         var pending: [(header: _Frame.Header, frameOffset: Int, payloadOffset: Int)] = []
 
-        func damage(_ at: Int, _ why: String) throws -> _ScanResult? {
-            if isLast && looksTorn(buf, at: at) {
+        func damage(_ at: Int, _ why: String, torn: Bool? = nil) throws -> _ScanResult? {
+            if isLast && (torn ?? looksTorn(buf, at: at)) {
                 let dropped = UInt64(buf.count - validEnd)
                 report.truncatedTail = .init(path: path, offset: UInt64(validEnd), bytes: dropped, reason: why)
                 return .end(UInt64(validEnd))
@@ -264,7 +264,9 @@ extension LogEngine {
             }
         }
         if !pending.isEmpty {
-            if let r = try damage(pending[0].frameOffset, "transaction \(pending[0].header.sequence) has no commit frame") { return r }
+            // Valid frames without their commit frame at the very end: nothing follows them, so in
+            // the last segment this is always an interrupted append, however many frames it has.
+            if let r = try damage(pending[0].frameOffset, "transaction \(pending[0].header.sequence) has no commit frame", torn: true) { return r }
         }
         return .end(UInt64(validEnd))
     }
