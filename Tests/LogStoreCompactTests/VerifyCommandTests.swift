@@ -1,6 +1,7 @@
 import Foundation
-import LogStoreEngine
 import XCTest
+
+@testable import LogStoreEngine
 
 final class VerifyCommandTests: XCTestCase {
     func issues(_ json: [String: Any]) -> [[String: Any]] { json["issues"] as? [[String: Any]] ?? [] }
@@ -97,6 +98,23 @@ final class VerifyCommandTests: XCTestCase {
         let issue = try XCTUnwrap(issues(try run.json()).first)
         XCTAssertEqual(issue["kind"] as? String, "tornTail")
         XCTAssertEqual(issue["offset"] as? Int, committedEnd)
+    }
+
+    func testVerifyOfAnInterruptedRollOverWarnsThatTheLastSegmentIsMissing() throws {
+        let store = try makeStore()
+        let path = store.dir + "/MANIFEST"
+        var manifest = try _Manifest.decode([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), path: path)
+        // Roll-over writes the manifest naming the new segment, then creates the file: stop between.
+        manifest.segments.append(manifest.nextSegment)
+        manifest.nextSegment += 1
+        manifest.generation += 1
+        try Data(manifest.encoded()).write(to: URL(fileURLWithPath: path))
+
+        let run = runTool(["verify", store.dir, "--json", "--progress", "none"])
+        XCTAssertEqual(run.code, 0, run.stdout)
+        let json = try run.json()
+        XCTAssertEqual(issues(json).map { $0["kind"] as? String }, ["file", "index"])
+        XCTAssertEqual(json["warnings"] as? Int, 2)
     }
 
     func testVerifyReportsAValueThatIsNotAnAttributeValueUnlessToldNotToDecode() throws {
