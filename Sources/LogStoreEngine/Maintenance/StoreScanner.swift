@@ -252,7 +252,7 @@ struct _ScanRun {
             case .truncated(let why), .invalid(let why):
                 let what: String
                 if case .truncated = parsed { what = "truncated frame: \(why)" } else { what = "invalid frame: \(why)" }
-                if !damaged && isLast && LogEngine.looksTorn(buf, at: offset) {
+                if !damaged && isLast && !LogEngine.validFrameFollows(buf, from: offset + 1) {
                     let start = pending.first?.frameOffset ?? offset
                     issue(.warning, .tornTail, path, start, "\(buf.count - start) bytes of an interrupted append (\(what)); the next open cuts them")
                     return
