@@ -237,17 +237,26 @@ extension LogEngine {
         var validEnd = offset
         var pending: [(header: _Frame.Header, frameOffset: Int, payloadOffset: Int)] = []
 
-        /// `validFramesFrom`: a valid frame starting there or later proves the damage is not a
-        /// torn tail.
-        func damage(_ at: Int, _ why: String, validFramesFrom: Int) throws -> _ScanResult? {
-            if isLast && !validFrameFollows(buf, from: validFramesFrom) {
+        enum Verdict {
+            case stop(_ScanResult)
+            case resume(at: Int)
+        }
+        /// Decides what damage at `at` means. `validFramesFrom`: a valid frame starting there or
+        /// later proves the damage is not a torn tail; in salvage mode scanning resumes at it.
+        func damage(_ at: Int, _ why: String, validFramesFrom: Int) throws -> Verdict {
+            let next = nextValidFrame(buf, from: validFramesFrom)
+            if isLast && next == nil {
                 let dropped = UInt64(buf.count - validEnd)
                 report.truncatedTail = .init(path: path, offset: UInt64(validEnd), bytes: dropped, reason: why)
-                return .end(UInt64(validEnd))
+                return .stop(.end(UInt64(validEnd)))
             }
             if options.recovery == .salvage {
-                report.dropped.append(.init(path: path, offset: UInt64(validEnd), bytes: UInt64(buf.count - validEnd), reason: why))
-                return .end(UInt64(buf.count))
+                // Keep every valid transaction: skip to the next valid frame and go on.
+                let resume = next ?? buf.count
+                report.dropped.append(.init(path: path, offset: UInt64(validEnd), bytes: UInt64(max(0, resume - validEnd)), reason: why))
+                pending.removeAll()
+                validEnd = resume
+                return resume >= buf.count ? .stop(.end(UInt64(buf.count))) : .resume(at: resume)
             }
             throw LogStoreError(
                 .corruption,
@@ -255,18 +264,31 @@ extension LogEngine {
                 path: path, offset: UInt64(at))
         }
 
-        while offset < buf.count {
+        scan: while offset < buf.count {
             switch _Frame.parse(buf, at: offset) {
             case .truncated(let why):
-                if let r = try damage(offset, "truncated frame: \(why)", validFramesFrom: offset + 1) { return r }
+                switch try damage(offset, "truncated frame: \(why)", validFramesFrom: offset + 1) {
+                case .stop(let r): return r
+                case .resume(let at): offset = at; continue scan
+                }
             case .invalid(let why):
-                if let r = try damage(offset, "invalid frame: \(why)", validFramesFrom: offset + 1) { return r }
+                switch try damage(offset, "invalid frame: \(why)", validFramesFrom: offset + 1) {
+                case .stop(let r): return r
+                case .resume(let at): offset = at; continue scan
+                }
             case .frame(let header, let payloadOffset):
                 if let first = pending.first, first.header.sequence != header.sequence {
-                    if let r = try damage(offset, "frame of transaction \(header.sequence) inside transaction \(first.header.sequence), which has no commit frame", validFramesFrom: offset) { return r }
+                    // The unfinished transaction is dropped; this frame is examined again.
+                    switch try damage(offset, "frame of transaction \(header.sequence) inside transaction \(first.header.sequence), which has no commit frame", validFramesFrom: offset) {
+                    case .stop(let r): return r
+                    case .resume(let at): offset = at; continue scan
+                    }
                 }
                 if header.sequence <= index.sequence {
-                    if let r = try damage(offset, "sequence number \(header.sequence) does not follow \(index.sequence)", validFramesFrom: offset) { return r }
+                    switch try damage(offset, "sequence number \(header.sequence) does not follow \(index.sequence)", validFramesFrom: offset + 1) {
+                    case .stop(let r): return r
+                    case .resume(let at): offset = at; continue scan
+                    }
                 }
                 pending.append((header, offset, payloadOffset))
                 offset = payloadOffset + header.storedLength
@@ -296,7 +318,7 @@ extension LogEngine {
             }
         }
         if !pending.isEmpty {
-            if let r = try damage(pending[0].frameOffset, "transaction \(pending[0].header.sequence) has no commit frame", validFramesFrom: buf.count) { return r }
+            if case .stop(let r) = try damage(pending[0].frameOffset, "transaction \(pending[0].header.sequence) has no commit frame", validFramesFrom: buf.count) { return r }
         }
         return .end(UInt64(validEnd))
     }
@@ -308,16 +330,21 @@ extension LogEngine {
     /// the damage may be in that length field. Cheap header checks come before the CRC, so the
     /// scan is linear in the bytes after the damage.
     static func validFrameFollows(_ buf: UnsafeRawBufferPointer, from start: Int) -> Bool {
+        nextValidFrame(buf, from: start) != nil
+    }
+
+    /// The offset of the first valid frame at or after `start`, or nil.
+    static func nextValidFrame(_ buf: UnsafeRawBufferPointer, from start: Int) -> Int? {
         var p = max(start, 0)
         while buf.count - p >= _Frame.headerSize {
             if _Frame.Kind(rawValue: buf[p + 8]) != nil, buf[p + 9] & ~_Frame.flagLZ4 == 0, buf[p + 10] == 0, buf[p + 11] == 0,
                 case .frame = _Frame.parse(buf, at: p)
             {
-                return true
+                return p
             }
             p += 1
         }
-        return false
+        return nil
     }
 
     /// Applies a committed transaction's frames to the index.
