@@ -176,6 +176,14 @@ extension LogEngine {
         guard let tail else {
             throw LogStoreError(.corruption, "No usable segment; run `logstore-compact salvage`.", path: directory)
         }
+        if options.recovery == .strict {
+            // What recovery found may still be only in the OS cache (the previous process was
+            // killed before its fsyncs): make it durable before anyone reads it or builds on it,
+            // or a later power loss could take back transactions readers have seen and lose the
+            // entries of segments that new commits go to.
+            try tail.file.sync()
+            try fs.syncDirectory(atPath: directory)
+        }
         report.lastSequence = index.sequence
         return _Recovered(index: index, segments: segments, manifest: manifest, tail: tail, tailOffset: tailOffset, report: report)
     }
