@@ -34,6 +34,23 @@ final class CrashRegressionTests: XCTestCase {
         try e.close()
         try assertMarkerSurvivesPowerLoss(fs, directory: "/data/a/store")
     }
+
+    /// A kill -9 right after `open` created the store directory, before it fsynced the parent,
+    /// left the directory's entry only in the OS cache; the next open found the directory and
+    /// never made its entry durable, so a power loss could take the store away again.
+    func testStoreDirectoryEntryLeftUnsyncedByAKillSurvivesPowerLoss() throws {
+        let fs = FaultInjectingFileSystem()
+        try fs.createDirectory(atPath: "/data")
+        try fs.syncDirectory(atPath: "/")
+        fs.scheduleCrash(afterMutatingOperations: 1)  // mkdir runs, the parent's fsync crashes
+        XCTAssertThrowsError(try LogEngine.open(directory: "/data/store", fileSystem: fs))
+        let restarted = fs.processCrashImage()
+        XCTAssertEqual(restarted.itemKind(atPath: "/data/store"), .directory)
+        let e = try LogEngine.open(directory: "/data/store", fileSystem: restarted)
+        try commitMarker(e)
+        try e.close()
+        try assertMarkerSurvivesPowerLoss(restarted, directory: "/data/store")
+    }
 }
 
 extension CrashRegressionTests {
