@@ -125,8 +125,28 @@ public struct CrashWorkloadGenerator: Sendable {
     /// `.synchronous`, where a flush is what makes commits durable).
     public var flushProbability = 0.12
 
+    /// When set, every item payload is this many bytes (drawn uniformly) instead of the default
+    /// mostly-small mix; large sizes make segment roll-overs frequent.
+    public var payloadSizes: ClosedRange<Int>? = nil
+
     /// The default mix.
     public init() {}
+
+    /// `count` steps for a fresh store, generated against a scratch oracle that assumes every
+    /// step succeeds (for replaying the same workload many times, e.g. once per crash point).
+    public func steps(_ count: Int, flushes: Bool = false, rng: inout SplitMix64) -> [CrashWorkloadStep] {
+        var oracle = CrashOracle()
+        var out: [CrashWorkloadStep] = []
+        for _ in 0..<count {
+            let step = nextStep(oracle: oracle, flushes: flushes, rng: &rng)
+            switch step {
+            case .write(let ops), .commit(let ops): oracle.acknowledge(oracle.begin(ops))
+            case .reopen, .flush: break
+            }
+            out.append(step)
+        }
+        return out
+    }
 
     /// The next step, for a store whose latest state (after every attempted transaction) is
     /// `oracle.headState` and whose next transaction is `oracle.lastAttempted + 1`. Flush steps
@@ -191,10 +211,14 @@ public struct CrashWorkloadGenerator: Sendable {
     /// A payload: mostly small, sometimes larger than a frame; random or compressible.
     func payload(_ rng: inout SplitMix64) -> [UInt8] {
         let length: Int
-        switch rng.int(in: 0..<20) {
-        case 0..<14: length = rng.int(in: 0...120)
-        case 14..<19: length = rng.int(in: 121...1_500)
-        default: length = rng.int(in: 1_501...6_000)
+        if let sizes = payloadSizes {
+            length = rng.int(in: sizes)
+        } else {
+            switch rng.int(in: 0..<20) {
+            case 0..<14: length = rng.int(in: 0...120)
+            case 14..<19: length = rng.int(in: 121...1_500)
+            default: length = rng.int(in: 1_501...6_000)
+            }
         }
         if rng.chance(0.5) { return rng.bytes(length) }
         let pattern = rng.bytes(rng.int(in: 1...8))

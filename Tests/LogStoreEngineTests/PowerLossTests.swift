@@ -258,3 +258,29 @@ final class PowerLossTests: XCTestCase {
         XCTAssertThrowsError(try oracle.check([:]), "an acknowledged transaction is missing")
     }
 }
+
+extension PowerLossTests {
+    /// Every mutating I/O of a workload that creates a store and rolls over segments, crashed in
+    /// turn; each crash checked on a process-crash and power-loss images, then again after one
+    /// more commit and a power loss.
+    func testEveryCrashPointOfCreationAppendsAndRollOversRecovers() {
+        runSweep(durability: .synchronous)
+    }
+
+    func testEveryCrashPointRecoversWithoutSyncOnCommit() {
+        runSweep(durability: .none)
+    }
+
+    func runSweep(durability: Durability, line: UInt = #line) {
+        var rng = SplitMix64(seed: 2024)
+        var generator = CrashWorkloadGenerator()
+        generator.payloadSizes = 1_500...4_000
+        let steps = generator.steps(24, flushes: durability != .synchronous, rng: &rng)
+        var configuration = CrashPointSweepConfiguration(seed: 99, steps: steps)
+        configuration.options.durability = durability
+        let report = EngineCrashPointSweep(configuration).run()
+        print("\(durability): \(report)")
+        if let failure = report.failure { XCTFail("\(failure)", line: line) }
+        XCTAssertGreaterThanOrEqual(report.segmentsAtEnd, 2, "the workload must roll over", line: line)
+    }
+}
