@@ -7,7 +7,8 @@ import _LogStoreTestSupport
 /// `FaultInjectingFileSystem` it relies on.
 ///
 /// `LOGSTORE_POWERLOSS_CYCLES` sets the number of crash cycles (default 1,500) and
-/// `LOGSTORE_POWERLOSS_SEED` the seed (default: random, printed) for soak runs.
+/// `LOGSTORE_POWERLOSS_SEED` the seed (default: random, printed) for soak runs;
+/// `LOGSTORE_POWERLOSS_SECTOR_REORDERING` (0...1) turns on within-file sector reordering.
 final class PowerLossTests: XCTestCase {
     // MARK: The harness
 
@@ -27,6 +28,9 @@ final class PowerLossTests: XCTestCase {
         let seed = env["LOGSTORE_POWERLOSS_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64.max)
         var configuration = PowerLossConfiguration(seed: seed, cycles: cycles)
         configuration.options.durability = durability
+        if let p = env["LOGSTORE_POWERLOSS_SECTOR_REORDERING"].flatMap(Double.init) {
+            configuration.powerLossModel.sectorReorderingProbability = p
+        }
         let start = Date()
         let report = EnginePowerLossHarness(configuration).run()
         let seconds = Date().timeIntervalSince(start)
