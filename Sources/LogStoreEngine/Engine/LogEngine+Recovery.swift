@@ -237,7 +237,9 @@ extension LogEngine {
         var pending: [(header: _Frame.Header, frameOffset: Int, payloadOffset: Int)] = []
 
         func damage(_ at: Int, _ why: String) throws -> _ScanResult? {
-            if isLast && looksTorn(buf, at: at) {
+            // The transaction the damage is in: frames of it after the damage are not committed.
+            let torn = pending.first?.header.sequence ?? index.sequence + 1
+            if isLast && looksTorn(buf, at: at, transaction: torn) {
                 let dropped = UInt64(buf.count - validEnd)
                 report.truncatedTail = .init(path: path, offset: UInt64(validEnd), bytes: dropped, reason: why)
                 return .end(UInt64(validEnd))
@@ -298,15 +300,22 @@ extension LogEngine {
         return .end(UInt64(validEnd))
     }
 
-    /// A bad frame in the last segment is a torn write only if nothing valid follows it. If the
-    /// frame's announced length leads to a valid frame, the damage is in the middle of data.
-    static func looksTorn(_ buf: UnsafeRawBufferPointer, at offset: Int) -> Bool {
-        guard buf.count - offset >= _Frame.headerSize else { return true }
-        let length = Int(buf.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian)
-        let next = offset + _Frame.headerSize + length
-        guard length <= _Frame.maxPayload, next < buf.count else { return true }
-        if case .frame = _Frame.parse(buf, at: next) { return false }
-        return true
+    /// A bad frame in the last segment is a torn write only if no committed data follows it. If
+    /// the frame's announced length leads to a valid frame of another transaction, the damage is
+    /// in the middle of data. Valid frames of the damaged `transaction` itself are skipped: a
+    /// power loss during its `fdatasync` can write its later sectors and not an earlier one, and
+    /// with one of its frames damaged the transaction is not committed.
+    static func looksTorn(_ buf: UnsafeRawBufferPointer, at offset: Int, transaction: UInt64) -> Bool {
+        var at = offset
+        while true {
+            guard buf.count - at >= _Frame.headerSize else { return true }
+            let length = Int(buf.loadUnaligned(fromByteOffset: at + 4, as: UInt32.self).littleEndian)
+            let next = at + _Frame.headerSize + length
+            guard length <= _Frame.maxPayload, next < buf.count else { return true }
+            guard case .frame(let header, _) = _Frame.parse(buf, at: next) else { return true }
+            if header.sequence != transaction { return false }
+            at = next
+        }
     }
 
     /// Applies a committed transaction's frames to the index.
