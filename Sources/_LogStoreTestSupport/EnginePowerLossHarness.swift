@@ -123,7 +123,7 @@ public struct PowerLossConfiguration: Sendable {
     /// How many crash cycles to run (each: open + check, a workload, a crash, a crash image).
     public var cycles: Int
     /// A fresh, empty store is started every this many cycles (bounds the log's size).
-    public var cyclesPerStore = 30
+    public var cyclesPerStore = 20
     /// The most workload steps between two crashes.
     public var maxStepsPerCycle = 8
     /// The share of crashes that are process crashes (`kill -9`) rather than power losses.
