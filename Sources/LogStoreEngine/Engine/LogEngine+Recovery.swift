@@ -241,10 +241,16 @@ extension LogEngine {
             case stop(_ScanResult)
             case resume(at: Int)
         }
-        /// Decides what damage at `at` means. `validFramesFrom`: a valid frame starting there or
-        /// later proves the damage is not a torn tail; in salvage mode scanning resumes at it.
-        func damage(_ at: Int, _ why: String, validFramesFrom: Int) throws -> Verdict {
-            let next = nextValidFrame(buf, from: validFramesFrom)
+        /// Decides what damage at `at` means. `validFramesFrom`: a valid frame of another
+        /// transaction starting there or later proves the damage is not a torn tail; in salvage mode
+        /// scanning resumes at it. Valid frames of the damaged transaction itself are skipped: a
+        /// power loss during its `fdatasync` can write its later sectors and not an earlier one, and
+        /// with one of its frames damaged the transaction is not committed.
+        /// `resumeFrom`: in salvage mode, search for the next valid frame from here instead (to
+        /// step over a valid frame that is itself the problem).
+        func damage(_ at: Int, _ why: String, validFramesFrom: Int, resumeFrom: Int? = nil) throws -> Verdict {
+            let torn = pending.first?.header.sequence ?? index.sequence + 1
+            let next = nextValidFrame(buf, from: validFramesFrom, skippingTransaction: torn)
             if isLast && next == nil {
                 let dropped = UInt64(buf.count - validEnd)
                 report.truncatedTail = .init(path: path, offset: UInt64(validEnd), bytes: dropped, reason: why)
@@ -252,7 +258,7 @@ extension LogEngine {
             }
             if options.recovery == .salvage {
                 // Keep every valid transaction: skip to the next valid frame and go on.
-                let resume = next ?? buf.count
+                let resume = (resumeFrom.map { nextValidFrame(buf, from: $0, skippingTransaction: torn) } ?? next) ?? buf.count
                 report.dropped.append(.init(path: path, offset: UInt64(validEnd), bytes: UInt64(max(0, resume - validEnd)), reason: why))
                 pending.removeAll()
                 validEnd = resume
@@ -285,7 +291,8 @@ extension LogEngine {
                     }
                 }
                 if header.sequence <= index.sequence {
-                    switch try damage(offset, "sequence number \(header.sequence) does not follow \(index.sequence)", validFramesFrom: offset + 1) {
+                    switch try damage(offset, "sequence number \(header.sequence) does not follow \(index.sequence)", validFramesFrom: offset,
+                                      resumeFrom: payloadOffset + header.storedLength) {
                     case .stop(let r): return r
                     case .resume(let at): offset = at; continue scan
                     }
@@ -323,24 +330,26 @@ extension LogEngine {
         return .end(UInt64(validEnd))
     }
 
-    /// A bad frame in the last segment is a torn write only if no valid frame follows it: an
-    /// interrupted append leaves a prefix of one transaction's frames (perhaps followed by zeros),
-    /// so every frame before the damage is valid and nothing after it is. Every offset from
-    /// `start` on is tried, not only the one the damaged frame's length field points at, because
-    /// the damage may be in that length field. Cheap header checks come before the CRC, so the
-    /// scan is linear in the bytes after the damage.
-    static func validFrameFollows(_ buf: UnsafeRawBufferPointer, from start: Int) -> Bool {
-        nextValidFrame(buf, from: start) != nil
+    /// A bad frame in the last segment is a torn write only if no valid frame of another
+    /// transaction follows it: an interrupted append leaves a prefix of one transaction's frames
+    /// (perhaps followed by zeros or garbage). Every offset from `start` on is tried, not only the
+    /// one the damaged frame's length field points at, because the damage may be in that length
+    /// field. Cheap header checks come before the CRC, so the scan is linear in the bytes after the
+    /// damage.
+    static func validFrameFollows(_ buf: UnsafeRawBufferPointer, from start: Int, skippingTransaction skip: UInt64? = nil) -> Bool {
+        nextValidFrame(buf, from: start, skippingTransaction: skip) != nil
     }
 
-    /// The offset of the first valid frame at or after `start`, or nil.
-    static func nextValidFrame(_ buf: UnsafeRawBufferPointer, from start: Int) -> Int? {
+    /// The offset of the first valid frame at or after `start` whose sequence is not `skip`, or nil.
+    static func nextValidFrame(_ buf: UnsafeRawBufferPointer, from start: Int, skippingTransaction skip: UInt64? = nil) -> Int? {
         var p = max(start, 0)
         while buf.count - p >= _Frame.headerSize {
             if _Frame.Kind(rawValue: buf[p + 8]) != nil, buf[p + 9] & ~_Frame.flagLZ4 == 0, buf[p + 10] == 0, buf[p + 11] == 0,
-                case .frame = _Frame.parse(buf, at: p)
+                case .frame(let header, let payloadOffset) = _Frame.parse(buf, at: p)
             {
-                return p
+                if header.sequence != skip { return p }
+                p = payloadOffset + header.storedLength
+                continue
             }
             p += 1
         }
