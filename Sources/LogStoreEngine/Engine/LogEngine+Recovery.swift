@@ -39,12 +39,11 @@ extension LogEngine {
                 d = String(d[..<slash])
             }
             try fs.createDirectory(atPath: directory)
-            for c in created {
-                let parent = c.lastIndex(of: "/").map { $0 == c.startIndex ? "/" : String(c[..<$0]) } ?? "."
-                try fs.syncDirectory(atPath: parent)
-            }
+            for c in created { try fs.syncDirectory(atPath: parentDirectory(of: c)) }
         case .directory?:
-            break
+            // An earlier open may have been killed between creating the directory and fsyncing
+            // its parent: make the directory's own entry durable.
+            if options.recovery == .strict { try fs.syncDirectory(atPath: parentDirectory(of: directory)) }
         }
         try checkLooksLikeStore(directory, fs)
         let lock = try fs.lock(atPath: _joinPath(directory, LogStoreFormat.lockFileName))
@@ -61,6 +60,14 @@ extension LogEngine {
             lock.unlock()
             throw error
         }
+    }
+
+    /// The directory holding `path` (`/` for a top-level path, `.` for a relative name).
+    static func parentDirectory(of path: String) -> String {
+        var p = path
+        while p.count > 1, p.hasSuffix("/") { p.removeLast() }
+        guard let slash = p.lastIndex(of: "/") else { return "." }
+        return slash == p.startIndex ? "/" : String(p[..<slash])
     }
 
     /// Refuses a non-empty directory that holds no store files, before creating anything in it.
@@ -175,6 +182,14 @@ extension LogEngine {
         }
         guard let tail else {
             throw LogStoreError(.corruption, "No usable segment; run `logstore-compact salvage`.", path: directory)
+        }
+        if options.recovery == .strict {
+            // What recovery found may still be only in the OS cache (the previous process was
+            // killed before its fsyncs): make it durable before anyone reads it or builds on it,
+            // or a later power loss could take back transactions readers have seen and lose the
+            // entries of segments that new commits go to.
+            try tail.file.sync()
+            try fs.syncDirectory(atPath: directory)
         }
         report.lastSequence = index.sequence
         return _Recovered(index: index, segments: segments, manifest: manifest, tail: tail, tailOffset: tailOffset, report: report)
