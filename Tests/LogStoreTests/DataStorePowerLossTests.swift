@@ -64,49 +64,83 @@ final class DataStorePowerLossTests: XCTestCase {
     }
 
     func testInterruptedMergeIsAllOrNothingAtEveryIOPoint() throws {
-        var crashPoints = 0
-        var sawMergedAfterCrash = false, sawLostAfterCrash = false
-        for crashAt in 0..<200 {
-            let fs = try freshFileSystem()
-            let interp = interpreter(fs)
-            var oracle = CrashOracle()
-            var rng = SplitMix64(seed: 42)
-            let gen = DataStoreCrashWorkloadGenerator()
-            try interp.open()
-            for _ in 0..<4 {
-                try interp.run(.write(gen.transactions.transaction(number: interp.model.lastTransaction + 1, state: interp.model.parent, rng: &rng)), oracle: &oracle)
+        // Without and with a segment roll-over inside the merge's commit.
+        for rollOver in [false, true] {
+            var crashPoints = 0
+            var sawMergedAfterCrash = false, sawLostAfterCrash = false
+            for crashAt in 0..<200 {
+                let (fs, interp, before, oracle) = try prepareMerge(rollOver: rollOver)
+                var o = oracle
+                fs.scheduleCrash(afterMutatingOperations: crashAt)
+                do {
+                    try interp.run(.merge, oracle: &o)
+                    fs.cancelScheduledCrash()
+                    // The merge completed before the crash point: every I/O point has been tried.
+                    XCTAssertEqual(o.lastAcknowledged, before + 1)
+                    XCTAssertEqual(try recover(fs.powerLossImage(seed: 1), o, "after a completed merge"), before + 1)
+                    break
+                } catch {
+                    guard fs.isCrashed else { throw error }
+                }
+                crashPoints += 1
+                interp.abandon()
+                var images = [("process crash", fs.processCrashImage())]
+                for seed in 0..<4 as Range<UInt64> { images.append(("power loss \(seed)", fs.powerLossImage(seed: seed))) }
+                for (name, image) in images {
+                    let k = try recover(image, o, "roll-over \(rollOver), crash at I/O \(crashAt) of the merge, \(name)")
+                    if k == before + 1 { sawMergedAfterCrash = true } else { sawLostAfterCrash = true }
+                }
             }
-            try interp.run(.makeChild, oracle: &oracle)
-            // Child writes that outgrow the spill threshold, plus a parent write after the child's base.
-            for _ in 0..<6 {
-                let ops = gen.transactions.transaction(number: interp.model.lastTransaction + 1, state: interp.model.child?.state ?? [:], rng: &rng)
-                try interp.run(.childWrite(ops.filter { if case .put("txn", _, _) = $0 { false } else { true } }), oracle: &oracle)
-            }
-            try interp.run(.write(gen.transactions.transaction(number: interp.model.lastTransaction + 1, state: interp.model.parent, rng: &rng)), oracle: &oracle)
-            let before = oracle.lastAcknowledged
-            fs.scheduleCrash(afterMutatingOperations: crashAt)
-            do {
-                try interp.run(.merge, oracle: &oracle)
-                fs.cancelScheduledCrash()
-                // The merge completed before the crash point: every I/O point has been tried.
-                XCTAssertEqual(oracle.lastAcknowledged, before + 1)
-                XCTAssertEqual(try recover(fs.powerLossImage(seed: 1), oracle, "after a completed merge"), before + 1)
-                break
-            } catch {
-                guard fs.isCrashed else { throw error }
-            }
-            crashPoints += 1
-            interp.abandon()
-            var images = [("process crash", fs.processCrashImage())]
-            for seed in 0..<4 as Range<UInt64> { images.append(("power loss \(seed)", fs.powerLossImage(seed: seed))) }
-            for (name, image) in images {
-                let k = try recover(image, oracle, "crash at I/O \(crashAt) of the merge, \(name)")
-                if k == before + 1 { sawMergedAfterCrash = true } else { sawLostAfterCrash = true }
+            // Append + fdatasync; a roll-over adds the seal, the new segment and the manifest switch.
+            XCTAssertGreaterThanOrEqual(crashPoints, rollOver ? 8 : 2, "roll-over \(rollOver)")
+            XCTAssertTrue(sawLostAfterCrash, "roll-over \(rollOver)")
+            XCTAssertTrue(sawMergedAfterCrash, "roll-over \(rollOver): an unacknowledged merge whose append reached the disk should survive some images")
+        }
+    }
+
+    /// A store with a few transactions and a child with spilled writes (and a parent write after
+    /// the child's base), ready to merge; with `rollOver`, the tail segment is nearly full.
+    func prepareMerge(rollOver: Bool) throws -> (FaultInjectingFileSystem, DataStoreCrashInterpreter, UInt64, CrashOracle) {
+        let fs = try freshFileSystem()
+        let interp = interpreter(fs)
+        var oracle = CrashOracle()
+        var rng = SplitMix64(seed: 42)
+        let gen = DataStoreCrashWorkloadGenerator()
+        try interp.open()
+        func parentWrite(_ ops: [RecordOperation]) throws { try interp.run(.write(ops), oracle: &oracle) }
+        for _ in 0..<4 {
+            try parentWrite(gen.transactions.transaction(number: interp.model.lastTransaction + 1, state: interp.model.parent, rng: &rng))
+        }
+        if rollOver {
+            // Incompressible 6 KB values until the tail segment is past 56 KiB.
+            var i = 100
+            while try segmentBytes(fs) < 56 << 10 {
+                let n = interp.model.lastTransaction + 1
+                let key = CrashWorkloadGenerator.itemKey(i)
+                let marker = CrashWorkloadValue.markerKey(n)
+                try parentWrite([
+                    .put(type: "C", key: key, value: CrashWorkloadValue.encode(txn: n, type: "C", key: key, payload: rng.bytes(6_000))),
+                    .put(type: "txn", key: marker, value: CrashWorkloadValue.encode(txn: n, type: "txn", key: marker, payload: [])),
+                ])
+                i += 1
             }
         }
-        XCTAssertGreaterThan(crashPoints, 3, "the merge should do several I/O operations (spill, append, sync)")
-        XCTAssertTrue(sawLostAfterCrash)
-        XCTAssertTrue(sawMergedAfterCrash, "an unacknowledged merge whose append reached the disk should survive some images")
+        try interp.run(.makeChild, oracle: &oracle)
+        for _ in 0..<6 {
+            let ops = gen.transactions.transaction(number: interp.model.lastTransaction + 1, state: interp.model.child?.state ?? [:], rng: &rng)
+            try interp.run(.childWrite(ops.filter { if case .put("txn", _, _) = $0 { false } else { true } }), oracle: &oracle)
+        }
+        try parentWrite(gen.transactions.transaction(number: interp.model.lastTransaction + 1, state: interp.model.parent, rng: &rng))
+        XCTAssertTrue(try fs.contentsOfDirectory(atPath: directory).contains { $0.hasPrefix("child-") }, "the child should have spilled")
+        return (fs, interp, oracle.lastAcknowledged, oracle)
+    }
+
+    /// Bytes in the newest segment file.
+    func segmentBytes(_ fs: FaultInjectingFileSystem) throws -> Int {
+        guard let last = try fs.contentsOfDirectory(atPath: directory).filter({ $0.hasSuffix(".log") }).max() else { return 0 }
+        let f = try fs.open(directory + "/" + last, mode: .readOnly)
+        defer { try? f.close() }
+        return Int(try f.size())
     }
 
     // MARK: Replay (what the kill -9 driver relies on)
