@@ -45,7 +45,8 @@ extension DataStoreCrashRecordKind {
     }
 
     /// Every item of this kind as the model sees it, cross-checked three ways: the request,
-    /// `countItems` and a point read of each item must agree.
+    /// `countItems` and point reads (of a deterministic sample of the items: the first, the last
+    /// and about one in six) must agree.
     static func observe(_ accessor: any DataStoreReadAccessor) throws -> [RecordKey: [UInt8]] {
         let items = try accessor.items(forRequest: DataStoreRequest(itemType: DataStoreCrashRecord<Self>.self))
         let count = try accessor.countItems(forRequest: DataStoreRequest(itemType: DataStoreCrashRecord<Self>.self))
@@ -53,11 +54,12 @@ extension DataStoreCrashRecordKind {
             throw CrashOracleViolation("\(itemType): items(forRequest:) returns \(items.count) items but countItems says \(count).")
         }
         var out: [RecordKey: [UInt8]] = [:]
-        for item in items {
+        for (i, item) in items.enumerated() {
             guard let bytes = item.bytes else {
                 throw CrashOracleViolation("\(itemType)/\(item.id): the stored value is not base64 (\(item.value.prefix(40))).")
             }
-            guard try accessor.item(ofType: DataStoreCrashRecord<Self>.self, id: item.id) == item else {
+            let sampled = i == 0 || i == items.count - 1 || item.id % 6 == 0
+            guard try !sampled || accessor.item(ofType: DataStoreCrashRecord<Self>.self, id: item.id) == item else {
                 throw CrashOracleViolation("\(itemType)/\(item.id): a point read differs from the request's result.")
             }
             let key = Self.key(forID: item.id)

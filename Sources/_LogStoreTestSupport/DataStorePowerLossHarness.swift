@@ -183,7 +183,7 @@ public final class DataStorePowerLossHarness {
         if let message { return message }
         guard let interp = opened else { return nil }
         let steps = rng.int(in: 1...max(1, configuration.maxStepsPerCycle))
-        let crashAt = rng.int(in: 0...(3 * steps + 8))
+        let crashAt = rng.int(in: 0...(steps + steps / 2 + 2))
         fs.scheduleCrash(afterMutatingOperations: crashAt)
         note("workload of \(steps) steps, crash after \(crashAt) more mutating operations")
         var interrupted = "idle"
