@@ -11,7 +11,7 @@ final class FuzzFailCaseTests: XCTestCase {
     static let fuzzDirectory = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fuzz")
 
-    static let targets: [String: ([UInt8]) throws -> Void] = [
+    static let targets: [String: @Sendable ([UInt8]) throws -> Void] = [
         "frame": { b in try b.withUnsafeBytes { try FuzzEntryPoints.frames($0) } },
         "segment": { b in try b.withUnsafeBytes { try FuzzEntryPoints.segmentRecovery($0) } },
         "value": { b in try b.withUnsafeBytes { try FuzzEntryPoints.attributeValue($0) } },
@@ -54,4 +54,53 @@ final class FuzzFailCaseTests: XCTestCase {
         let bytes = [UInt8](try Data(contentsOf: url))
         XCTAssertNoThrow(try Self.targets[target]?(bytes), file: file, line: line)
     }
+
+    // MARK: Bugs the fuzzers found
+
+    /// fuzz-frame, FailCases/frame/lz4-raw-length-far-beyond-payload: a CRC-valid compressed
+    /// frame of a few bytes announcing a raw length of hundreds of MiB made the decoder allocate
+    /// that much before LZ4 failed (libFuzzer: out-of-memory). The parser now rejects raw lengths
+    /// beyond LZ4's 255-fold expansion as an invalid frame.
+    func testCompressedFrameClaimingMoreThanLZ4CanExpandIsRejectedAsInvalid() throws {
+        try run("frame", "lz4-raw-length-far-beyond-payload")
+        let fs = InMemoryFileSystem()
+        var options = LogStoreOptions()
+        options.durability = .none
+        let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
+        try engine.commit([.put(type: "t", key: RecordKey([1]), value: [1])])
+        try engine.close()
+        // Append a commit frame (sequence 2): 10 stored bytes claiming 512 MiB of raw payload.
+        var frame: [UInt8] = [0, 0, 0, 0]
+        frame += le(UInt32(10), 4) + [0x02, 0x01, 0, 0] + le(UInt64(2), 8) + le(UInt32(512 << 20), 4) + [UInt8](repeating: 0x1F, count: 10)
+        let crc = frame.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[4...]))) }
+        frame.replaceSubrange(0..<4, with: le(crc, 4))
+        let f = try fs.open("/s/" + LogStoreFormat.segmentFileName(1), mode: .readWrite)
+        try f.write(frame, at: try f.size())
+        try f.close()
+
+        let reopened = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
+        defer { try? reopened.close() }
+        let cut = try XCTUnwrap(reopened.recoveryReport.truncatedTail, "the impossible frame is a damaged tail, cut")
+        XCTAssertTrue(cut.reason.contains("more than LZ4 can expand"), cut.reason)
+        XCTAssertEqual(try reopened.snapshot().value(type: "t", key: RecordKey([1])), [1])
+    }
+
+    /// The other side of the bound above: the most compressible value there is (zeros) still
+    /// reads back after a reopen, so the 255-fold limit never rejects a frame LZ4 really wrote.
+    func testHighlyCompressibleValueSurvivesReopen() throws {
+        let fs = InMemoryFileSystem()
+        var options = LogStoreOptions()
+        options.durability = .none
+        options.maxFramePayload = 1 << 20
+        let zeros = [UInt8](repeating: 0, count: 1 << 20)
+        let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
+        try engine.commit([.put(type: "t", key: RecordKey([1]), value: zeros)])
+        try engine.close()
+        let reopened = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
+        defer { try? reopened.close() }
+        XCTAssertNil(reopened.recoveryReport.truncatedTail)
+        XCTAssertEqual(try reopened.snapshot().value(type: "t", key: RecordKey([1])).map(Array.init), zeros)
+    }
+
+    func le<T: FixedWidthInteger>(_ v: T, _ n: Int) -> [UInt8] { (0..<n).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
 }
