@@ -102,5 +102,25 @@ final class FuzzFailCaseTests: XCTestCase {
         XCTAssertEqual(try reopened.snapshot().value(type: "t", key: RecordKey([1])).map(Array.init), zeros)
     }
 
+    /// fuzz-manifest, FailCases/manifest/format-version-zero-accepted: a MANIFEST with a valid
+    /// checksum and format version 0 (which no LogStore writes, and which segment headers refuse)
+    /// was accepted. It is now damage (`.corruption`).
+    func testManifestWithFormatVersionZeroIsRejectedAsCorruption() throws {
+        try run("manifest", "format-version-zero-accepted")
+        let fs = InMemoryFileSystem()
+        try LogEngine.open(directory: "/s", fileSystem: fs, options: LogStoreOptions()).close()
+        let f = try fs.open("/s/MANIFEST", mode: .readWrite)
+        var bytes = try f.read(at: 0, count: Int(try f.size()))
+        bytes[8] = 0
+        bytes[9] = 0
+        let crc = bytes.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)]))) }
+        bytes.replaceSubrange((bytes.count - 4)..., with: le(crc, 4))
+        try f.write(bytes, at: 0)
+        try f.close()
+        XCTAssertThrowsError(try LogEngine.open(directory: "/s", fileSystem: fs, options: LogStoreOptions())) { error in
+            XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "\(error)")
+        }
+    }
+
     func le<T: FixedWidthInteger>(_ v: T, _ n: Int) -> [UInt8] { (0..<n).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
 }
