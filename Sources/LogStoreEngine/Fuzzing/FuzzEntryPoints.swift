@@ -185,10 +185,12 @@ import Foundation
     /// The segment scanner behind recovery: the input becomes a segment file of a store on an
     /// ``InMemoryFileSystem``, which is then opened with ``LogEngine/open(directory:fileSystem:options:)``.
     ///
-    /// Input: `mode:u8 bytes`. Mode bits: 0 set = the bytes are segment 1 of a two-segment store
-    /// (a sealed segment, followed by a valid segment 2 holding one transaction), else the only
-    /// (last) segment; 1 set = salvage mode, else strict; 2 set = a valid header for segment 1 is
-    /// put before the bytes; 3 set = frame CRCs in the bytes are recomputed (after the header).
+    /// Input: `mode:u8 bytes`. Mode bits: 0 set = the bytes are segment N of a two-segment store
+    /// (a sealed segment, followed by a valid segment N+1 holding one transaction), else the only
+    /// (last) segment; 1 set = salvage mode, else strict; 2 set = a valid header for segment N is
+    /// put before the bytes; 3 set = frame CRCs in the bytes are recomputed (after the header);
+    /// 4 set = no MANIFEST (recovery must rebuild it or refuse); 5 set = N is read from the first
+    /// four bytes (big-endian), else N = 1.
     ///
     /// Checks: open succeeds or throws `.corruption`/`.unsupportedFormatVersion` (never traps); an
     /// opened store reads back every record through point reads and `forEach` alike; in strict
@@ -198,8 +200,15 @@ import Foundation
         guard let mode = data.first else { return }
         let sealed = mode & 1 != 0
         let salvage = mode & 2 != 0
+        let withManifest = mode & 16 == 0
         var bytes = Array(data.dropFirst())
-        if mode & 4 != 0 { bytes = _SegmentHeader(segment: 1, baseSequence: 1).encoded() + bytes }
+        var number: UInt32 = 1
+        if mode & 32 != 0 {
+            number = bytes.prefix(4).reversed().reduce(0) { $0 << 8 | UInt32($1) }
+            bytes = Array(bytes.dropFirst(4))
+        }
+        let next = number &+ 1
+        if mode & 4 != 0 { bytes = _SegmentHeader(segment: number, baseSequence: 1).encoded() + bytes }
         if mode & 8 != 0 { fixFrameChecksums(&bytes, from: _SegmentHeader.size) }
 
         let fs = InMemoryFileSystem()
@@ -209,17 +218,19 @@ import Foundation
         options.durability = .none
         do {
             try fs.createDirectory(atPath: dir)
-            let manifest = _Manifest(generation: 1, nextSegment: sealed ? 3 : 2, segments: sealed ? [1, 2] : [1])
-            try writeFile(fs, _joinPath(dir, LogStoreFormat.manifestFileName), manifest.encoded())
-            try writeFile(fs, _joinPath(dir, LogStoreFormat.segmentFileName(1)), bytes)
+            if withManifest {
+                let manifest = _Manifest(generation: 1, nextSegment: sealed ? next &+ 1 : next, segments: sealed ? [number, next] : [number])
+                try writeFile(fs, _joinPath(dir, LogStoreFormat.manifestFileName), manifest.encoded())
+            }
+            try writeFile(fs, _joinPath(dir, LogStoreFormat.segmentFileName(number)), bytes)
             if sealed {
                 // Segment 2: one committed transaction with a high sequence number, so that it
                 // follows whatever segment 1 holds unless segment 1 claims even higher ones.
-                var seg2 = _SegmentHeader(segment: 2, baseSequence: 1 << 40).encoded()
+                var seg2 = _SegmentHeader(segment: next, baseSequence: 1 << 40).encoded()
                 var payload = _ByteWriter(capacity: 64)
                 RecordOperation.put(type: "sealed-check", key: RecordKey([2]), value: [0x02, 0x03]).encode(into: &payload)
                 _Frame.append(into: &seg2, raw: payload.bytes, kind: .commit, sequence: 1 << 40, compress: false, threshold: 0)
-                try writeFile(fs, _joinPath(dir, LogStoreFormat.segmentFileName(2)), seg2)
+                try writeFile(fs, _joinPath(dir, LogStoreFormat.segmentFileName(next)), seg2)
             }
         } catch {
             throw FuzzPropertyViolation("setting up the in-memory store failed: \(error)")
@@ -233,7 +244,7 @@ import Foundation
             return
         }
         let first = try observe(engine, "after the first open")
-        if sealed, !salvage, first["sealed-check"]?[RecordKey([2])] != [0x02, 0x03] {
+        if sealed, !salvage, withManifest, first["sealed-check"]?[RecordKey([2])] != [0x02, 0x03] {
             throw FuzzPropertyViolation("strict open succeeded but lost the transaction of the valid last segment")
         }
         do { try engine.close() } catch { throw FuzzPropertyViolation("close failed: \(error)") }
