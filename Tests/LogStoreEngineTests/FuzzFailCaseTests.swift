@@ -122,5 +122,28 @@ final class FuzzFailCaseTests: XCTestCase {
         }
     }
 
+    /// fuzz-segment, FailCases/segment/salvage-without-manifest-segment-number-uint32-max: with
+    /// no MANIFEST, salvage recovery rebuilt one from the segment files present and computed the
+    /// next segment number as the largest + 1, which overflowed (a trap) for a file named
+    /// `4294967295.log`. Such a file is now skipped and reported.
+    func testSalvageWithoutManifestSkipsSegmentNumberUInt32Max() throws {
+        try run("segment", "salvage-without-manifest-segment-number-uint32-max")
+        let fs = InMemoryFileSystem()
+        var options = LogStoreOptions()
+        options.durability = .none
+        let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
+        try engine.commit([.put(type: "t", key: RecordKey([1]), value: [1])])
+        try engine.close()
+        try fs.removeFile(atPath: "/s/MANIFEST")
+        let stray = try fs.open("/s/" + LogStoreFormat.segmentFileName(UInt32.max), mode: .createOrTruncate)
+        try stray.write([1, 2, 3], at: 0)
+        try stray.close()
+        options.recovery = .salvage
+        let salvaged = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
+        defer { try? salvaged.close() }
+        XCTAssertEqual(try salvaged.snapshot().value(type: "t", key: RecordKey([1])), [1])
+        XCTAssertTrue(salvaged.recoveryReport.dropped.contains { $0.reason == "segment number out of range" }, "\(salvaged.recoveryReport.dropped)")
+    }
+
     func le<T: FixedWidthInteger>(_ v: T, _ n: Int) -> [UInt8] { (0..<n).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
 }
