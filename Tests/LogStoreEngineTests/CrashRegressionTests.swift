@@ -34,4 +34,81 @@ final class CrashRegressionTests: XCTestCase {
         try e.close()
         try assertMarkerSurvivesPowerLoss(fs, directory: "/data/a/store")
     }
+
+    /// A kill -9 right after `open` created the store directory, before it fsynced the parent,
+    /// left the directory's entry only in the OS cache; the next open found the directory and
+    /// never made its entry durable, so a power loss could take the store away again.
+    func testStoreDirectoryEntryLeftUnsyncedByAKillSurvivesPowerLoss() throws {
+        let fs = FaultInjectingFileSystem()
+        try fs.createDirectory(atPath: "/data")
+        try fs.syncDirectory(atPath: "/")
+        fs.scheduleCrash(afterMutatingOperations: 1)  // mkdir runs, the parent's fsync crashes
+        XCTAssertThrowsError(try LogEngine.open(directory: "/data/store", fileSystem: fs))
+        let restarted = fs.processCrashImage()
+        XCTAssertEqual(restarted.itemKind(atPath: "/data/store"), .directory)
+        let e = try LogEngine.open(directory: "/data/store", fileSystem: restarted)
+        try commitMarker(e)
+        try e.close()
+        try assertMarkerSurvivesPowerLoss(restarted, directory: "/data/store")
+    }
+}
+
+extension CrashRegressionTests {
+    /// Fills a fresh store with 6 KiB transactions until the next one rolls over to segment 2.
+    func storeAboutToRollOver(_ fs: FaultInjectingFileSystem, _ options: LogStoreOptions) throws -> LogEngine {
+        let e = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
+        var rng = SplitMix64(seed: 7)
+        // Incompressible values: 10 transactions fit in a 64 KiB segment; the 11th rolls over.
+        for i in 0..<10 as Range<UInt8> {
+            try e.commit([.put(type: "Fill", key: RecordKey([i]), value: rng.bytes(6_000))])
+        }
+        XCTAssertEqual(e.manifestInfo.segments, [1])
+        return e
+    }
+
+    /// A kill -9 during a segment roll-over left the new segment's directory entry (and the new
+    /// MANIFEST's rename) only in the OS cache. Recovery used them without fsyncing the directory,
+    /// and later commits fdatasync only the segment's data, so a power loss after the restart
+    /// could drop the segment file and with it transactions acknowledged after the restart.
+    func testCommitAfterRestartFromAKillDuringRollOverSurvivesPowerLoss() throws {
+        var options = LogStoreOptions()
+        options.segmentSize = 64 << 10
+        for crashPoint in 0..<14 {
+            let fs = FaultInjectingFileSystem()
+            let e = try storeAboutToRollOver(fs, options)
+            fs.scheduleCrash(afterMutatingOperations: crashPoint)
+            var rng = SplitMix64(seed: 8)
+            _ = try? e.commit([.put(type: "Fill", key: RecordKey([99]), value: rng.bytes(6_000))])
+            fs.crash()
+            try? e.close()
+            let restarted = fs.processCrashImage()
+            let e2 = try LogEngine.open(directory: "/s", fileSystem: restarted, options: options)
+            if crashPoint == 13 { XCTAssertEqual(e2.manifestInfo.segments, [1, 2]) }
+            try commitMarker(e2)
+            try e2.close()
+            for seed in 0..<16 as Range<UInt64> {
+                let image = restarted.powerLossImage(seed: seed)
+                let e3 = try LogEngine.open(directory: "/s", fileSystem: image, options: options)
+                XCTAssertEqual(try e3.snapshot().value(type: "T", key: marker).map(Array.init), [42], "crash point \(crashPoint), seed \(seed)")
+                try e3.close()
+            }
+        }
+    }
+
+    /// After a kill -9, recovery published a transaction that was written but never fsynced;
+    /// a power loss after the restart could then take back a transaction readers had seen.
+    func testTransactionVisibleAfterRestartSurvivesALaterPowerLoss() throws {
+        var options = LogStoreOptions()
+        options.durability = .none
+        let fs = FaultInjectingFileSystem()
+        let e = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
+        try commitMarker(e)  // written to the OS, not fsynced
+        fs.crash()
+        try? e.close()
+        let restarted = fs.processCrashImage()
+        let e2 = try LogEngine.open(directory: "/s", fileSystem: restarted, options: options)
+        XCTAssertEqual(try e2.snapshot().value(type: "T", key: marker).map(Array.init), [42])
+        try e2.close()
+        try assertMarkerSurvivesPowerLoss(restarted, directory: "/s")
+    }
 }

@@ -1,5 +1,5 @@
 public import Foundation
-import LogStoreEngine
+public import LogStoreEngine
 import Synchronization
 
 /// LogStore's ``DataStore``: a store in a directory on disk, in memory, or a child of another
@@ -19,6 +19,7 @@ public final class LogDataStore: DataStore {
     enum Kind: Sendable {
         case directory(URL)
         case memory(InMemoryFileSystem)
+        case custom(path: String, fileSystem: any FileSystem)
         case child(parent: LogDataStore)
     }
 
@@ -56,6 +57,13 @@ public final class LogDataStore: DataStore {
         asyncQueue = DispatchQueue(label: "LogStore.writeAsync")
     }
 
+    /// A store at `path` on any `FileSystem` (for example the crash harness's
+    /// fault-injecting file system). Test support, not API: the SPI may change.
+    @_spi(Testing)
+    public convenience init(path: String, fileSystem: any FileSystem, options: LogStoreOptions = .init()) {
+        self.init(kind: .custom(path: path, fileSystem: fileSystem), options: options)
+    }
+
     /// A store held in memory: the same semantics as a disk store, with no durability. Its data
     /// lives as long as the returned object (it survives `tearDown()` and a new `setup()`).
     public static func inMemory(options: LogStoreOptions = .init()) -> LogDataStore {
@@ -87,6 +95,8 @@ public final class LogDataStore: DataStore {
             return try LogEngine.open(directory: url.path, fileSystem: POSIXFileSystem(), options: options)
         case .memory(let fs):
             return try LogEngine.open(directory: "/store", fileSystem: fs, options: options)
+        case .custom(let path, let fs):
+            return try LogEngine.open(directory: path, fileSystem: fs, options: options)
         case .child(let parent):
             let (base, engine) = try parent.viewForChild()
             return OverlayStore(base: base, options: options, spillDirectory: engine.directory, fileSystem: engine.fileSystem)

@@ -39,12 +39,11 @@ extension LogEngine {
                 d = String(d[..<slash])
             }
             try fs.createDirectory(atPath: directory)
-            for c in created {
-                let parent = c.lastIndex(of: "/").map { $0 == c.startIndex ? "/" : String(c[..<$0]) } ?? "."
-                try fs.syncDirectory(atPath: parent)
-            }
+            for c in created { try fs.syncDirectory(atPath: parentDirectory(of: c)) }
         case .directory?:
-            break
+            // An earlier open may have been killed between creating the directory and fsyncing
+            // its parent: make the directory's own entry durable.
+            if options.recovery == .strict { try fs.syncDirectory(atPath: parentDirectory(of: directory)) }
         }
         try checkLooksLikeStore(directory, fs)
         let lock = try fs.lock(atPath: _joinPath(directory, LogStoreFormat.lockFileName))
@@ -61,6 +60,14 @@ extension LogEngine {
             lock.unlock()
             throw error
         }
+    }
+
+    /// The directory holding `path` (`/` for a top-level path, `.` for a relative name).
+    static func parentDirectory(of path: String) -> String {
+        var p = path
+        while p.count > 1, p.hasSuffix("/") { p.removeLast() }
+        guard let slash = p.lastIndex(of: "/") else { return "." }
+        return slash == p.startIndex ? "/" : String(p[..<slash])
     }
 
     /// Refuses a non-empty directory that holds no store files, before creating anything in it.
@@ -139,7 +146,8 @@ extension LogEngine {
             let path = _joinPath(directory, LogStoreFormat.segmentFileName(number))
             guard fs.itemKind(atPath: path) == .file else {
                 if isLast && options.recovery == .strict {
-                    // Roll-over wrote the manifest but crashed before creating the file.
+                    // A listed last segment with no file (a roll-over by an older build that wrote the
+                    // manifest first, or a lost directory entry): recreate it empty.
                     let seg = try createSegment(number, baseSequence: index.sequence + 1, directory: directory, fs: fs)
                     segments[number] = seg
                     tail = seg
@@ -180,6 +188,14 @@ extension LogEngine {
         }
         guard let tail else {
             throw LogStoreError(.corruption, "No usable segment; run `logstore-compact salvage`.", path: directory)
+        }
+        if options.recovery == .strict {
+            // What recovery found may still be only in the OS cache (the previous process was
+            // killed before its fsyncs): make it durable before anyone reads it or builds on it,
+            // or a later power loss could take back transactions readers have seen and lose the
+            // entries of segments that new commits go to.
+            try tail.file.sync()
+            try fs.syncDirectory(atPath: directory)
         }
         report.lastSequence = index.sequence
         return _Recovered(index: index, segments: segments, manifest: manifest, tail: tail, tailOffset: tailOffset, report: report)
@@ -226,17 +242,26 @@ extension LogEngine {
         var validEnd = offset
         var pending: [(header: _Frame.Header, frameOffset: Int, payloadOffset: Int)] = []
 
-        /// `validFramesFrom`: a valid frame starting there or later proves the damage is not a
-        /// torn tail.
-        func damage(_ at: Int, _ why: String, validFramesFrom: Int) throws -> _ScanResult? {
-            if isLast && !validFrameFollows(buf, from: validFramesFrom) {
+        enum Verdict {
+            case stop(_ScanResult)
+            case resume(at: Int)
+        }
+        /// Decides what damage at `at` means. `validFramesFrom`: a valid frame starting there or
+        /// later proves the damage is not a torn tail; in salvage mode scanning resumes at it.
+        func damage(_ at: Int, _ why: String, validFramesFrom: Int) throws -> Verdict {
+            let next = nextValidFrame(buf, from: validFramesFrom)
+            if isLast && next == nil {
                 let dropped = UInt64(buf.count - validEnd)
                 report.truncatedTail = .init(path: path, offset: UInt64(validEnd), bytes: dropped, reason: why)
-                return .end(UInt64(validEnd))
+                return .stop(.end(UInt64(validEnd)))
             }
             if options.recovery == .salvage {
-                report.dropped.append(.init(path: path, offset: UInt64(validEnd), bytes: UInt64(buf.count - validEnd), reason: why))
-                return .end(UInt64(buf.count))
+                // Keep every valid transaction: skip to the next valid frame and go on.
+                let resume = next ?? buf.count
+                report.dropped.append(.init(path: path, offset: UInt64(validEnd), bytes: UInt64(max(0, resume - validEnd)), reason: why))
+                pending.removeAll()
+                validEnd = resume
+                return resume >= buf.count ? .stop(.end(UInt64(buf.count))) : .resume(at: resume)
             }
             throw LogStoreError(
                 .corruption,
@@ -244,18 +269,31 @@ extension LogEngine {
                 path: path, offset: UInt64(at))
         }
 
-        while offset < buf.count {
+        scan: while offset < buf.count {
             switch _Frame.parse(buf, at: offset) {
             case .truncated(let why):
-                if let r = try damage(offset, "truncated frame: \(why)", validFramesFrom: offset + 1) { return r }
+                switch try damage(offset, "truncated frame: \(why)", validFramesFrom: offset + 1) {
+                case .stop(let r): return r
+                case .resume(let at): offset = at; continue scan
+                }
             case .invalid(let why):
-                if let r = try damage(offset, "invalid frame: \(why)", validFramesFrom: offset + 1) { return r }
+                switch try damage(offset, "invalid frame: \(why)", validFramesFrom: offset + 1) {
+                case .stop(let r): return r
+                case .resume(let at): offset = at; continue scan
+                }
             case .frame(let header, let payloadOffset):
                 if let first = pending.first, first.header.sequence != header.sequence {
-                    if let r = try damage(offset, "frame of transaction \(header.sequence) inside transaction \(first.header.sequence), which has no commit frame", validFramesFrom: offset) { return r }
+                    // The unfinished transaction is dropped; this frame is examined again.
+                    switch try damage(offset, "frame of transaction \(header.sequence) inside transaction \(first.header.sequence), which has no commit frame", validFramesFrom: offset) {
+                    case .stop(let r): return r
+                    case .resume(let at): offset = at; continue scan
+                    }
                 }
                 if header.sequence <= index.sequence {
-                    if let r = try damage(offset, "sequence number \(header.sequence) does not follow \(index.sequence)", validFramesFrom: offset) { return r }
+                    switch try damage(offset, "sequence number \(header.sequence) does not follow \(index.sequence)", validFramesFrom: offset + 1) {
+                    case .stop(let r): return r
+                    case .resume(let at): offset = at; continue scan
+                    }
                 }
                 pending.append((header, offset, payloadOffset))
                 offset = payloadOffset + header.storedLength
@@ -285,7 +323,7 @@ extension LogEngine {
             }
         }
         if !pending.isEmpty {
-            if let r = try damage(pending[0].frameOffset, "transaction \(pending[0].header.sequence) has no commit frame", validFramesFrom: buf.count) { return r }
+            if case .stop(let r) = try damage(pending[0].frameOffset, "transaction \(pending[0].header.sequence) has no commit frame", validFramesFrom: buf.count) { return r }
         }
         return .end(UInt64(validEnd))
     }
@@ -297,16 +335,21 @@ extension LogEngine {
     /// the damage may be in that length field. Cheap header checks come before the CRC, so the
     /// scan is linear in the bytes after the damage.
     static func validFrameFollows(_ buf: UnsafeRawBufferPointer, from start: Int) -> Bool {
+        nextValidFrame(buf, from: start) != nil
+    }
+
+    /// The offset of the first valid frame at or after `start`, or nil.
+    static func nextValidFrame(_ buf: UnsafeRawBufferPointer, from start: Int) -> Int? {
         var p = max(start, 0)
         while buf.count - p >= _Frame.headerSize {
             if _Frame.Kind(rawValue: buf[p + 8]) != nil, buf[p + 9] & ~_Frame.flagLZ4 == 0, buf[p + 10] == 0, buf[p + 11] == 0,
                 case .frame = _Frame.parse(buf, at: p)
             {
-                return true
+                return p
             }
             p += 1
         }
-        return false
+        return nil
     }
 
     /// Applies a committed transaction's frames to the index.
