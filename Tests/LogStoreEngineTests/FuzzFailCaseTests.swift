@@ -145,5 +145,14 @@ final class FuzzFailCaseTests: XCTestCase {
         XCTAssertTrue(salvaged.recoveryReport.dropped.contains { $0.reason == "segment number out of range" }, "\(salvaged.recoveryReport.dropped)")
     }
 
+    /// fuzz-ops (engine crash script), FailCases/ops/power-loss-after-process-crash-recovery-loses-replayed-commit:
+    /// after a kill -9 during a commit's fdatasync, recovery showed the commit (its bytes were in
+    /// the OS cache), and a power loss right after took it away again. Found independently of
+    /// the crash harness, which caught it first; fixed in main by 72df190 ("recovery fsyncs the
+    /// tail segment and the store directory"). The script replays the exact steps.
+    func testPowerLossAfterRecoveryFromAProcessCrashKeepsTheReplayedCommits() throws {
+        try run("ops", "power-loss-after-process-crash-recovery-loses-replayed-commit")
+    }
+
     func le<T: FixedWidthInteger>(_ v: T, _ n: Int) -> [UInt8] { (0..<n).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
 }
