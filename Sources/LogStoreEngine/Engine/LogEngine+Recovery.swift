@@ -104,9 +104,14 @@ extension LogEngine {
             return _Recovered(index: index, segments: [1: segment], manifest: manifest, tail: segment,
                               tailOffset: UInt64(_SegmentHeader.size), report: report)
         } else if options.recovery == .salvage {
-            // Rebuild a manifest from the segment files present.
-            manifest = _Manifest(generation: 1, nextSegment: (onDisk.last ?? 0) + 1, segments: onDisk)
+            // Rebuild a manifest from the segment files present. A file numbered UInt32.max
+            // (never written by LogStore) leaves no number for a next segment: skip it.
+            let usable = onDisk.filter { $0 < UInt32.max }
+            manifest = _Manifest(generation: 1, nextSegment: (usable.last ?? 0) + 1, segments: usable)
             report.dropped.append(.init(path: manifestPath, offset: 0, bytes: 0, reason: "MANIFEST missing; segments taken in file-number order"))
+            if usable.count < onDisk.count {
+                report.dropped.append(.init(path: _joinPath(directory, LogStoreFormat.segmentFileName(UInt32.max)), offset: 0, bytes: 0, reason: "segment number out of range"))
+            }
         } else {
             throw LogStoreError(
                 .corruption,
