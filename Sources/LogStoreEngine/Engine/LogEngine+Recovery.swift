@@ -163,7 +163,11 @@ extension LogEngine {
             }
             let file = try fs.open(path, mode: isLast && options.recovery == .strict ? .readWrite : .readOnly)
             let seg = _Segment(number: number, file: file)
-            let bytes = try file.read(at: 0, count: Int(try file.size()))
+            let size = try file.size()
+            guard size <= UInt64(UInt32.max) else {
+                throw LogStoreError(.corruption, "Segment is \(size) bytes; LogStore never writes segments of 4 GiB or more, so this file is not one of its segments.", path: path, offset: UInt64(UInt32.max))
+            }
+            let bytes = try file.read(at: 0, count: Int(size))
             report.segmentsScanned += 1
             report.bytesReplayed += UInt64(bytes.count)
             let result = try bytes.withUnsafeBytes { buf in
