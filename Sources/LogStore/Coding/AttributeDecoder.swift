@@ -1,7 +1,7 @@
 internal import Foundation
 public import LogStoreEngine
 
-/// Decodes `Decodable` values from self-describing ``AttributeValue`` trees (the inverse of
+/// Decodes `Decodable` values from self-describing `AttributeValue` trees (the inverse of
 /// ``AttributeEncoder``).
 ///
 /// Lenient where stored data outlives the code that wrote it:
@@ -25,7 +25,7 @@ public struct AttributeDecoder: Sendable {
 
     /// Decodes a `T` from `value`. Runs on the caller's thread; the result is an independent value.
     ///
-    /// - Throws: ``LogStoreError`` with code `.decodingFailed` whose message names the coding path
+    /// - Throws: `LogStoreError` with code `.decodingFailed` whose message names the coding path
     ///   (for example `address.street`) and what to do, and whose `underlyingError` is the
     ///   `DecodingError` (`keyNotFound`, `typeMismatch`, `valueNotFound`, `dataCorrupted`) or the
     ///   error `T`'s `init(from:)` threw.

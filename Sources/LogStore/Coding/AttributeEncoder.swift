@@ -1,7 +1,7 @@
 internal import Foundation
 public import LogStoreEngine
 
-/// Encodes `Encodable` values into self-describing ``AttributeValue`` trees: the form in which
+/// Encodes `Encodable` values into self-describing `AttributeValue` trees: the form in which
 /// DataStore items are stored (not JSON).
 ///
 /// Mapping:
@@ -26,8 +26,8 @@ public struct AttributeEncoder: Sendable {
     /// Encodes `value` into an attribute tree. Runs on the caller's thread; the result is an
     /// independent value.
     ///
-    /// - Throws: ``LogStoreError`` with code `.encodingFailed` whose `underlyingError` is the
-    ///   `EncodingError` (for example a value nested deeper than ``AttributeValue/maxDepth``) or the
+    /// - Throws: `LogStoreError` with code `.encodingFailed` whose `underlyingError` is the
+    ///   `EncodingError` (for example a value nested deeper than `AttributeValue/maxDepth`) or the
     ///   error the value's `encode(to:)` threw.
     public func encode<T: Encodable>(_ value: T) throws -> AttributeValue {
         do {
