@@ -28,6 +28,12 @@ public final class LogEngine: Sendable {
     let state: _Protected<_EngineState>
     let group: _GroupCommit
     let logger: Logger?
+    /// Background compaction and checkpoints; `close()` waits for them.
+    let background = _BackgroundWork()
+    /// Serializes compactions (one at a time, background or `compact()`).
+    let compactionLock = NSLock()
+    /// Serializes checkpoint writes.
+    let checkpointLock = NSLock()
 
     struct _EngineState: Sendable {
         /// What readers see: durable under the store's durability.
@@ -39,6 +45,12 @@ public final class LogEngine: Sendable {
         var manifest: _Manifest
         var tail: _Segment
         var tailOffset: UInt64
+        /// Per listed segment: valid length and raw payload bytes.
+        var segmentInfo: [UInt32: _SegmentInfo]
+        /// Log bytes appended since the last checkpoint was captured.
+        var bytesSinceCheckpoint: UInt64 = 0
+        /// The newest checkpoint on disk (loaded at open or written since), if any.
+        var lastCheckpoint: _CheckpointMark?
         var poisoned: LogStoreError?
         var closed = false
     }
@@ -61,7 +73,8 @@ public final class LogEngine: Sendable {
         let view = _ViewState(index: recovered.index, segments: recovered.segments)
         let state = _Protected(_EngineState(
             published: view, head: view, manifest: recovered.manifest, tail: recovered.tail,
-            tailOffset: recovered.tailOffset))
+            tailOffset: recovered.tailOffset, segmentInfo: recovered.segmentInfo,
+            bytesSinceCheckpoint: recovered.bytesAfterCheckpoint, lastCheckpoint: recovered.checkpoint))
         self.state = state
         self.group = _GroupCommit(
             sequence: recovered.index.sequence,
@@ -86,6 +99,7 @@ public final class LogEngine: Sendable {
                 }
             })
         if options.durability == .buffered { scheduleBackgroundSync() }
+        scheduleCompactionCheck()
     }
 
     deinit {
@@ -217,9 +231,11 @@ public final class LogEngine: Sendable {
         var (head, tail, offset) = state.withLock { ($0.head, $0.tail, $0.tailOffset) }
         let seq = head.index.sequence + 1
         var encoded = _TransactionEncoder.encode(ops, sequence: seq, options: options)
+        var rolledOver = false
         if offset > UInt64(_SegmentHeader.size), offset + UInt64(encoded.bytes.count) > UInt64(options.segmentSize) {
             try rollOverLocked(nextSequence: seq)
             (head, tail, offset) = state.withLock { ($0.head, $0.tail, $0.tailOffset) }
+            rolledOver = true
         }
         do {
             try tail.file.write(encoded.bytes, at: offset)
@@ -249,16 +265,23 @@ public final class LogEngine: Sendable {
         index._checkInvariants()
         let newOffset = offset + UInt64(encoded.bytes.count)
         let durability = options.durability
-        state.withLock { s in
+        let checkpointEvery = UInt64(options.checkpointInterval)
+        let checkpointDue = state.withLock { s -> Bool in
             s.head.index = index
             s.tailOffset = newOffset
+            s.segmentInfo[tail.number, default: _SegmentInfo(length: 0, rawBytes: 0)].length = newOffset
+            s.segmentInfo[tail.number, default: _SegmentInfo(length: 0, rawBytes: 0)].rawBytes += encoded.rawBytes
+            s.bytesSinceCheckpoint += UInt64(encoded.bytes.count)
             if durability == .synchronous {
                 s.pending.append((seq, s.head))
             } else {
                 s.published = s.head
             }
+            return checkpointEvery > 0 && s.bytesSinceCheckpoint >= checkpointEvery
         }
         group.noteAppended(seq)
+        if rolledOver { scheduleCompactionCheck() }
+        if checkpointDue { scheduleCheckpoint() }
         return seq
     }
 
@@ -267,7 +290,7 @@ public final class LogEngine: Sendable {
     /// fsync dir). A crash between the two leaves a listed segment that is missing or has a torn
     /// header, which recovery recreates.
     func rollOverLocked(nextSequence: UInt64) throws {
-        let (tail, manifest) = state.withLock { ($0.tail, $0.manifest) }
+        let tail = state.withLock { $0.tail }
         do {
             try tail.file.sync()
         } catch {
@@ -276,17 +299,25 @@ public final class LogEngine: Sendable {
             group.fail(p)
             throw p
         }
-        var next = manifest
-        let number = manifest.nextSegment
+        // Compaction reserves segment numbers without the writer lock: take the number and the
+        // manifest in one step so neither side hands out a number twice.
+        var next = state.withLock { s -> _Manifest in
+            var m = s.manifest
+            m.segments.append(m.nextSegment)
+            m.nextSegment += 1
+            s.manifest.nextSegment = m.nextSegment
+            return m
+        }
+        let number = next.segments[next.segments.count - 1]
         next.generation += 1
-        next.nextSegment = number + 1
-        next.segments.append(number)
         try Self.writeManifest(next, directory: directory, fs: fileSystem)
         let segment = try Self.createSegment(number, baseSequence: nextSequence, directory: directory, fs: fileSystem)
         state.withLock { s in
+            next.nextSegment = max(next.nextSegment, s.manifest.nextSegment)
             s.manifest = next
             s.tail = segment
             s.tailOffset = UInt64(_SegmentHeader.size)
+            s.segmentInfo[number] = _SegmentInfo(length: UInt64(_SegmentHeader.size), rawBytes: 0)
             s.head.segments[number] = segment
             // The new segment holds nothing published yet, but readers of later states need it.
             for i in s.pending.indices { s.pending[i].1.segments[number] = segment }
@@ -305,13 +336,14 @@ public final class LogEngine: Sendable {
         try fs.syncDirectory(atPath: directory)
     }
 
-    static func createSegment(_ number: UInt32, baseSequence: UInt64, directory: String, fs: any FileSystem) throws -> _Segment {
+    static func createSegment(_ number: UInt32, baseSequence: UInt64, directory: String, fs: any FileSystem,
+                              flags: UInt16 = 0) throws -> _Segment {
         let path = _joinPath(directory, LogStoreFormat.segmentFileName(number))
         let f = try fs.open(path, mode: .createOrTruncate)
-        try f.write(_SegmentHeader(segment: number, baseSequence: baseSequence).encoded(), at: 0)
+        try f.write(_SegmentHeader(flags: flags, segment: number, baseSequence: baseSequence).encoded(), at: 0)
         try f.sync()
         try fs.syncDirectory(atPath: directory)
-        return _Segment(number: number, file: f)
+        return _Segment(number: number, file: f, baseSequence: baseSequence, compacted: flags & _SegmentHeader.flagCompacted != 0)
     }
 
     // MARK: Closing
@@ -319,12 +351,17 @@ public final class LogEngine: Sendable {
     /// Whether ``close()`` has been called.
     public var isClosed: Bool { state.withLock { $0.closed } }
 
-    /// Flushes (unless durability is `.none`), releases the lock and refuses further use.
-    /// Waits for a write in progress to finish. Idempotent. Snapshots already taken stay readable.
+    /// Flushes (unless durability is `.none`), writes a checkpoint (if
+    /// ``LogStoreOptions/checkpointOnClose``), releases the lock and refuses further use.
+    /// Waits for a write in progress and for background compaction (which stops early) to finish.
+    /// Idempotent. Snapshots already taken stay readable. A failed checkpoint is logged, not
+    /// thrown: the log alone is complete.
     public func close() throws {
         if writer.heldByCurrentThread {
             throw LogStoreError(.reentrantWrite, "close() was called from inside a write block of the same store.")
         }
+        // Background work must end before the lock is released: it writes files in the directory.
+        background.closeAndWait()
         try writer.acquire()
         defer { writer.release() }
         let already = state.withLock { s -> Bool in
@@ -336,6 +373,11 @@ public final class LogEngine: Sendable {
         let poisoned = state.withLock { $0.poisoned }
         if options.durability != .none && poisoned == nil && group.pendingSync {
             do { try group.waitDurable(group.lastAppended) } catch { firstError = error }
+        }
+        if options.checkpointOnClose && firstError == nil && state.withLock({ $0.poisoned }) == nil {
+            do { try writeCheckpoint() } catch {
+                logger?.warning("checkpoint on close failed; the next open replays the whole log", metadata: ["store": "\(directory)", "error": "\(error)"])
+            }
         }
         group.fail(Self.closedError())
         cache.removeAll()
@@ -365,6 +407,8 @@ public final class LogEngine: Sendable {
 enum _TransactionEncoder {
     struct Output {
         var bytes: [UInt8]
+        /// Sum of the frames' raw (uncompressed) payload lengths.
+        var rawBytes: UInt64 = 0
         /// Per operation (puts only meaningful): frame offset relative to `bytes`, frame stored
         /// length, value offset in the frame's raw payload, value length.
         var placements: [RecordLocation]
@@ -376,8 +420,10 @@ enum _TransactionEncoder {
         var placements = [RecordLocation](repeating: RecordLocation(segment: 0, frameOffset: 0, frameLength: 0, valueOffset: 0, sequence: 0, valueLength: 0), count: ops.count)
         var frame = _ByteWriter(capacity: min(options.maxFramePayload, 64 << 10))
         var inFrame: [Int] = []
+        var rawBytes: UInt64 = 0
         func flush(last: Bool) {
             let start = out.count
+            rawBytes += UInt64(frame.count)
             let stored = _Frame.append(
                 into: &out, raw: frame.bytes, kind: last ? .commit : .data, sequence: sequence,
                 compress: options.compression, threshold: options.compressionThreshold)
@@ -399,6 +445,6 @@ enum _TransactionEncoder {
             inFrame.append(i)
         }
         flush(last: true)
-        return Output(bytes: out, placements: placements)
+        return Output(bytes: out, rawBytes: rawBytes, placements: placements)
     }
 }
