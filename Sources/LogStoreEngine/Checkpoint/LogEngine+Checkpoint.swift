@@ -45,7 +45,15 @@ extension LogEngine {
             segments.append(_Checkpoint.Segment(number: n, length: info.length, rawBytes: info.rawBytes))
         }
         guard segments.last?.number == capture.tail.number else { return }
-        try capture.tail.file.sync()
+        do {
+            try capture.tail.file.sync()
+        } catch {
+            // Linux reports a failed fsync once: later syncs could "succeed" over lost data.
+            let p = LogStoreError(.storePoisoned, "fdatasync of the tail failed while writing a checkpoint; reopen the store.", path: capture.tail.path, underlying: error)
+            state.withLock { if $0.poisoned == nil { $0.poisoned = p } }
+            group.fail(p)
+            throw p
+        }
         let created = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
         let bytes = _Checkpoint.encode(
             generation: capture.manifest.generation, createdAtMillis: created, segments: segments, index: capture.index)

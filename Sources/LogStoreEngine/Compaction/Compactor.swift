@@ -26,6 +26,8 @@ public struct CompactionReport: Sendable, Equatable {
     public var checkpointWritten = false
     /// Wall time the compaction took.
     public var duration: Duration = .zero
+    /// How long writers were blocked by the switch (manifest write and re-pointing the index).
+    public var writersBlocked: Duration = .zero
 }
 
 extension LogEngine {
@@ -195,7 +197,7 @@ extension LogEngine {
         // Per type, which records to re-point (built before taking the writer lock).
         var byType = [[Int]](repeating: [], count: types.count)
         for (i, rec) in records.enumerated() { byType[rec.type].append(i) }
-        report.generation = try switchGeneration(
+        (report.generation, report.writersBlocked) = try switchGeneration(
             prefix: prefix, oldSegments: oldSegments, output: out, records: records, types: types, byType: byType)
         report.performed = true
         do {
@@ -219,15 +221,17 @@ extension LogEngine {
     /// The atomic switch: under the writer lock, make the tail durable, write the new manifest
     /// (new segments + the segments after the prefix), re-point the head index at the copies and
     /// mark the replaced segments obsolete. Discards the output on any failure before the
-    /// manifest rename. Returns the new generation.
+    /// manifest rename. Returns the new generation and how long the writer lock was held.
     func switchGeneration(prefix: [UInt32], oldSegments: [_Segment], output out: _CompactionOutput,
-                          records: [_LiveRecord], types: [String], byType: [[Int]]) throws -> UInt64 {
+                          records: [_LiveRecord], types: [String], byType: [[Int]]) throws -> (UInt64, Duration) {
         do {
             try writer.acquire()
         } catch {
             out.discard()
             throw error
         }
+        let clock = ContinuousClock()
+        let locked = clock.now
         defer { writer.release() }
         let (manifest, tail, head) = state.withLock { ($0.manifest, $0.tail, $0.head) }
         do {
@@ -309,7 +313,7 @@ extension LogEngine {
         }
         for seg in oldSegments { seg.markObsolete(removingThrough: fileSystem) }
         logger?.debug("compaction switched generation", metadata: ["store": "\(directory)", "generation": "\(next.generation)", "segments": "\(next.segments)"])
-        return next.generation
+        return (next.generation, clock.now - locked)
     }
 }
 

@@ -355,7 +355,8 @@ public final class LogEngine: Sendable {
     /// ``LogStoreOptions/checkpointOnClose``), releases the lock and refuses further use.
     /// Waits for a write in progress and for background compaction (which stops early) to finish.
     /// Idempotent. Snapshots already taken stay readable. A failed checkpoint is logged, not
-    /// thrown: the log alone is complete.
+    /// thrown (the log alone is complete), unless making the log durable for it failed
+    /// (`.storePoisoned`).
     public func close() throws {
         if writer.heldByCurrentThread {
             throw LogStoreError(.reentrantWrite, "close() was called from inside a write block of the same store.")
@@ -375,7 +376,9 @@ public final class LogEngine: Sendable {
             do { try group.waitDurable(group.lastAppended) } catch { firstError = error }
         }
         if options.checkpointOnClose && firstError == nil && state.withLock({ $0.poisoned }) == nil {
-            do { try writeCheckpoint() } catch {
+            do { try writeCheckpoint() } catch let e as LogStoreError where e.code == .storePoisoned {
+                firstError = e
+            } catch {
                 logger?.warning("checkpoint on close failed; the next open replays the whole log", metadata: ["store": "\(directory)", "error": "\(error)"])
             }
         }
