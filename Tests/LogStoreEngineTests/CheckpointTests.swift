@@ -298,6 +298,42 @@ final class CheckpointTests: XCTestCase {
         try r.close()
     }
 
+    func testLargeIndexIsBuiltInPartsAndRejectsRepeatedKeys() throws {
+        let n = 70_000  // above the thresholds for sorted and multi-part building
+        let keys = (0..<n).map { CT.key($0) }
+        let locations = (0..<n).map {
+            RecordLocation(segment: 1, frameOffset: 32, frameLength: 10, valueOffset: 0, sequence: UInt64($0 + 1), valueLength: 1)
+        }
+        let d = try XCTUnwrap(_Checkpoint.buildIndex(keys, locations))
+        XCTAssertEqual(d.count, n)
+        for i in stride(from: 0, to: n, by: 997) { XCTAssertEqual(d[keys[i]]?.sequence, UInt64(i + 1)) }
+        var repeated = keys
+        repeated[n - 1] = keys[12_345]
+        XCTAssertNil(_Checkpoint.buildIndex(repeated, locations))
+    }
+
+    func testCheckpointOfALargeTypeGivesTheSameIndexAsAFullReplay() throws {
+        let fs = InMemoryFileSystem()
+        var o = options()
+        o.segmentSize = 1 << 20
+        let e = try LogEngine.open(directory: dir, fileSystem: fs, options: o)
+        for start in stride(from: 0, to: 10_000, by: 2_500) {
+            try e.write { t in for i in start..<(start + 2_500) { try t.put(type: "Big", key: CT.key(i), value: [UInt8(i & 0xFF)]) } }
+        }
+        try e.close()
+        let r = try LogEngine.open(directory: dir, fileSystem: fs, options: o)
+        XCTAssertTrue(r.recoveryReport.checkpointUsed)
+        XCTAssertEqual(try r.snapshot().count(ofType: "Big"), 10_000)
+        let viaCheckpoint = index(r)
+        try r.close()
+        try fs.removeFile(atPath: checkpointPath)
+        var noCheckpoint = o
+        noCheckpoint.checkpointOnClose = false
+        let full = try LogEngine.open(directory: dir, fileSystem: fs, options: noCheckpoint)
+        assertSameIndex(index(full), viaCheckpoint)
+        try full.close()
+    }
+
     func testPeriodicCheckpointBoundsTheReplayAfterACrash() throws {
         let fs = InMemoryFileSystem()
         var o = options(checkpointOnClose: false)

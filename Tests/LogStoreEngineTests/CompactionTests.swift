@@ -392,6 +392,27 @@ final class CompactionTests: XCTestCase {
         try r.close()
     }
 
+    func testSalvageWithoutManifestReplaysCompactedSegmentsFirst() throws {
+        let fs = InMemoryFileSystem()
+        var rng = CTRandom(seed: 11)
+        let e = try LogEngine.open(directory: dir, fileSystem: fs, options: CT.smallOptions())
+        var model = try overwriteHeavily(e, keys: 200, rounds: 3, valueSize: 300, deleteEvery: 3, rng: &rng)
+        try e.compact()
+        // Newer values in the tail, whose number is below the compacted segments'.
+        try e.write { t in for i in 0..<10 { try t.put(type: "Item", key: CT.key(i), value: [UInt8(i)]) } }
+        for i in 0..<10 { model["Item", default: [:]][CT.key(i)] = [UInt8(i)] }
+        let (_, segments) = e.manifestInfo
+        XCTAssertNotEqual(segments, segments.sorted(), "compacted segments are numbered above the tail")
+        try e.close()
+        try fs.removeFile(atPath: _joinPath(dir, LogStoreFormat.manifestFileName))
+        var salvage = CT.smallOptions()
+        salvage.recovery = .salvage
+        let r = try LogEngine.open(directory: dir, fileSystem: fs, options: salvage)
+        XCTAssertEqual(r.manifestInfo.segments, segments)
+        XCTAssertEqual(try CT.contents(r), model)
+        try r.close()
+    }
+
     func testCompactionOnRealFilesDeletesReplacedSegments() throws {
         let path = NSTemporaryDirectory() + "logstore-compaction-\(UUID().uuidString)"
         addTeardownBlock { try? FileManager.default.removeItem(atPath: path) }

@@ -195,6 +195,12 @@ struct _Checkpoint {
     /// buckets merge structurally in O(1).
     static func buildIndex(_ keys: [RecordKey], _ locations: [RecordLocation]) -> TreeDictionary<RecordKey, RecordLocation>? {
         let n = keys.count
+        if n < 1 << 12 {
+            // Small: fits in cache whatever the order.
+            var d = TreeDictionary<RecordKey, RecordLocation>()
+            for i in 0..<n where d.updateValue(locations[i], forKey: keys[i]) != nil { return nil }
+            return d
+        }
         // (trie order, entry index); the trie consumes the hash 5 bits at a time from the low end.
         var order = [(UInt64, UInt32)](repeating: (0, 0), count: n)
         for i in 0..<n {

@@ -92,9 +92,20 @@ extension LogEngine {
                               segmentInfo: [1: _SegmentInfo(length: UInt64(_SegmentHeader.size), rawBytes: 0)],
                               checkpoint: nil, bytesAfterCheckpoint: 0)
         } else if options.recovery == .salvage {
-            // Rebuild a manifest from the segment files present.
-            manifest = _Manifest(generation: 1, nextSegment: (onDisk.last ?? 0) + 1, segments: onDisk)
-            report.dropped.append(.init(path: manifestPath, offset: 0, bytes: 0, reason: "MANIFEST missing; segments taken in file-number order"))
+            // Rebuild a manifest from the segment files present. Compaction always replaces a
+            // prefix of the replay order and numbers its output above the tail, so the replay
+            // order is: compacted segments, then the others, each in file-number order.
+            let compacted = Set(onDisk.filter { n in
+                guard let f = try? fs.open(_joinPath(directory, LogStoreFormat.segmentFileName(n)), mode: .readOnly) else { return false }
+                defer { try? f.close() }
+                guard let bytes = try? f.read(at: 0, count: _SegmentHeader.size),
+                    case .ok(let h) = bytes.withUnsafeBytes({ _SegmentHeader.decode($0) })
+                else { return false }
+                return h.isCompacted
+            })
+            let order = onDisk.filter { compacted.contains($0) } + onDisk.filter { !compacted.contains($0) }
+            manifest = _Manifest(generation: 1, nextSegment: (onDisk.last ?? 0) + 1, segments: order)
+            report.dropped.append(.init(path: manifestPath, offset: 0, bytes: 0, reason: "MANIFEST missing; segments taken in file-number order, compacted ones first"))
         } else {
             throw LogStoreError(
                 .corruption,
