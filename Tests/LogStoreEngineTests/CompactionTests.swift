@@ -238,6 +238,71 @@ final class CompactionTests: XCTestCase {
         try full.close()
     }
 
+    /// Writes, deletes and a delete-all land while compaction copies (from inside its output's
+    /// fsync); the switch must keep all of them, through the journal or, past its limit, by
+    /// re-pointing the head.
+    func checkWritesDuringTheCopyAreKept(journalLimit: Int) throws {
+        let base = InMemoryFileSystem()
+        let output = Mutex<Set<UInt32>>([])
+        let fs = CTHookFileSystem(base) { path in
+            guard let n = LogStoreFormat.segmentNumber(fromFileName: String(path.split(separator: "/").last ?? "")) else { return false }
+            return output.withLock { $0.contains(n) }
+        }
+        var rng = CTRandom(seed: 12)
+        let e = try LogEngine.open(directory: dir, fileSystem: fs, options: CT.smallOptions())
+        e.journalLimit.withLock { $0 = journalLimit }
+        var model = try overwriteHeavily(e, keys: 200, rounds: 3, valueSize: 300, rng: &rng)
+        try e.write { t in for i in 0..<30 { try t.put(type: "Other", key: CT.key(i), value: [1]) } }
+        model["Other"] = Dictionary(uniqueKeysWithValues: (0..<30).map { (CT.key($0), [UInt8(1)]) })
+        // The compaction's output segments are numbered from the manifest's nextSegment on,
+        // after the new tail that sealing the current one creates.
+        let next = e.state.withLock { $0.manifest.nextSegment }
+        output.withLock { $0 = Set((next + 1)..<(next + 10)) }
+        let during = Mutex<CT.Model?>(nil)
+        let before = model
+        fs.hook.withLock {
+            $0 = { _ in
+                // Runs on the compacting thread, which holds no lock while it copies.
+                var m = before
+                do {
+                    try e.write { t in
+                        for i in 0..<20 { try t.put(type: "Item", key: CT.key(i), value: [7, UInt8(i)]) }
+                        for i in 20..<40 { try t.delete(type: "Item", key: CT.key(i)) }
+                        try t.deleteAll(type: "Other")
+                        try t.put(type: "New", key: CT.key(1), value: [42])
+                    }
+                } catch { return }
+                for i in 0..<20 { m["Item"]?[CT.key(i)] = [7, UInt8(i)] }
+                for i in 20..<40 { m["Item"]?[CT.key(i)] = nil }
+                m["Other"] = nil
+                m["New"] = [CT.key(1): [42]]
+                during.withLock { $0 = m }
+            }
+        }
+        // Everything is compacted (the tail is sealed first); the hook's writes go to the new tail.
+        let sealedKey = CT.key(100)
+        let report = try e.compact()
+        XCTAssertTrue(report.performed)
+        model = try XCTUnwrap(during.withLock { $0 }, "the hook did not run")
+        XCTAssertEqual(try CT.contents(e), model)
+        let s = try e.snapshot()
+        for i in 0..<20 { XCTAssertFalse(report.newSegments.contains(s.location(type: "Item", key: CT.key(i))?.segment ?? 0), "overwritten record points at its stale copy") }
+        XCTAssertTrue(report.newSegments.contains(s.location(type: "Item", key: sealedKey)?.segment ?? 0), "untouched record not re-pointed")
+        try e.close()
+        try base.removeFile(atPath: _joinPath(dir, LogStoreFormat.checkpointFileName))
+        let r = try LogEngine.open(directory: dir, fileSystem: base, options: CT.smallOptions())
+        XCTAssertEqual(try CT.contents(r), model)
+        try r.close()
+    }
+
+    func testWritesDuringTheCopyAreReplayedFromTheJournal() throws {
+        try checkWritesDuringTheCopyAreKept(journalLimit: _IndexJournal.defaultLimit)
+    }
+
+    func testWritesDuringTheCopyAreKeptWhenTheJournalOverflows() throws {
+        try checkWritesDuringTheCopyAreKept(journalLimit: 0)
+    }
+
     func testBackgroundCompactionStartsAtTheDeadBytesThreshold() throws {
         let fs = InMemoryFileSystem()
         var options = CT.smallOptions()
@@ -317,7 +382,7 @@ final class CompactionTests: XCTestCase {
         let fs = InMemoryFileSystem()
         var rng = CTRandom(seed: 9)
         let e = try LogEngine.open(directory: dir, fileSystem: fs, options: CT.smallOptions())
-        var model = try overwriteHeavily(e, keys: 150, rounds: 3, valueSize: 300, deleteEvery: 4, rng: &rng)
+        var model = try overwriteHeavily(e, keys: 100, rounds: 4, valueSize: 300, deleteEvery: 4, rng: &rng)
         try e.write { t in for i in 0..<40 { try t.put(type: "Gone", key: CT.key(i), value: rng.bytes(300)) } }
         try e.write { t in try t.deleteAll(type: "Gone") }
         try e.write { t in for i in 0..<20 { try t.put(type: "Tail", key: CT.key(i), value: [UInt8(i)]) } }
@@ -329,6 +394,7 @@ final class CompactionTests: XCTestCase {
     func testCrashAtAnyStepOfCompactionLosesNothingAndResurrectsNothing() throws {
         // Count the file system operations of one full compaction (plus its checkpoint).
         let (countFS, model) = try buildCrashFixture()
+        XCTAssertGreaterThanOrEqual(try CT.segmentFiles(countFS, dir).count, 3, "the fixture spans several segments")
         let counting = CTCrashingFileSystem(countFS)
         counting.arm(after: 1_000_000)
         do {

@@ -104,28 +104,34 @@ extension LogEngine {
             return report
         }
 
-        try checkWritable()
-        if includingTail {
-            try writer.acquire()
+        // Under the writer lock: seal the tail if asked, take the state to copy (the head: it
+        // includes every transaction of the sealed segments, so each of their records is either
+        // live in it or superseded) and start journaling the index changes made after it.
+        try writer.acquire()
+        let manifest: _Manifest
+        let view: _ViewState
+        do {
             defer { writer.release() }
             try checkWritable()
-            let (sequence, offset) = state.withLock { ($0.head.index.sequence, $0.tailOffset) }
-            if offset > UInt64(_SegmentHeader.size) { try rollOverLocked(nextSequence: sequence + 1) }
+            if includingTail {
+                let (sequence, offset) = state.withLock { ($0.head.index.sequence, $0.tailOffset) }
+                if offset > UInt64(_SegmentHeader.size) { try rollOverLocked(nextSequence: sequence + 1) }
+            }
+            (manifest, view) = state.withLock { s in
+                s.compactionJournal = _IndexJournal(limit: journalLimit.withLock { $0 })
+                return (s.manifest, s.head)
+            }
         }
+        defer { state.withLock { $0.compactionJournal = nil } }
 
         // The input: every sealed segment, a prefix of the replay order. Only compaction removes
         // segments and it runs one at a time, so this prefix stays in place until the switch.
-        let (manifest, headSegments) = state.withLock { ($0.manifest, $0.head.segments) }
         let prefix = Array(manifest.segments.dropLast())
-        guard !prefix.isEmpty, let firstKept = headSegments[manifest.segments[prefix.count]] else {
+        guard !prefix.isEmpty, let firstKept = view.segments[manifest.segments[prefix.count]] else {
             return skipped("no sealed segment to compact")
         }
-        // The last transaction the prefix can hold. The copy is taken from a published state that
-        // includes it, so every record of the prefix is either copied or superseded in that state.
+        // The last transaction the prefix can hold (the output carries it even if every record is dead).
         let marker = firstKept.baseSequence > 0 ? firstKept.baseSequence - 1 : 0
-        if options.durability == .synchronous { try group.waitDurable(marker) }
-        let view = state.withLock { $0.published }
-        guard view.index.sequence >= marker else { return skipped("the sealed segments' last transactions are not published yet") }
         let oldSegments = prefix.compactMap { view.segments[$0] }
         guard oldSegments.count == prefix.count else { return skipped("a sealed segment is not readable in the published state") }
 
@@ -194,11 +200,15 @@ extension LogEngine {
         report.newSegments = out.segments.map(\.segment.number)
         report.bytesAfter = out.segments.reduce(0) { $0 + $1.info.length }
 
-        // Per type, which records to re-point (built before taking the writer lock).
+        // Re-point the copied state at the new segments, without any lock; the switch replays
+        // onto it what was appended since.
         var byType = [[Int]](repeating: [], count: types.count)
         for (i, rec) in records.enumerated() { byType[rec.type].append(i) }
+        var remapped = view.index
+        Self.repoint(&remapped, records: records, types: types, byType: byType, to: out.locations)
         (report.generation, report.writersBlocked) = try switchGeneration(
-            prefix: prefix, oldSegments: oldSegments, output: out, records: records, types: types, byType: byType)
+            prefix: prefix, oldSegments: oldSegments, output: out, remapped: remapped,
+            records: records, types: types, byType: byType)
         report.performed = true
         do {
             try writeCheckpoint()
@@ -218,11 +228,27 @@ extension LogEngine {
         }
     }
 
+    /// Points every record of `index` that is still at its copied location at its copy; records
+    /// overwritten or deleted since keep their newer state.
+    static func repoint(_ index: inout _IndexState, records: [_LiveRecord], types: [String], byType: [[Int]],
+                        to locations: [RecordLocation]) {
+        for (t, indices) in byType.enumerated() where !indices.isEmpty {
+            guard var d = index.types.removeValue(forKey: types[t]) else { continue }
+            for i in indices {
+                let r = records[i]
+                if d[r.key] == r.location { d[r.key] = locations[i] }
+            }
+            index.types[types[t]] = d
+        }
+    }
+
     /// The atomic switch: under the writer lock, make the tail durable, write the new manifest
-    /// (new segments + the segments after the prefix), re-point the head index at the copies and
+    /// (new segments + the segments after the prefix), install the re-pointed index (the
+    /// copied state re-pointed at the copies, plus the journal of what was appended since) and
     /// mark the replaced segments obsolete. Discards the output on any failure before the
     /// manifest rename. Returns the new generation and how long the writer lock was held.
     func switchGeneration(prefix: [UInt32], oldSegments: [_Segment], output out: _CompactionOutput,
+                          remapped: _IndexState,
                           records: [_LiveRecord], types: [String], byType: [[Int]]) throws -> (UInt64, Duration) {
         do {
             try writer.acquire()
@@ -233,7 +259,7 @@ extension LogEngine {
         let clock = ContinuousClock()
         let locked = clock.now
         defer { writer.release() }
-        let (manifest, tail, head) = state.withLock { ($0.manifest, $0.tail, $0.head) }
+        let (manifest, tail, head, journal) = state.withLock { ($0.manifest, $0.tail, $0.head, $0.compactionJournal) }
         do {
             try checkWritable()
             guard manifest.segments.count > prefix.count, Array(manifest.segments.prefix(prefix.count)) == prefix else {
@@ -280,14 +306,13 @@ extension LogEngine {
         do { try fileSystem.syncDirectory(atPath: directory) } catch { dirError = error }
 
         var newHead = head
-        for (t, indices) in byType.enumerated() where !indices.isEmpty {
-            guard var d = newHead.index.types.removeValue(forKey: types[t]) else { continue }
-            for i in indices {
-                let r = records[i]
-                // Records overwritten or deleted since the copy keep their newer state.
-                if d[r.key] == r.location { d[r.key] = out.locations[i] }
-            }
-            newHead.index.types[types[t]] = d
+        if let journal, !journal.overflowed {
+            newHead.index = remapped
+            journal.apply(to: &newHead.index)
+            newHead.index.sequence = head.index.sequence
+        } else {
+            // Too many writes during the copy to journal: re-point the head itself.
+            Self.repoint(&newHead.index, records: records, types: types, byType: byType, to: out.locations)
         }
         newHead.index._checkInvariants()
         for n in prefix { newHead.segments[n] = nil }
@@ -434,6 +459,44 @@ struct _CompactionOutput {
         for s in created {
             try? s.file.close()
             try? engine.fileSystem.removeFile(atPath: s.path)
+        }
+    }
+}
+
+/// The index changes appended while a compaction copies (`_EngineState.compactionJournal`), in
+/// order. Replaying them onto the copied state gives the head state.
+struct _IndexJournal: Sendable {
+    enum Change: Sendable {
+        case put(String, RecordKey, RecordLocation)
+        case delete(String, RecordKey)
+        case deleteAll(String)
+    }
+    /// The default `limit`.
+    static let defaultLimit = 1 << 22
+    /// Beyond this many changes the journal gives up (memory) and the switch re-points the head.
+    let limit: Int
+    private(set) var changes: [Change] = []
+    private(set) var overflowed = false
+
+    init(limit: Int = defaultLimit) { self.limit = limit }
+
+    mutating func record(_ c: [Change]) {
+        if overflowed { return }
+        if changes.count + c.count > limit {
+            overflowed = true
+            changes = []
+            return
+        }
+        changes.append(contentsOf: c)
+    }
+
+    func apply(to index: inout _IndexState) {
+        for c in changes {
+            switch c {
+            case .put(let t, let k, let loc): index.put(t, k, loc)
+            case .delete(let t, let k): index.delete(t, k)
+            case .deleteAll(let t): index.deleteAll(t)
+            }
         }
     }
 }

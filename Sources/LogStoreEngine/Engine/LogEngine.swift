@@ -34,6 +34,8 @@ public final class LogEngine: Sendable {
     let compactionLock = NSLock()
     /// Serializes checkpoint writes.
     let checkpointLock = NSLock()
+    /// Most index changes a compaction journals while it copies (tests lower it).
+    let journalLimit = _Protected(_IndexJournal.defaultLimit)
 
     struct _EngineState: Sendable {
         /// What readers see: durable under the store's durability.
@@ -51,6 +53,10 @@ public final class LogEngine: Sendable {
         var bytesSinceCheckpoint: UInt64 = 0
         /// The newest checkpoint on disk (loaded at open or written since), if any.
         var lastCheckpoint: _CheckpointMark?
+        /// While a compaction copies: the index changes appended since the state it copies, so
+        /// the switch can replay them onto the re-pointed copy instead of re-pointing the head
+        /// under the writer lock. Set and cleared under the writer lock.
+        var compactionJournal: _IndexJournal?
         var poisoned: LogStoreError?
         var closed = false
     }
@@ -250,6 +256,8 @@ public final class LogEngine: Sendable {
         }
         // Index the new records.
         var index = head.index
+        let journaling = state.withLock { $0.compactionJournal != nil }
+        var changes: [_IndexJournal.Change] = []
         for i in ops.indices {
             switch ops[i] {
             case .put(let t, let k, _):
@@ -257,8 +265,13 @@ public final class LogEngine: Sendable {
                 encoded.placements[i].frameOffset += UInt32(offset)
                 encoded.placements[i].sequence = seq
                 index.put(t, k, encoded.placements[i])
-            case .delete(let t, let k): index.delete(t, k)
-            case .deleteAll(let t): index.deleteAll(t)
+                if journaling { changes.append(.put(t, k, encoded.placements[i])) }
+            case .delete(let t, let k):
+                index.delete(t, k)
+                if journaling { changes.append(.delete(t, k)) }
+            case .deleteAll(let t):
+                index.deleteAll(t)
+                if journaling { changes.append(.deleteAll(t)) }
             }
         }
         index.sequence = seq
@@ -268,6 +281,7 @@ public final class LogEngine: Sendable {
         let checkpointEvery = UInt64(options.checkpointInterval)
         let checkpointDue = state.withLock { s -> Bool in
             s.head.index = index
+            if journaling { s.compactionJournal?.record(changes) }
             s.tailOffset = newOffset
             s.segmentInfo[tail.number, default: _SegmentInfo(length: 0, rawBytes: 0)].length = newOffset
             s.segmentInfo[tail.number, default: _SegmentInfo(length: 0, rawBytes: 0)].rawBytes += encoded.rawBytes
