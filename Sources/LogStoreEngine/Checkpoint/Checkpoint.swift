@@ -226,16 +226,23 @@ struct _Checkpoint {
             bounds.append(lo)
         }
         bounds.append(n)
+        // Gather the entries into trie order first: independent loads the CPU overlaps, where
+        // reading them in the insert loop would stall every insert on a cache miss.
+        var sortedKeys: [RecordKey] = []
+        var sortedLocations: [RecordLocation] = []
+        sortedKeys.reserveCapacity(n)
+        sortedLocations.reserveCapacity(n)
+        for (_, i) in order {
+            sortedKeys.append(keys[Int(i)])
+            sortedLocations.append(locations[Int(i)])
+        }
         let built = _Parts(count: parts)
-        let ordered = order
-        let cuts = bounds
+        let (gatheredKeys, gatheredLocations, cuts) = (sortedKeys, sortedLocations, bounds)
         DispatchQueue.concurrentPerform(iterations: parts) { p in
             var d = TreeDictionary<RecordKey, RecordLocation>()
-            for (_, i) in ordered[cuts[p]..<cuts[p + 1]] {
-                if d.updateValue(locations[Int(i)], forKey: keys[Int(i)]) != nil {
-                    built.set(p, nil)
-                    return
-                }
+            for j in cuts[p]..<cuts[p + 1] where d.updateValue(gatheredLocations[j], forKey: gatheredKeys[j]) != nil {
+                built.set(p, nil)
+                return
             }
             built.set(p, d)
         }
