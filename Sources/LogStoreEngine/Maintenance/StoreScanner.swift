@@ -394,7 +394,7 @@ struct _ScanRun {
         guard apply else { return true }
         for op in ops {
             switch op.tag {
-            case .put:
+            case .put, .putAt:
                 scan.index[op.type, default: [:]][op.key] = op.entry
                 scan.types[op.type, default: .init()].puts += 1
             case .delete:
