@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LogStoreEngine
 
 final class CheckpointTests: XCTestCase {
@@ -156,12 +157,15 @@ final class CheckpointTests: XCTestCase {
             XCTAssertEqual(try CT.contents(r), model, what)
             try r.close()
         }
-        XCTAssertTrue(try XCTUnwrap({
-            try CT.writeFile(fs, checkpointPath, flipped)
-            let r = try LogEngine.open(directory: dir, fileSystem: fs, options: options(checkpointOnClose: false))
-            defer { try? r.close() }
-            return r.recoveryReport.checkpointRejectedReason
-        }()).contains("checksum"))
+        XCTAssertTrue(
+            try XCTUnwrap(
+                {
+                    try CT.writeFile(fs, checkpointPath, flipped)
+                    let r = try LogEngine.open(directory: dir, fileSystem: fs, options: options(checkpointOnClose: false))
+                    defer { try? r.close() }
+                    return r.recoveryReport.checkpointRejectedReason
+                }()
+            ).contains("checksum"))
         // A good checkpoint written at the next close replaces the damaged one.
         let r = try LogEngine.open(directory: dir, fileSystem: fs, options: options())
         try r.close()
@@ -185,7 +189,9 @@ final class CheckpointTests: XCTestCase {
         try CT.writeFile(fs, checkpointPath, old)
         let r = try LogEngine.open(directory: dir, fileSystem: fs, options: options())
         XCTAssertFalse(r.recoveryReport.checkpointUsed)
-        XCTAssertTrue(r.recoveryReport.checkpointRejectedReason?.contains("compacted") == true, "\(String(describing: r.recoveryReport.checkpointRejectedReason))")
+        XCTAssertTrue(
+            r.recoveryReport.checkpointRejectedReason?.contains("compacted") == true,
+            "\(String(describing: r.recoveryReport.checkpointRejectedReason))")
         XCTAssertEqual(try CT.contents(r), model)
         try r.close()
     }
@@ -240,7 +246,9 @@ final class CheckpointTests: XCTestCase {
             try CT.writeFile(fs, checkpointPath, bytes)
             let r = try LogEngine.open(directory: dir, fileSystem: fs, options: options(checkpointOnClose: false))
             XCTAssertFalse(r.recoveryReport.checkpointUsed, what)
-            XCTAssertTrue(r.recoveryReport.checkpointRejectedReason?.contains(reason) == true, "\(what): \(String(describing: r.recoveryReport.checkpointRejectedReason))")
+            XCTAssertTrue(
+                r.recoveryReport.checkpointRejectedReason?.contains(reason) == true,
+                "\(what): \(String(describing: r.recoveryReport.checkpointRejectedReason))")
             XCTAssertEqual(try CT.contents(r), model, what)
             try r.close()
         }
@@ -268,17 +276,21 @@ final class CheckpointTests: XCTestCase {
             var bytes = good
             switch iteration % 4 {
             case 0:
-                for _ in 0..<Int.random(in: 1...4, using: &rng) { bytes[Int.random(in: 0..<bytes.count - 4, using: &rng)] = UInt8.random(in: 0...255, using: &rng) }
+                for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                    bytes[Int.random(in: 0..<bytes.count - 4, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
+                }
             case 1:
                 bytes.removeSubrange(Int.random(in: 8..<bytes.count - 4, using: &rng)..<(bytes.count - 4))
             case 2:
-                bytes.insert(contentsOf: rng.bytes(Int.random(in: 1...8, using: &rng)), at: Int.random(in: 8..<bytes.count - 4, using: &rng))
+                bytes.insert(
+                    contentsOf: rng.bytes(Int.random(in: 1...8, using: &rng)), at: Int.random(in: 8..<bytes.count - 4, using: &rng))
             default:
                 bytes = rng.bytes(Int.random(in: 0...200, using: &rng))
             }
             // Fix the checksum so the parser itself is exercised.
             if iteration % 8 != 7, bytes.count >= 4 {
-                let crc = CRC32C.mask(bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)])) })
+                let crc = CRC32C.mask(
+                    bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)])) })
                 withUnsafeBytes(of: crc.littleEndian) { for i in 0..<4 { bytes[bytes.count - 4 + i] = $0[i] } }
             }
             if let cp = try? bytes.withUnsafeBytes({ try _Checkpoint.decode($0) }) {

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import XCTest
+
 @testable import LogStoreEngine
 
 /// Deterministic pseudo-random numbers (SplitMix64) so failures reproduce.
@@ -167,7 +168,12 @@ final class CTHookFileSystem: FileSystem {
         self.filter = filter
     }
     func fire(_ path: String) {
-        guard filter(path), let h = hook.withLock({ h -> (@Sendable (String) -> Void)? in defer { h = nil }; return h }) else { return }
+        guard filter(path),
+            let h = hook.withLock({ h -> (@Sendable (String) -> Void)? in
+                defer { h = nil }
+                return h
+            })
+        else { return }
         h(path)
     }
     func createDirectory(atPath path: String) throws { try base.createDirectory(atPath: path) }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import XCTest
+
 @testable import LogStoreEngine
 
 final class CompactionTests: XCTestCase {
@@ -9,8 +10,10 @@ final class CompactionTests: XCTestCase {
     /// Writes `keys` records of `valueSize` random bytes, `rounds` times over (so all but the last
     /// round is dead), deletes every `deleteEvery`-th key; returns the expected contents.
     @discardableResult
-    func overwriteHeavily(_ e: LogEngine, keys: Int, rounds: Int, valueSize: Int, deleteEvery: Int = 0,
-                          rng: inout CTRandom) throws -> CT.Model {
+    func overwriteHeavily(
+        _ e: LogEngine, keys: Int, rounds: Int, valueSize: Int, deleteEvery: Int = 0,
+        rng: inout CTRandom
+    ) throws -> CT.Model {
         var model: CT.Model = [:]
         for _ in 0..<rounds {
             for start in stride(from: 0, to: keys, by: 50) {
@@ -195,7 +198,9 @@ final class CompactionTests: XCTestCase {
         let e = try LogEngine.open(directory: dir, fileSystem: fs, options: CT.smallOptions())
         try overwriteHeavily(e, keys: 200, rounds: 3, valueSize: 256, rng: &rng)
         // Every value of key i is "i:<round>" padded; readers check each value they see belongs to its key.
-        @Sendable func value(_ i: Int, _ round: Int) -> [UInt8] { Array("\(i):\(round):".utf8) + [UInt8](repeating: UInt8(i % 251), count: 200) }
+        @Sendable func value(_ i: Int, _ round: Int) -> [UInt8] {
+            Array("\(i):\(round):".utf8) + [UInt8](repeating: UInt8(i % 251), count: 200)
+        }
         try e.write { t in for i in 0..<200 { try t.put(type: "Item", key: CT.key(i), value: value(i, 0)) } }
         let stop = Atomic(false)
         let failures = Mutex<[String]>([])
@@ -204,7 +209,9 @@ final class CompactionTests: XCTestCase {
             var round = 1
             while !stop.load(ordering: .relaxed) {
                 do {
-                    try e.write { t in for i in stride(from: round % 7, to: 200, by: 7) { try t.put(type: "Item", key: CT.key(i), value: value(i, round)) } }
+                    try e.write { t in
+                        for i in stride(from: round % 7, to: 200, by: 7) { try t.put(type: "Item", key: CT.key(i), value: value(i, round)) }
+                    }
                 } catch { failures.withLock { $0.append("write: \(error)") } }
                 round += 1
             }
@@ -286,8 +293,13 @@ final class CompactionTests: XCTestCase {
         model = try XCTUnwrap(during.withLock { $0 }, "the hook did not run")
         XCTAssertEqual(try CT.contents(e), model)
         let s = try e.snapshot()
-        for i in 0..<20 { XCTAssertFalse(report.newSegments.contains(s.location(type: "Item", key: CT.key(i))?.segment ?? 0), "overwritten record points at its stale copy") }
-        XCTAssertTrue(report.newSegments.contains(s.location(type: "Item", key: sealedKey)?.segment ?? 0), "untouched record not re-pointed")
+        for i in 0..<20 {
+            XCTAssertFalse(
+                report.newSegments.contains(s.location(type: "Item", key: CT.key(i))?.segment ?? 0),
+                "overwritten record points at its stale copy")
+        }
+        XCTAssertTrue(
+            report.newSegments.contains(s.location(type: "Item", key: sealedKey)?.segment ?? 0), "untouched record not re-pointed")
         try e.close()
         try base.removeFile(atPath: _joinPath(dir, LogStoreFormat.checkpointFileName))
         let r = try LogEngine.open(directory: dir, fileSystem: base, options: CT.smallOptions())

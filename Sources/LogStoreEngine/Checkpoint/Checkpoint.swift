@@ -103,7 +103,9 @@ struct _Checkpoint {
     /// Decodes and checks a checkpoint. Throws `_DecodeError` (what is wrong and at which offset)
     /// for anything that is not a well-formed checkpoint of this format version or older.
     static func decode(_ buf: UnsafeRawBufferPointer) throws(_DecodeError) -> _Checkpoint {
-        guard buf.count >= headerSize + 1 + 9 + 4 else { throw _DecodeError("file is \(buf.count) bytes, too short for a checkpoint", at: 0) }
+        guard buf.count >= headerSize + 1 + 9 + 4 else {
+            throw _DecodeError("file is \(buf.count) bytes, too short for a checkpoint", at: 0)
+        }
         guard buf.prefix(8).elementsEqual(magic) else { throw _DecodeError("bad magic", at: 0) }
         let bodyEnd = buf.count - 4
         let stored = buf.loadUnaligned(fromByteOffset: bodyEnd, as: UInt32.self).littleEndian
@@ -176,7 +178,9 @@ struct _Checkpoint {
             case .end:
                 let totalAt = r.offset
                 let total = try r.u64()
-                guard total == entries else { throw _DecodeError("end section counts \(total) entries, the sections hold \(entries)", at: totalAt) }
+                guard total == entries else {
+                    throw _DecodeError("end section counts \(total) entries, the sections hold \(entries)", at: totalAt)
+                }
                 guard r.isAtEnd else { throw _DecodeError("bytes after the end section", at: r.offset) }
                 guard sawSegments else { throw _DecodeError("no segments section", at: tagAt) }
                 return _Checkpoint(
@@ -218,7 +222,8 @@ struct _Checkpoint {
         var bounds = [0]
         for p in 1..<parts {
             let firstBucket = UInt64(32 * p / parts)
-            var lo = bounds[p - 1], hi = n
+            var lo = bounds[p - 1]
+            var hi = n
             while lo < hi {
                 let mid = (lo + hi) / 2
                 if order[mid].0 >> 55 < firstBucket { lo = mid + 1 } else { hi = mid }
@@ -277,19 +282,26 @@ struct _Checkpoint {
 
     /// One entry's location, checked against the checkpoint's own segment list and sequence.
     @inline(__always)
-    static func decodeLocation(_ r: inout _ByteReader, segments: [Segment], sequence: UInt64, at: Int) throws(_DecodeError) -> RecordLocation {
+    static func decodeLocation(_ r: inout _ByteReader, segments: [Segment], sequence: UInt64, at: Int) throws(_DecodeError)
+        -> RecordLocation
+    {
         let segmentIndex = try r.uvarint()
         let frameOffset = try r.uvarint()
         let frameLength = try r.uvarint()
         let valueOffset = try r.uvarint()
         let valueLength = try r.uvarint()
         let seq = try r.uvarint()
-        guard segmentIndex < UInt64(segments.count) else { throw _DecodeError("location names segment index \(segmentIndex) of \(segments.count)", at: at) }
+        guard segmentIndex < UInt64(segments.count) else {
+            throw _DecodeError("location names segment index \(segmentIndex) of \(segments.count)", at: at)
+        }
         let segment = segments[Int(segmentIndex)]
         let limit = UInt64(UInt32.max)
         guard frameOffset >= UInt64(_SegmentHeader.size), frameOffset <= limit, frameLength <= UInt64(_Frame.maxPayload),
             frameOffset + UInt64(_Frame.headerSize) + frameLength <= segment.length
-        else { throw _DecodeError("frame \(frameOffset)+\(frameLength) lies outside segment \(segment.number)'s \(segment.length) bytes", at: at) }
+        else {
+            throw _DecodeError(
+                "frame \(frameOffset)+\(frameLength) lies outside segment \(segment.number)'s \(segment.length) bytes", at: at)
+        }
         guard valueOffset <= UInt64(_Frame.maxPayload), valueLength <= UInt64(_Frame.maxPayload),
             valueOffset + valueLength <= UInt64(_Frame.maxPayload)
         else { throw _DecodeError("value \(valueOffset)+\(valueLength) is implausible", at: at) }

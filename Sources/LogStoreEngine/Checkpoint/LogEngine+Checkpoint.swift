@@ -49,7 +49,9 @@ extension LogEngine {
             try capture.tail.file.sync()
         } catch {
             // Linux reports a failed fsync once: later syncs could "succeed" over lost data.
-            let p = LogStoreError(.storePoisoned, "fdatasync of the tail failed while writing a checkpoint; reopen the store.", path: capture.tail.path, underlying: error)
+            let p = LogStoreError(
+                .storePoisoned, "fdatasync of the tail failed while writing a checkpoint; reopen the store.", path: capture.tail.path,
+                underlying: error)
             state.withLock { if $0.poisoned == nil { $0.poisoned = p } }
             group.fail(p)
             throw p
@@ -121,7 +123,9 @@ extension LogEngine {
         }
         let covered = cp.segments.map(\.number)
         guard covered.count <= manifest.segments.count, Array(manifest.segments.prefix(covered.count)) == covered else {
-            return .rejected("checkpoint covers segments \(covered) but the manifest lists \(manifest.segments) (generation \(cp.generation) vs \(manifest.generation)): the log was compacted after it was written")
+            return .rejected(
+                "checkpoint covers segments \(covered) but the manifest lists \(manifest.segments) (generation \(cp.generation) vs \(manifest.generation)): the log was compacted after it was written"
+            )
         }
         var opened: [UInt32: _Segment] = [:]
         for (i, s) in cp.segments.enumerated() {

@@ -68,13 +68,16 @@ extension LogEngine {
             do {
                 let r = try self.runCompaction(includingTail: false)
                 if r.performed {
-                    self.logger?.info("background compaction", metadata: [
-                        "store": "\(self.directory)", "replaced": "\(r.replacedSegments)", "new": "\(r.newSegments)",
-                        "bytesBefore": "\(r.bytesBefore)", "bytesAfter": "\(r.bytesAfter)",
-                    ])
+                    self.logger?.info(
+                        "background compaction",
+                        metadata: [
+                            "store": "\(self.directory)", "replaced": "\(r.replacedSegments)", "new": "\(r.newSegments)",
+                            "bytesBefore": "\(r.bytesBefore)", "bytesAfter": "\(r.bytesAfter)",
+                        ])
                 }
             } catch {
-                self.logger?.warning("background compaction failed; the store is unchanged", metadata: ["store": "\(self.directory)", "error": "\(error)"])
+                self.logger?.warning(
+                    "background compaction failed; the store is unchanged", metadata: ["store": "\(self.directory)", "error": "\(error)"])
             }
         }
     }
@@ -88,7 +91,10 @@ extension LogEngine {
 
     func runCompaction(includingTail: Bool) throws -> CompactionReport {
         guard options.recovery == .strict else {
-            throw LogStoreError(.invalidArgument, "A store opened in salvage mode is read-only and cannot be compacted. Use `logstore-compact salvage` to copy its data into a new store.", path: directory)
+            throw LogStoreError(
+                .invalidArgument,
+                "A store opened in salvage mode is read-only and cannot be compacted. Use `logstore-compact salvage` to copy its data into a new store.",
+                path: directory)
         }
         guard background.begin() else { throw Self.closedError() }
         defer { background.end() }
@@ -148,7 +154,8 @@ extension LogEngine {
             for (key, loc) in d {
                 guard let i = position[loc.segment] else { continue }
                 records.append(_LiveRecord(type: t, key: key, location: loc))
-                liveRaw += UInt64(Self.recordSize(typeBytes: typeBytes, keyBytes: key.count, location: loc, compacted: oldSegments[i].compacted))
+                liveRaw += UInt64(
+                    Self.recordSize(typeBytes: typeBytes, keyBytes: key.count, location: loc, compacted: oldSegments[i].compacted))
             }
         }
         let info = state.withLock { $0.segmentInfo }
@@ -158,7 +165,8 @@ extension LogEngine {
             return skipped("the sealed segments are already compact")
         }
         records.sort { a, b in
-            let x = a.location, y = b.location
+            let x = a.location
+            let y = b.location
             if x.sequence != y.sequence { return x.sequence < y.sequence }
             if x.segment != y.segment { return (position[x.segment] ?? 0) < (position[y.segment] ?? 0) }
             if x.frameOffset != y.frameOffset { return x.frameOffset < y.frameOffset }
@@ -184,7 +192,9 @@ extension LogEngine {
                 let start = Int(loc.valueOffset)
                 let end = start + Int(loc.valueLength)
                 guard end <= raw.count else {
-                    throw LogStoreError(.corruption, "Record value lies outside its frame.", path: view.segments[loc.segment]?.path, offset: UInt64(loc.frameOffset))
+                    throw LogStoreError(
+                        .corruption, "Record value lies outside its frame.", path: view.segments[loc.segment]?.path,
+                        offset: UInt64(loc.frameOffset))
                 }
                 try raw[start..<end].withUnsafeBytes { value in
                     try out.add(index: i, type: types[rec.type], key: rec.key, sequence: loc.sequence, value: value)
@@ -214,7 +224,9 @@ extension LogEngine {
             try writeCheckpoint()
             report.checkpointWritten = true
         } catch {
-            logger?.warning("checkpoint after compaction failed; the next open replays the whole log", metadata: ["store": "\(directory)", "error": "\(error)"])
+            logger?.warning(
+                "checkpoint after compaction failed; the next open replays the whole log",
+                metadata: ["store": "\(directory)", "error": "\(error)"])
         }
         report.duration = clock.now - started
         return report
@@ -230,8 +242,10 @@ extension LogEngine {
 
     /// Points every record of `index` that is still at its copied location at its copy; records
     /// overwritten or deleted since keep their newer state.
-    static func repoint(_ index: inout _IndexState, records: [_LiveRecord], types: [String], byType: [[Int]],
-                        to locations: [RecordLocation]) {
+    static func repoint(
+        _ index: inout _IndexState, records: [_LiveRecord], types: [String], byType: [[Int]],
+        to locations: [RecordLocation]
+    ) {
         for (t, indices) in byType.enumerated() where !indices.isEmpty {
             guard var d = index.types.removeValue(forKey: types[t]) else { continue }
             for i in indices {
@@ -247,9 +261,11 @@ extension LogEngine {
     /// copied state re-pointed at the copies, plus the journal of what was appended since) and
     /// mark the replaced segments obsolete. Discards the output on any failure before the
     /// manifest rename. Returns the new generation and how long the writer lock was held.
-    func switchGeneration(prefix: [UInt32], oldSegments: [_Segment], output out: _CompactionOutput,
-                          remapped: _IndexState,
-                          records: [_LiveRecord], types: [String], byType: [[Int]]) throws -> (UInt64, Duration) {
+    func switchGeneration(
+        prefix: [UInt32], oldSegments: [_Segment], output out: _CompactionOutput,
+        remapped: _IndexState,
+        records: [_LiveRecord], types: [String], byType: [[Int]]
+    ) throws -> (UInt64, Duration) {
         do {
             try writer.acquire()
         } catch {
@@ -275,7 +291,9 @@ extension LogEngine {
             try tail.file.sync()
         } catch {
             out.discard()
-            let p = LogStoreError(.storePoisoned, "fdatasync of the tail failed before a compaction switch; reopen the store.", path: tail.path, underlying: error)
+            let p = LogStoreError(
+                .storePoisoned, "fdatasync of the tail failed before a compaction switch; reopen the store.", path: tail.path,
+                underlying: error)
             state.withLock { if $0.poisoned == nil { $0.poisoned = p } }
             group.fail(p)
             throw p
@@ -331,13 +349,17 @@ extension LogEngine {
         if let dirError {
             // The rename may not be durable: keep both generations' files (recovery removes the
             // unlisted ones) and refuse writes until the store is reopened.
-            let p = LogStoreError(.storePoisoned, "fsync of the store directory failed after a compaction switch; reopen the store.", path: directory, underlying: dirError)
+            let p = LogStoreError(
+                .storePoisoned, "fsync of the store directory failed after a compaction switch; reopen the store.", path: directory,
+                underlying: dirError)
             state.withLock { if $0.poisoned == nil { $0.poisoned = p } }
             group.fail(p)
             throw p
         }
         for seg in oldSegments { seg.markObsolete(removingThrough: fileSystem) }
-        logger?.debug("compaction switched generation", metadata: ["store": "\(directory)", "generation": "\(next.generation)", "segments": "\(next.segments)"])
+        logger?.debug(
+            "compaction switched generation",
+            metadata: ["store": "\(directory)", "generation": "\(next.generation)", "segments": "\(next.segments)"])
         return (next.generation, clock.now - locked)
     }
 }

@@ -111,18 +111,21 @@ extension LogEngine {
                 live = UInt64((Double(liveRaw[i]) * Double(payload) / Double(inf.rawBytes)).rounded())
                 live = min(live, payload)
             }
-            segments.append(StorageStats.Segment(
-                number: n, fileBytes: inf.length, rawBytes: inf.rawBytes, liveRecords: liveCount[i], liveBytes: live,
-                deadBytes: payload - live, isCompacted: compacted[i], isSealed: i < manifest.segments.count - 1))
+            segments.append(
+                StorageStats.Segment(
+                    number: n, fileBytes: inf.length, rawBytes: inf.rawBytes, liveRecords: liveCount[i], liveBytes: live,
+                    deadBytes: payload - live, isCompacted: compacted[i], isSealed: i < manifest.segments.count - 1))
         }
         let total = segments.reduce(0) { $0 + $1.fileBytes }
         let reclaimable = segments.filter(\.isSealed).reduce(0) { $0 + $1.deadBytes }
         var checkpoint: StorageStats.Checkpoint? = nil
         if let mark {
-            let matches = mark.segments.count <= manifest.segments.count && Array(manifest.segments.prefix(mark.segments.count)) == mark.segments
+            let matches =
+                mark.segments.count <= manifest.segments.count && Array(manifest.segments.prefix(mark.segments.count)) == mark.segments
             var after: UInt64? = nil
             if matches, let last = mark.segments.last, let lastIndex = position[last] {
-                var bytes = (info[last]?.length ?? mark.positionOffset) - min(mark.positionOffset, info[last]?.length ?? mark.positionOffset)
+                var bytes =
+                    (info[last]?.length ?? mark.positionOffset) - min(mark.positionOffset, info[last]?.length ?? mark.positionOffset)
                 for n in manifest.segments[(lastIndex + 1)...] { bytes += info[n]?.length ?? 0 }
                 after = bytes
             }
