@@ -12,7 +12,7 @@ final class EngineSmokeTests: XCTestCase {
     func testWriteCloseReopenRead() throws {
         let dir = tempDir()
         // No checkpoint on close, so the reopen below replays the log.
-        var options = LogStoreOptions()
+        var options = LogStoreOptions.replayOnly
         options.checkpointOnClose = false
         do {
             let e = try LogEngine.open(directory: dir, options: options)
