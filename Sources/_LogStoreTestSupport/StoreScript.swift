@@ -142,11 +142,12 @@ public enum StoreScript {
         }
     }
 
-    /// Parses a whole script: operations one after another until the bytes run out (at most 200).
-    public static func parse(_ bytes: [UInt8]) -> [StoreScriptOperation] {
+    /// Parses a whole script: operations one after another until the bytes run out (at most
+    /// `limit`).
+    public static func parse(_ bytes: [UInt8], limit: Int = 64) -> [StoreScriptOperation] {
         var r = Reader(bytes)
         var ops: [StoreScriptOperation] = []
-        while !r.isAtEnd && ops.count < 200 { ops.append(parseOne(&r)) }
+        while !r.isAtEnd && ops.count < limit { ops.append(parseOne(&r)) }
         return ops
     }
 
