@@ -280,6 +280,13 @@ public final class LogEngine: Sendable {
         }
         var next = manifest
         let number = manifest.nextSegment
+        // Only a damaged or foreign MANIFEST gets here (no store makes 4 billion segments).
+        guard number < UInt32.max, manifest.generation < UInt64.max else {
+            throw LogStoreError(
+                .corruption,
+                "MANIFEST's next segment number (\(number)) or generation (\(manifest.generation)) is at its limit, so no new segment can be added. Run `logstore-compact salvage` to copy the data into a new store.",
+                path: _joinPath(directory, LogStoreFormat.manifestFileName))
+        }
         next.generation += 1
         next.nextSegment = number + 1
         next.segments.append(number)
