@@ -187,5 +187,35 @@ final class FuzzFailCaseTests: XCTestCase {
         }
     }
 
+    /// fuzz-segment, FailCases/segment/commit-after-recovered-sequence-uint64-max: a checksum-valid
+    /// commit frame with sequence number UInt64.max recovered fine, and the next commit trapped
+    /// on `sequence + 1`. The commit now fails with `.corruption`; the store stays readable.
+    func testCommitAfterRecoveringSequenceUInt64MaxIsCorruptionNotATrap() throws {
+        try run("segment", "commit-after-recovered-sequence-uint64-max")
+        let fs = InMemoryFileSystem()
+        var options = LogStoreOptions()
+        options.durability = .none
+        options.compression = false
+        try LogEngine.open(directory: "/s", fileSystem: fs, options: options).close()
+        // A commit frame (sequence UInt64.max) holding put t/01 = [9]: op, type, key, value.
+        let payload: [UInt8] = [0x01, 0x01, 0x74, 0x01, 0x01, 0x01, 0x09]
+        var frame: [UInt8] = [0, 0, 0, 0]
+        frame += le(UInt32(payload.count), 4) + [0x02, 0x00, 0, 0] + le(UInt64.max, 8) + le(UInt32(payload.count), 4) + payload
+        let crc = frame.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[4...]))) }
+        frame.replaceSubrange(0..<4, with: le(crc, 4))
+        let f = try fs.open("/s/" + LogStoreFormat.segmentFileName(1), mode: .readWrite)
+        try f.write(frame, at: try f.size())
+        try f.close()
+
+        let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
+        defer { try? engine.close() }
+        XCTAssertEqual(engine.recoveryReport.lastSequence, UInt64.max)
+        XCTAssertEqual(try engine.snapshot().value(type: "t", key: RecordKey([1])), [9])
+        XCTAssertThrowsError(try engine.commit([.put(type: "t", key: RecordKey([2]), value: [2])])) { error in
+            XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "\(error)")
+        }
+        XCTAssertFalse(try engine.snapshot().contains(type: "t", key: RecordKey([2])))
+    }
+
     func le<T: FixedWidthInteger>(_ v: T, _ n: Int) -> [UInt8] { (0..<n).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
 }

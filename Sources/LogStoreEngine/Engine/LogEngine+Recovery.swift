@@ -148,7 +148,7 @@ extension LogEngine {
                 if isLast && options.recovery == .strict {
                     // A listed last segment with no file (a roll-over by an older build that wrote the
                     // manifest first, or a lost directory entry): recreate it empty.
-                    let seg = try createSegment(number, baseSequence: index.sequence + 1, directory: directory, fs: fs)
+                    let seg = try createSegment(number, baseSequence: index.sequence == .max ? .max : index.sequence + 1, directory: directory, fs: fs)
                     segments[number] = seg
                     tail = seg
                     tailOffset = UInt64(_SegmentHeader.size)
@@ -172,7 +172,7 @@ extension LogEngine {
             switch result {
             case .recreateHeader:
                 try file.truncate(to: 0)
-                try file.write(_SegmentHeader(segment: number, baseSequence: index.sequence + 1).encoded(), at: 0)
+                try file.write(_SegmentHeader(segment: number, baseSequence: index.sequence == .max ? .max : index.sequence + 1).encoded(), at: 0)
                 try file.sync()
                 report.truncatedTail = .init(path: path, offset: 0, bytes: UInt64(bytes.count), reason: "segment header torn while the segment was being created")
                 tailOffset = UInt64(_SegmentHeader.size)

@@ -215,6 +215,13 @@ public final class LogEngine: Sendable {
     /// Appends one transaction. Caller holds the writer lock.
     func appendLocked(_ ops: [RecordOperation]) throws -> UInt64 {
         var (head, tail, offset) = state.withLock { ($0.head, $0.tail, $0.tailOffset) }
+        // Only a damaged or foreign log gets here (a store makes one transaction at a time).
+        guard head.index.sequence < UInt64.max else {
+            throw LogStoreError(
+                .corruption,
+                "The log's last transaction has sequence number \(head.index.sequence), the largest there is, so no transaction can follow it. Run `logstore-compact salvage` to copy the data into a new store.",
+                path: tail.path)
+        }
         let seq = head.index.sequence + 1
         var encoded = _TransactionEncoder.encode(ops, sequence: seq, options: options)
         if offset > UInt64(_SegmentHeader.size), offset + UInt64(encoded.bytes.count) > UInt64(options.segmentSize) {
