@@ -191,7 +191,7 @@ extension LogEngine {
                 if isLast && options.recovery == .strict {
                     // A listed last segment with no file (a roll-over by an older build that wrote the
                     // manifest first, or a lost directory entry): recreate it empty.
-                    let seg = try createSegment(number, baseSequence: index.sequence + 1, directory: directory, fs: fs)
+                    let seg = try createSegment(number, baseSequence: index.sequence == .max ? .max : index.sequence + 1, directory: directory, fs: fs)
                     segments[number] = seg
                     info[number] = _SegmentInfo(length: UInt64(_SegmentHeader.size), rawBytes: 0)
                     tail = seg
@@ -238,7 +238,7 @@ extension LogEngine {
             let seg: _Segment
             switch result {
             case .recreateHeader:
-                let base = index.sequence + 1
+                let base = index.sequence == .max ? .max : index.sequence + 1
                 try file.truncate(to: 0)
                 try file.write(_SegmentHeader(segment: number, baseSequence: base).encoded(), at: 0)
                 try file.sync()
@@ -352,7 +352,7 @@ extension LogEngine {
         /// `resumeFrom`: in salvage mode, search for the next valid frame from here instead (to
         /// step over a valid frame that is itself the problem).
         func damage(_ at: Int, _ why: String, validFramesFrom: Int, resumeFrom: Int? = nil) throws -> Verdict {
-            let torn = pending.first?.header.sequence ?? index.sequence + 1
+            let torn = pending.first?.header.sequence ?? index.sequence &+ 1
             let next = nextValidFrame(buf, from: validFramesFrom, skippingTransaction: torn)
             if isLast && next == nil {
                 let dropped = UInt64(buf.count - validEnd)

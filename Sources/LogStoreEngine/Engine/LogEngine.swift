@@ -235,6 +235,13 @@ public final class LogEngine: Sendable {
     /// Appends one transaction. Caller holds the writer lock.
     func appendLocked(_ ops: [RecordOperation]) throws -> UInt64 {
         var (head, tail, offset) = state.withLock { ($0.head, $0.tail, $0.tailOffset) }
+        // Only a damaged or foreign log gets here (a store makes one transaction at a time).
+        guard head.index.sequence < UInt64.max else {
+            throw LogStoreError(
+                .corruption,
+                "The log's last transaction has sequence number \(head.index.sequence), the largest there is, so no transaction can follow it. Run `logstore-compact salvage` to copy the data into a new store.",
+                path: tail.path)
+        }
         let seq = head.index.sequence + 1
         var encoded = _TransactionEncoder.encode(ops, sequence: seq, options: options)
         // Locations address segments with 32-bit offsets; segments stay below 2 GiB because a
@@ -319,6 +326,14 @@ public final class LogEngine: Sendable {
             state.withLock { $0.poisoned = p }
             group.fail(p)
             throw p
+        }
+        // Only a damaged or foreign MANIFEST gets here (no store makes 4 billion segments).
+        let limits = state.withLock { ($0.manifest.nextSegment, $0.manifest.generation) }
+        guard limits.0 < UInt32.max, limits.1 < UInt64.max else {
+            throw LogStoreError(
+                .corruption,
+                "MANIFEST's next segment number (\(limits.0)) or generation (\(limits.1)) is at its limit, so no new segment can be added. Run `logstore-compact salvage` to copy the data into a new store.",
+                path: _joinPath(directory, LogStoreFormat.manifestFileName))
         }
         // Compaction reserves segment numbers without the writer lock: take the number and the
         // manifest in one step so neither side hands out a number twice.
