@@ -101,6 +101,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "LogStoreCompactTests",
+            dependencies: ["LogStoreCompactCommands", "LogStoreEngine", "logstore-compact"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "LogStoreTests",
             dependencies: [
                 "LogStore", "_LogStoreTestSupport",

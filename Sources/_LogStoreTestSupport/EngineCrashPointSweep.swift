@@ -13,6 +13,8 @@ public struct CrashPointSweepConfiguration: Sendable {
     public var directory = "/data/store"
     /// Engine options; the defaults of ``PowerLossConfiguration``.
     public var options: LogStoreOptions
+    /// Harsher power-loss faults for the images (default: the standard model).
+    public var powerLossModel = PowerLossModel()
 
     /// A sweep of `steps` with the default options.
     public init(seed: UInt64, steps: [CrashWorkloadStep]) {
@@ -138,7 +140,7 @@ public final class EngineCrashPointSweep {
         var images = [("process crash", fs.processCrashImage())]
         for j in 0..<configuration.powerLossImagesPerPoint {
             let seed = rng.next()
-            images.append(("power loss \(j) (seed \(seed))", fs.powerLossImage(seed: seed)))
+            images.append(("power loss \(j) (seed \(seed))", fs.powerLossImage(seed: seed, model: configuration.powerLossModel)))
         }
         for (name, image) in images {
             report.faults += image.faultsApplied
@@ -156,7 +158,7 @@ public final class EngineCrashPointSweep {
                 return "\(name): a transaction after recovery failed: \(error)"
             }
             let seed = rng.next()
-            let after = image.powerLossImage(seed: seed)
+            let after = image.powerLossImage(seed: seed, model: configuration.powerLossModel)
             report.faults += after.faultsApplied
             if let message = check(after, "\(name), then a commit and a power loss (seed \(seed))", &o) { return message }
         }

@@ -123,7 +123,7 @@ public struct PowerLossConfiguration: Sendable {
     /// How many crash cycles to run (each: open + check, a workload, a crash, a crash image).
     public var cycles: Int
     /// A fresh, empty store is started every this many cycles (bounds the log's size).
-    public var cyclesPerStore = 30
+    public var cyclesPerStore = 20
     /// The most workload steps between two crashes.
     public var maxStepsPerCycle = 8
     /// The share of crashes that are process crashes (`kill -9`) rather than power losses.
@@ -140,6 +140,8 @@ public struct PowerLossConfiguration: Sendable {
     public var options: LogStoreOptions
     /// The workload mix.
     public var workload = CrashWorkloadGenerator()
+    /// Harsher power-loss faults (default: none beyond the standard model).
+    public var powerLossModel = PowerLossModel()
 
     /// A configuration with the defaults above.
     public init(seed: UInt64, cycles: Int) {
@@ -348,7 +350,7 @@ public final class EnginePowerLossHarness {
             note("process-crash image")
         } else {
             let seed = rng.next()
-            fs = fs.powerLossImage(seed: seed)
+            fs = fs.powerLossImage(seed: seed, model: configuration.powerLossModel)
             report.powerLossImages += 1
             report.faults += fs.faultsApplied
             note("power-loss image (seed \(seed)): \(fs.faultsApplied)")

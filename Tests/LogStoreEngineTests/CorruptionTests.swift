@@ -12,6 +12,32 @@ final class CorruptionTests: XCTestCase {
     func testFlippedByteInMiddleOfLastSegmentIsCorruption() throws {
         try Scenarios.flippedByteInMiddleOfLastSegment(.posix(self))
     }
+
+    func testUndecodableCommittedFrameIsCorruption() throws { try Scenarios.undecodableCommittedFrameIsCorruption(.posix(self)) }
+    // flippedByteAnywhereInLastSegment (every byte) runs on the in-memory file system only, for speed.
+
+    /// Bytes that go bad while the store is open are reported by the read, with file and offset.
+    func testDamageAfterOpenIsReportedOnRead() throws {
+        let h = StoreHarness.posix(self)
+        var o = LogStoreOptions()
+        o.cacheSize = 0
+        o.compression = false
+        let dir = h.newStorePath("rot")
+        var history = History()
+        let e = try h.open(dir, options: o)
+        for n in 0..<4 { try writeRecording(e, workloadTransaction(n), into: &history) }
+        let target = history.entries[1]
+        try h.fs.flipByte(segmentPath(dir, 1), at: (target.start + target.end) / 2)
+        guard case .put(let type, let k, _) = target.ops[1] else { return XCTFail() }
+        let err = assertThrowsLogStoreError(.corruption) { try e.snapshot().value(type: type, key: k) }
+        XCTAssertEqual(err?.path, segmentPath(dir, 1))
+        XCTAssertEqual(err?.offset, target.start)
+        assertThrowsLogStoreError(.corruption, "scan") { try e.snapshot().forEach(ofType: type) { _, _ in true } }
+        // Other transactions still read fine.
+        guard case .put(let type3, let k3, let v3) = history.entries[3].ops[1] else { return XCTFail() }
+        XCTAssertEqual(try e.snapshot().value(type: type3, key: k3).map(Array.init), v3)
+        try e.close()
+    }
 }
 
 extension Scenarios {
@@ -78,7 +104,13 @@ extension Scenarios {
             let droppedFrom = c.reportedAt == 0 ? 0 : target.start
             XCTAssertEqual(d?.offset, droppedFrom, c.what)
             XCTAssertNil(s.recoveryReport.truncatedTail, c.what)
-            let expected = history.contents { $0.segment != victim || $0.end <= droppedFrom }
+            // A bad header loses the segment; a bad frame loses only its transaction (salvage
+            // resumes at the next valid frame).
+            let expected = history.contents { entry in
+                guard entry.segment == victim else { return true }
+                if c.reportedAt == 0 { return false }
+                return entry.end <= target.start || entry.start >= target.end
+            }
             assertSameContents(try dump(s), expected, c.what)
             try s.close()
             // Salvage only reads: the damage is still there for a strict open.
@@ -111,6 +143,88 @@ extension Scenarios {
                 // Nothing was cut.
                 XCTAssertEqual(try h.fs.fileSize(path), history.entries.last?.end, what)
                 try removeStore(h, copy)
+            }
+        }
+    }
+
+    /// A frame whose checksum is right but whose contents are not (a broken or foreign writer)
+    /// is corruption even at the very end of the log: it is not a torn write.
+    static func undecodableCommittedFrameIsCorruption(_ h: StoreHarness) throws {
+        let garbage: [(String, [UInt8], Bool)] = [
+            ("unknown record operation", [0x09, 0x01, 0x41], false),
+            ("record cut short", [0x01, 0x01, 0x41, 0x05, 0x01], false),
+            ("invalid UTF-8 type name", [0x03, 0x02, 0xC3, 0x28], false),
+            ("LZ4 flag on bytes that are not LZ4", [UInt8](repeating: 0xFF, count: 64), true),
+        ]
+        for (what, payload, lz4) in garbage {
+            for atEnd in [true, false] {
+                let (dir, history) = try smallStore(h)
+                guard let last = history.entries.last else { return XCTFail() }
+                var frame: [UInt8] = []
+                _Frame.append(into: &frame, raw: payload, kind: .commit, sequence: last.sequence + 1, compress: false, threshold: 0)
+                if lz4 {
+                    // Set the flag and a raw length, then fix the checksum.
+                    frame[9] = _Frame.flagLZ4
+                    frame[20] = 0x00
+                    frame[21] = 0x10
+                    let crc = CRC32C.mask(CRC32C.checksum(Array(frame[4...])))
+                    withUnsafeBytes(of: crc.littleEndian) { frame.replaceSubrange(0..<4, with: $0) }
+                }
+                try h.fs.appendBytes(segmentPath(dir, 1), frame)
+                if !atEnd {
+                    var next: [UInt8] = []
+                    var w = _ByteWriter()
+                    RecordOperation.put(type: "After", key: key("a"), value: [1]).encode(into: &w)
+                    _Frame.append(into: &next, raw: w.bytes, kind: .commit, sequence: last.sequence + 2, compress: false, threshold: 0)
+                    try h.fs.appendBytes(segmentPath(dir, 1), next)
+                }
+                let label = "\(what), \(atEnd ? "at the end" : "mid-log") on \(h.name)"
+                let e = assertThrowsLogStoreError(.corruption, label) { try h.open(dir) }
+                XCTAssertEqual(e?.path, segmentPath(dir, 1), label)
+                XCTAssertNotNil(e?.offset, label)
+                var salvage = LogStoreOptions()
+                salvage.recovery = .salvage
+                let s = try h.open(dir, options: salvage)
+                XCTAssertEqual(s.recoveryReport.dropped.first?.offset, last.end, label)
+                var expected = history.model
+                if !atEnd { apply([.put(type: "After", key: key("a"), value: [1])], to: &expected) }
+                assertSameContents(try dump(s), expected, label)
+                try s.close()
+            }
+        }
+    }
+
+    /// Every byte of a small last segment, flipped in turn: damage before the last transaction is
+    /// always reported as corruption, damage inside it is always a torn tail, salvage always
+    /// opens, and nothing traps.
+    static func flippedByteAnywhereInLastSegment(_ h: StoreHarness) throws {
+        var o = LogStoreOptions()
+        o.durability = .none
+        let (dir, history) = try smallStore(h, count: 3, options: o)
+        guard let last = history.entries.last else { return XCTFail() }
+        let original = try h.fs.readAll(segmentPath(dir, 1))
+        let copy = h.newStorePath("every")
+        try h.fs.copyStore(from: dir, to: copy)
+        let path = segmentPath(copy, 1)
+        var salvage = o
+        salvage.recovery = .salvage
+        for offset in original.indices {
+            var bytes = original
+            bytes[offset] ^= 0x55
+            let what = "byte \(offset) (last transaction at \(last.start)..<\(last.end)) on \(h.name)"
+            try h.fs.writeAll(path, bytes)
+            let s = try h.open(copy, options: salvage)
+            XCTAssertTrue(s.recoveryReport.dropped.count + (s.recoveryReport.truncatedTail == nil ? 0 : 1) == 1, what)
+            _ = try dump(s)
+            try s.close()
+            if UInt64(offset) < last.start {
+                let err = assertThrowsLogStoreError(.corruption, what) { try h.open(copy, options: o) }
+                XCTAssertEqual(err?.path, path, what)
+            } else {
+                let e = try h.open(copy, options: o)
+                assertSameContents(try dump(e), history.contents { $0.sequence != last.sequence }, what)
+                XCTAssertEqual(e.recoveryReport.truncatedTail?.offset, last.start, what)
+                try e.close()
             }
         }
     }

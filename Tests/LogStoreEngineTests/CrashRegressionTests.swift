@@ -112,3 +112,54 @@ extension CrashRegressionTests {
         try assertMarkerSurvivesPowerLoss(restarted, directory: "/s")
     }
 }
+
+extension CrashRegressionTests {
+    /// A store whose last transaction spans several frames; returns the file system, the segment
+    /// path and the offsets where the last two transactions start.
+    func storeEndingWithAMultiFrameTransaction() throws -> (FaultInjectingFileSystem, String, UInt64, UInt64) {
+        var options = LogStoreOptions()
+        options.maxFramePayload = 512
+        let fs = FaultInjectingFileSystem()
+        let e = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
+        let segment = "/s/" + LogStoreFormat.segmentFileName(1)
+        var rng = SplitMix64(seed: 3)
+        let size = { try fs.open(segment, mode: .readOnly).size() }
+        let a = try size()
+        try e.commit([.put(type: "A", key: RecordKey([1]), value: rng.bytes(400)), .put(type: "A", key: RecordKey([2]), value: rng.bytes(400))])
+        let b = try size()
+        try e.commit((3..<6).map { .put(type: "B", key: RecordKey([$0]), value: rng.bytes(400)) })
+        try e.close()
+        return (fs, segment, a, b)
+    }
+
+    func flipByte(_ fs: FaultInjectingFileSystem, _ path: String, at offset: UInt64) throws {
+        let f = try fs.open(path, mode: .readWrite)
+        let byte = try f.read(at: offset, count: 1)
+        try f.write([byte[0] ^ 0xFF], at: offset)
+        try f.sync()
+    }
+
+    /// A power loss during the fdatasync of a multi-frame transaction can write its later sectors
+    /// and not an earlier one. Recovery saw valid frames after the damage and refused to open
+    /// ("committed data follows"), though those frames belonged to the damaged, uncommitted
+    /// transaction itself (found with sector reordering in the power-loss harness).
+    func testDamageFollowedOnlyByFramesOfTheSameTransactionIsATornTail() throws {
+        let (fs, segment, _, b) = try storeEndingWithAMultiFrameTransaction()
+        try flipByte(fs, segment, at: b + 24 + 10)  // the payload of the last transaction's first frame
+        let e = try LogEngine.open(directory: "/s", fileSystem: fs)
+        XCTAssertEqual(e.recoveryReport.truncatedTail?.offset, b)
+        XCTAssertEqual(try e.snapshot().count(ofType: "A"), 2)
+        XCTAssertEqual(try e.snapshot().count(ofType: "B"), 0)
+        try e.close()
+    }
+
+    /// The other side of the same rule: damage followed by a committed later transaction is not a
+    /// torn write, and open still refuses it.
+    func testDamageFollowedByALaterCommittedTransactionIsCorruption() throws {
+        let (fs, segment, a, _) = try storeEndingWithAMultiFrameTransaction()
+        try flipByte(fs, segment, at: a + 24 + 10)
+        XCTAssertThrowsError(try LogEngine.open(directory: "/s", fileSystem: fs)) { error in
+            XCTAssertEqual((error as? LogStoreError)?.code, .corruption)
+        }
+    }
+}

@@ -8,6 +8,7 @@ final class DiskFullTests: XCTestCase {
     func testDiskFullDuringAppendCommitsNothing() throws { try Scenarios.diskFullDuringAppend(.posix(self)) }
     func testDiskFullDuringRollOverCommitsNothing() throws { try Scenarios.diskFullDuringRollOver(.posix(self)) }
     func testFailedDirectorySyncDuringRollOver() throws { try Scenarios.failedDirectorySyncDuringRollOver(.posix(self)) }
+    func testFailedSyncPoisonsTheStore() throws { try Scenarios.failedSyncPoisonsTheStore(.posix(self)) }
 }
 
 extension Scenarios {
@@ -63,11 +64,11 @@ extension Scenarios {
     /// append). Afterwards a small write that fits the old segment goes through, and reopening,
     /// also after a torn final append, gives exactly the committed data.
     static func diskFullDuringRollOver(_ h: StoreHarness) throws {
+        // Roll-over writes a segment header, then a MANIFEST (through a temporary file), then the
+        // transaction. These budgets stop the disk before, inside and after each of them.
         let manifestSize = _Manifest(generation: 2, nextSegment: 3, segments: [1, 2]).encoded().count
         let header = _SegmentHeader.size
-        var budgets = Set([0, 1, 10, header - 1, header, header + 1, manifestSize - 1, manifestSize, manifestSize + 1, header + manifestSize - 1,
-                           header + manifestSize, header + manifestSize + 1, header + manifestSize + 100])
-        budgets.formUnion([manifestSize + 10, header + 10])
+        let budgets: Set<Int> = [0, header / 2, header, header + manifestSize / 2, manifestSize, header + manifestSize, header + manifestSize + 100]
         for budget in budgets.sorted() {
             for tearLastAppend in [false, true] {
                 var o = LogStoreOptions()
@@ -81,7 +82,7 @@ extension Scenarios {
                 // Fill segment 1 to within 4-8 KiB of its size.
                 var n = 0
                 while try h.fs.fileSize(segmentPath(dir, 1)) < UInt64(o.segmentSize - 8 << 10) {
-                    let ops: [RecordOperation] = [.put(type: "Fill", key: key("f\(n)"), value: [UInt8](repeating: UInt8(n & 0xFF), count: 2000))]
+                    let ops: [RecordOperation] = [.put(type: "Fill", key: key("f\(n)"), value: [UInt8](repeating: UInt8(n & 0xFF), count: 4000))]
                     try write(e, ops)
                     apply(ops, to: &model)
                     n += 1
@@ -146,7 +147,7 @@ extension Scenarios {
             var model = Contents()
             var n = 0
             while try h.fs.fileSize(segmentPath(dir, 1)) < UInt64(o.segmentSize - 8 << 10) {
-                let ops: [RecordOperation] = [.put(type: "Fill", key: key("f\(n)"), value: [UInt8](repeating: 1, count: 2000))]
+                let ops: [RecordOperation] = [.put(type: "Fill", key: key("f\(n)"), value: [UInt8](repeating: 1, count: 4000))]
                 try write(e, ops)
                 apply(ops, to: &model)
                 n += 1
@@ -173,5 +174,32 @@ extension Scenarios {
             assertSameContents(try dump(e3), model, "dir sync \(failing)")
             try e3.close()
         }
+    }
+
+    /// A failed fdatasync: the commit is not acknowledged nor published, every later write is
+    /// refused with `.storePoisoned`, and reopening works.
+    static func failedSyncPoisonsTheStore(_ h: StoreHarness) throws {
+        let fs = FailingSyncFileSystem(h.fs)
+        let dir = h.newStorePath("eio")
+        let e = try LogEngine.open(directory: dir, fileSystem: fs)
+        var model = Contents()
+        try write(e, workloadTransaction(0))
+        apply(workloadTransaction(0), to: &model)
+        fs.failing.withLock { $0 = true }
+        let err = assertThrowsLogStoreError(.storePoisoned) { try write(e, workloadTransaction(1)) }
+        XCTAssertNotNil(err?.underlyingError)
+        assertSameContents(try dump(e), model, "an unsynced commit must not be published")
+        fs.failing.withLock { $0 = false }
+        assertThrowsLogStoreError(.storePoisoned, "writes after a failed sync") { try write(e, workloadTransaction(2)) }
+        assertThrowsLogStoreError(.storePoisoned, "flush after a failed sync") { try e.flush() }
+        try? e.close()
+        // The unacknowledged commit reached the file system, so either state is acceptable.
+        let e2 = try h.open(dir)
+        var withFailed = model
+        apply(workloadTransaction(1), to: &withFailed)
+        let after = try dump(e2)
+        XCTAssertTrue(after == model || after == withFailed, "reopened state is neither before nor after the failed commit")
+        try write(e2, workloadTransaction(3))
+        try e2.close()
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XCTest
 @testable import LogStoreEngine
 
@@ -34,6 +35,41 @@ final class DurabilityTests: XCTestCase {
         let after = try reopenAfterPowerLoss(fs)
         assertSameContents(try dump(after), models.last ?? [:])
         try after.close()
+        try e.close()
+    }
+
+    /// `write(_:onDurable:)`: returns before the sync; every callback fires once, without an
+    /// error, and by then the commit survives power loss.
+    func testOnDurableCallbacksFireOnceCommitsAreDurable() throws {
+        let fs = PowerLossFileSystem()
+        let dir = self.dir
+        let e = try LogEngine.open(directory: dir, fileSystem: fs)
+        let group = DispatchGroup()
+        let results = Mutex<[Int: Int]>([:])
+        let failures = Mutex<[String]>([])
+        var model = Contents()
+        for i in 0..<40 {
+            group.enter()
+            let ops: [RecordOperation] = [.put(type: "Async", key: key("a\(i)"), value: sampleValue(i))]
+            apply(ops, to: &model)
+            try e.write({ t in try t.put(type: "Async", key: key("a\(i)"), value: sampleValue(i)) }, onDurable: { error in
+                if let error { failures.withLock { $0.append("\(i): \(error)") } }
+                // Durable now: a power loss at this point keeps it.
+                let survived = (try? fs.crash(directories: ["/stores", dir]))
+                    .flatMap { try? LogEngine.open(directory: dir, fileSystem: $0) }
+                    .map { eng -> Bool in
+                        defer { try? eng.close() }
+                        return (try? eng.snapshot().contains(type: "Async", key: key("a\(i)"))) == true
+                    }
+                if survived != true { failures.withLock { $0.append("\(i) not durable when its callback ran") } }
+                results.withLock { $0[i, default: 0] += 1 }
+                group.leave()
+            })
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 60), .success)
+        XCTAssertEqual(failures.withLock { $0 }, [])
+        XCTAssertEqual(results.withLock { $0 }, Dictionary(uniqueKeysWithValues: (0..<40).map { ($0, 1) }))
+        assertSameContents(try dump(e), model)
         try e.close()
     }
 

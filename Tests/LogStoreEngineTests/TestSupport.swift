@@ -431,3 +431,31 @@ final class FailingDirectorySyncFileSystem: WrappingFileSystem, @unchecked Senda
         try inner.syncDirectory(atPath: path)
     }
 }
+
+/// File syncs fail once `failing` is set.
+final class FailingSyncFileSystem: WrappingFileSystem, @unchecked Sendable {
+    // @unchecked Sendable: `failing` is a Mutex.
+    let failing = Mutex(false)
+    override func open(_ path: String, mode: FileOpenMode) throws -> any FileSystemFile {
+        FailingSyncFile(try inner.open(path, mode: mode), owner: self)
+    }
+}
+
+final class FailingSyncFile: FileSystemFile {
+    let inner: any FileSystemFile
+    let owner: FailingSyncFileSystem
+    init(_ inner: any FileSystemFile, owner: FailingSyncFileSystem) {
+        self.inner = inner
+        self.owner = owner
+    }
+    var path: String { inner.path }
+    func read(at offset: UInt64, count: Int) throws -> [UInt8] { try inner.read(at: offset, count: count) }
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws { try inner.write(bytes, at: offset) }
+    func size() throws -> UInt64 { try inner.size() }
+    func truncate(to size: UInt64) throws { try inner.truncate(to: size) }
+    func sync() throws {
+        if owner.failing.withLock({ $0 }) { throw LogStoreError(.io, "Simulated fdatasync failure (EIO).", path: path) }
+        try inner.sync()
+    }
+    func close() throws { try inner.close() }
+}

@@ -104,9 +104,14 @@ extension LogEngine {
             return _Recovered(index: index, segments: [1: segment], manifest: manifest, tail: segment,
                               tailOffset: UInt64(_SegmentHeader.size), report: report)
         } else if options.recovery == .salvage {
-            // Rebuild a manifest from the segment files present.
-            manifest = _Manifest(generation: 1, nextSegment: (onDisk.last ?? 0) + 1, segments: onDisk)
+            // Rebuild a manifest from the segment files present. A file numbered UInt32.max
+            // (never written by LogStore) leaves no number for a next segment: skip it.
+            let usable = onDisk.filter { $0 < UInt32.max }
+            manifest = _Manifest(generation: 1, nextSegment: (usable.last ?? 0) + 1, segments: usable)
             report.dropped.append(.init(path: manifestPath, offset: 0, bytes: 0, reason: "MANIFEST missing; segments taken in file-number order"))
+            if usable.count < onDisk.count {
+                report.dropped.append(.init(path: _joinPath(directory, LogStoreFormat.segmentFileName(UInt32.max)), offset: 0, bytes: 0, reason: "segment number out of range"))
+            }
         } else {
             throw LogStoreError(
                 .corruption,
@@ -141,7 +146,8 @@ extension LogEngine {
             let path = _joinPath(directory, LogStoreFormat.segmentFileName(number))
             guard fs.itemKind(atPath: path) == .file else {
                 if isLast && options.recovery == .strict {
-                    // Roll-over wrote the manifest but crashed before creating the file.
+                    // A listed last segment with no file (a roll-over by an older build that wrote the
+                    // manifest first, or a lost directory entry): recreate it empty.
                     let seg = try createSegment(number, baseSequence: index.sequence + 1, directory: directory, fs: fs)
                     segments[number] = seg
                     tail = seg
@@ -157,7 +163,11 @@ extension LogEngine {
             }
             let file = try fs.open(path, mode: isLast && options.recovery == .strict ? .readWrite : .readOnly)
             let seg = _Segment(number: number, file: file)
-            let bytes = try file.read(at: 0, count: Int(try file.size()))
+            let size = try file.size()
+            guard size <= UInt64(UInt32.max) else {
+                throw LogStoreError(.corruption, "Segment is \(size) bytes; LogStore never writes segments of 4 GiB or more, so this file is not one of its segments.", path: path, offset: UInt64(UInt32.max))
+            }
+            let bytes = try file.read(at: 0, count: Int(size))
             report.segmentsScanned += 1
             report.bytesReplayed += UInt64(bytes.count)
             let result = try bytes.withUnsafeBytes { buf in
@@ -236,17 +246,32 @@ extension LogEngine {
         var validEnd = offset
         var pending: [(header: _Frame.Header, frameOffset: Int, payloadOffset: Int)] = []
 
-        /// `validFramesFrom`: a valid frame starting there or later proves the damage is not a
-        /// torn tail.
-        func damage(_ at: Int, _ why: String, validFramesFrom: Int) throws -> _ScanResult? {
-            if isLast && !validFrameFollows(buf, from: validFramesFrom) {
+        enum Verdict {
+            case stop(_ScanResult)
+            case resume(at: Int)
+        }
+        /// Decides what damage at `at` means. `validFramesFrom`: a valid frame of another
+        /// transaction starting there or later proves the damage is not a torn tail; in salvage mode
+        /// scanning resumes at it. Valid frames of the damaged transaction itself are skipped: a
+        /// power loss during its `fdatasync` can write its later sectors and not an earlier one, and
+        /// with one of its frames damaged the transaction is not committed.
+        /// `resumeFrom`: in salvage mode, search for the next valid frame from here instead (to
+        /// step over a valid frame that is itself the problem).
+        func damage(_ at: Int, _ why: String, validFramesFrom: Int, resumeFrom: Int? = nil) throws -> Verdict {
+            let torn = pending.first?.header.sequence ?? index.sequence + 1
+            let next = nextValidFrame(buf, from: validFramesFrom, skippingTransaction: torn)
+            if isLast && next == nil {
                 let dropped = UInt64(buf.count - validEnd)
                 report.truncatedTail = .init(path: path, offset: UInt64(validEnd), bytes: dropped, reason: why)
-                return .end(UInt64(validEnd))
+                return .stop(.end(UInt64(validEnd)))
             }
             if options.recovery == .salvage {
-                report.dropped.append(.init(path: path, offset: UInt64(validEnd), bytes: UInt64(buf.count - validEnd), reason: why))
-                return .end(UInt64(buf.count))
+                // Keep every valid transaction: skip to the next valid frame and go on.
+                let resume = (resumeFrom.map { nextValidFrame(buf, from: $0, skippingTransaction: torn) } ?? next) ?? buf.count
+                report.dropped.append(.init(path: path, offset: UInt64(validEnd), bytes: UInt64(max(0, resume - validEnd)), reason: why))
+                pending.removeAll()
+                validEnd = resume
+                return resume >= buf.count ? .stop(.end(UInt64(buf.count))) : .resume(at: resume)
             }
             throw LogStoreError(
                 .corruption,
@@ -254,18 +279,32 @@ extension LogEngine {
                 path: path, offset: UInt64(at))
         }
 
-        while offset < buf.count {
+        scan: while offset < buf.count {
             switch _Frame.parse(buf, at: offset) {
             case .truncated(let why):
-                if let r = try damage(offset, "truncated frame: \(why)", validFramesFrom: offset + 1) { return r }
+                switch try damage(offset, "truncated frame: \(why)", validFramesFrom: offset + 1) {
+                case .stop(let r): return r
+                case .resume(let at): offset = at; continue scan
+                }
             case .invalid(let why):
-                if let r = try damage(offset, "invalid frame: \(why)", validFramesFrom: offset + 1) { return r }
+                switch try damage(offset, "invalid frame: \(why)", validFramesFrom: offset + 1) {
+                case .stop(let r): return r
+                case .resume(let at): offset = at; continue scan
+                }
             case .frame(let header, let payloadOffset):
                 if let first = pending.first, first.header.sequence != header.sequence {
-                    if let r = try damage(offset, "frame of transaction \(header.sequence) inside transaction \(first.header.sequence), which has no commit frame", validFramesFrom: offset) { return r }
+                    // The unfinished transaction is dropped; this frame is examined again.
+                    switch try damage(offset, "frame of transaction \(header.sequence) inside transaction \(first.header.sequence), which has no commit frame", validFramesFrom: offset) {
+                    case .stop(let r): return r
+                    case .resume(let at): offset = at; continue scan
+                    }
                 }
                 if header.sequence <= index.sequence {
-                    if let r = try damage(offset, "sequence number \(header.sequence) does not follow \(index.sequence)", validFramesFrom: offset) { return r }
+                    switch try damage(offset, "sequence number \(header.sequence) does not follow \(index.sequence)", validFramesFrom: offset,
+                                      resumeFrom: payloadOffset + header.storedLength) {
+                    case .stop(let r): return r
+                    case .resume(let at): offset = at; continue scan
+                    }
                 }
                 pending.append((header, offset, payloadOffset))
                 offset = payloadOffset + header.storedLength
@@ -295,28 +334,35 @@ extension LogEngine {
             }
         }
         if !pending.isEmpty {
-            if let r = try damage(pending[0].frameOffset, "transaction \(pending[0].header.sequence) has no commit frame", validFramesFrom: buf.count) { return r }
+            if case .stop(let r) = try damage(pending[0].frameOffset, "transaction \(pending[0].header.sequence) has no commit frame", validFramesFrom: buf.count) { return r }
         }
         return .end(UInt64(validEnd))
     }
 
-    /// A bad frame in the last segment is a torn write only if no valid frame follows it: an
-    /// interrupted append leaves a prefix of one transaction's frames (perhaps followed by zeros),
-    /// so every frame before the damage is valid and nothing after it is. Every offset from
-    /// `start` on is tried, not only the one the damaged frame's length field points at, because
-    /// the damage may be in that length field. Cheap header checks come before the CRC, so the
-    /// scan is linear in the bytes after the damage.
-    static func validFrameFollows(_ buf: UnsafeRawBufferPointer, from start: Int) -> Bool {
+    /// A bad frame in the last segment is a torn write only if no valid frame of another
+    /// transaction follows it: an interrupted append leaves a prefix of one transaction's frames
+    /// (perhaps followed by zeros or garbage). Every offset from `start` on is tried, not only the
+    /// one the damaged frame's length field points at, because the damage may be in that length
+    /// field. Cheap header checks come before the CRC, so the scan is linear in the bytes after the
+    /// damage.
+    static func validFrameFollows(_ buf: UnsafeRawBufferPointer, from start: Int, skippingTransaction skip: UInt64? = nil) -> Bool {
+        nextValidFrame(buf, from: start, skippingTransaction: skip) != nil
+    }
+
+    /// The offset of the first valid frame at or after `start` whose sequence is not `skip`, or nil.
+    static func nextValidFrame(_ buf: UnsafeRawBufferPointer, from start: Int, skippingTransaction skip: UInt64? = nil) -> Int? {
         var p = max(start, 0)
         while buf.count - p >= _Frame.headerSize {
             if _Frame.Kind(rawValue: buf[p + 8]) != nil, buf[p + 9] & ~_Frame.flagLZ4 == 0, buf[p + 10] == 0, buf[p + 11] == 0,
-                case .frame = _Frame.parse(buf, at: p)
+                case .frame(let header, let payloadOffset) = _Frame.parse(buf, at: p)
             {
-                return true
+                if header.sequence != skip { return p }
+                p = payloadOffset + header.storedLength
+                continue
             }
             p += 1
         }
-        return false
+        return nil
     }
 
     /// Applies a committed transaction's frames to the index.

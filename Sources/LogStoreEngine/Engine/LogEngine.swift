@@ -217,6 +217,11 @@ public final class LogEngine: Sendable {
         var (head, tail, offset) = state.withLock { ($0.head, $0.tail, $0.tailOffset) }
         let seq = head.index.sequence + 1
         var encoded = _TransactionEncoder.encode(ops, sequence: seq, options: options)
+        // Locations address segments with 32-bit offsets; segments stay below 2 GiB because a
+        // transaction is at most 1 GiB and a segment rolls over at most at 1 GiB.
+        guard encoded.bytes.count <= _Frame.maxPayload else {
+            throw LogStoreError(.itemTooLarge, "The transaction encodes to \(encoded.bytes.count) bytes; one transaction may hold at most 1 GiB. Split it into several writes (or merge a very large child store in parts).")
+        }
         if offset > UInt64(_SegmentHeader.size), offset + UInt64(encoded.bytes.count) > UInt64(options.segmentSize) {
             try rollOverLocked(nextSequence: seq)
             (head, tail, offset) = state.withLock { ($0.head, $0.tail, $0.tailOffset) }

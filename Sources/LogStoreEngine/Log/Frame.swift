@@ -20,6 +20,8 @@ enum _Frame {
     static let flagLZ4: UInt8 = 0x01
     /// Largest stored or raw payload accepted by the decoder (a sanity bound for corrupt lengths).
     static let maxPayload = 1 << 30
+    /// The most an LZ4 block can expand: 255 output bytes per input byte.
+    static let maxLZ4Expansion = 255
 
     struct Header {
         var storedLength: Int
@@ -92,6 +94,11 @@ enum _Frame {
         guard flags & ~flagLZ4 == 0, reserved == 0 else { return .invalid("unknown flags 0x\(String(flags, radix: 16))") }
         let compressed = flags & flagLZ4 != 0
         if !compressed && rawLength != storedLength { return .invalid("raw length \(rawLength) != stored length \(storedLength) in an uncompressed frame") }
+        // An LZ4 block expands at most 255-fold; refusing larger claims here keeps a damaged or
+        // hostile header from making the decoder allocate up to `maxPayload` bytes for nothing.
+        if compressed && rawLength > storedLength * maxLZ4Expansion {
+            return .invalid("raw length \(rawLength) is more than LZ4 can expand \(storedLength) stored bytes to")
+        }
         return .frame(
             Header(storedLength: storedLength, kind: kind, compressed: compressed, sequence: seq, rawLength: rawLength),
             payloadOffset: payloadOffset)

@@ -52,6 +52,8 @@ struct _Manifest: Equatable, Sendable {
                 guard version <= LogStoreFormat.version else {
                     throw LogStoreError(.unsupportedFormatVersion, "The store was written by a newer LogStore (format version \(version); this build reads up to \(LogStoreFormat.version)). Upgrade LogStore to open it.", path: path, offset: 8)
                 }
+                // No LogStore writes version 0 (segment headers refuse it too).
+                guard version >= 1 else { throw _DecodeError("format version 0", at: 8) }
                 _ = try r.u16()
                 let generation = try r.u64()
                 let next = try r.u32()

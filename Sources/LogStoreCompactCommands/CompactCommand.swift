@@ -1,0 +1,166 @@
+public import ArgumentParser
+import LogStoreEngine
+
+/// `logstore-compact [compact] <store>`: offline compaction of a closed store. Prints the sizes
+/// before and after and the gain. `--dry-run` only scans and estimates; `--into <dir>` writes a
+/// compacted copy and leaves the store as it is; without either, the engine compacts the store
+/// (new segments, then an atomic manifest switch; never an overwrite in place).
+public struct CompactCommand: ParsableCommand {
+    /// Name and help.
+    public static let configuration = CommandConfiguration(
+        commandName: "compact",
+        abstract: "Reclaim the space of overwritten and deleted records (the default command).",
+        discussion: """
+            The store must be closed: compact takes its lock and exits 3 if an app has it open.
+              logstore-compact <store> --dry-run      estimate, write nothing
+              logstore-compact <store> --into <dir>   write a compacted copy to a new directory
+              logstore-compact <store>                compact the store itself (engine compaction; \
+            this build does not have it yet and exits 6 without touching the store)
+
+            \(exitCodesHelp)
+            """)
+
+    /// The store directory.
+    @Argument(help: "The store directory.")
+    public var store: String
+
+    /// Estimate only.
+    @Flag(name: .long, help: "Print what compaction would reclaim without writing anything.")
+    public var dryRun = false
+
+    /// Copy target.
+    @Option(name: .long, help: "Write the compacted store into this new or empty directory instead of compacting in place.")
+    public var into: String?
+
+    /// Segment size of the copy.
+    @Option(name: .long, help: "With --into: segment size of the new store (bytes; K, M, G suffixes). Default 64M.", transform: SalvageCommand.parseSize)
+    public var segmentSize: Int?
+
+    /// `--json`, `--progress`.
+    @OptionGroup public var common: CommonOptions
+
+    /// Creates the command (ArgumentParser calls this).
+    public init() {}
+
+    /// Rejects `--dry-run` with `--into` and `--segment-size` without `--into`.
+    public func validate() throws {
+        if dryRun && into != nil { throw ValidationError("--dry-run and --into cannot be combined: a dry run writes nothing.") }
+        if segmentSize != nil && into == nil { throw ValidationError("--segment-size applies only to --into.") }
+    }
+
+    /// Compacts (or estimates) and prints sizes. Runs on the calling thread. Throws a failure
+    /// carrying the exit status (not a store, locked, damaged, unavailable, I/O).
+    public func run() throws {
+        let dir = StoreAccess.resolve(store)
+        try StoreAccess.requireStore(dir)
+        let progress = ProgressLine(common.progress)
+        defer { progress.finish() }
+        if dryRun {
+            try runDryRun(dir, progress)
+        } else if let into {
+            try runCopy(dir, into: StoreAccess.resolve(into), progress)
+        } else {
+            try runInPlace(dir, progress)
+        }
+    }
+
+    struct Sizes {
+        var bytes: UInt64
+        var segments: Int
+    }
+
+    func runDryRun(_ dir: String, _ progress: ProgressLine) throws {
+        let scan = try StoreAccess.withLock(dir) {
+            try StoreScanner(directory: dir, fileSystem: StoreAccess.fs, decodeValues: false).scan { p in
+                progress.update("scanning", done: p.bytesDone, total: p.bytesTotal)
+            }
+        }
+        progress.finish()
+        try StatsCommand.exitForIssues(scan, command: "compact")
+        let compacted = scan.estimatedCompactedSegmentBytes()
+        let segmentSize = UInt64(LogStoreOptions().segmentSize)
+        let before = Sizes(bytes: scan.totalBytes, segments: scan.files.filter { $0.role == .segment }.count)
+        let after = Sizes(bytes: scan.totalBytes - scan.segmentBytes - scan.strayBytes + compacted,
+                          segments: Int(max(1, (compacted + segmentSize - 1) / segmentSize)))
+        output(dir, mode: "dryRun", into: nil, before: before, after: after, estimated: true, extra: [
+            ("liveRecords", .integer(scan.liveRecords)),
+            ("liveBytes", .uint(scan.liveBytes)),
+            ("deadBytes", .uint(scan.deadBytes)),
+        ], notes: ["\(Format.count(scan.liveRecords)) live records, \(Format.bytes(scan.deadBytes)) dead", "dry run: nothing was written"])
+    }
+
+    func runCopy(_ dir: String, into target: String, _ progress: ProgressLine) throws {
+        try StoreAccess.requireEmptyTarget(target, source: dir)
+        let measured = StoreAccess.measure(dir)
+        // Read-only open (nothing cut or removed), but refuse what a strict open would refuse:
+        // a compacted copy must hold everything, or it is a salvage.
+        let engine = try StoreAccess.openEngine(dir, options: StoreAccess.readOnlyOptions)
+        defer { try? engine.close() }
+        if let first = engine.recoveryReport.dropped.first {
+            throw ToolFailure(.damage, "The store is damaged (\(first)); compact does not write a partial copy. `logstore-compact verify` lists the damage; `salvage --into <dir>` copies every valid transaction.", path: first.path)
+        }
+        let snapshot = try engine.snapshot()
+        let copy = try StoreAccess.openEngine(target, options: StoreCopier.targetOptions(segmentSize: segmentSize))
+        let result: StoreCopier.Result
+        do {
+            result = try StoreCopier(segmentSize: segmentSize ?? LogStoreOptions().segmentSize).copy(snapshot, into: copy, progress: progress)
+            try copy.close()
+        } catch {
+            try? copy.close()
+            throw error
+        }
+        progress.finish()
+        let after = StoreAccess.measure(target)
+        output(dir, mode: "copy", into: target, before: Sizes(bytes: measured.bytes, segments: measured.segments),
+               after: Sizes(bytes: after.bytes, segments: after.segments), estimated: false,
+               extra: [("liveRecords", .integer(result.records))],
+               notes: ["\(Format.count(result.records)) live records copied to \(target); the store itself is unchanged"])
+    }
+
+    func runInPlace(_ dir: String, _ progress: ProgressLine) throws {
+        let backend = CompactionBackends.current
+        guard backend.isAvailable else { throw ToolFailure.compactionUnavailable }
+        let engine = try StoreAccess.openEngine(dir, options: LogStoreOptions())
+        let measured = StoreAccess.measure(dir)
+        progress.phase("compacting")
+        let outcome: CompactionOutcome
+        do {
+            outcome = try backend.compact(engine)
+            try engine.close()
+        } catch {
+            try? engine.close()
+            throw error
+        }
+        progress.finish()
+        let after = StoreAccess.measure(dir)
+        output(dir, mode: "inPlace", into: nil, before: Sizes(bytes: measured.bytes, segments: measured.segments),
+               after: Sizes(bytes: after.bytes, segments: after.segments), estimated: false,
+               extra: [("engine", .object(outcome.details.map { ($0.0, .string($0.1)) }))],
+               notes: outcome.details.map { "\($0.0): \($0.1)" })
+    }
+
+    func output(_ dir: String, mode: String, into: String?, before: Sizes, after: Sizes, estimated: Bool,
+                extra: [(String, JSON)], notes: [String]) {
+        let gain = Int64(clamping: before.bytes) - Int64(clamping: after.bytes)
+        if common.json {
+            Console.out(JSON.object([
+                ("command", .string("compact")),
+                ("store", .string(dir)),
+                ("mode", .string(mode)),
+                ("into", into.map { .string($0) } ?? .null),
+                ("before", .object([("bytes", .uint(before.bytes)), ("segments", .integer(before.segments))])),
+                ("after", .object([("bytes", .uint(after.bytes)), ("segments", .integer(after.segments)), ("estimated", .bool(estimated))])),
+                ("gainBytes", .int(gain)),
+                ("gainRatio", .double(before.bytes == 0 ? 0 : (Double(gain) / Double(before.bytes) * 1000).rounded() / 1000)),
+            ] + extra).rendered)
+            return
+        }
+        let approx = estimated ? "~" : ""
+        Console.out("compact \(dir)" + (into.map { " -> \($0)" } ?? ""))
+        Console.out("  before  " + Format.padLeft(Format.bytes(before.bytes), 11) + " in \(before.segments) segment\(before.segments == 1 ? "" : "s")")
+        Console.out("  after  " + Format.padLeft(approx + Format.bytes(after.bytes), 12) + " in \(after.segments) segment\(after.segments == 1 ? "" : "s")" + (estimated ? " (estimate)" : ""))
+        let ratio = before.bytes == 0 ? "0.0%" : Format.fixed(Double(gain) * 100 / Double(before.bytes), 1) + "%"
+        Console.out("  gain   " + Format.padLeft(approx + Format.signedBytes(gain), 12) + " (\(ratio))")
+        for n in notes { Console.out("  " + n) }
+    }
+}

@@ -1,0 +1,73 @@
+import ArgumentParser
+import LogStoreEngine
+
+/// The exit statuses of `logstore-compact` (Docs/CLI.md, "Exit codes"). Stable: scripts test them.
+public enum ToolExitCode: Int32, Sendable, CaseIterable {
+    /// The command did what was asked and found nothing wrong.
+    case ok = 0
+    /// The store is damaged: `verify` found damage, `salvage` had to drop data, or another command
+    /// met corruption (its output so far is still printed).
+    case damage = 1
+    /// The command line or a target is wrong (unknown option, non-empty `--into` directory...).
+    case usage = 2
+    /// Another process (or another store object) has the store open: its lock is held.
+    case locked = 3
+    /// The path is missing, is not a LogStore store, or was written by a newer format version.
+    case notAStore = 4
+    /// A system call failed: I/O error, disk full, permission denied.
+    case io = 5
+    /// The operation is not available in this build (in-place compaction until the engine has it).
+    case unavailable = 6
+
+    /// A stable lowercase name, used as `error.code` in `--json` output.
+    public var name: String {
+        switch self {
+        case .ok: "ok"
+        case .damage: "damage"
+        case .usage: "usage"
+        case .locked: "locked"
+        case .notAStore: "notAStore"
+        case .io: "io"
+        case .unavailable: "unavailable"
+        }
+    }
+
+    /// The exit status for a `LogStoreError`.
+    static func forError(_ e: LogStoreError) -> ToolExitCode {
+        switch e.code {
+        case .locked: .locked
+        case .notAStore, .unsupportedFormatVersion: .notAStore
+        case .corruption: .damage
+        case .invalidArgument, .itemTooLarge, .keyTooLarge: .usage
+        case .io, .diskFull, .permissionDenied, .storePoisoned: .io
+        default: .io
+        }
+    }
+}
+
+/// A failure the tool reports itself: an exit status and a message that says what to do.
+struct ToolFailure: Error, CustomStringConvertible {
+    var code: ToolExitCode
+    var message: String
+    var path: String?
+
+    init(_ code: ToolExitCode, _ message: String, path: String? = nil) {
+        self.code = code
+        self.message = message
+        self.path = path
+    }
+
+    var description: String { message }
+}
+
+/// The text of `--help`'s exit code section (also in Docs/CLI.md).
+let exitCodesHelp = """
+    EXIT CODES
+      0  ok: done, nothing wrong found
+      1  damage: verify found damage, salvage dropped data, store damaged
+      2  usage: bad arguments or target (e.g. a non-empty --into directory)
+      3  locked: the store is open elsewhere (its LOCK is held)
+      4  not a store: missing, not a LogStore store, or a newer format
+      5  I/O error: a system call failed (disk full, permission denied)
+      6  unavailable: not in this build (in-place compaction, pending)
+    """

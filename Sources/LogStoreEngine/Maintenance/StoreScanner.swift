@@ -1,0 +1,455 @@
+/// Reads a store directory's files directly, without opening a ``LogEngine``: checks every
+/// checksum and structure (manifest, segment headers, frames, transactions, records, values),
+/// replays the log into an index of its own and measures live and dead bytes.
+///
+/// It works on stores the engine refuses to open (damaged manifest, damage in the middle of a
+/// segment): every problem becomes a ``StoreIssue`` with the file and offset instead of an error.
+/// It never writes and never takes the store's lock: callers that need the files to hold still
+/// (everything but a forensic look at a live store) take the lock first.
+///
+/// The replay mirrors the engine's recovery (Docs/Design.md, "Recovery") so that the index it
+/// builds is the one an engine opened with ``RecoveryMode/salvage`` must have: segments in
+/// manifest order; a transaction counts once its commit frame is valid; a frame-level fault stops
+/// the replay of its segment (later transactions of that segment are counted in
+/// ``StoreScan/transactionsAfterDamage``); a CRC-valid transaction whose records do not decode is
+/// skipped alone; a fault at the end of the last segment with nothing valid after it is a torn
+/// tail (a warning: the next open cuts it). Unlike the engine it keeps looking after a fault, so
+/// the report names every damaged place, not only the first.
+///
+/// Runs on the calling thread; reads one segment file into memory at a time.
+public struct StoreScanner: Sendable {
+    /// How far a scan is; passed to the `progress` callback of ``scan(progress:)``.
+    public struct Progress: Sendable, Hashable {
+        /// Segment bytes scanned so far.
+        public var bytesDone: UInt64
+        /// Segment bytes to scan in all.
+        public var bytesTotal: UInt64
+        /// The file being scanned.
+        public var path: String
+    }
+
+    /// The store directory (absolute path).
+    public var directory: String
+    /// Where the files are read from.
+    public var fileSystem: any FileSystem
+    /// Whether every put's value is decoded as an ``AttributeValue`` (a failure is a `.value`
+    /// issue). LogStore always writes attribute values; turn this off for engine-level stores
+    /// that hold other bytes.
+    public var decodeValues: Bool
+
+    /// Creates a scanner for `directory`. Cheap; reads nothing until ``scan(progress:)``.
+    public init(directory: String, fileSystem: any FileSystem = POSIXFileSystem(), decodeValues: Bool = true) {
+        self.directory = directory
+        self.fileSystem = fileSystem
+        self.decodeValues = decodeValues
+    }
+
+    /// Scans the store. `progress` is called on the calling thread after each segment and every
+    /// few MiB inside one.
+    ///
+    /// Throws only when the directory itself cannot be listed (`.io`, `.permissionDenied`,
+    /// `.notAStore` if it is a file); damage of any kind is reported in ``StoreScan/issues``.
+    public func scan(progress: ((Progress) -> Void)? = nil) throws -> StoreScan {
+        var run = _ScanRun(directory: directory, fs: fileSystem, decodeValues: decodeValues, progress: progress)
+        try run.run()
+        return run.scan
+    }
+}
+
+/// The state of one scan. Internal; see ``StoreScanner``.
+struct _ScanRun {
+    let directory: String
+    let fs: any FileSystem
+    let decodeValues: Bool
+    let progress: ((StoreScanner.Progress) -> Void)?
+    var scan: StoreScan
+    /// The sequence number of the last transaction replayed into the index (the engine's
+    /// `index.sequence`).
+    var applied: UInt64 = 0
+    var bytesDone: UInt64 = 0
+    var bytesTotal: UInt64 = 0
+
+    init(directory: String, fs: any FileSystem, decodeValues: Bool, progress: ((StoreScanner.Progress) -> Void)?) {
+        self.directory = directory
+        self.fs = fs
+        self.decodeValues = decodeValues
+        self.progress = progress
+        self.scan = StoreScan(directory: directory)
+    }
+
+    mutating func issue(_ severity: StoreIssue.Severity, _ kind: StoreIssue.Kind, _ path: String, _ offset: Int?, _ message: String) {
+        scan.issues.append(StoreIssue(severity, kind, path: path, offset: offset.map { UInt64($0) }, message))
+    }
+
+    mutating func run() throws {
+        if fs.itemKind(atPath: directory) == .file {
+            throw LogStoreError(.notAStore, "The store path is a file, not a directory.", path: directory)
+        }
+        let names = try fs.contentsOfDirectory(atPath: directory).sorted()
+        for name in names {
+            let path = _joinPath(directory, name)
+            guard fs.itemKind(atPath: path) == .file else { continue }
+            var size: UInt64 = 0
+            do {
+                let f = try fs.open(path, mode: .readOnly)
+                defer { try? f.close() }
+                size = try f.size()
+            } catch {
+                issue(.damage, .file, path, nil, "cannot read the file: \(error)")
+            }
+            let lower = name.lowercased()
+            let number = LogStoreFormat.segmentNumber(fromFileName: name)
+            let role: StoreScan.File.Role =
+                name == LogStoreFormat.manifestFileName ? .manifest
+                : name == LogStoreFormat.lockFileName ? .lock
+                : number != nil ? .segment
+                : name.hasSuffix(".tmp") ? .temporary
+                : (lower.contains("checkpoint") || lower.hasSuffix(".ckpt")) ? .checkpoint
+                : .other
+            scan.files.append(.init(name: name, size: size, role: role, segmentNumber: number, listed: false))
+        }
+
+        // Manifest (or, when it is missing or damaged, the segment files in number order, as the
+        // engine's salvage does).
+        let manifestPath = _joinPath(directory, LogStoreFormat.manifestFileName)
+        let onDisk = scan.files.compactMap(\.segmentNumber).sorted()
+        var order = onDisk
+        if scan.files.contains(where: { $0.role == .manifest }) {
+            do {
+                let f = try fs.open(manifestPath, mode: .readOnly)
+                defer { try? f.close() }
+                let bytes = try f.read(at: 0, count: Int(try f.size()))
+                let m = try _Manifest.decode(bytes, path: manifestPath)
+                scan.manifest = .init(version: m.version, generation: m.generation, nextSegment: m.nextSegment, segments: m.segments)
+                order = m.segments
+            } catch let e as LogStoreError {
+                let kind: StoreIssue.Kind = e.code == .unsupportedFormatVersion ? .unsupportedVersion : e.code == .corruption || e.code == .notAStore ? .manifest : .file
+                issue(.damage, kind, manifestPath, e.offset.map { Int($0) }, e.message + " Segments are checked in file-number order instead.")
+            }
+        } else if onDisk.isEmpty {
+            issue(.damage, .manifest, manifestPath, nil, "MANIFEST is missing and there are no segment files: this is not a LogStore store.")
+        } else {
+            issue(.damage, .manifest, manifestPath, nil, "MANIFEST is missing. Segments are checked in file-number order; `salvage` recovers them.")
+        }
+
+        // Files an interrupted operation left, and files this build cannot check.
+        let listed = Set(order)
+        for i in scan.files.indices {
+            let f = scan.files[i]
+            let path = _joinPath(directory, f.name)
+            switch f.role {
+            case .segment:
+                if let n = f.segmentNumber, listed.contains(n) {
+                    scan.files[i].listed = true
+                    bytesTotal += f.size
+                } else {
+                    issue(.warning, .strayFile, path, nil, "segment file not listed in MANIFEST (left by an interrupted roll-over or compaction); the next open removes it")
+                }
+            case .temporary:
+                issue(.warning, .strayFile, path, nil, "temporary file left by an interrupted manifest rewrite; the next open removes it")
+            case .checkpoint:
+                // TODO(compaction): decode and check checkpoints once their format lands
+                // (Docs/Compaction.md); until then they are only listed.
+                issue(.warning, .checkpoint, path, nil, "checkpoint file present; this build cannot check checkpoints yet")
+            case .manifest, .lock, .other:
+                break
+            }
+        }
+
+        for (i, number) in order.enumerated() {
+            try scanSegment(number, isLast: i == order.count - 1)
+        }
+        finish()
+    }
+
+    mutating func report(_ path: String) {
+        progress?(.init(bytesDone: bytesDone, bytesTotal: bytesTotal, path: path))
+    }
+
+    mutating func scanSegment(_ number: UInt32, isLast: Bool) throws {
+        let path = _joinPath(directory, LogStoreFormat.segmentFileName(number))
+        var seg = StoreScan.Segment(number: number, path: path, fileSize: 0)
+        defer { scan.segments.append(seg) }
+        guard fs.itemKind(atPath: path) == .file else {
+            if isLast && scan.manifest != nil {
+                issue(.warning, .file, path, nil, "the last segment listed in MANIFEST was never created (interrupted roll-over); the next open creates it")
+            } else {
+                issue(.damage, .file, path, nil, "segment \(number) is listed in MANIFEST but its file is missing")
+                seg.damaged = true
+            }
+            return
+        }
+        let bytes: [UInt8]
+        do {
+            let f = try fs.open(path, mode: .readOnly)
+            defer { try? f.close() }
+            bytes = try f.read(at: 0, count: Int(try f.size()))
+        } catch {
+            issue(.damage, .file, path, nil, "cannot read the segment: \(error)")
+            seg.damaged = true
+            return
+        }
+        seg.fileSize = UInt64(bytes.count)
+        scan.segmentBytes += UInt64(bytes.count)
+        bytes.withUnsafeBytes { buf in scanSegmentBytes(buf, path: path, isLast: isLast, seg: &seg) }
+        bytesDone += UInt64(bytes.count)
+        report(path)
+    }
+
+    struct _Pending {
+        var header: _Frame.Header
+        var frameOffset: Int
+        var payloadOffset: Int
+    }
+
+    mutating func scanSegmentBytes(_ buf: UnsafeRawBufferPointer, path: String, isLast: Bool, seg: inout StoreScan.Segment) {
+        let number = seg.number
+        switch _SegmentHeader.decode(buf) {
+        case .ok(let h):
+            seg.baseSequence = h.baseSequence
+            guard h.segment == number else {
+                issue(.damage, .segmentHeader, path, 12, "the header names segment \(h.segment) but the file is segment \(number); the whole segment is unusable")
+                seg.damaged = true
+                return
+            }
+        case .newerVersion(let v):
+            issue(.damage, .unsupportedVersion, path, 8, "segment written by format version \(v); this build reads up to \(LogStoreFormat.version)")
+            seg.damaged = true
+            return
+        case .notASegment(let why):
+            if isLast && buf.count <= _SegmentHeader.size {
+                issue(.warning, .tornTail, path, 0, "segment header torn while the segment was being created (\(why)); the next open rewrites it")
+            } else {
+                issue(.damage, .segmentHeader, path, 0, "bad segment header: \(why); the whole segment is unusable")
+                seg.damaged = true
+            }
+            return
+        }
+        scan.overheadBytes += UInt64(_SegmentHeader.size)
+
+        var offset = _SegmentHeader.size
+        var pending: [_Pending] = []
+        /// Set at the first frame-level fault: the engine replays nothing after it in this segment.
+        var damaged = false
+        /// Last committed sequence seen, to check ordering after a fault too.
+        var lastCommitted = applied
+        var nextReport = offset + (8 << 20)
+        let segmentStart = bytesDone
+
+        func fault(_ run: inout _ScanRun, _ kind: StoreIssue.Kind, at: Int, _ message: String) {
+            run.issue(.damage, kind, path, at, message)
+            damaged = true
+            seg.damaged = true
+        }
+
+        while offset < buf.count {
+            if offset >= nextReport {
+                nextReport = offset + (8 << 20)
+                progress?(.init(bytesDone: segmentStart + UInt64(offset), bytesTotal: bytesTotal, path: path))
+            }
+            let parsed = _Frame.parse(buf, at: offset)
+            switch parsed {
+            case .truncated(let why), .invalid(let why):
+                let what: String
+                if case .truncated = parsed { what = "truncated frame: \(why)" } else { what = "invalid frame: \(why)" }
+                if !damaged && isLast && !LogEngine.validFrameFollows(buf, from: offset + 1) {
+                    let start = pending.first?.frameOffset ?? offset
+                    issue(.warning, .tornTail, path, start, "\(buf.count - start) bytes of an interrupted append (\(what)); the next open cuts them")
+                    return
+                }
+                if let first = pending.first {
+                    fault(&self, .frame, at: offset, "\(what); transaction \(first.header.sequence) (from offset \(first.frameOffset)) is lost with it")
+                } else {
+                    fault(&self, .frame, at: offset, what)
+                }
+                pending.removeAll()
+                guard let next = Self.resync(buf, after: offset) else { return }
+                offset = next
+            case .frame(let header, let payloadOffset):
+                if let first = pending.first, first.header.sequence != header.sequence {
+                    fault(&self, .transaction, at: first.frameOffset, "transaction \(first.header.sequence) has no commit frame (a frame of transaction \(header.sequence) follows at offset \(offset))")
+                    pending.removeAll()
+                }
+                if pending.isEmpty && header.sequence <= lastCommitted {
+                    fault(&self, .transaction, at: offset, "sequence number \(header.sequence) does not follow \(lastCommitted)")
+                }
+                seg.frames += 1
+                scan.frames += 1
+                seg.storedPayloadBytes += UInt64(header.storedLength)
+                seg.rawPayloadBytes += UInt64(header.rawLength)
+                scan.storedPayloadBytes += UInt64(header.storedLength)
+                scan.rawPayloadBytes += UInt64(header.rawLength)
+                scan.overheadBytes += UInt64(_Frame.headerSize)
+                pending.append(_Pending(header: header, frameOffset: offset, payloadOffset: payloadOffset))
+                offset = payloadOffset + header.storedLength
+                if header.kind == .commit {
+                    let ok = replayTransaction(pending, buf: buf, segment: number, path: path, apply: !damaged)
+                    if ok {
+                        lastCommitted = header.sequence
+                        if damaged {
+                            scan.transactionsAfterDamage += 1
+                        } else {
+                            applied = header.sequence
+                            seg.transactions += 1
+                            scan.transactions += 1
+                            if seg.firstSequence == nil { seg.firstSequence = header.sequence }
+                            seg.lastSequence = header.sequence
+                            if scan.firstSequence == nil { scan.firstSequence = header.sequence }
+                            scan.lastSequence = header.sequence
+                        }
+                    }
+                    pending.removeAll()
+                }
+            }
+        }
+        if let first = pending.first {
+            // Nothing follows these frames: in the last segment that is an interrupted append.
+            if !damaged && isLast {
+                issue(.warning, .tornTail, path, first.frameOffset, "\(buf.count - first.frameOffset) bytes of an interrupted append (transaction \(first.header.sequence) has no commit frame); the next open cuts them")
+            } else {
+                fault(&self, .transaction, at: first.frameOffset, "transaction \(first.header.sequence) has no commit frame")
+            }
+        }
+    }
+
+    /// The offset of the next valid frame after `offset`, or nil. A CRC-checked frame header at a
+    /// random position is astronomically unlikely, so a hit is where intact data resumes.
+    static func resync(_ buf: UnsafeRawBufferPointer, after offset: Int) -> Int? {
+        var o = offset + 1
+        while buf.count - o >= _Frame.headerSize {
+            let kind = buf[o + 8]
+            if (kind == _Frame.Kind.data.rawValue || kind == _Frame.Kind.commit.rawValue)
+                && buf[o + 9] & ~_Frame.flagLZ4 == 0 && buf[o + 10] == 0 && buf[o + 11] == 0
+            {
+                let length = Int(buf.loadUnaligned(fromByteOffset: o + 4, as: UInt32.self).littleEndian)
+                if length <= buf.count - o - _Frame.headerSize, case .frame = _Frame.parse(buf, at: o) { return o }
+            }
+            o += 1
+        }
+        return nil
+    }
+
+    struct _Op {
+        var tag: RecordOperation.Tag
+        var type: String
+        var key: RecordKey
+        var entry: _ScanEntry
+    }
+
+    /// Decodes one committed transaction and, when `apply`, replays it into the index.
+    /// Returns false (after recording an issue) if its payloads do not decompress or decode.
+    mutating func replayTransaction(_ frames: [_Pending], buf: UnsafeRawBufferPointer, segment: UInt32, path: String, apply: Bool) -> Bool {
+        var ops: [_Op] = []
+        let sequence = frames[0].header.sequence
+        for f in frames {
+            let stored = UnsafeRawBufferPointer(rebasing: buf[f.payloadOffset..<(f.payloadOffset + f.header.storedLength)])
+            var decompressed: [UInt8]? = nil
+            if f.header.compressed {
+                guard let out = _LZ4.decompress(stored, rawLength: f.header.rawLength) else {
+                    issue(.damage, .frame, path, f.frameOffset, "LZ4 payload does not decompress to its announced \(f.header.rawLength) bytes; transaction \(sequence) is unusable")
+                    return false
+                }
+                decompressed = out
+            }
+            let share = Double(f.header.storedLength) / Double(max(1, f.header.rawLength))
+            let ok: Bool = {
+                func each(_ payload: UnsafeRawBufferPointer) -> Bool {
+                    do {
+                        try _DecodedRecord.decodeAll(payload) { rec in
+                            scan.records += 1
+                            let size = Self.encodedSize(rec)
+                            var crc: UInt32 = 0
+                            if rec.op == .put {
+                                let value = UnsafeRawBufferPointer(rebasing: payload[rec.valueOffset..<(rec.valueOffset + rec.valueLength)])
+                                crc = CRC32C.checksum(value)
+                                if decodeValues {
+                                    do {
+                                        _ = try AttributeValue.decode(value)
+                                        scan.valuesDecoded += 1
+                                    } catch let e as LogStoreError {
+                                        issue(.damage, .value, path, f.frameOffset, "the value of \(rec.type) key \(rec.key) (transaction \(sequence), byte \(rec.valueOffset) of the frame's decoded payload) is not a valid attribute value: \(e.message)")
+                                    }
+                                }
+                            }
+                            let loc = RecordLocation(
+                                segment: segment, frameOffset: UInt32(f.frameOffset), frameLength: UInt32(f.header.storedLength),
+                                valueOffset: UInt32(rec.valueOffset), sequence: sequence, valueLength: UInt32(rec.valueLength))
+                            ops.append(_Op(tag: rec.op, type: rec.type, key: rec.key,
+                                           entry: _ScanEntry(location: loc, valueCRC: crc, rawSize: size, storedShare: Double(size) * share)))
+                        }
+                        return true
+                    } catch let e as LogStoreError {
+                        issue(.damage, .record, path, f.frameOffset, "\(e.message) (byte \(e.offset ?? 0) of the frame's decoded payload); transaction \(sequence) is unusable")
+                        return false
+                    } catch {
+                        issue(.damage, .record, path, f.frameOffset, "\(error); transaction \(sequence) is unusable")
+                        return false
+                    }
+                }
+                if let decompressed { return decompressed.withUnsafeBytes { each($0) } }
+                return each(stored)
+            }()
+            if !ok { return false }
+        }
+        guard apply else { return true }
+        for op in ops {
+            switch op.tag {
+            case .put:
+                scan.index[op.type, default: [:]][op.key] = op.entry
+                scan.types[op.type, default: .init()].puts += 1
+            case .delete:
+                scan.index[op.type]?.removeValue(forKey: op.key)
+                if scan.index[op.type]?.isEmpty == true { scan.index[op.type] = nil }
+                scan.types[op.type, default: .init()].deletes += 1
+            case .deleteAll:
+                scan.index[op.type] = nil
+                scan.types[op.type, default: .init()].deleteAlls += 1
+            }
+        }
+        return true
+    }
+
+    /// The size of a record as the engine encodes it (minimal varints).
+    static func encodedSize(_ rec: _DecodedRecord) -> Int {
+        func varint(_ n: Int) -> Int {
+            var n = UInt64(n)
+            var size = 1
+            while n >= 0x80 {
+                n >>= 7
+                size += 1
+            }
+            return size
+        }
+        let t = rec.type.utf8.count
+        var size = 1 + varint(t) + t
+        if rec.op != .deleteAll { size += varint(rec.key.count) + rec.key.count }
+        if rec.op == .put { size += varint(rec.valueLength) + rec.valueLength }
+        return size
+    }
+
+    /// Totals that need the final index.
+    mutating func finish() {
+        var bySegment: [UInt32: Int] = [:]
+        for (i, s) in scan.segments.enumerated() { bySegment[s.number] = i }
+        var live = 0.0
+        for (type, entries) in scan.index {
+            var t = scan.types[type, default: .init()]
+            var typeLive = 0.0
+            for (_, e) in entries {
+                t.liveRecords += 1
+                t.liveValueBytes += UInt64(e.location.valueLength)
+                scan.liveRawBytes += UInt64(e.rawSize)
+                typeLive += e.storedShare
+                if let i = bySegment[e.location.segment] {
+                    scan.segments[i].liveBytes += UInt64(e.storedShare.rounded())
+                    scan.segments[i].liveRecords += 1
+                }
+            }
+            t.liveBytes = UInt64(typeLive.rounded())
+            live += typeLive
+            scan.types[type] = t
+        }
+        scan.liveBytes = UInt64(live.rounded())
+        report(scan.segments.last?.path ?? directory)
+    }
+}

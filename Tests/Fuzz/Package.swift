@@ -1,0 +1,43 @@
+// swift-tools-version: 6.1
+//
+// LogStore's libFuzzer targets (Docs/Testing.md, "Fuzzing"). A nested package so that users of
+// the library never build it. Build and run with tools/fuzz TARGET SECONDS (it needs
+// `--sanitize=fuzzer` plus `-Xswiftc -sanitize=fuzzer,address`; a plain `swift build` of a fuzz
+// target fails to link, because libFuzzer provides its `main`).
+//
+// Targets (each defines LLVMFuzzerTestOneInput and calls one entry point that replays the same
+// way in the root package's FuzzFailCaseTests):
+//   fuzz-frame     frame parser, LZ4 payloads, record decoding   FuzzEntryPoints.frames
+//   fuzz-segment   segment scanner of recovery (strict/salvage)  FuzzEntryPoints.segmentRecovery
+//   fuzz-value     AttributeValue codec round trips              FuzzEntryPoints.attributeValue
+//   fuzz-manifest  MANIFEST reader                               FuzzEntryPoints.manifest
+//   fuzz-ops       DataStore scripts vs a model; engine crash scripts   StoreScriptFuzzing.run
+// fuzz-corpus-seed (a normal executable) writes the seed corpora in Corpus/.
+
+import PackageDescription
+
+let settings: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+let engine = Target.Dependency.product(name: "LogStoreEngine", package: "LogStore")
+
+let package = Package(
+    name: "LogStoreFuzz",
+    platforms: [.macOS(.v14)],
+    dependencies: [
+        .package(name: "LogStore", path: "../.."),
+    ],
+    targets: [
+        .executableTarget(name: "fuzz-frame", dependencies: [engine], swiftSettings: settings),
+        .executableTarget(name: "fuzz-segment", dependencies: [engine], swiftSettings: settings),
+        .executableTarget(name: "fuzz-value", dependencies: [engine], swiftSettings: settings),
+        .executableTarget(name: "fuzz-manifest", dependencies: [engine], swiftSettings: settings),
+        .executableTarget(
+            name: "fuzz-ops",
+            dependencies: [.product(name: "_LogStoreTestSupport", package: "LogStore")],
+            swiftSettings: settings),
+        .executableTarget(
+            name: "fuzz-corpus-seed",
+            dependencies: [engine, .product(name: "LogStore", package: "LogStore"),
+                           .product(name: "_LogStoreTestSupport", package: "LogStore")],
+            swiftSettings: settings),
+    ]
+)

@@ -1,0 +1,113 @@
+// Writes the seed corpora of the fuzz targets (Tests/Fuzz/Corpus/<target>/seed-*) from files the
+// engine really writes: segments and manifests of small stores on an InMemoryFileSystem, encoded
+// values, and a few scripts. Deterministic; rerun after a format change:
+//
+//     swift run --package-path Tests/Fuzz fuzz-corpus-seed [CORPUS-DIR]
+//
+// Every seed starts with the target's mode byte (see FuzzEntryPoints and StoreScriptFuzzing).
+import Foundation
+import LogStoreEngine
+import _LogStoreTestSupport
+
+@main
+struct SeedCorpus {
+    static func main() throws {
+        let corpus = CommandLine.arguments.count > 1
+            ? URL(fileURLWithPath: CommandLine.arguments[1])
+            : URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Corpus").standardized
+        var written = 0
+        func write(_ target: String, _ name: String, _ mode: UInt8, _ bytes: [UInt8]) throws {
+            let dir = corpus.appendingPathComponent(target)
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            try Data([mode] + bytes).write(to: dir.appendingPathComponent("seed-" + name))
+            written += 1
+        }
+
+        // Stores: a small one (one segment) and one that rolled over (three segments).
+        let small = try makeStore(rollOver: false)
+        let big = try makeStore(rollOver: true)
+        let header = 32
+
+        // frame: runs of frames (a segment without its header), plain and with CRC fixing.
+        try write("frame", "small-frames", 0, Array(small.segments[0].dropFirst(header)))
+        try write("frame", "small-frames-fixcrc", 1, Array(small.segments[0].dropFirst(header)))
+        try write("frame", "compressed-frames", 0, Array(big.segments.last!.dropFirst(header).prefix(3000)))
+        // Raw record payloads (mode 2): the first frame's payload of the small store.
+        let firstPayload = Array(small.segments[0].dropFirst(header + 24).prefix(120))
+        try write("frame", "record-payload", 2, firstPayload)
+        try write("frame", "record-payload-short", 2, [0x01, 0x01, 0x41, 0x01, 0x07, 0x02, 0x00, 0x00, 0x02, 0x01, 0x41, 0x00, 0x03, 0x01, 0x42])
+
+        // segment: whole segment files as the last segment and as a sealed one, strict and salvage.
+        let seg = small.segments[0]
+        try write("segment", "last-strict", 0, seg)
+        try write("segment", "sealed-strict", 1, seg)
+        try write("segment", "last-salvage", 2, seg)
+        try write("segment", "sealed-salvage", 3, seg)
+        try write("segment", "torn-tail", 0, Array(seg.prefix(seg.count - 7)))
+        try write("segment", "body-with-header", 4 | 8, Array(seg.dropFirst(header)))
+        try write("segment", "big-segment-tail", 4, Array(big.segments.last!.dropFirst(header).prefix(4000)))
+        try write("segment", "empty-header-only", 0, Array(seg.prefix(header)))
+
+        // manifest: real manifests (one and three segments), with and without CRC fixing.
+        try write("manifest", "one-segment", 0, small.manifest)
+        try write("manifest", "three-segments", 0, big.manifest)
+        try write("manifest", "three-segments-fixcrc-rollover", 1 | 4, big.manifest)
+        try write("manifest", "body-only", 2 | 1, Array(big.manifest.dropFirst(8)))
+
+        // value: encoded values (mode 0) and value recipes (mode 1).
+        let values: [(String, AttributeValue)] = [
+            ("null", .null), ("int", .int(-123456789)), ("double", .double(3.25)), ("string", .string("caf\u{e9} \u{1f600}")),
+            ("bytes", .bytes([0, 1, 2, 255])), ("date", .date(Date(timeIntervalSinceReferenceDate: 12345.5))),
+            ("uuid", .uuid(UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)))),
+            ("array", .array([.bool(true), .int(1), .string("x"), .array([])])),
+            ("map", .map(["id": .int(7), "name": .string("Rice"), "tags": .array([.string("a")]), "z": .map(["k": .null])])),
+            ("nested", (0..<20).reduce(AttributeValue.int(1)) { v, _ in .array([v]) }),
+        ]
+        for (name, v) in values { try write("value", name, 0, v.encoded()) }
+        try write("value", "recipe-map", 1, [10, 3, 2, 1, 2, 3, 4, 5, 6, 7, 8, 5, 2, 1, 2, 0, 1, 2, 1, 3])
+        try write("value", "recipe-deep", 1, [UInt8](repeating: 9, count: 2) + [UInt8](repeating: 0xFF, count: 1) + (0..<140).flatMap { _ in [9, 0xFF] as [UInt8] })
+        try write("value", "recipe-scalars", 1, [9, 7, 2, 1, 2, 3, 4, 5, 6, 7, 8, 4, 0, 0, 0, 0, 0, 0, 0xF8, 0x7F, 6, 3, 1, 2, 3, 8, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 1, 1, 0])
+
+        // ops: DataStore scripts (mode 0 and 2) and engine crash scripts (mode 1 and 3).
+        var rng = SplitMix64(seed: 0x5EED)
+        for i in 0..<4 { try write("ops", "datastore-random-\(i)", UInt8(i % 2 == 0 ? 0 : 2), rng.bytes(96 + 32 * i)) }
+        // makeChild 1, write child, write root, merge each policy, reopen, nuke.
+        try write("ops", "datastore-merge", 0, [8, 0, 0, 1, 1, 0, 0, 3, 7, 0, 0, 0, 2, 0, 0, 3, 9, 9, 1, 0, 9, 0, 0, 9, 0, 1, 5, 1, 0, 0, 0, 13, 14])
+        for i in 0..<4 { try write("ops", "crash-random-\(i)", UInt8(i % 2 == 0 ? 1 : 3), rng.bytes(96 + 32 * i)) }
+        try write("ops", "crash-armed", 1, [0, 1, 2, 0, 5, 0, 1, 9, 0, 0, 1, 2, 0, 0, 0, 1, 8, 3, 1, 17, 0, 0, 2, 0, 200, 1, 2, 3, 7, 10, 1, 5])
+        print("wrote \(written) seed files under \(corpus.path)")
+    }
+
+    struct Store {
+        var manifest: [UInt8]
+        var segments: [[UInt8]]
+    }
+
+    /// A store with puts (small, repeated-pattern and large values), deletes and a delete-all.
+    static func makeStore(rollOver: Bool) throws -> Store {
+        let fs = InMemoryFileSystem()
+        var options = LogStoreOptions()
+        options.durability = .none
+        options.segmentSize = 64 << 10
+        let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
+        try engine.commit([.put(type: "Restaurant", key: RecordKey([1]), value: AttributeValue.map(["name": .string("Rice"), "rating": .int(5)]).encoded())])
+        try engine.write { t in
+            for i in 2..<6 { try t.put(type: "Restaurant", key: RecordKey([UInt8(i)]), value: AttributeValue.int(Int64(i)).encoded()) }
+            try t.put(type: "Note", key: RecordKey(Array("a-long-key-of-20-byte".utf8)), value: [UInt8](repeating: 0x41, count: 400))
+        }
+        try engine.commit([.delete(type: "Restaurant", key: RecordKey([3])), .deleteAll(type: "Note")])
+        if rollOver {
+            for i in 0..<40 {
+                try engine.commit([.put(type: "Blob", key: RecordKey([UInt8(i)]), value: (0..<3000).map { UInt8(truncatingIfNeeded: $0 * i) })])
+            }
+        }
+        let segments = engine.manifestInfo.segments
+        try engine.close()
+        func read(_ name: String) throws -> [UInt8] {
+            let f = try fs.open("/s/" + name, mode: .readOnly)
+            defer { try? f.close() }
+            return try f.read(at: 0, count: Int(try f.size()))
+        }
+        return Store(manifest: try read(LogStoreFormat.manifestFileName), segments: try segments.map { try read(LogStoreFormat.segmentFileName($0)) })
+    }
+}

@@ -1,0 +1,12 @@
+// libFuzzer target: StoreScriptFuzzing.run (Docs/Testing.md, "Fuzzing"). No main: libFuzzer's.
+import _LogStoreTestSupport
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    do {
+        try StoreScriptFuzzing.run(Array(UnsafeBufferPointer(start: data, count: size)))
+    } catch {
+        fatalError("fuzz-ops: \(error)")
+    }
+    return 0
+}

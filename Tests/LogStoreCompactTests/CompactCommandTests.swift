@@ -1,0 +1,119 @@
+import Foundation
+import LogStoreEngine
+import XCTest
+
+@testable import LogStoreCompactCommands
+
+/// Stands in for the engine's in-place compaction (not in this build yet) to test the command's
+/// flow: lock, call, measure, print.
+struct FakeCompaction: CompactionBackend {
+    var isAvailable: Bool { true }
+    func compact(_ engine: LogEngine) throws -> CompactionOutcome {
+        CompactionOutcome(details: [("segmentsRewritten", "\(engine.manifestInfo.segments.count)")])
+    }
+}
+
+final class CompactCommandTests: XCTestCase {
+    func testDryRunEstimatesTheGainAndWritesNothing() throws {
+        let store = try makeStore()
+        let before = try snapshotFiles(store.dir)
+        let run = runTool([store.dir, "--dry-run", "--json", "--progress", "none"])
+        XCTAssertEqual(run.code, 0, run.stderr)
+        let json = try run.json()
+        XCTAssertEqual(json["command"] as? String, "compact", "compact is the default command")
+        XCTAssertEqual(json["mode"] as? String, "dryRun")
+        let beforeBytes = try XCTUnwrap((json["before"] as? [String: Any])?["bytes"] as? UInt64)
+        XCTAssertEqual(beforeBytes, UInt64(before.values.reduce(0) { $0 + $1.count }))
+        let after = try XCTUnwrap(json["after"] as? [String: Any])
+        XCTAssertEqual(after["estimated"] as? Bool, true)
+        XCTAssertGreaterThan(try XCTUnwrap(json["gainBytes"] as? Int), 0)
+        XCTAssertEqual(try snapshotFiles(store.dir), before)
+    }
+
+    func testCompactIntoWritesASmallerCopyWithTheSameRecords() throws {
+        let store = try makeStore()
+        let before = try snapshotFiles(store.dir)
+        let target = temporaryPath("compacted")
+        let estimate = try runTool(["compact", store.dir, "--dry-run", "--json"]).json()
+        let run = runTool(["compact", store.dir, "--into", target, "--segment-size", "64K", "--json", "--progress", "none"])
+        XCTAssertEqual(run.code, 0, run.stderr)
+        let json = try run.json()
+        XCTAssertEqual(json["mode"] as? String, "copy")
+        let beforeBytes = try XCTUnwrap((json["before"] as? [String: Any])?["bytes"] as? UInt64)
+        let afterBytes = try XCTUnwrap((json["after"] as? [String: Any])?["bytes"] as? UInt64)
+        XCTAssertLessThan(afterBytes, beforeBytes)
+        // The estimate is close to what a rewrite of the live records really takes.
+        let estimated = try XCTUnwrap((estimate["after"] as? [String: Any])?["bytes"] as? UInt64)
+        XCTAssertEqual(Double(estimated), Double(afterBytes), accuracy: Double(afterBytes) * 0.1)
+        XCTAssertEqual(try snapshotFiles(store.dir), before, "the store itself is left as it was")
+
+        let a = try LogEngine.open(directory: store.dir)
+        let b = try LogEngine.open(directory: target)
+        defer {
+            try? a.close()
+            try? b.close()
+        }
+        let sa = try a.snapshot()
+        let sb = try b.snapshot()
+        XCTAssertEqual(sb.itemTypes.sorted(), sa.itemTypes.sorted())
+        for type in sa.itemTypes {
+            for key in sa.keys(ofType: type) {
+                XCTAssertEqual(try sb.value(type: type, key: key), try sa.value(type: type, key: key))
+            }
+        }
+    }
+
+    func testInPlaceCompactionIsUnavailableUntilTheEngineHasItAndLeavesTheStoreAlone() throws {
+        let store = try makeStore()
+        let before = try snapshotFiles(store.dir)
+        let run = runTool([store.dir, "--json"])
+        XCTAssertEqual(run.code, 6)
+        XCTAssertEqual((try run.json()["error"] as? [String: Any])?["code"] as? String, "unavailable")
+        XCTAssertTrue(run.stderr.contains("--into"), "the message says what works instead")
+        XCTAssertEqual(try snapshotFiles(store.dir), before)
+    }
+
+    func testInPlaceCompactionPrintsSizesBeforeAndAfterAndTheGain() throws {
+        let store = try makeStore()
+        let console = CapturedConsole()
+        let code = CompactionBackends.$current.withValue(FakeCompaction()) {
+            LogStoreCompactCLI.main([store.dir, "--progress", "none"], console: console)
+        }
+        XCTAssertEqual(code, 0, console.stderr)
+        XCTAssertTrue(console.stdout.contains("  before  "), console.stdout)
+        XCTAssertTrue(console.stdout.contains("  after   "), console.stdout)
+        XCTAssertTrue(console.stdout.contains("  gain    "), console.stdout)
+        XCTAssertTrue(console.stdout.contains("segmentsRewritten: "), console.stdout)
+    }
+
+    func testCompactRunsThroughTheParsedCommandWithAnInjectedConsole() throws {
+        let store = try makeStore()
+        let command = try CompactCommand.parse([store.dir, "--dry-run", "--progress", "none"])
+        let console = CapturedConsole()
+        try LogStoreCompactCLI.withConsole(console) { try command.run() }
+        XCTAssertTrue(console.stdout.contains("dry run: nothing was written"), console.stdout)
+    }
+
+    func testCompactRefusesAStoreOpenElsewhereWithExitCode3() throws {
+        let store = try makeStore()
+        let engine = try LogEngine.open(directory: store.dir, options: StoreFixture.options())
+        defer { try? engine.close() }
+        XCTAssertEqual(runTool([store.dir, "--dry-run"]).code, 3)
+        XCTAssertEqual(runTool(["compact", store.dir, "--into", temporaryPath("copy")]).code, 3)
+    }
+
+    func testCompactRejectsDryRunWithIntoAsAUsageError() throws {
+        let store = try makeStore()
+        let run = runTool([store.dir, "--dry-run", "--into", temporaryPath("x")])
+        XCTAssertEqual(run.code, 2)
+        XCTAssertTrue(run.stderr.contains("cannot be combined"), run.stderr)
+    }
+
+    func testCompactOfADamagedStoreExitsOne() throws {
+        let store = try makeStore()
+        let loc = try locationOutsideLastSegment(store)
+        try flipByte(store.dir + "/" + LogStoreFormat.segmentFileName(loc.segment), at: Int(loc.frameOffset) + 40)
+        XCTAssertEqual(runTool([store.dir, "--dry-run"]).code, 1)
+        XCTAssertEqual(runTool([store.dir, "--into", temporaryPath("copy")]).code, 1)
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import LogStoreEngine
+import XCTest
+
+/// The engine-side inspection code (Sources/LogStoreEngine/Maintenance) on its own.
+final class StoreScannerTests: XCTestCase {
+    func testScanReplaysToTheSameIndexAsTheEngine() throws {
+        let store = try makeStore()
+        let scan = try StoreScanner(directory: store.dir).scan()
+        XCTAssertFalse(scan.hasDamage, "\(scan.issues)")
+        XCTAssertEqual(scan.lastSequence, store.lastSequence)
+        XCTAssertEqual(scan.liveRecords, 310)
+        let e = try LogEngine.open(directory: store.dir, options: StoreFixture.options())
+        defer { try? e.close() }
+        XCTAssertEqual(scan.compareIndex(with: try e.snapshot()), [])
+        XCTAssertEqual(scan.segments.map(\.number), e.manifestInfo.segments)
+    }
+
+    func testCompareIndexReportsEveryDisagreementWithAnotherLog() throws {
+        let a = try makeStore()
+        let b = temporaryPath("other")
+        let e = try LogEngine.open(directory: b, options: StoreFixture.options())
+        defer { try? e.close() }
+        try e.commit([.put(type: "User", key: StoreFixture.userKey(299), value: AttributeValue.int(1).encoded())])
+        let issues = try StoreScanner(directory: a.dir).scan().compareIndex(with: try e.snapshot(), limit: 5)
+        XCTAssertEqual(issues.count, 6, "5 listed and one that counts the rest")
+        XCTAssertTrue(issues.allSatisfy { $0.kind == .index && $0.severity == .damage })
+        XCTAssertTrue(issues.last?.message.contains("more index disagreements") ?? false)
+    }
+
+    func testScanKeepsLookingAfterDamageAndReportsEveryDamagedFrame() throws {
+        let store = try makeStore()
+        let first = try StoreScanner(directory: store.dir).scan()
+        let segment = try XCTUnwrap(first.segments.dropLast().first { $0.frames >= 3 })
+        // Damage the first and the last frame of the segment.
+        let frames = try frameOffsets(segment.path)
+        XCTAssertGreaterThanOrEqual(frames.count, 3)
+        try flipByte(segment.path, at: frames[0] + 30)
+        try flipByte(segment.path, at: frames[frames.count - 1] + 30)
+
+        let scan = try StoreScanner(directory: store.dir).scan()
+        let damage = scan.issues.filter { $0.severity == .damage }
+        XCTAssertEqual(damage.map(\.offset), [UInt64(frames[0]), UInt64(frames[frames.count - 1])])
+        XCTAssertEqual(scan.transactionsAfterDamage, frames.count - 2, "the intact transactions between the two")
+    }
+
+    func testScanOfAStoreWithAStraySegmentWarnsButIsNotDamaged() throws {
+        let store = try makeStore()
+        let files = try segmentFiles(store.dir)
+        try FileManager.default.copyItem(atPath: store.dir + "/" + files[0], toPath: store.dir + "/999999.log")
+        let scan = try StoreScanner(directory: store.dir).scan()
+        XCTAssertFalse(scan.hasDamage)
+        XCTAssertEqual(scan.issues.map(\.kind), [.strayFile])
+        XCTAssertGreaterThan(scan.strayBytes, 0)
+    }
+
+    /// Frame offsets of a segment, walked by their length fields (each fixture transaction is one
+    /// frame).
+    func frameOffsets(_ path: String) throws -> [Int] {
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        var offsets: [Int] = []
+        var o = 32
+        while o + 24 <= bytes.count {
+            offsets.append(o)
+            let length = Int(bytes[o + 4]) | Int(bytes[o + 5]) << 8 | Int(bytes[o + 6]) << 16 | Int(bytes[o + 7]) << 24
+            o += 24 + length
+        }
+        return offsets
+    }
+}
