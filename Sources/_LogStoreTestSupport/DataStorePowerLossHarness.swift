@@ -20,6 +20,13 @@ public struct DataStorePowerLossConfiguration: Sendable {
     public var processCrashFraction = 0.2
     /// The probability that an open is itself interrupted by a crash (during recovery).
     public var crashDuringOpenFraction = 0.15
+    /// How power-loss images are built. Default: dirty sectors reordered in a quarter of the
+    /// files with unsynced data (commits are synchronous, so at most one is unsynced at a time).
+    public var powerLossModel: PowerLossModel = {
+        var m = PowerLossModel()
+        m.sectorReorderingProbability = 0.25
+        return m
+    }()
     /// The store directory on the fault-injecting file system.
     public var directory = "/data/store"
     /// Store options. Default: synchronous durability, 64 KiB segments (frequent roll-overs),
@@ -253,7 +260,7 @@ public final class DataStorePowerLossHarness {
             note("process-crash image")
         } else {
             let seed = rng.next()
-            fs = fs.powerLossImage(seed: seed)
+            fs = fs.powerLossImage(seed: seed, model: configuration.powerLossModel)
             report.powerLossImages += 1
             report.faults += fs.faultsApplied
             note("power-loss image (seed \(seed)): \(fs.faultsApplied)")
