@@ -8,13 +8,13 @@ import _LogStoreTestSupport
 /// recovery"): single- and multi-item transactions, async writes, deletes, delete-alls, child
 /// stores merged as one transaction, reopens, crashes at every kind of I/O.
 ///
-/// `LOGSTORE_DATASTORE_POWERLOSS_CYCLES` sets the number of crash cycles (default 300) and
+/// `LOGSTORE_DATASTORE_POWERLOSS_CYCLES` sets the number of crash cycles (default 500) and
 /// `LOGSTORE_DATASTORE_POWERLOSS_SEED` the seed (default: random, printed) for soak runs;
 /// `logstore-crashtest powerloss` runs the same harness in a release build.
 final class DataStorePowerLossTests: XCTestCase {
     func testAcknowledgedDataStoreTransactionsSurviveSimulatedPowerLoss() {
         let env = ProcessInfo.processInfo.environment
-        let cycles = env["LOGSTORE_DATASTORE_POWERLOSS_CYCLES"].flatMap { Int($0) } ?? 300
+        let cycles = env["LOGSTORE_DATASTORE_POWERLOSS_CYCLES"].flatMap { Int($0) } ?? 500
         let seed = env["LOGSTORE_DATASTORE_POWERLOSS_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64.max)
         let start = Date()
         let report = DataStorePowerLossHarness(DataStorePowerLossConfiguration(seed: seed, cycles: cycles)).run()
