@@ -370,8 +370,9 @@ public struct DataStoreCrashWorkloadGenerator: Sendable {
     /// Probability that a step with no child makes one.
     public var makeChildProbability = 0.12
     /// With a child: probability that a step writes in it.
-    public var childWriteProbability = 0.45
-    /// With a child: probability that a step merges it.
+    public var childWriteProbability = 0.5
+    /// With a child: probability that a step merges it (a quarter of that while the child has
+    /// no writes).
     public var mergeProbability = 0.25
     /// With a child: probability that a step discards it.
     public var discardChildProbability = 0.03
@@ -396,8 +397,10 @@ public struct DataStoreCrashWorkloadGenerator: Sendable {
                 let ops = transactions.transaction(number: next, state: child.state, rng: &rng)
                 return .childWrite(ops.filter { if case .put(CrashWorkloadValue.markerType, _, _) = $0 { return false } else { return true } })
             }
-            if x < childWriteProbability + mergeProbability { return .merge }
-            if x < childWriteProbability + mergeProbability + discardChildProbability { return .discardChild }
+            // A merge of a child with no writes commits only its marker: make those rarer.
+            let merge = child.writes == 0 ? mergeProbability / 4 : mergeProbability
+            if x < childWriteProbability + merge { return .merge }
+            if x < childWriteProbability + merge + discardChildProbability { return .discardChild }
         } else if rng.chance(makeChildProbability) {
             return .makeChild
         }

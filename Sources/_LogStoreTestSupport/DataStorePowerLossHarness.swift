@@ -10,12 +10,23 @@ public struct DataStorePowerLossConfiguration: Sendable {
     public var cycles: Int
     /// A fresh, empty store is started every this many cycles (bounds the log's size).
     public var cyclesPerStore = 40
+    /// The share of cycles that aim their crash at the first merge, reopen, async write or child
+    /// write of the cycle (a crash at one of its first I/O operations; if there is no such step,
+    /// at a random later operation or at the end of the cycle).
+    public var targetedCrashFraction = 0.35
     /// The most workload steps between two crashes.
     public var maxStepsPerCycle = 10
     /// The share of crashes that are process crashes (`kill -9`) rather than power losses.
     public var processCrashFraction = 0.2
     /// The probability that an open is itself interrupted by a crash (during recovery).
     public var crashDuringOpenFraction = 0.15
+    /// How power-loss images are built. Default: dirty sectors reordered in a quarter of the
+    /// files with unsynced data (commits are synchronous, so at most one is unsynced at a time).
+    public var powerLossModel: PowerLossModel = {
+        var m = PowerLossModel()
+        m.sectorReorderingProbability = 0.25
+        return m
+    }()
     /// The store directory on the fault-injecting file system.
     public var directory = "/data/store"
     /// Store options. Default: synchronous durability, 64 KiB segments (frequent roll-overs),
@@ -118,6 +129,8 @@ public final class DataStorePowerLossHarness {
         if configuration.compaction == nil { workload.compactProbability = 0 }
     }
 
+    static let targets = ["merge", "merge", "reopen", "writeAsync", "childWrite"]
+
     func note(_ event: String) {
         events.append("[\(cycle)] " + event)
         if events.count > 100 { events.removeFirst(events.count - 80) }
@@ -185,10 +198,27 @@ public final class DataStorePowerLossHarness {
         let steps = rng.int(in: 1...max(1, configuration.maxStepsPerCycle))
         let crashAt = rng.int(in: 0...(steps + steps / 2 + 2))
         fs.scheduleCrash(afterMutatingOperations: crashAt)
-        note("workload of \(steps) steps, crash after \(crashAt) more mutating operations")
+        // Some cycles aim at one kind of step: its first occurrence re-arms the crash point to
+        // one of its first few I/O operations, so that merges and reopens are hit often.
+        var target = rng.chance(configuration.targetedCrashFraction) ? Self.targets[rng.int(in: 0..<Self.targets.count)] : nil
+        // (Until the target step comes, a later random crash point stays armed.)
+        if target != nil { fs.scheduleCrash(afterMutatingOperations: crashAt + 2 * steps) }
+        note("workload of \(steps) steps, " + (target.map { "crash early in the first \($0) or after \(crashAt + 2 * steps) mutating operations" } ?? "crash after \(crashAt) more mutating operations"))
         var interrupted = "idle"
+        var mix = workload
+        if target == "merge" {
+            // Make sure the cycle reaches a merge of a child with writes.
+            mix.makeChildProbability = max(mix.makeChildProbability, 0.6)
+            mix.mergeProbability = max(mix.mergeProbability, 0.35)
+        }
         for _ in 0..<steps {
-            let step = workload.nextStep(model: interp.model, rng: &rng)
+            let step = mix.nextStep(model: interp.model, rng: &rng)
+            if step.name == target {
+                let n = rng.int(in: 0...8)
+                fs.scheduleCrash(afterMutatingOperations: n)
+                note("\(step.name): crash after \(n) more mutating operations")
+                target = nil
+            }
             do {
                 try interp.run(step, willCommit: { n, ops, _ in
                     let k = oracle.begin(ops)
@@ -230,7 +260,7 @@ public final class DataStorePowerLossHarness {
             note("process-crash image")
         } else {
             let seed = rng.next()
-            fs = fs.powerLossImage(seed: seed)
+            fs = fs.powerLossImage(seed: seed, model: configuration.powerLossModel)
             report.powerLossImages += 1
             report.faults += fs.faultsApplied
             note("power-loss image (seed \(seed)): \(fs.faultsApplied)")

@@ -123,6 +123,7 @@ final class KillDriver {
     var storesStarted = 0
     var killsByPhase: [String: Int] = [:]
     var cleanExits = 0
+    var slowDiskCycles = 0
     var acknowledgedByKind: [String: Int] = [:]
     var inFlightSurvived = 0
     var inFlightLost = 0
@@ -207,11 +208,15 @@ final class KillDriver {
         let model = DataStoreCrashModel(parent: oracle.acknowledgedState, lastTransaction: k0)
         let workerSeed = rng.next()
         let plan = choosePlan()
+        // Half the workers run on a slow disk, so kills land between the I/O operations of a commit.
+        let ioDelay = rng.chance(0.5) ? 0 : rng.int(in: 100...3_000)
+        if ioDelay > 0 { slowDiskCycles += 1 }
         let child = try ChildProcess(executable: executable, arguments: [
             "worker", "--dir", storeDir, "--seed", "\(workerSeed)", "--expect-transaction", "\(k0)",
             "--expect-digest", DataStoreCrashTypes.digest(oracle.acknowledgedState), "--steps", "\(steps)",
+            "--io-delay-us", "\(ioDelay)",
         ], stderrPath: stderrPath)
-        let context = "worker seed \(workerSeed) (\(plan)), store at transaction \(k0)"
+        let context = "worker seed \(workerSeed) (\(plan)\(ioDelay > 0 ? ", I/O delays up to \(ioDelay) us" : "")), store at transaction \(k0)"
 
         var lastLine: String?
         var begins: [UInt64: String] = [:]
@@ -349,7 +354,7 @@ final class KillDriver {
     func summary() -> String {
         let seconds = Date().timeIntervalSince(started)
         func list(_ d: [String: Int]) -> String { d.keys.sorted().map { "\($0) \(d[$0] ?? 0)" }.joined(separator: ", ") }
-        var s = "kill -9 run, seed \(seed): \(cyclesCompleted) cycles in \(String(format: "%.1f", seconds)) s (\(Int(Double(cyclesCompleted) / max(seconds, 0.001) * 60)) cycles/minute), \(storesStarted) fresh stores\n"
+        var s = "kill -9 run, seed \(seed): \(cyclesCompleted) cycles in \(String(format: "%.1f", seconds)) s (\(Int(Double(cyclesCompleted) / max(seconds, 0.001) * 60)) cycles/minute), \(storesStarted) fresh stores, \(slowDiskCycles) cycles with a slow disk\n"
         s += "  workers killed: \(killsByPhase.values.reduce(0, +)) (by phase: \(list(killsByPhase))); exited cleanly: \(cleanExits)\n"
         s += "  transactions acknowledged: \(acknowledgedByKind.values.reduce(0, +)) (\(list(acknowledgedByKind))); in flight at the kill: survived \(inFlightSurvived), lost \(inFlightLost)\n"
         let n = Double(max(1, cyclesCompleted))

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import LogStore
+@_spi(Testing) import LogStore
 import LogStoreEngine
 import _LogStoreTestSupport
 
@@ -64,13 +64,23 @@ struct Worker: ParsableCommand {
     @Option(help: "The most workload steps to run before a clean exit.")
     var steps: Int = 300
 
+    @Option(help: "Sleep up to this many microseconds after each mutating I/O operation (a slow disk; 0: none).")
+    var ioDelayUs: UInt32 = 0
+
     func run() throws {
         // A worker must not outlive its driver: it stops at the first step after the driver died.
         let driver = getppid()
         emit("opening")
         let url = URL(fileURLWithPath: dir)
         let options = CrashTestSettings.options()
-        let interp = DataStoreCrashInterpreter(model: DataStoreCrashModel()) { LogDataStore(directory: url, options: options) }
+        let makeStore: () -> LogDataStore
+        if ioDelayUs > 0 {
+            let fs = DelayingFileSystem(POSIXFileSystem(), maxDelayMicroseconds: ioDelayUs)
+            makeStore = { LogDataStore(path: url.path, fileSystem: fs, options: options) }
+        } else {
+            makeStore = { LogDataStore(directory: url, options: options) }
+        }
+        let interp = DataStoreCrashInterpreter(model: DataStoreCrashModel(), makeStore: makeStore)
         do {
             try interp.open()
         } catch {

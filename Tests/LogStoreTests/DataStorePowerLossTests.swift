@@ -8,13 +8,13 @@ import _LogStoreTestSupport
 /// recovery"): single- and multi-item transactions, async writes, deletes, delete-alls, child
 /// stores merged as one transaction, reopens, crashes at every kind of I/O.
 ///
-/// `LOGSTORE_DATASTORE_POWERLOSS_CYCLES` sets the number of crash cycles (default 400) and
+/// `LOGSTORE_DATASTORE_POWERLOSS_CYCLES` sets the number of crash cycles (default 500) and
 /// `LOGSTORE_DATASTORE_POWERLOSS_SEED` the seed (default: random, printed) for soak runs;
 /// `logstore-crashtest powerloss` runs the same harness in a release build.
 final class DataStorePowerLossTests: XCTestCase {
     func testAcknowledgedDataStoreTransactionsSurviveSimulatedPowerLoss() {
         let env = ProcessInfo.processInfo.environment
-        let cycles = env["LOGSTORE_DATASTORE_POWERLOSS_CYCLES"].flatMap { Int($0) } ?? 400
+        let cycles = env["LOGSTORE_DATASTORE_POWERLOSS_CYCLES"].flatMap { Int($0) } ?? 500
         let seed = env["LOGSTORE_DATASTORE_POWERLOSS_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64.max)
         let start = Date()
         let report = DataStorePowerLossHarness(DataStorePowerLossConfiguration(seed: seed, cycles: cycles)).run()
@@ -25,7 +25,7 @@ final class DataStorePowerLossTests: XCTestCase {
         }
         XCTAssertEqual(report.cyclesCompleted, cycles, "seed \(seed)")
         // The mix reaches every kind of step and crashes inside merges.
-        for step in ["write", "writeAsync", "abortedWrite", "makeChild", "childWrite", "merge", "discardChild", "verify", "reopen"] where cycles >= 400 {
+        for step in ["write", "writeAsync", "abortedWrite", "makeChild", "childWrite", "merge", "discardChild", "verify", "reopen"] where cycles >= 300 {
             XCTAssertGreaterThan(report.steps[step] ?? 0, 0, "no \(step) steps, seed \(seed)")
         }
     }
@@ -85,7 +85,7 @@ final class DataStorePowerLossTests: XCTestCase {
                 crashPoints += 1
                 interp.abandon()
                 var images = [("process crash", fs.processCrashImage())]
-                for seed in 0..<4 as Range<UInt64> { images.append(("power loss \(seed)", fs.powerLossImage(seed: seed))) }
+                for seed in 0..<2 as Range<UInt64> { images.append(("power loss \(seed)", fs.powerLossImage(seed: seed))) }
                 for (name, image) in images {
                     let k = try recover(image, o, "roll-over \(rollOver), crash at I/O \(crashAt) of the merge, \(name)")
                     if k == before + 1 { sawMergedAfterCrash = true } else { sawLostAfterCrash = true }
@@ -153,7 +153,7 @@ final class DataStorePowerLossTests: XCTestCase {
         var kinds: [DataStoreCrashReplayedTransaction] = []
         var rng = SplitMix64(seed: 7)
         let gen = DataStoreCrashWorkloadGenerator()
-        for _ in 0..<300 {
+        for _ in 0..<200 {
             let step = gen.nextStep(model: interp.model, rng: &rng)
             try interp.run(step, willCommit: { n, ops, kind in
                 committed.begin(ops)
@@ -162,15 +162,30 @@ final class DataStorePowerLossTests: XCTestCase {
         }
         XCTAssertTrue(kinds.contains { $0.kind == .merge } && kinds.contains { $0.kind == .writeAsync })
         var replayed = CrashOracle()
-        let found = gen.replay(seed: 7, from: DataStoreCrashModel(), maxSteps: 300, throughTransaction: .max, oracle: &replayed)
+        let found = gen.replay(seed: 7, from: DataStoreCrashModel(), maxSteps: 200, throughTransaction: .max, oracle: &replayed)
         XCTAssertEqual(found, kinds)
         replayed.acknowledge(replayed.lastAttempted)
         XCTAssertEqual(try replayed.check(interp.observe()), interp.model.lastTransaction)
         // A replay that stops at a transaction records exactly up to it.
         var partial = CrashOracle()
-        let upTo = gen.replay(seed: 7, from: DataStoreCrashModel(), maxSteps: 300, throughTransaction: 5, oracle: &partial)
+        let upTo = gen.replay(seed: 7, from: DataStoreCrashModel(), maxSteps: 200, throughTransaction: 5, oracle: &partial)
         XCTAssertEqual(upTo.map(\.number), [1, 2, 3, 4, 5])
         XCTAssertEqual(partial.lastAttempted, 5)
+        try interp.close()
+    }
+
+    func testSlowDiskOfTheKillDriverChangesOnlyTiming() throws {
+        let slow = DelayingFileSystem(try freshFileSystem(), maxDelayMicroseconds: 20)
+        let dir = directory, o = options()
+        let interp = DataStoreCrashInterpreter(model: DataStoreCrashModel()) { LogDataStore(path: dir, fileSystem: slow, options: o) }
+        try interp.open()
+        var oracle = CrashOracle()
+        var rng = SplitMix64(seed: 3)
+        let gen = DataStoreCrashWorkloadGenerator()
+        for _ in 0..<40 { try interp.run(gen.nextStep(model: interp.model, rng: &rng), oracle: &oracle) }
+        try interp.run(.reopen, oracle: &oracle)
+        XCTAssertEqual(try oracle.check(interp.observe()), oracle.lastAcknowledged)
+        XCTAssertGreaterThan(oracle.lastAcknowledged, 10)
         try interp.close()
     }
 
