@@ -38,12 +38,12 @@ struct BenchConfig {
             return BenchConfig(
                 quick: true, n: 100_000, durableOps: 3_000, durableSeconds: 4, concurrentOps: 20_000, concurrentSeconds: 4,
                 bufferedOps: 30_000, bufferedSeconds: 3, readOps: 200_000, readSeconds: 2, scanReps: 5, scanSeconds: 4,
-                countReps: 2_000, countSeconds: 1, openReps: 3, openSeconds: 5, lz4Items: 10_000, rounds: 4, scanCapSeconds: 15)
+                countReps: 2_000, countSeconds: 1, openReps: 3, openSeconds: 5, lz4Items: 10_000, rounds: 12, scanCapSeconds: 15)
         }
         return BenchConfig(
             quick: false, n: 1_000_000, durableOps: 20_000, durableSeconds: 15, concurrentOps: 200_000, concurrentSeconds: 15,
             bufferedOps: 300_000, bufferedSeconds: 10, readOps: 1_000_000, readSeconds: 8, scanReps: 5, scanSeconds: 20,
-            countReps: 10_000, countSeconds: 3, openReps: 3, openSeconds: 20, lz4Items: 100_000, rounds: 6, scanCapSeconds: 60)
+            countReps: 10_000, countSeconds: 3, openReps: 3, openSeconds: 20, lz4Items: 100_000, rounds: 16, scanCapSeconds: 60)
     }
 }
 
