@@ -159,6 +159,7 @@ struct _ScanRun {
                     }
                     switch decoded {
                     case .success(let cp):
+                        scan.checkpoint = (cp.sequence, cp.generation, cp.createdAtMillis)
                         let listed = Set(order)
                         if let missing = cp.segments.first(where: { !listed.contains($0.number) }) {
                             issue(.warning, .checkpoint, path, nil, "checkpoint (sequence \(cp.sequence)) names segment \(missing.number), which MANIFEST no longer lists; open ignores it and replays the log")
