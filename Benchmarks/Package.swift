@@ -4,7 +4,7 @@
 // LMDB and the disk's own limits in one process, on one disk. A nested package so that users of
 // the library never build GRDB or link LMDB.
 //
-//   swift run -c release --package-path Benchmarks logstore-bench [--quick] [--json FILE] [--only NAME]
+//   swift run --manifest-cache none -c release --package-path Benchmarks logstore-bench [--quick] [--json FILE] [--only NAME]
 //
 // Needs liblmdb-dev and libsqlite3-dev (Benchmarks/setup installs them).
 
@@ -13,7 +13,9 @@ import PackageDescription
 
 /// Engine features that land over time. The runner measures them once they exist, so rerunning
 /// the benchmarks after they land stays one command: the manifest looks for the public API in the
-/// root package's engine sources and sets a compilation condition.
+/// root package's engine sources and sets a compilation condition. SwiftPM caches a manifest's
+/// result by the manifest's own text, so run with `--manifest-cache none` (as the documented
+/// command does) for the check to see new engine sources; or pass `-Xswiftc -DLOGSTORE_HAS_COMPACT`.
 ///   LOGSTORE_HAS_COMPACT     `public func compact(` (LogEngine.compact(): compaction workload)
 ///   LOGSTORE_HAS_CHECKPOINT  `public func checkpoint(` (LogEngine.checkpoint(): open-from-checkpoint)
 func engineSourcesContain(_ needle: String) -> Bool {

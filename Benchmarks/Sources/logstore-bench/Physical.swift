@@ -20,9 +20,10 @@ enum Physical {
     }
 
     static func pwriteAll(_ fd: Int32, _ buf: UnsafeRawBufferPointer, at offset: Int, path: String) throws {
+        guard let base = buf.baseAddress else { return }
         var done = 0
         while done < buf.count {
-            let n = pwrite(fd, buf.baseAddress! + done, buf.count - done, off_t(offset + done))
+            let n = pwrite(fd, base + done, buf.count - done, off_t(offset + done))
             if n < 0 {
                 if errno == EINTR { continue }
                 throw IOError(call: "pwrite", path: path, code: errno)

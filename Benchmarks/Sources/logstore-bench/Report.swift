@@ -157,8 +157,7 @@ enum Fmt {
         return String(format: "%.0f B", v)
     }
     static func extra(_ e: [String: Double]) -> String {
-        e.keys.sorted().map { k in
-            let v = e[k]!
+        e.sorted { $0.key < $1.key }.map { k, v in
             if k.hasSuffix("bytes") { return "\(k)=\(bytes(v))" }
             if v == v.rounded() && abs(v) < 1e12 { return "\(k)=\(Int(v))" }
             return "\(k)=\(String(format: "%.3g", v))"

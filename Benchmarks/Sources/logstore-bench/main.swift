@@ -1,6 +1,6 @@
 // logstore-bench: LogStore side by side with SQLite (GRDB), LMDB and the disk's own limits.
 //
-//   swift run -c release --package-path Benchmarks logstore-bench [--quick] [--json FILE] [--only NAME[,NAME...]]
+//   swift run --manifest-cache none -c release --package-path Benchmarks logstore-bench [--quick] [--json FILE] [--only NAME[,NAME...]]
 //
 // --quick: N = 100,000 items (a few minutes); default N = 1,000,000 (under 30 minutes).
 // Stores live in $LOGSTORE_BENCH_DIR, or ./.bench-tmp, and are removed at the end.
@@ -41,7 +41,7 @@ while let a = args.popFirst() {
     case "--only":
         guard let v = args.popFirst() else { usage() }
         only = v.split(separator: ",").map(String.init)
-        for n in only! where !Bench.workloadNames.contains(n) {
+        for n in only ?? [] where !Bench.workloadNames.contains(n) {
             FileHandle.standardError.write(Data("unknown workload \(n)\n".utf8))
             usage()
         }
@@ -81,7 +81,7 @@ if let status = commandOutput(["git", "status", "--porcelain", "--untracked-file
 {
     commit += " (modified)"
 }
-var command = "swift run -c release --package-path Benchmarks logstore-bench"
+var command = "swift run --manifest-cache none -c release --package-path Benchmarks logstore-bench"
 for a in CommandLine.arguments.dropFirst() { command += " " + a }
 
 let dateFormatter = ISO8601DateFormatter()
