@@ -126,6 +126,10 @@ import Foundation
             try expectCorruption(error, "\(context): decodeAll")
             return
         }
+        // `putAt` records (written only by compaction) carry a sequence number that
+        // `RecordOperation` cannot express, so they have no re-encoding to compare with: decoding
+        // them without a trap or a wrong structure is the property checked for them.
+        if records.contains(where: { $0.op == .putAt }) { return }
         var w = _ByteWriter(capacity: payload.count + 16)
         for r in records { r.operation.encode(into: &w) }
         let again: [_Record]
