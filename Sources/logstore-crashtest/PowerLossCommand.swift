@@ -124,7 +124,10 @@ final class PowerLossRun: Sendable {
             let s = chunkSeed(i)
             let engine = level == .engine || (level == .both && i % 2 == 1)
             if engine {
-                let r = EnginePowerLossHarness(PowerLossConfiguration(seed: s, cycles: cycles)).run()
+                // As PowerLossTests runs it with synchronous durability: sectors reordered in a quarter of the files.
+                var c = PowerLossConfiguration(seed: s, cycles: cycles)
+                c.powerLossModel.sectorReorderingProbability = 0.25
+                let r = EnginePowerLossHarness(c).run()
                 state.withLock { t in
                     t.engineCycles += r.cyclesCompleted
                     t.survived += r.unacknowledgedSurvived
