@@ -143,6 +143,46 @@ final class DataStorePowerLossTests: XCTestCase {
         return Int(try f.size())
     }
 
+    // MARK: Regressions
+
+    /// Found by the DataStore harness (seed 13717354105200002446, before e595325): a commit killed
+    /// during its fdatasync was recovered (its append was in the OS cache) and shown, but recovery
+    /// never made it durable, so a power loss after the restart took it back.
+    func testCommitRecoveredAfterAKillDuringItsSyncSurvivesALaterPowerLoss() throws {
+        for viaMerge in [false, true] {
+            let fs = try freshFileSystem()
+            let interp = interpreter(fs)
+            var oracle = CrashOracle()
+            var rng = SplitMix64(seed: 11)
+            let gen = DataStoreCrashWorkloadGenerator()
+            try interp.open()
+            try interp.run(.write(gen.transactions.transaction(number: 1, state: [:], rng: &rng)), oracle: &oracle)
+            let step: DataStoreCrashStep
+            if viaMerge {
+                try interp.run(.makeChild, oracle: &oracle)
+                try interp.run(.childWrite(gen.transactions.transaction(number: 2, state: interp.model.parent, rng: &rng).filter {
+                    if case .put("txn", _, _) = $0 { false } else { true }
+                }), oracle: &oracle)
+                step = .merge
+            } else {
+                step = .write(gen.transactions.transaction(number: 2, state: interp.model.parent, rng: &rng))
+            }
+            // The append happens; the fdatasync is where the process dies.
+            fs.scheduleCrash(afterMutatingOperations: 1)
+            XCTAssertThrowsError(try interp.run(step, oracle: &oracle))
+            XCTAssertTrue(fs.isCrashed)
+            interp.abandon()
+            let restarted = fs.processCrashImage()
+            let k = try recover(restarted, oracle, "merge \(viaMerge): after the kill")
+            XCTAssertEqual(k, 2, "merge \(viaMerge): the appended transaction is in the OS cache and is recovered")
+            oracle.adoptRecovered(k)
+            // Readers have seen transaction 2: a power loss now must not take it back.
+            for seed in 0..<16 as Range<UInt64> {
+                XCTAssertEqual(try recover(restarted.powerLossImage(seed: seed), oracle, "merge \(viaMerge): power loss \(seed) after the restart"), 2)
+            }
+        }
+    }
+
     // MARK: Replay (what the kill -9 driver relies on)
 
     func testReplayOfAWorkloadRecordsTheTransactionsTheInterpreterCommitted() throws {
