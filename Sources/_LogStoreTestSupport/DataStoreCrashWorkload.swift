@@ -395,7 +395,8 @@ public struct DataStoreCrashWorkloadGenerator: Sendable {
             let x = Double.random(in: 0..<1, using: &rng)
             if x < childWriteProbability {
                 let ops = transactions.transaction(number: next, state: child.state, rng: &rng)
-                return .childWrite(ops.filter { if case .put(CrashWorkloadValue.markerType, _, _) = $0 { return false } else { return true } })
+                return .childWrite(
+                    ops.filter { if case .put(CrashWorkloadValue.markerType, _, _) = $0 { return false } else { return true } })
             }
             // A merge of a child with no writes commits only its marker: make those rarer.
             let merge = child.writes == 0 ? mergeProbability / 4 : mergeProbability
@@ -430,8 +431,10 @@ extension DataStoreCrashWorkloadGenerator {
     /// `last` in `oracle` as attempted (`oracle` must stand at `model`'s state and transaction).
     /// Returns the transactions recorded, in order. This is how the kill -9 driver learns what a
     /// worker process it killed had written. Pure; use from one thread.
-    public func replay(seed: UInt64, from model: DataStoreCrashModel, maxSteps: Int, throughTransaction last: UInt64,
-                       oracle: inout CrashOracle) -> [DataStoreCrashReplayedTransaction] {
+    public func replay(
+        seed: UInt64, from model: DataStoreCrashModel, maxSteps: Int, throughTransaction last: UInt64,
+        oracle: inout CrashOracle
+    ) -> [DataStoreCrashReplayedTransaction] {
         var rng = SplitMix64(seed: seed)
         var m = model
         var out: [DataStoreCrashReplayedTransaction] = []

@@ -91,8 +91,10 @@ public struct DataStorePowerLossReport: Sendable, CustomStringConvertible {
 
     /// A multi-line summary.
     public var description: String {
-        var s = "DataStore power-loss run seed \(seed): \(cyclesCompleted) cycles, \(transactionsAcknowledged) acknowledged transactions (\(Self.list(acknowledged))), "
-        s += "in-flight survived \(unacknowledgedSurvived) / lost \(unacknowledgedLost); images: \(powerLossImages) power loss, \(processCrashImages) process crash\n"
+        var s =
+            "DataStore power-loss run seed \(seed): \(cyclesCompleted) cycles, \(transactionsAcknowledged) acknowledged transactions (\(Self.list(acknowledged))), "
+        s +=
+            "in-flight survived \(unacknowledgedSurvived) / lost \(unacknowledgedLost); images: \(powerLossImages) power loss, \(processCrashImages) process crash\n"
         s += "steps: \(Self.list(steps))\ncrashes during: \(Self.list(crashesDuring))\nfaults: \(faults)"
         if let failure { s += "\nFAILED: \(failure)" }
         return s
@@ -203,7 +205,10 @@ public final class DataStorePowerLossHarness {
         var target = rng.chance(configuration.targetedCrashFraction) ? Self.targets[rng.int(in: 0..<Self.targets.count)] : nil
         // (Until the target step comes, a later random crash point stays armed.)
         if target != nil { fs.scheduleCrash(afterMutatingOperations: crashAt + 2 * steps) }
-        note("workload of \(steps) steps, " + (target.map { "crash early in the first \($0) or after \(crashAt + 2 * steps) mutating operations" } ?? "crash after \(crashAt) more mutating operations"))
+        note(
+            "workload of \(steps) steps, "
+                + (target.map { "crash early in the first \($0) or after \(crashAt + 2 * steps) mutating operations" }
+                    ?? "crash after \(crashAt) more mutating operations"))
         var interrupted = "idle"
         var mix = workload
         if target == "merge" {
@@ -220,13 +225,16 @@ public final class DataStorePowerLossHarness {
                 target = nil
             }
             do {
-                try interp.run(step, willCommit: { n, ops, _ in
-                    let k = oracle.begin(ops)
-                    if k != n { note("model and oracle disagree: model says txn \(n), oracle \(k)") }
-                }, didCommit: { n in
-                    oracle.acknowledge(n)
-                    report.acknowledged[step.name, default: 0] += 1
-                })
+                try interp.run(
+                    step,
+                    willCommit: { n, ops, _ in
+                        let k = oracle.begin(ops)
+                        if k != n { note("model and oracle disagree: model says txn \(n), oracle \(k)") }
+                    },
+                    didCommit: { n in
+                        oracle.acknowledge(n)
+                        report.acknowledged[step.name, default: 0] += 1
+                    })
                 report.steps[step.name, default: 0] += 1
                 note(step.summary + " -> ok")
             } catch {

@@ -137,7 +137,9 @@ final class PowerLossRun: Sendable {
                     t.faults += r.faults
                     if let f = r.failure {
                         t.failed = true
-                        t.failures.append("engine chunk \(i), chunk seed \(s) (rerun: logstore-crashtest powerloss --level engine --chunk-seed \(s) --cycles \(cycles)):\n\(f)")
+                        t.failures.append(
+                            "engine chunk \(i), chunk seed \(s) (rerun: logstore-crashtest powerloss --level engine --chunk-seed \(s) --cycles \(cycles)):\n\(f)"
+                        )
                     }
                 }
             } else {
@@ -154,7 +156,9 @@ final class PowerLossRun: Sendable {
                     t.faults += r.faults
                     if let f = r.failure {
                         t.failed = true
-                        t.failures.append("DataStore chunk \(i), chunk seed \(s) (rerun: logstore-crashtest powerloss --level datastore --chunk-seed \(s) --cycles \(cycles)):\n\(f)")
+                        t.failures.append(
+                            "DataStore chunk \(i), chunk seed \(s) (rerun: logstore-crashtest powerloss --level datastore --chunk-seed \(s) --cycles \(cycles)):\n\(f)"
+                        )
                     }
                 }
             }
@@ -170,10 +174,13 @@ final class PowerLossRun: Sendable {
         return state.withLock { t in
             func list(_ d: [String: Int]) -> String { d.keys.sorted().map { "\($0) \(d[$0] ?? 0)" }.joined(separator: ", ") }
             let cycles = t.dsCycles + t.engineCycles
-            var s = "simulated power-loss run, seed \(seed): \(cycles) cycles (DataStore \(t.dsCycles), engine \(t.engineCycles)) in \(String(format: "%.1f", seconds)) s (\(Int(Double(cycles) / max(seconds, 0.001) * 60)) cycles/minute)\n"
-            s += "  crash images: power loss \(t.powerLossImages), process crash \(t.processCrashImages); in-flight transactions survived \(t.survived), lost \(t.lost)\n"
+            var s =
+                "simulated power-loss run, seed \(seed): \(cycles) cycles (DataStore \(t.dsCycles), engine \(t.engineCycles)) in \(String(format: "%.1f", seconds)) s (\(Int(Double(cycles) / max(seconds, 0.001) * 60)) cycles/minute)\n"
+            s +=
+                "  crash images: power loss \(t.powerLossImages), process crash \(t.processCrashImages); in-flight transactions survived \(t.survived), lost \(t.lost)\n"
             if t.dsCycles > 0 {
-                s += "  DataStore acknowledged: \(list(t.dsAcknowledged))\n  DataStore steps: \(list(t.dsSteps))\n  DataStore crashes during: \(list(t.dsCrashesDuring))\n"
+                s +=
+                    "  DataStore acknowledged: \(list(t.dsAcknowledged))\n  DataStore steps: \(list(t.dsSteps))\n  DataStore crashes during: \(list(t.dsCrashesDuring))\n"
             }
             s += "  faults: \(t.faults)\n"
             s += "  violations: \(t.failures.count)"

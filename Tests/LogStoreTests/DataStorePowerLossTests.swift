@@ -19,13 +19,16 @@ final class DataStorePowerLossTests: XCTestCase {
         let start = Date()
         let report = DataStorePowerLossHarness(DataStorePowerLossConfiguration(seed: seed, cycles: cycles)).run()
         let seconds = Date().timeIntervalSince(start)
-        print("\(report)\n\(String(format: "%.1f", seconds)) s, \(Int(Double(report.cyclesCompleted) / max(seconds, 0.001) * 60)) cycles/minute")
+        print(
+            "\(report)\n\(String(format: "%.1f", seconds)) s, \(Int(Double(report.cyclesCompleted) / max(seconds, 0.001) * 60)) cycles/minute"
+        )
         if let failure = report.failure {
             XCTFail("DataStore power-loss harness failed (rerun with LOGSTORE_DATASTORE_POWERLOSS_SEED=\(seed)):\n\(failure)")
         }
         XCTAssertEqual(report.cyclesCompleted, cycles, "seed \(seed)")
         // The mix reaches every kind of step and crashes inside merges.
-        for step in ["write", "writeAsync", "abortedWrite", "makeChild", "childWrite", "merge", "discardChild", "verify", "reopen"] where cycles >= 300 {
+        for step in ["write", "writeAsync", "abortedWrite", "makeChild", "childWrite", "merge", "discardChild", "verify", "reopen"]
+        where cycles >= 300 {
             XCTAssertGreaterThan(report.steps[step] ?? 0, 0, "no \(step) steps, seed \(seed)")
         }
     }
@@ -46,7 +49,8 @@ final class DataStorePowerLossTests: XCTestCase {
     }
 
     func interpreter(_ fs: FaultInjectingFileSystem, _ model: DataStoreCrashModel = DataStoreCrashModel()) -> DataStoreCrashInterpreter {
-        let dir = directory, o = options()
+        let dir = directory
+        let o = options()
         return DataStoreCrashInterpreter(model: model) { LogDataStore(path: dir, fileSystem: fs, options: o) }
     }
 
@@ -67,7 +71,8 @@ final class DataStorePowerLossTests: XCTestCase {
         // Without and with a segment roll-over inside the merge's commit.
         for rollOver in [false, true] {
             var crashPoints = 0
-            var sawMergedAfterCrash = false, sawLostAfterCrash = false
+            var sawMergedAfterCrash = false
+            var sawLostAfterCrash = false
             for crashAt in 0..<200 {
                 let (fs, interp, before, oracle) = try prepareMerge(rollOver: rollOver)
                 var o = oracle
@@ -94,7 +99,9 @@ final class DataStorePowerLossTests: XCTestCase {
             // Append + fdatasync; a roll-over adds the seal, the new segment and the manifest switch.
             XCTAssertGreaterThanOrEqual(crashPoints, rollOver ? 8 : 2, "roll-over \(rollOver)")
             XCTAssertTrue(sawLostAfterCrash, "roll-over \(rollOver)")
-            XCTAssertTrue(sawMergedAfterCrash, "roll-over \(rollOver): an unacknowledged merge whose append reached the disk should survive some images")
+            XCTAssertTrue(
+                sawMergedAfterCrash,
+                "roll-over \(rollOver): an unacknowledged merge whose append reached the disk should survive some images")
         }
     }
 
@@ -127,7 +134,8 @@ final class DataStorePowerLossTests: XCTestCase {
         }
         try interp.run(.makeChild, oracle: &oracle)
         for _ in 0..<6 {
-            let ops = gen.transactions.transaction(number: interp.model.lastTransaction + 1, state: interp.model.child?.state ?? [:], rng: &rng)
+            let ops = gen.transactions.transaction(
+                number: interp.model.lastTransaction + 1, state: interp.model.child?.state ?? [:], rng: &rng)
             try interp.run(.childWrite(ops.filter { if case .put("txn", _, _) = $0 { false } else { true } }), oracle: &oracle)
         }
         try parentWrite(gen.transactions.transaction(number: interp.model.lastTransaction + 1, state: interp.model.parent, rng: &rng))
@@ -160,9 +168,11 @@ final class DataStorePowerLossTests: XCTestCase {
             let step: DataStoreCrashStep
             if viaMerge {
                 try interp.run(.makeChild, oracle: &oracle)
-                try interp.run(.childWrite(gen.transactions.transaction(number: 2, state: interp.model.parent, rng: &rng).filter {
-                    if case .put("txn", _, _) = $0 { false } else { true }
-                }), oracle: &oracle)
+                try interp.run(
+                    .childWrite(
+                        gen.transactions.transaction(number: 2, state: interp.model.parent, rng: &rng).filter {
+                            if case .put("txn", _, _) = $0 { false } else { true }
+                        }), oracle: &oracle)
                 step = .merge
             } else {
                 step = .write(gen.transactions.transaction(number: 2, state: interp.model.parent, rng: &rng))
@@ -178,7 +188,8 @@ final class DataStorePowerLossTests: XCTestCase {
             oracle.adoptRecovered(k)
             // Readers have seen transaction 2: a power loss now must not take it back.
             for seed in 0..<16 as Range<UInt64> {
-                XCTAssertEqual(try recover(restarted.powerLossImage(seed: seed), oracle, "merge \(viaMerge): power loss \(seed) after the restart"), 2)
+                XCTAssertEqual(
+                    try recover(restarted.powerLossImage(seed: seed), oracle, "merge \(viaMerge): power loss \(seed) after the restart"), 2)
             }
         }
     }
@@ -195,10 +206,12 @@ final class DataStorePowerLossTests: XCTestCase {
         let gen = DataStoreCrashWorkloadGenerator()
         for _ in 0..<200 {
             let step = gen.nextStep(model: interp.model, rng: &rng)
-            try interp.run(step, willCommit: { n, ops, kind in
-                committed.begin(ops)
-                kinds.append(DataStoreCrashReplayedTransaction(number: n, kind: kind))
-            }, didCommit: { committed.acknowledge($0) })
+            try interp.run(
+                step,
+                willCommit: { n, ops, kind in
+                    committed.begin(ops)
+                    kinds.append(DataStoreCrashReplayedTransaction(number: n, kind: kind))
+                }, didCommit: { committed.acknowledge($0) })
         }
         XCTAssertTrue(kinds.contains { $0.kind == .merge } && kinds.contains { $0.kind == .writeAsync })
         var replayed = CrashOracle()
@@ -216,7 +229,8 @@ final class DataStorePowerLossTests: XCTestCase {
 
     func testSlowDiskOfTheKillDriverChangesOnlyTiming() throws {
         let slow = DelayingFileSystem(try freshFileSystem(), maxDelayMicroseconds: 20)
-        let dir = directory, o = options()
+        let dir = directory
+        let o = options()
         let interp = DataStoreCrashInterpreter(model: DataStoreCrashModel()) { LogDataStore(path: dir, fileSystem: slow, options: o) }
         try interp.open()
         var oracle = CrashOracle()
