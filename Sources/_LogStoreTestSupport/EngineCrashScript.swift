@@ -53,11 +53,11 @@ public enum EngineCrashScript {
     /// "A", "B" or "C".
     public static func typeName(_ t: Int) -> String { ["A", "B", "C"][t % 3] }
 
-    /// Parses a whole script (at most 100 steps).
-    public static func parse(_ bytes: [UInt8]) -> [EngineCrashScriptOperation] {
+    /// Parses a whole script (at most `limit` steps).
+    public static func parse(_ bytes: [UInt8], limit: Int = 40) -> [EngineCrashScriptOperation] {
         var r = StoreScript.Reader(bytes)
         var ops: [EngineCrashScriptOperation] = []
-        while !r.isAtEnd && ops.count < 100 { ops.append(parseOne(&r)) }
+        while !r.isAtEnd && ops.count < limit { ops.append(parseOne(&r)) }
         return ops
     }
 

@@ -66,8 +66,8 @@ public enum ScriptMutation: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// One step of a model-checked script. `store` 0 is the root store, 1 and 2 are child slots (an
-/// operation on an empty slot runs on the root).
+/// One step of a model-checked script. `store` 0 is the root store, 1-3 are child slots (an
+/// operation on an empty slot runs on the root). A child's parent is the root or another child.
 public enum StoreScriptOperation: Sendable, Hashable, CustomStringConvertible {
     /// One `writeSync` block applying the mutations in order (reads inside check each one).
     case write(store: Int, [ScriptMutation])
@@ -75,9 +75,10 @@ public enum StoreScriptOperation: Sendable, Hashable, CustomStringConvertible {
     case failingWrite(store: Int, [ScriptMutation])
     /// A read with a request: `query` picks the request shape, `argument` its parameters.
     case read(store: Int, type: Int, query: Int, argument: Int)
-    /// Makes a new child of the root in `slot` (1 or 2), replacing the one there.
-    case makeChild(slot: Int)
-    /// Merges the child in `slot` into the root: policy 0 childWins, 1 parentWins, 2 failOnConflict.
+    /// Makes a new child in `slot` (1-3), replacing the one there: a child of the store in
+    /// `parent` (the root when `parent` is 0, empty, or `slot` itself).
+    case makeChild(slot: Int, parent: Int)
+    /// Merges the child in `slot` into its parent: policy 0 childWins, 1 parentWins, 2 failOnConflict.
     case merge(slot: Int, policy: Int)
     /// Tears the child in `slot` down and sets it up again (a new, empty overlay).
     case resetChild(slot: Int)
@@ -93,7 +94,7 @@ public enum StoreScriptOperation: Sendable, Hashable, CustomStringConvertible {
         case .write(let s, let m): return "write@\(s)[\(m.map(\.description).joined(separator: ", "))]"
         case .failingWrite(let s, let m): return "failingWrite@\(s)[\(m.map(\.description).joined(separator: ", "))]"
         case .read(let s, let t, let q, let a): return "read@\(s) \(StoreScript.typeName(t)) q\(q) arg \(a)"
-        case .makeChild(let slot): return "makeChild \(slot)"
+        case .makeChild(let slot, let parent): return "makeChild \(slot) of \(parent)"
         case .merge(let slot, let p): return "merge \(slot) \(["childWins", "parentWins", "failOnConflict"][p % 3])"
         case .resetChild(let slot): return "resetChild \(slot)"
         case .reopen: return "reopen"
@@ -142,26 +143,27 @@ public enum StoreScript {
         }
     }
 
-    /// Parses a whole script: operations one after another until the bytes run out (at most 200).
-    public static func parse(_ bytes: [UInt8]) -> [StoreScriptOperation] {
+    /// Parses a whole script: operations one after another until the bytes run out (at most
+    /// `limit`).
+    public static func parse(_ bytes: [UInt8], limit: Int = 64) -> [StoreScriptOperation] {
         var r = Reader(bytes)
         var ops: [StoreScriptOperation] = []
-        while !r.isAtEnd && ops.count < 200 { ops.append(parseOne(&r)) }
+        while !r.isAtEnd && ops.count < limit { ops.append(parseOne(&r)) }
         return ops
     }
 
     /// Parses one operation: the first byte picks the kind, the next ones its arguments.
     public static func parseOne(_ r: inout Reader) -> StoreScriptOperation {
         switch r.next() % 16 {
-        case 0, 1, 2, 3, 4: return .write(store: r.next() % 3, mutations(&r))
-        case 5, 6, 7: return .read(store: r.next() % 3, type: r.next() % 2, query: r.next(), argument: r.next())
-        case 8: return .makeChild(slot: 1 + r.next() % 2)
-        case 9, 10: return .merge(slot: 1 + r.next() % 2, policy: r.next() % 3)
-        case 11: return .resetChild(slot: 1 + r.next() % 2)
-        case 12: return .failingWrite(store: r.next() % 3, mutations(&r))
+        case 0, 1, 2, 3, 4: return .write(store: r.next() % 4, mutations(&r))
+        case 5, 6, 7: return .read(store: r.next() % 4, type: r.next() % 2, query: r.next(), argument: r.next())
+        case 8: return .makeChild(slot: 1 + r.next() % 3, parent: r.next() % 4)
+        case 9, 10: return .merge(slot: 1 + r.next() % 3, policy: r.next() % 3)
+        case 11: return .resetChild(slot: 1 + r.next() % 3)
+        case 12: return .failingWrite(store: r.next() % 4, mutations(&r))
         case 13: return .reopen
         case 14: return .nuke
-        default: return .write(store: r.next() % 3, mutations(&r))
+        default: return .write(store: r.next() % 4, mutations(&r))
         }
     }
 
@@ -194,6 +196,8 @@ public final class DataStoreModelChecker {
 
     struct Child {
         var store: any DataStore
+        /// The parent's slot (0: the root).
+        var parent: Int
         var base: Contents
         var baseClock: Int
         var puts: Contents = [:]
@@ -263,31 +267,29 @@ public final class DataStoreModelChecker {
         case .failingWrite(let s, let mutations):
             if let slot = slotOf(s) { try writeChild(slot, mutations, failing: true) } else { try writeRoot(mutations, failing: true) }
         case .read(let s, let t, let q, let a):
-            let store: any DataStore = slotOf(s).flatMap { children[$0]?.store } ?? root
-            let expected = slotOf(s).flatMap { children[$0]?.view(t) } ?? (contents[t] ?? [:])
-            if t == 0 { try checkRead(ScriptItemA.self, store, expected, query: q, argument: a) } else { try checkRead(ScriptItemB.self, store, expected, query: q, argument: a) }
-        case .makeChild(let slot):
-            if let old = children[slot] { try old.store.tearDown() }
-            let store = try root.makeChildDataStore()
-            children[slot] = Child(store: store, base: contents, baseClock: clock)
+            let slot = slotOf(s) ?? 0
+            let expected = viewOf(slot)[t] ?? [:]
+            if t == 0 { try checkRead(ScriptItemA.self, storeOf(slot), expected, query: q, argument: a) } else { try checkRead(ScriptItemB.self, storeOf(slot), expected, query: q, argument: a) }
+        case .makeChild(let slot, let p):
+            if let old = children[slot] {
+                try old.store.tearDown()
+                try dropDescendants(of: slot)
+            }
+            let parent = p != slot && children[p] != nil ? p : 0
+            let store = try storeOf(parent).makeChildDataStore()
+            children[slot] = Child(store: store, parent: parent, base: viewOf(parent), baseClock: clock)
         case .merge(let slot, let policy):
             guard let child = children[slot] else { return }
             try merge(slot, child, policy: policy)
         case .resetChild(let slot):
-            guard var child = children[slot] else { return }
+            guard let child = children[slot] else { return }
             try child.store.tearDown()
+            try dropDescendants(of: slot)
             try child.store.setup()
-            child = Child(store: child.store, base: contents, baseClock: clock)
-            children[slot] = child
+            children[slot] = Child(store: child.store, parent: child.parent, base: viewOf(child.parent), baseClock: clock)
         case .reopen:
             try root.tearDown()
-            for (_, c) in children {
-                do {
-                    _ = try c.store.read { try $0.countItems(forRequest: DataStoreRequest(itemType: ScriptItemA.self)) }
-                    throw fail("a child store of a torn-down parent is still readable")
-                } catch let e as LogStoreError where e.code == .parentClosed {}
-            }
-            children = [:]
+            try dropDescendants(of: 0)
             if case .disk(let url) = location { root = LogDataStore(directory: url, options: options) }
             try root.setup()
         case .nuke:
@@ -298,6 +300,28 @@ public final class DataStoreModelChecker {
     }
 
     func slotOf(_ store: Int) -> Int? { store != 0 && children[store] != nil ? store : nil }
+
+    /// The store in `slot` (0: the root).
+    func storeOf(_ slot: Int) -> any DataStore { slot == 0 ? root : children[slot]?.store ?? root }
+
+    /// What the store in `slot` shows, per the model.
+    func viewOf(_ slot: Int) -> Contents {
+        if slot != 0, let c = children[slot] { return [0: c.view(0), 1: c.view(1)] }
+        return [0: contents[0] ?? [:], 1: contents[1] ?? [:]]
+    }
+
+    /// After `slot`'s store was torn down: its children (and theirs) must fail with
+    /// `.parentClosed`; they leave the model.
+    func dropDescendants(of slot: Int) throws {
+        for (s, c) in children.sorted(by: { $0.key < $1.key }) where c.parent == slot {
+            do {
+                _ = try c.store.read { try $0.countItems(forRequest: DataStoreRequest(itemType: ScriptItemA.self)) }
+                throw fail("child \(s) of torn-down store \(slot) is still readable")
+            } catch let e as LogStoreError where e.code == .parentClosed {}
+            children[s] = nil
+            try dropDescendants(of: s)
+        }
+    }
 
     struct Planned: Error {}
 
@@ -332,21 +356,24 @@ public final class DataStoreModelChecker {
             guard failing else { throw fail("a write threw the marker error of another step") }
             return
         }
-        for m in mutations {
-            switch m {
-            case .insert(let t, let id, let v):
-                if !child.cleared.contains(t), child.base[t]?[id] != nil { child.shadowed[t, default: []].insert(id) }
-                child.puts[t, default: [:]][id] = v
-            case .delete(let t, let id):
-                child.puts[t]?[id] = nil
-                if !child.cleared.contains(t), child.base[t]?[id] != nil { child.shadowed[t, default: []].insert(id) }
-            case .deleteAll(let t):
-                child.cleared.insert(t)
-                child.puts[t] = [:]
-                child.shadowed[t] = []
-            }
-        }
+        for m in mutations { Self.record(m, in: &child) }
         children[slot] = child
+    }
+
+    /// A child's overlay after a mutation: puts, base items hidden, delete-alls.
+    static func record(_ m: ScriptMutation, in child: inout Child) {
+        switch m {
+        case .insert(let t, let id, let v):
+            if !child.cleared.contains(t), child.base[t]?[id] != nil { child.shadowed[t, default: []].insert(id) }
+            child.puts[t, default: [:]][id] = v
+        case .delete(let t, let id):
+            child.puts[t]?[id] = nil
+            if !child.cleared.contains(t), child.base[t]?[id] != nil { child.shadowed[t, default: []].insert(id) }
+        case .deleteAll(let t):
+            child.cleared.insert(t)
+            child.puts[t] = [:]
+            child.shadowed[t] = []
+        }
     }
 
     /// Applies one mutation through the accessor and checks its result and the block's view.
@@ -388,8 +415,12 @@ public final class DataStoreModelChecker {
             for id in hidden where puts[id] == nil { changes.append((t, id, nil)) }
             for (id, v) in puts { changes.append((t, id, v)) }
         }
-        // A change conflicts when the root changed that item after the child's base.
+        // A change conflicts when the parent changed that item after the child's base: for the
+        // root, any write of it since (by sequence number); for a child parent, a different value.
+        let parent = child.parent
+        let parentView = viewOf(parent)
         func conflicts(_ t: Int, _ id: Int) -> Bool {
+            if parent != 0 { return parentView[t]?[id] != child.base[t]?[id] }
             if contents[t]?[id] != nil { return (lastPut[t]?[id] ?? 0) > child.baseClock }
             return child.base[t]?[id] != nil
         }
@@ -397,7 +428,7 @@ public final class DataStoreModelChecker {
         let conflictSet = Set(conflicting.map { $0.t * 1000 + $0.id })
         if policy == .failOnConflict && !conflicting.isEmpty {
             do {
-                try root.merge(child.store, policy: policy)
+                try storeOf(parent).merge(child.store, policy: policy)
             } catch let e as LogStoreError where e.code == .mergeConflict {
                 guard e.conflicts.count == conflicting.count else {
                     throw fail("mergeConflict lists \(e.conflicts.count) items, the model has \(conflicting.count) conflicts")
@@ -406,8 +437,13 @@ public final class DataStoreModelChecker {
             }
             throw fail("merge with failOnConflict succeeded, the model has \(conflicting.count) conflicts: \(conflicting.map { "\(StoreScript.typeName($0.t))\($0.id)" })")
         }
-        try root.merge(child.store, policy: policy)
-        if !changes.isEmpty {
+        try storeOf(parent).merge(child.store, policy: policy)
+        if parent != 0, var p = children[parent] {
+            for c in changes where !(policy == .parentWins && conflictSet.contains(c.t * 1000 + c.id)) {
+                Self.record(c.value.map { .insert(type: c.t, id: c.id, value: $0) } ?? .delete(type: c.t, id: c.id), in: &p)
+            }
+            children[parent] = p
+        } else if !changes.isEmpty {
             clock += 1
             for c in changes where !(policy == .parentWins && conflictSet.contains(c.t * 1000 + c.id)) {
                 if let v = c.value {
@@ -419,7 +455,7 @@ public final class DataStoreModelChecker {
             }
             contents = contents.filter { !$0.value.isEmpty }
         }
-        children[slot] = Child(store: child.store, base: contents, baseClock: clock)
+        children[slot] = Child(store: child.store, parent: parent, base: viewOf(parent), baseClock: clock)
     }
 
     // MARK: Checks

@@ -17,7 +17,7 @@ final class CrashRegressionTests: XCTestCase {
                                        file: StaticString = #filePath, line: UInt = #line) throws {
         for seed in 0..<48 as Range<UInt64> {
             let image = fs.powerLossImage(seed: seed)
-            let e = try LogEngine.open(directory: directory, fileSystem: image)
+            let e = try LogEngine.open(directory: directory, fileSystem: image, options: .replayOnly)
             XCTAssertEqual(try e.snapshot().value(type: "T", key: marker).map(Array.init), [42], "seed \(seed)", file: file, line: line)
             try e.close()
         }
@@ -29,7 +29,7 @@ final class CrashRegressionTests: XCTestCase {
         let fs = FaultInjectingFileSystem()
         try fs.createDirectory(atPath: "/data")
         try fs.syncDirectory(atPath: "/")
-        let e = try LogEngine.open(directory: "/data/a/store", fileSystem: fs)
+        let e = try LogEngine.open(directory: "/data/a/store", fileSystem: fs, options: .replayOnly)
         try commitMarker(e)
         try e.close()
         try assertMarkerSurvivesPowerLoss(fs, directory: "/data/a/store")
@@ -43,10 +43,10 @@ final class CrashRegressionTests: XCTestCase {
         try fs.createDirectory(atPath: "/data")
         try fs.syncDirectory(atPath: "/")
         fs.scheduleCrash(afterMutatingOperations: 1)  // mkdir runs, the parent's fsync crashes
-        XCTAssertThrowsError(try LogEngine.open(directory: "/data/store", fileSystem: fs))
+        XCTAssertThrowsError(try LogEngine.open(directory: "/data/store", fileSystem: fs, options: .replayOnly))
         let restarted = fs.processCrashImage()
         XCTAssertEqual(restarted.itemKind(atPath: "/data/store"), .directory)
-        let e = try LogEngine.open(directory: "/data/store", fileSystem: restarted)
+        let e = try LogEngine.open(directory: "/data/store", fileSystem: restarted, options: .replayOnly)
         try commitMarker(e)
         try e.close()
         try assertMarkerSurvivesPowerLoss(restarted, directory: "/data/store")
@@ -71,7 +71,7 @@ extension CrashRegressionTests {
     /// and later commits fdatasync only the segment's data, so a power loss after the restart
     /// could drop the segment file and with it transactions acknowledged after the restart.
     func testCommitAfterRestartFromAKillDuringRollOverSurvivesPowerLoss() throws {
-        var options = LogStoreOptions()
+        var options = LogStoreOptions.replayOnly
         options.segmentSize = 64 << 10
         for crashPoint in 0..<14 {
             let fs = FaultInjectingFileSystem()
@@ -98,7 +98,7 @@ extension CrashRegressionTests {
     /// After a kill -9, recovery published a transaction that was written but never fsynced;
     /// a power loss after the restart could then take back a transaction readers had seen.
     func testTransactionVisibleAfterRestartSurvivesALaterPowerLoss() throws {
-        var options = LogStoreOptions()
+        var options = LogStoreOptions.replayOnly
         options.durability = .none
         let fs = FaultInjectingFileSystem()
         let e = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
@@ -117,7 +117,7 @@ extension CrashRegressionTests {
     /// A store whose last transaction spans several frames; returns the file system, the segment
     /// path and the offsets where the last two transactions start.
     func storeEndingWithAMultiFrameTransaction() throws -> (FaultInjectingFileSystem, String, UInt64, UInt64) {
-        var options = LogStoreOptions()
+        var options = LogStoreOptions.replayOnly
         options.maxFramePayload = 512
         let fs = FaultInjectingFileSystem()
         let e = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
@@ -146,7 +146,7 @@ extension CrashRegressionTests {
     func testDamageFollowedOnlyByFramesOfTheSameTransactionIsATornTail() throws {
         let (fs, segment, _, b) = try storeEndingWithAMultiFrameTransaction()
         try flipByte(fs, segment, at: b + 24 + 10)  // the payload of the last transaction's first frame
-        let e = try LogEngine.open(directory: "/s", fileSystem: fs)
+        let e = try LogEngine.open(directory: "/s", fileSystem: fs, options: .replayOnly)
         XCTAssertEqual(e.recoveryReport.truncatedTail?.offset, b)
         XCTAssertEqual(try e.snapshot().count(ofType: "A"), 2)
         XCTAssertEqual(try e.snapshot().count(ofType: "B"), 0)
@@ -158,7 +158,7 @@ extension CrashRegressionTests {
     func testDamageFollowedByALaterCommittedTransactionIsCorruption() throws {
         let (fs, segment, a, _) = try storeEndingWithAMultiFrameTransaction()
         try flipByte(fs, segment, at: a + 24 + 10)
-        XCTAssertThrowsError(try LogEngine.open(directory: "/s", fileSystem: fs)) { error in
+        XCTAssertThrowsError(try LogEngine.open(directory: "/s", fileSystem: fs, options: .replayOnly)) { error in
             XCTAssertEqual((error as? LogStoreError)?.code, .corruption)
         }
     }

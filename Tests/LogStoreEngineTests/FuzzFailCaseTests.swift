@@ -64,7 +64,7 @@ final class FuzzFailCaseTests: XCTestCase {
     func testCompressedFrameClaimingMoreThanLZ4CanExpandIsRejectedAsInvalid() throws {
         try run("frame", "lz4-raw-length-far-beyond-payload")
         let fs = InMemoryFileSystem()
-        var options = LogStoreOptions()
+        var options = LogStoreOptions.replayOnly
         options.durability = .none
         let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
         try engine.commit([.put(type: "t", key: RecordKey([1]), value: [1])])
@@ -89,7 +89,7 @@ final class FuzzFailCaseTests: XCTestCase {
     /// reads back after a reopen, so the 255-fold limit never rejects a frame LZ4 really wrote.
     func testHighlyCompressibleValueSurvivesReopen() throws {
         let fs = InMemoryFileSystem()
-        var options = LogStoreOptions()
+        var options = LogStoreOptions.replayOnly
         options.durability = .none
         options.maxFramePayload = 1 << 20
         let zeros = [UInt8](repeating: 0, count: 1 << 20)
@@ -108,7 +108,7 @@ final class FuzzFailCaseTests: XCTestCase {
     func testManifestWithFormatVersionZeroIsRejectedAsCorruption() throws {
         try run("manifest", "format-version-zero-accepted")
         let fs = InMemoryFileSystem()
-        try LogEngine.open(directory: "/s", fileSystem: fs, options: LogStoreOptions()).close()
+        try LogEngine.open(directory: "/s", fileSystem: fs, options: LogStoreOptions.replayOnly).close()
         let f = try fs.open("/s/MANIFEST", mode: .readWrite)
         var bytes = try f.read(at: 0, count: Int(try f.size()))
         bytes[8] = 0
@@ -117,7 +117,7 @@ final class FuzzFailCaseTests: XCTestCase {
         bytes.replaceSubrange((bytes.count - 4)..., with: le(crc, 4))
         try f.write(bytes, at: 0)
         try f.close()
-        XCTAssertThrowsError(try LogEngine.open(directory: "/s", fileSystem: fs, options: LogStoreOptions())) { error in
+        XCTAssertThrowsError(try LogEngine.open(directory: "/s", fileSystem: fs, options: LogStoreOptions.replayOnly)) { error in
             XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "\(error)")
         }
     }
@@ -129,7 +129,7 @@ final class FuzzFailCaseTests: XCTestCase {
     func testSalvageWithoutManifestSkipsSegmentNumberUInt32Max() throws {
         try run("segment", "salvage-without-manifest-segment-number-uint32-max")
         let fs = InMemoryFileSystem()
-        var options = LogStoreOptions()
+        var options = LogStoreOptions.replayOnly
         options.durability = .none
         let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
         try engine.commit([.put(type: "t", key: RecordKey([1]), value: [1])])
@@ -152,6 +152,69 @@ final class FuzzFailCaseTests: XCTestCase {
     /// tail segment and the store directory"). The script replays the exact steps.
     func testPowerLossAfterRecoveryFromAProcessCrashKeepsTheReplayedCommits() throws {
         try run("ops", "power-loss-after-process-crash-recovery-loses-replayed-commit")
+    }
+
+    /// fuzz-manifest, FailCases/manifest/roll-over-with-generation-uint64-max: a checksum-valid
+    /// MANIFEST whose generation is UInt64.max opened fine, and the first segment roll-over
+    /// trapped on `generation + 1` (the same held for nextSegment = UInt32.max). The roll-over
+    /// now fails with `.corruption` and commits nothing; the store stays usable.
+    func testRollOverWithManifestCountersAtTheirLimitIsCorruptionNotATrap() throws {
+        try run("manifest", "roll-over-with-generation-uint64-max")
+        for (generation, nextSegment) in [(UInt64.max, UInt32(2)), (UInt64(1), UInt32.max)] {
+            let fs = InMemoryFileSystem()
+            var options = LogStoreOptions()
+            options.durability = .none
+            options.segmentSize = 64 << 10
+            options.compression = false
+            try LogEngine.open(directory: "/s", fileSystem: fs, options: options).close()
+            var m: [UInt8] = [0x89, 0x4C, 0x53, 0x4D, 0x46, 0x0D, 0x0A, 0x1A, 1, 0, 0, 0]
+            m += le(generation, 8) + le(nextSegment, 4) + le(UInt32(1), 4) + le(UInt32(1), 4)
+            m += le(CRC32C.mask(CRC32C.checksum(m)), 4)
+            let f = try fs.open("/s/MANIFEST", mode: .createOrTruncate)
+            try f.write(m, at: 0)
+            try f.close()
+
+            let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
+            try engine.commit([.put(type: "t", key: RecordKey([1]), value: [1])])
+            XCTAssertThrowsError(try engine.commit([.put(type: "t", key: RecordKey([2]), value: [UInt8](repeating: 7, count: 64 << 10))])) { error in
+                XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "\(error)")
+            }
+            try engine.commit([.put(type: "t", key: RecordKey([3]), value: [3])])
+            try engine.close()
+            let reopened = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
+            defer { try? reopened.close() }
+            XCTAssertEqual(try reopened.snapshot().keys(ofType: "t").sorted(), [RecordKey([1]), RecordKey([3])])
+        }
+    }
+
+    /// fuzz-segment, FailCases/segment/commit-after-recovered-sequence-uint64-max: a checksum-valid
+    /// commit frame with sequence number UInt64.max recovered fine, and the next commit trapped
+    /// on `sequence + 1`. The commit now fails with `.corruption`; the store stays readable.
+    func testCommitAfterRecoveringSequenceUInt64MaxIsCorruptionNotATrap() throws {
+        try run("segment", "commit-after-recovered-sequence-uint64-max")
+        let fs = InMemoryFileSystem()
+        var options = LogStoreOptions()
+        options.durability = .none
+        options.compression = false
+        try LogEngine.open(directory: "/s", fileSystem: fs, options: options).close()
+        // A commit frame (sequence UInt64.max) holding put t/01 = [9]: op, type, key, value.
+        let payload: [UInt8] = [0x01, 0x01, 0x74, 0x01, 0x01, 0x01, 0x09]
+        var frame: [UInt8] = [0, 0, 0, 0]
+        frame += le(UInt32(payload.count), 4) + [0x02, 0x00, 0, 0] + le(UInt64.max, 8) + le(UInt32(payload.count), 4) + payload
+        let crc = frame.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[4...]))) }
+        frame.replaceSubrange(0..<4, with: le(crc, 4))
+        let f = try fs.open("/s/" + LogStoreFormat.segmentFileName(1), mode: .readWrite)
+        try f.write(frame, at: try f.size())
+        try f.close()
+
+        let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
+        defer { try? engine.close() }
+        XCTAssertEqual(engine.recoveryReport.lastSequence, UInt64.max)
+        XCTAssertEqual(try engine.snapshot().value(type: "t", key: RecordKey([1])), [9])
+        XCTAssertThrowsError(try engine.commit([.put(type: "t", key: RecordKey([2]), value: [2])])) { error in
+            XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "\(error)")
+        }
+        XCTAssertFalse(try engine.snapshot().contains(type: "t", key: RecordKey([2])))
     }
 
     func le<T: FixedWidthInteger>(_ v: T, _ n: Int) -> [UInt8] { (0..<n).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }

@@ -22,6 +22,17 @@ import _LogStoreTestSupport
         return StoreScript.parseOne(&r)
     }
 
+    /// One operation on child stores: writes to any store, child stores of the root and of other
+    /// children, merges with each policy, resets (the first byte picks among those kinds only;
+    /// the other bytes are small, so that stores write the same few items and merges conflict).
+    static let childOperation = zip(
+        Gen.element(of: [0, 1, 2, 5, 8, 8, 9, 10, 11, 12] as [UInt8]),
+        Gen<UInt8>.value(in: 0...11).array(of: 1...9)
+    ).map { kind, rest -> StoreScriptOperation in
+        var r = StoreScript.Reader([kind ?? 0] + rest)
+        return StoreScript.parseOne(&r)
+    }
+
     /// One crash-script step from 1-14 random bytes.
     static let crashStep = Gen<UInt8>.value().array(of: 1...14).map { bytes -> EngineCrashScriptOperation in
         var r = StoreScript.Reader(bytes)
@@ -53,6 +64,13 @@ import _LogStoreTestSupport
         let o = options
         await propertyCheck(count: 60, input: Self.operation.array(of: 1...40)) { ops in
             Self.check(.memory, options: o, ops)
+        }
+    }
+
+    @Test(.shrinking)
+    func randomChildStoreTreesWithMergesMatchTheModel() async {
+        await propertyCheck(count: 100, input: Self.childOperation.array(of: 1...40)) { ops in
+            Self.check(.memory, ops)
         }
     }
 
