@@ -1,5 +1,5 @@
 import Dispatch
-public import LogStore
+@_spi(Testing) public import LogStore
 public import LogStoreEngine
 import Synchronization
 
@@ -33,10 +33,8 @@ public final class DataStoreCrashInterpreter {
     public private(set) var child: (any DataStore)?
     /// The workload's model; the generator draws the next step from it.
     public var model: DataStoreCrashModel
-    /// What a ``DataStoreCrashStep/compact`` step does. Nil (the default) makes the step throw;
-    /// set it (e.g. to a call of `LogEngine.compact()`) and raise
-    /// ``DataStoreCrashWorkloadGenerator/compactProbability`` to put compactions in the workload.
-    public var compaction: ((LogDataStore) throws -> Void)?
+    /// Compaction steps that rewrote segments (rather than finding nothing to do).
+    public private(set) var compactionsPerformed = 0
     /// How long a `writeAsync` completion is waited for before the step fails as hung.
     public var asyncTimeoutSeconds = 60
 
@@ -133,11 +131,9 @@ public final class DataStoreCrashInterpreter {
             model.apply(step)
             try open()
             try verify()
-        case .compact:
-            guard let compaction else {
-                throw LogStoreError(.invalidArgument, "A compact step needs DataStoreCrashInterpreter.compaction to be set.")
-            }
-            try compaction(store)
+        case .compact(let includingTail):
+            let r = try store.engineForTesting().compact(includingTail: includingTail)
+            if r.performed { compactionsPerformed += 1 }
         }
     }
 

@@ -222,9 +222,9 @@ public enum DataStoreCrashStep: Sendable, Equatable {
     case verify
     /// `tearDown()`, a new `LogDataStore` on the same location, `setup()`, compare with the model.
     case reopen
-    /// A compaction through ``DataStoreCrashInterpreter/compaction`` (the generator emits it only
-    /// when ``DataStoreCrashWorkloadGenerator/compactProbability`` is above zero).
-    case compact
+    /// `LogEngine.compact(includingTail:)` on the store's engine (which also writes a
+    /// checkpoint). Changes no contents.
+    case compact(includingTail: Bool)
 
     /// The step's name, for event logs and phase reports.
     public var name: String {
@@ -360,9 +360,8 @@ public struct DataStoreCrashWorkloadGenerator: Sendable {
     public var reopenProbability = 0.03
     /// Probability that a step is a verification read.
     public var verifyProbability = 0.05
-    /// Probability that a step is a compaction. Zero until the interpreter is given a
-    /// ``DataStoreCrashInterpreter/compaction`` action.
-    public var compactProbability = 0.0
+    /// Probability that a step is a compaction (of the tail too, or of the sealed segments only).
+    public var compactProbability = 0.03
     /// Probability that a parent transaction goes through `writeAsync`.
     public var asyncWriteProbability = 0.15
     /// Probability that a parent transaction's block throws instead of committing.
@@ -388,7 +387,8 @@ public struct DataStoreCrashWorkloadGenerator: Sendable {
     /// The next step for a store whose workload state is `model`.
     public func nextStep(model: DataStoreCrashModel, rng: inout SplitMix64) -> DataStoreCrashStep {
         if rng.chance(reopenProbability) { return .reopen }
-        if compactProbability > 0 && rng.chance(compactProbability) { return .compact }
+        // Mostly with the tail: the stores are small, often a single segment with nothing sealed.
+        if rng.chance(compactProbability) { return .compact(includingTail: rng.chance(0.75)) }
         if rng.chance(verifyProbability) { return .verify }
         let next = model.lastTransaction + 1
         if let child = model.child {

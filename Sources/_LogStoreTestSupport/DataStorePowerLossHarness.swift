@@ -10,8 +10,8 @@ public struct DataStorePowerLossConfiguration: Sendable {
     public var cycles: Int
     /// A fresh, empty store is started every this many cycles (bounds the log's size).
     public var cyclesPerStore = 40
-    /// The share of cycles that aim their crash at the first merge, reopen, async write or child
-    /// write of the cycle (a crash at one of its first I/O operations; if there is no such step,
+    /// The share of cycles that aim their crash at the first merge, reopen, async write, child
+    /// write or compaction of the cycle (a crash at one of its first I/O operations; if there is no such step,
     /// at a random later operation or at the end of the cycle).
     public var targetedCrashFraction = 0.35
     /// The most workload steps between two crashes.
@@ -35,9 +35,11 @@ public struct DataStorePowerLossConfiguration: Sendable {
     public var options: LogStoreOptions
     /// The workload mix.
     public var workload = DataStoreCrashWorkloadGenerator()
-    /// What a compact step does (see ``DataStoreCrashInterpreter/compaction``); nil: no compact
-    /// steps are generated.
-    public var compaction: (@Sendable (LogDataStore) throws -> Void)?
+    /// Whether the store also compacts and checkpoints in the background (see
+    /// ``withBackgroundMaintenance(_:)``). Background work makes a seed's run depend on thread
+    /// timing, so the default is off: compactions then happen only in compact steps, and
+    /// checkpoints in them and in `tearDown()`.
+    public var backgroundMaintenance = false
 
     /// A configuration with the defaults above.
     public init(seed: UInt64, cycles: Int) {
@@ -49,7 +51,22 @@ public struct DataStorePowerLossConfiguration: Sendable {
         o.maxFramePayload = 512
         o.cacheSize = 256 << 10
         o.childSpillThreshold = 2 << 10
+        o.autoCompaction = false
+        o.checkpointInterval = 0
+        o.compactionThreshold = 0.3
+        o.compactionMinimumDeadBytes = 8 << 10
         options = o
+    }
+
+    /// `options` with background compaction (once 30% and 8 KiB of the sealed segments are
+    /// dead) and background checkpoints (every 48 KiB of log) on.
+    public static func withBackgroundMaintenance(_ options: LogStoreOptions) -> LogStoreOptions {
+        var o = options
+        o.autoCompaction = true
+        o.compactionThreshold = 0.3
+        o.compactionMinimumDeadBytes = 8 << 10
+        o.checkpointInterval = 48 << 10
+        return o
     }
 }
 
@@ -74,6 +91,8 @@ public struct DataStorePowerLossReport: Sendable, CustomStringConvertible {
     public var powerLossImages = 0
     /// Process-crash images built.
     public var processCrashImages = 0
+    /// Compaction steps that rewrote segments.
+    public var compactionsPerformed = 0
     /// The faults applied by every power-loss image.
     public var faults = FaultCounts()
     /// The first failure, or nil if every check passed.
@@ -95,7 +114,8 @@ public struct DataStorePowerLossReport: Sendable, CustomStringConvertible {
             "DataStore power-loss run seed \(seed): \(cyclesCompleted) cycles, \(transactionsAcknowledged) acknowledged transactions (\(Self.list(acknowledged))), "
         s +=
             "in-flight survived \(unacknowledgedSurvived) / lost \(unacknowledgedLost); images: \(powerLossImages) power loss, \(processCrashImages) process crash\n"
-        s += "steps: \(Self.list(steps))\ncrashes during: \(Self.list(crashesDuring))\nfaults: \(faults)"
+        s +=
+            "steps: \(Self.list(steps)); compactions performed \(compactionsPerformed)\ncrashes during: \(Self.list(crashesDuring))\nfaults: \(faults)"
         if let failure { s += "\nFAILED: \(failure)" }
         return s
     }
@@ -121,6 +141,7 @@ public final class DataStorePowerLossHarness {
     var fs = FaultInjectingFileSystem()
     var oracle = CrashOracle()
     var workload: DataStoreCrashWorkloadGenerator
+    let options: LogStoreOptions
 
     /// A harness for `configuration`.
     public init(_ configuration: DataStorePowerLossConfiguration) {
@@ -128,10 +149,12 @@ public final class DataStorePowerLossHarness {
         rng = SplitMix64(seed: configuration.seed)
         report = DataStorePowerLossReport(seed: configuration.seed)
         workload = configuration.workload
-        if configuration.compaction == nil { workload.compactProbability = 0 }
+        options =
+            configuration.backgroundMaintenance
+            ? DataStorePowerLossConfiguration.withBackgroundMaintenance(configuration.options) : configuration.options
     }
 
-    static let targets = ["merge", "merge", "reopen", "writeAsync", "childWrite"]
+    static let targets = ["merge", "merge", "reopen", "writeAsync", "childWrite", "compact"]
 
     func note(_ event: String) {
         events.append("[\(cycle)] " + event)
@@ -144,13 +167,14 @@ public final class DataStorePowerLossHarness {
         return r
     }
 
-    /// Runs every cycle (or until `deadline`), then opens and checks the last crash image.
-    /// Returns the report; its ``DataStorePowerLossReport/failure`` is set at the first broken
-    /// promise (the run stops there).
-    public func run(until deadline: Date? = nil) -> DataStorePowerLossReport {
+    /// Runs every cycle (or until `deadline`, or until `stop` returns true; it is asked before
+    /// each cycle), then opens and checks the last crash image. Returns the report; its
+    /// ``DataStorePowerLossReport/failure`` is set at the first broken promise (the run stops there).
+    public func run(until deadline: Date? = nil, stop: () -> Bool = { false }) -> DataStorePowerLossReport {
         let c = configuration
         for i in 0..<c.cycles {
             if let deadline, Date() >= deadline { break }
+            if stop() { break }
             cycle = i
             if i % max(1, c.cyclesPerStore) == 0 {
                 if i > 0, let message = checkFinalImage() { return fail(message) }
@@ -186,10 +210,8 @@ public final class DataStorePowerLossHarness {
     func makeInterpreter(model: DataStoreCrashModel) -> DataStoreCrashInterpreter {
         let fs = self.fs
         let dir = configuration.directory
-        let options = configuration.options
-        let interp = DataStoreCrashInterpreter(model: model) { LogDataStore(path: dir, fileSystem: fs, options: options) }
-        interp.compaction = configuration.compaction
-        return interp
+        let options = self.options
+        return DataStoreCrashInterpreter(model: model) { LogDataStore(path: dir, fileSystem: fs, options: options) }
     }
 
     /// One cycle: open + check, workload with an armed crash, crash image. Returns a failure message.
@@ -215,6 +237,8 @@ public final class DataStorePowerLossHarness {
             // Make sure the cycle reaches a merge of a child with writes.
             mix.makeChildProbability = max(mix.makeChildProbability, 0.6)
             mix.mergeProbability = max(mix.mergeProbability, 0.35)
+        } else if target == "compact" {
+            mix.compactProbability = max(mix.compactProbability, 0.25)
         }
         for _ in 0..<steps {
             let step = mix.nextStep(model: interp.model, rng: &rng)
@@ -246,6 +270,7 @@ public final class DataStorePowerLossHarness {
                 return "\(step.summary) failed without a crash: \(error)"
             }
         }
+        report.compactionsPerformed += interp.compactionsPerformed
         if !fs.isCrashed {
             fs.crash()
             note("crash at a quiet point")

@@ -55,6 +55,7 @@ struct Kill: ParsableCommand {
     var verbose = false
 
     func run() throws {
+        StopSignal.install()
         let seed = self.seed ?? UInt64.random(in: 0...UInt64.max)
         let base: String
         if let dir {
@@ -157,6 +158,10 @@ final class KillDriver {
     func run(cycles: Int, deadline: Date?) -> Bool {
         while cycle < cycles {
             if let deadline, Date() >= deadline { break }
+            if StopSignal.requested {
+                print("stopping: signal received")
+                break
+            }
             if cycle % cyclesPerStore == 0 {
                 try? FileManager.default.removeItem(atPath: storeDir)
                 oracle = CrashOracle()
@@ -188,10 +193,11 @@ final class KillDriver {
         let us = UInt32(rng.chance(0.5) ? rng.int(in: 0...300) : rng.int(in: 300...5_000))
         switch x {
         case 0..<15: return .afterDelay(Double.random(in: 0...(openSeconds * 1.5), using: &rng))
-        case 15..<50: return .afterBegin(rng.int(in: 1...30), micros: us)
-        case 50..<72: return .afterMergeBegin(rng.int(in: 1...3), micros: us)
-        case 72..<82: return .afterStep("reopen", rng.int(in: 1...2), micros: us)
-        case 82..<86: return .afterStep("childWrite", rng.int(in: 1...6), micros: us)
+        case 15..<45: return .afterBegin(rng.int(in: 1...30), micros: us)
+        case 45..<65: return .afterMergeBegin(rng.int(in: 1...3), micros: us)
+        case 65..<75: return .afterStep("reopen", rng.int(in: 1...2), micros: us)
+        case 75..<85: return .afterStep("compact", rng.int(in: 1...2), micros: us)
+        case 85..<88: return .afterStep("childWrite", rng.int(in: 1...6), micros: us)
         default: return .afterDelay(Double.random(in: 0...min(runSeconds, 0.5), using: &rng))
         }
     }

@@ -43,6 +43,7 @@ struct PowerLoss: ParsableCommand {
     var jobs: Int = 1
 
     func run() throws {
+        StopSignal.install()
         let seed = self.seed ?? UInt64.random(in: 0...UInt64.max)
         let total = cycles ?? (seconds == nil ? 1_000 : Int.max)
         let deadline = seconds.map { Date().addingTimeInterval($0) }
@@ -70,6 +71,7 @@ final class PowerLossRun: Sendable {
         var failed = false
         var failures: [String] = []
         var dsCycles = 0, engineCycles = 0
+        var compactions = 0
         var dsAcknowledged: [String: Int] = [:]
         var dsSteps: [String: Int] = [:]
         var dsCrashesDuring: [String: Int] = [:]
@@ -112,7 +114,7 @@ final class PowerLossRun: Sendable {
         }
         while true {
             let next: Int? = state.withLock { s in
-                if s.failed { return nil }
+                if s.failed || StopSignal.requested { return nil }
                 if let deadline, Date() >= deadline { return nil }
                 let i = s.nextChunk
                 if i * chunk >= total { return nil }
@@ -143,9 +145,13 @@ final class PowerLossRun: Sendable {
                     }
                 }
             } else {
-                let r = DataStorePowerLossHarness(DataStorePowerLossConfiguration(seed: s, cycles: cycles)).run(until: deadline)
+                // Every other DataStore chunk also compacts and checkpoints in the background.
+                var c = DataStorePowerLossConfiguration(seed: s, cycles: cycles)
+                c.backgroundMaintenance = (level == .both ? i / 2 : i) % 2 == 1
+                let r = DataStorePowerLossHarness(c).run(until: deadline) { StopSignal.requested }
                 state.withLock { t in
                     t.dsCycles += r.cyclesCompleted
+                    t.compactions += r.compactionsPerformed
                     for (k, v) in r.acknowledged { t.dsAcknowledged[k, default: 0] += v }
                     for (k, v) in r.steps { t.dsSteps[k, default: 0] += v }
                     for (k, v) in r.crashesDuring { t.dsCrashesDuring[k, default: 0] += v }
@@ -180,7 +186,7 @@ final class PowerLossRun: Sendable {
                 "  crash images: power loss \(t.powerLossImages), process crash \(t.processCrashImages); in-flight transactions survived \(t.survived), lost \(t.lost)\n"
             if t.dsCycles > 0 {
                 s +=
-                    "  DataStore acknowledged: \(list(t.dsAcknowledged))\n  DataStore steps: \(list(t.dsSteps))\n  DataStore crashes during: \(list(t.dsCrashesDuring))\n"
+                    "  DataStore acknowledged: \(list(t.dsAcknowledged))\n  DataStore steps: \(list(t.dsSteps)); compactions performed \(t.compactions)\n  DataStore crashes during: \(list(t.dsCrashesDuring))\n"
             }
             s += "  faults: \(t.faults)\n"
             s += "  violations: \(t.failures.count)"

@@ -14,9 +14,10 @@ import _LogStoreTestSupport
 /// use the same values, or the driver's replay of a worker's steps would diverge.
 enum CrashTestSettings {
     /// Synchronous durability (a commit returns after fdatasync), 64 KiB segments (frequent
-    /// roll-overs), 512-byte frames (multi-frame transactions), 2 KiB child spill threshold.
+    /// roll-overs), 512-byte frames (multi-frame transactions), 2 KiB child spill threshold,
+    /// background compaction and checkpoints with low thresholds (so kills land in them).
     static func options() -> LogStoreOptions {
-        DataStorePowerLossConfiguration(seed: 0, cycles: 0).options
+        DataStorePowerLossConfiguration.withBackgroundMaintenance(DataStorePowerLossConfiguration(seed: 0, cycles: 0).options)
     }
 
     static let workload = DataStoreCrashWorkloadGenerator()

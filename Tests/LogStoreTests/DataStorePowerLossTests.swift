@@ -27,7 +27,9 @@ final class DataStorePowerLossTests: XCTestCase {
         }
         XCTAssertEqual(report.cyclesCompleted, cycles, "seed \(seed)")
         // The mix reaches every kind of step and crashes inside merges.
-        for step in ["write", "writeAsync", "abortedWrite", "makeChild", "childWrite", "merge", "discardChild", "verify", "reopen"]
+        for step in [
+            "write", "writeAsync", "abortedWrite", "makeChild", "childWrite", "merge", "discardChild", "verify", "reopen", "compact",
+        ]
         where cycles >= 300 {
             XCTAssertGreaterThan(report.steps[step] ?? 0, 0, "no \(step) steps, seed \(seed)")
         }
