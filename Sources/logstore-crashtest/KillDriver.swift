@@ -116,7 +116,9 @@ final class KillDriver {
     let hangTimeout: Double
     let verbose: Bool
     let executable: String
-    let options = CrashTestSettings.options()
+    /// The driver checks with background compaction and checkpoints off, so that no temporary
+    /// file it finds after setup() can be one that background work just started writing.
+    let options = DataStorePowerLossConfiguration(seed: 0, cycles: 0).options
     let workload = CrashTestSettings.workload
 
     var rng: SplitMix64

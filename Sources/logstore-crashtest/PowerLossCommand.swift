@@ -33,6 +33,13 @@ struct PowerLoss: ParsableCommand {
     @Option(help: "The run's seed (default: random; printed).")
     var seed: UInt64?
 
+    enum Background: String, ExpressibleByArgument, CaseIterable {
+        case on, off, alternate
+    }
+
+    @Option(help: "DataStore chunks with background compaction and checkpoints: on, off, or alternate (every other chunk).")
+    var background: Background = .alternate
+
     @Option(help: "Run one chunk whose harness seed is this (what a failure report prints).")
     var chunkSeed: UInt64?
 
@@ -49,7 +56,8 @@ struct PowerLoss: ParsableCommand {
         let deadline = seconds.map { Date().addingTimeInterval($0) }
         let chunk = chunkSeed != nil ? total : max(1, min(self.chunk, total))
         print("logstore-crashtest powerloss: level \(level.rawValue), seed \(seed), chunks of \(chunk) cycles, \(jobs) job(s)")
-        let run = PowerLossRun(seed: seed, level: level, total: total, chunk: chunk, deadline: deadline, fixedChunkSeed: chunkSeed)
+        let run = PowerLossRun(
+            seed: seed, level: level, total: total, chunk: chunk, deadline: deadline, fixedChunkSeed: chunkSeed, background: background)
         let threads = (0..<max(1, jobs)).map { _ in Thread { run.work() } }
         for t in threads {
             t.stackSize = 8 << 20
@@ -86,12 +94,17 @@ final class PowerLossRun: Sendable {
     let chunk: Int
     let deadline: Date?
     let fixedChunkSeed: UInt64?
+    let background: PowerLoss.Background
     let started = Date()
     let state = Mutex(Totals())
     let done = DispatchSemaphore(value: 0)
 
-    init(seed: UInt64, level: PowerLoss.Level, total: Int, chunk: Int, deadline: Date?, fixedChunkSeed: UInt64?) {
+    init(
+        seed: UInt64, level: PowerLoss.Level, total: Int, chunk: Int, deadline: Date?, fixedChunkSeed: UInt64?,
+        background: PowerLoss.Background
+    ) {
         self.fixedChunkSeed = fixedChunkSeed
+        self.background = background
         self.seed = seed
         self.level = level
         self.total = total
@@ -147,7 +160,11 @@ final class PowerLossRun: Sendable {
             } else {
                 // Every other DataStore chunk also compacts and checkpoints in the background.
                 var c = DataStorePowerLossConfiguration(seed: s, cycles: cycles)
-                c.backgroundMaintenance = (level == .both ? i / 2 : i) % 2 == 1
+                switch background {
+                case .on: c.backgroundMaintenance = true
+                case .off: c.backgroundMaintenance = false
+                case .alternate: c.backgroundMaintenance = (level == .both ? i / 2 : i) % 2 == 1
+                }
                 let r = DataStorePowerLossHarness(c).run(until: deadline) { StopSignal.requested }
                 state.withLock { t in
                     t.dsCycles += r.cyclesCompleted
@@ -163,7 +180,7 @@ final class PowerLossRun: Sendable {
                     if let f = r.failure {
                         t.failed = true
                         t.failures.append(
-                            "DataStore chunk \(i), chunk seed \(s) (rerun: logstore-crashtest powerloss --level datastore --chunk-seed \(s) --cycles \(cycles)):\n\(f)"
+                            "DataStore chunk \(i), chunk seed \(s) (rerun: logstore-crashtest powerloss --level datastore --background \(c.backgroundMaintenance ? "on" : "off") --chunk-seed \(s) --cycles \(cycles); background work makes the rerun approximate):\n\(f)"
                         )
                     }
                 }
