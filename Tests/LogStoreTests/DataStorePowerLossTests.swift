@@ -8,7 +8,8 @@ import _LogStoreTestSupport
 /// recovery"): single- and multi-item transactions, async writes, deletes, delete-alls, child
 /// stores merged as one transaction, reopens, crashes at every kind of I/O.
 ///
-/// `LOGSTORE_DATASTORE_POWERLOSS_CYCLES` sets the number of crash cycles (default 500) and
+/// `LOGSTORE_DATASTORE_POWERLOSS_CYCLES` sets the number of crash cycles (default 500; half as
+/// many with background compaction) and
 /// `LOGSTORE_DATASTORE_POWERLOSS_SEED` the seed (default: random, printed) for soak runs;
 /// `logstore-crashtest powerloss` runs the same harness in a release build.
 final class DataStorePowerLossTests: XCTestCase {
@@ -33,6 +34,20 @@ final class DataStorePowerLossTests: XCTestCase {
         where cycles >= 300 {
             XCTAssertGreaterThan(report.steps[step] ?? 0, 0, "no \(step) steps, seed \(seed)")
         }
+    }
+
+    func testAcknowledgedTransactionsSurviveSimulatedPowerLossWithBackgroundCompaction() {
+        let env = ProcessInfo.processInfo.environment
+        let cycles = (env["LOGSTORE_DATASTORE_POWERLOSS_CYCLES"].flatMap { Int($0) } ?? 500) / 2
+        let seed = env["LOGSTORE_DATASTORE_POWERLOSS_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64.max)
+        var c = DataStorePowerLossConfiguration(seed: seed, cycles: cycles)
+        c.backgroundMaintenance = true
+        let report = DataStorePowerLossHarness(c).run()
+        print(report)
+        if let failure = report.failure {
+            XCTFail("DataStore power-loss harness with background compaction failed (seed \(seed); background work makes a rerun approximate):\n\(failure)")
+        }
+        XCTAssertEqual(report.cyclesCompleted, cycles, "seed \(seed)")
     }
 
     // MARK: Merges
