@@ -78,7 +78,11 @@ struct Kill: ParsableCommand {
             return
         }
         print("FAILED (seed \(seed)). Rerun: logstore-crashtest kill --seed \(seed) --cycles \(driver.cycle + 1)")
-        print("The store is kept for inspection: \(driver.storeDir) (as the killed worker left it: \(driver.evidenceDir))")
+        print("The store is kept for inspection: \(driver.storeDir) (as the killed worker left it: \(driver.evidenceDir); as the worker found it: \(driver.startDir))")
+        if let w = driver.lastWorkerArguments {
+            print("Replay the worker's workload (not its kill) on a copy of the store it started from:")
+            print("  cp -r \(driver.startDir) /tmp/replay && \(driver.executable) \(w.map { $0 == driver.storeDir ? "/tmp/replay" : $0 }.joined(separator: " "))")
+        }
         throw ExitCode(1)
     }
 }
@@ -110,6 +114,9 @@ final class KillDriver {
     let base: String
     let storeDir: String
     let evidenceDir: String
+    let startDir: String
+    /// The arguments of the last worker started.
+    var lastWorkerArguments: [String]?
     let stderrPath: String
     let steps: Int
     let cyclesPerStore: Int
@@ -147,6 +154,7 @@ final class KillDriver {
         self.base = base
         storeDir = (base as NSString).appendingPathComponent("store")
         evidenceDir = (base as NSString).appendingPathComponent("store.as-killed")
+        startDir = (base as NSString).appendingPathComponent("store.before-worker")
         stderrPath = (base as NSString).appendingPathComponent("worker-stderr.txt")
         self.steps = steps
         self.cyclesPerStore = max(1, cyclesPerStore)
@@ -225,13 +233,16 @@ final class KillDriver {
         // Half the workers run on a slow disk, so kills land between the I/O operations of a commit.
         let ioDelay = rng.chance(0.5) ? 0 : rng.int(in: 100...3_000)
         if ioDelay > 0 { slowDiskCycles += 1 }
-        let child = try ChildProcess(
-            executable: executable,
-            arguments: [
-                "worker", "--dir", storeDir, "--seed", "\(workerSeed)", "--expect-transaction", "\(k0)",
-                "--expect-digest", DataStoreCrashTypes.digest(oracle.acknowledgedState), "--steps", "\(steps)",
-                "--io-delay-us", "\(ioDelay)",
-            ], stderrPath: stderrPath)
+        // Keep the store as the worker finds it, to replay its workload after a failure.
+        try? FileManager.default.removeItem(atPath: startDir)
+        if FileManager.default.fileExists(atPath: storeDir) { try? FileManager.default.copyItem(atPath: storeDir, toPath: startDir) }
+        let arguments = [
+            "worker", "--dir", storeDir, "--seed", "\(workerSeed)", "--expect-transaction", "\(k0)",
+            "--expect-digest", DataStoreCrashTypes.digest(oracle.acknowledgedState), "--steps", "\(steps)",
+            "--io-delay-us", "\(ioDelay)",
+        ]
+        lastWorkerArguments = arguments
+        let child = try ChildProcess(executable: executable, arguments: arguments, stderrPath: stderrPath)
         let context =
             "worker seed \(workerSeed) (\(plan)\(ioDelay > 0 ? ", I/O delays up to \(ioDelay) us" : "")), store at transaction \(k0)"
 
