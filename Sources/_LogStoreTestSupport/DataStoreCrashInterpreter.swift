@@ -1,5 +1,5 @@
 import Dispatch
-public import LogStore
+@_spi(Testing) public import LogStore
 public import LogStoreEngine
 import Synchronization
 
@@ -33,10 +33,8 @@ public final class DataStoreCrashInterpreter {
     public private(set) var child: (any DataStore)?
     /// The workload's model; the generator draws the next step from it.
     public var model: DataStoreCrashModel
-    /// What a ``DataStoreCrashStep/compact`` step does. Nil (the default) makes the step throw;
-    /// set it (e.g. to a call of `LogEngine.compact()`) and raise
-    /// ``DataStoreCrashWorkloadGenerator/compactProbability`` to put compactions in the workload.
-    public var compaction: ((LogDataStore) throws -> Void)?
+    /// Compaction steps that rewrote segments (rather than finding nothing to do).
+    public private(set) var compactionsPerformed = 0
     /// How long a `writeAsync` completion is waited for before the step fails as hung.
     public var asyncTimeoutSeconds = 60
 
@@ -77,10 +75,14 @@ public final class DataStoreCrashInterpreter {
     /// commit returned (for `writeAsync`: once its completion reported success). Reopen and
     /// verify steps compare the store with the model. Throws the store's errors unchanged, or a
     /// ``CrashOracleViolation`` for a state that differs from the model.
-    public func run(_ step: DataStoreCrashStep,
-                    willCommit: (UInt64, [RecordOperation], CommitKind) -> Void = { _, _, _ in },
-                    didCommit: (UInt64) -> Void = { _ in }) throws {
-        guard let store else { throw LogStoreError(.notOpen, "DataStoreCrashInterpreter.run called with no open store; call open() first.") }
+    public func run(
+        _ step: DataStoreCrashStep,
+        willCommit: (UInt64, [RecordOperation], CommitKind) -> Void = { _, _, _ in },
+        didCommit: (UInt64) -> Void = { _ in }
+    ) throws {
+        guard let store else {
+            throw LogStoreError(.notOpen, "DataStoreCrashInterpreter.run called with no open store; call open() first.")
+        }
         let n = model.lastTransaction + 1
         switch step {
         case .write(let ops):
@@ -129,11 +131,9 @@ public final class DataStoreCrashInterpreter {
             model.apply(step)
             try open()
             try verify()
-        case .compact:
-            guard let compaction else {
-                throw LogStoreError(.invalidArgument, "A compact step needs DataStoreCrashInterpreter.compaction to be set.")
-            }
-            try compaction(store)
+        case .compact(let includingTail):
+            let r = try store.engineForTesting().compact(includingTail: includingTail)
+            if r.performed { compactionsPerformed += 1 }
         }
     }
 
@@ -145,10 +145,12 @@ public final class DataStoreCrashInterpreter {
     func writeAsyncAndWait(_ store: LogDataStore, _ ops: [RecordOperation]) throws {
         let done = DispatchSemaphore(value: 0)
         let outcome = Mutex<(any Error)?>(nil)
-        store.writeAsync({ try DataStoreCrashTypes.apply(ops, to: $0) }, completion: { error in
-            outcome.withLock { $0 = error }
-            done.signal()
-        })
+        store.writeAsync(
+            { try DataStoreCrashTypes.apply(ops, to: $0) },
+            completion: { error in
+                outcome.withLock { $0 = error }
+                done.signal()
+            })
         if done.wait(timeout: .now() + .seconds(asyncTimeoutSeconds)) == .timedOut {
             throw CrashOracleViolation("A writeAsync completion did not arrive within \(asyncTimeoutSeconds) s (hang).")
         }
@@ -167,12 +169,16 @@ public final class DataStoreCrashInterpreter {
         let observed = try observe()
         let diff = CrashOracle.differences(observed: observed, expected: model.parent)
         if !diff.isEmpty {
-            throw CrashOracleViolation("The store differs from the model after transactions 1...\(model.lastTransaction): " + diff.prefix(8).joined(separator: "; ") + (diff.count > 8 ? "; ... \(diff.count) differences" : ""))
+            throw CrashOracleViolation(
+                "The store differs from the model after transactions 1...\(model.lastTransaction): "
+                    + diff.prefix(8).joined(separator: "; ") + (diff.count > 8 ? "; ... \(diff.count) differences" : ""))
         }
         if let child, let expected = model.child?.state {
             let diff = CrashOracle.differences(observed: try DataStoreCrashTypes.observe(child), expected: expected)
             if !diff.isEmpty {
-                throw CrashOracleViolation("The child store differs from the model: " + diff.prefix(8).joined(separator: "; ") + (diff.count > 8 ? "; ... \(diff.count) differences" : ""))
+                throw CrashOracleViolation(
+                    "The child store differs from the model: " + diff.prefix(8).joined(separator: "; ")
+                        + (diff.count > 8 ? "; ... \(diff.count) differences" : ""))
             }
         }
     }

@@ -222,9 +222,9 @@ public enum DataStoreCrashStep: Sendable, Equatable {
     case verify
     /// `tearDown()`, a new `LogDataStore` on the same location, `setup()`, compare with the model.
     case reopen
-    /// A compaction through ``DataStoreCrashInterpreter/compaction`` (the generator emits it only
-    /// when ``DataStoreCrashWorkloadGenerator/compactProbability`` is above zero).
-    case compact
+    /// `LogEngine.compact(includingTail:)` on the store's engine (which also writes a
+    /// checkpoint). Changes no contents.
+    case compact(includingTail: Bool)
 
     /// The step's name, for event logs and phase reports.
     public var name: String {
@@ -360,9 +360,8 @@ public struct DataStoreCrashWorkloadGenerator: Sendable {
     public var reopenProbability = 0.03
     /// Probability that a step is a verification read.
     public var verifyProbability = 0.05
-    /// Probability that a step is a compaction. Zero until the interpreter is given a
-    /// ``DataStoreCrashInterpreter/compaction`` action.
-    public var compactProbability = 0.0
+    /// Probability that a step is a compaction (of the tail too, or of the sealed segments only).
+    public var compactProbability = 0.03
     /// Probability that a parent transaction goes through `writeAsync`.
     public var asyncWriteProbability = 0.15
     /// Probability that a parent transaction's block throws instead of committing.
@@ -388,14 +387,16 @@ public struct DataStoreCrashWorkloadGenerator: Sendable {
     /// The next step for a store whose workload state is `model`.
     public func nextStep(model: DataStoreCrashModel, rng: inout SplitMix64) -> DataStoreCrashStep {
         if rng.chance(reopenProbability) { return .reopen }
-        if compactProbability > 0 && rng.chance(compactProbability) { return .compact }
+        // Mostly with the tail: the stores are small, often a single segment with nothing sealed.
+        if rng.chance(compactProbability) { return .compact(includingTail: rng.chance(0.75)) }
         if rng.chance(verifyProbability) { return .verify }
         let next = model.lastTransaction + 1
         if let child = model.child {
             let x = Double.random(in: 0..<1, using: &rng)
             if x < childWriteProbability {
                 let ops = transactions.transaction(number: next, state: child.state, rng: &rng)
-                return .childWrite(ops.filter { if case .put(CrashWorkloadValue.markerType, _, _) = $0 { return false } else { return true } })
+                return .childWrite(
+                    ops.filter { if case .put(CrashWorkloadValue.markerType, _, _) = $0 { return false } else { return true } })
             }
             // A merge of a child with no writes commits only its marker: make those rarer.
             let merge = child.writes == 0 ? mergeProbability / 4 : mergeProbability
@@ -430,8 +431,10 @@ extension DataStoreCrashWorkloadGenerator {
     /// `last` in `oracle` as attempted (`oracle` must stand at `model`'s state and transaction).
     /// Returns the transactions recorded, in order. This is how the kill -9 driver learns what a
     /// worker process it killed had written. Pure; use from one thread.
-    public func replay(seed: UInt64, from model: DataStoreCrashModel, maxSteps: Int, throughTransaction last: UInt64,
-                       oracle: inout CrashOracle) -> [DataStoreCrashReplayedTransaction] {
+    public func replay(
+        seed: UInt64, from model: DataStoreCrashModel, maxSteps: Int, throughTransaction last: UInt64,
+        oracle: inout CrashOracle
+    ) -> [DataStoreCrashReplayedTransaction] {
         var rng = SplitMix64(seed: seed)
         var m = model
         var out: [DataStoreCrashReplayedTransaction] = []

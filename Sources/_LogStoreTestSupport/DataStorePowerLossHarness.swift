@@ -10,8 +10,8 @@ public struct DataStorePowerLossConfiguration: Sendable {
     public var cycles: Int
     /// A fresh, empty store is started every this many cycles (bounds the log's size).
     public var cyclesPerStore = 40
-    /// The share of cycles that aim their crash at the first merge, reopen, async write or child
-    /// write of the cycle (a crash at one of its first I/O operations; if there is no such step,
+    /// The share of cycles that aim their crash at the first merge, reopen, async write, child
+    /// write or compaction of the cycle (a crash at one of its first I/O operations; if there is no such step,
     /// at a random later operation or at the end of the cycle).
     public var targetedCrashFraction = 0.35
     /// The most workload steps between two crashes.
@@ -35,9 +35,11 @@ public struct DataStorePowerLossConfiguration: Sendable {
     public var options: LogStoreOptions
     /// The workload mix.
     public var workload = DataStoreCrashWorkloadGenerator()
-    /// What a compact step does (see ``DataStoreCrashInterpreter/compaction``); nil: no compact
-    /// steps are generated.
-    public var compaction: (@Sendable (LogDataStore) throws -> Void)?
+    /// Whether the store also compacts and checkpoints in the background (see
+    /// ``withBackgroundMaintenance(_:)``). Background work makes a seed's run depend on thread
+    /// timing, so the default is off: compactions then happen only in compact steps, and
+    /// checkpoints in them and in `tearDown()`.
+    public var backgroundMaintenance = false
 
     /// A configuration with the defaults above.
     public init(seed: UInt64, cycles: Int) {
@@ -49,7 +51,22 @@ public struct DataStorePowerLossConfiguration: Sendable {
         o.maxFramePayload = 512
         o.cacheSize = 256 << 10
         o.childSpillThreshold = 2 << 10
+        o.autoCompaction = false
+        o.checkpointInterval = 0
+        o.compactionThreshold = 0.3
+        o.compactionMinimumDeadBytes = 8 << 10
         options = o
+    }
+
+    /// `options` with background compaction (once 30% and 8 KiB of the sealed segments are
+    /// dead) and background checkpoints (every 48 KiB of log) on.
+    public static func withBackgroundMaintenance(_ options: LogStoreOptions) -> LogStoreOptions {
+        var o = options
+        o.autoCompaction = true
+        o.compactionThreshold = 0.3
+        o.compactionMinimumDeadBytes = 8 << 10
+        o.checkpointInterval = 48 << 10
+        return o
     }
 }
 
@@ -74,6 +91,8 @@ public struct DataStorePowerLossReport: Sendable, CustomStringConvertible {
     public var powerLossImages = 0
     /// Process-crash images built.
     public var processCrashImages = 0
+    /// Compaction steps that rewrote segments.
+    public var compactionsPerformed = 0
     /// The faults applied by every power-loss image.
     public var faults = FaultCounts()
     /// The first failure, or nil if every check passed.
@@ -91,9 +110,12 @@ public struct DataStorePowerLossReport: Sendable, CustomStringConvertible {
 
     /// A multi-line summary.
     public var description: String {
-        var s = "DataStore power-loss run seed \(seed): \(cyclesCompleted) cycles, \(transactionsAcknowledged) acknowledged transactions (\(Self.list(acknowledged))), "
-        s += "in-flight survived \(unacknowledgedSurvived) / lost \(unacknowledgedLost); images: \(powerLossImages) power loss, \(processCrashImages) process crash\n"
-        s += "steps: \(Self.list(steps))\ncrashes during: \(Self.list(crashesDuring))\nfaults: \(faults)"
+        var s =
+            "DataStore power-loss run seed \(seed): \(cyclesCompleted) cycles, \(transactionsAcknowledged) acknowledged transactions (\(Self.list(acknowledged))), "
+        s +=
+            "in-flight survived \(unacknowledgedSurvived) / lost \(unacknowledgedLost); images: \(powerLossImages) power loss, \(processCrashImages) process crash\n"
+        s +=
+            "steps: \(Self.list(steps)); compactions performed \(compactionsPerformed)\ncrashes during: \(Self.list(crashesDuring))\nfaults: \(faults)"
         if let failure { s += "\nFAILED: \(failure)" }
         return s
     }
@@ -119,6 +141,7 @@ public final class DataStorePowerLossHarness {
     var fs = FaultInjectingFileSystem()
     var oracle = CrashOracle()
     var workload: DataStoreCrashWorkloadGenerator
+    let options: LogStoreOptions
 
     /// A harness for `configuration`.
     public init(_ configuration: DataStorePowerLossConfiguration) {
@@ -126,10 +149,12 @@ public final class DataStorePowerLossHarness {
         rng = SplitMix64(seed: configuration.seed)
         report = DataStorePowerLossReport(seed: configuration.seed)
         workload = configuration.workload
-        if configuration.compaction == nil { workload.compactProbability = 0 }
+        options =
+            configuration.backgroundMaintenance
+            ? DataStorePowerLossConfiguration.withBackgroundMaintenance(configuration.options) : configuration.options
     }
 
-    static let targets = ["merge", "merge", "reopen", "writeAsync", "childWrite"]
+    static let targets = ["merge", "merge", "reopen", "writeAsync", "childWrite", "compact"]
 
     func note(_ event: String) {
         events.append("[\(cycle)] " + event)
@@ -142,13 +167,14 @@ public final class DataStorePowerLossHarness {
         return r
     }
 
-    /// Runs every cycle (or until `deadline`), then opens and checks the last crash image.
-    /// Returns the report; its ``DataStorePowerLossReport/failure`` is set at the first broken
-    /// promise (the run stops there).
-    public func run(until deadline: Date? = nil) -> DataStorePowerLossReport {
+    /// Runs every cycle (or until `deadline`, or until `stop` returns true; it is asked before
+    /// each cycle), then opens and checks the last crash image. Returns the report; its
+    /// ``DataStorePowerLossReport/failure`` is set at the first broken promise (the run stops there).
+    public func run(until deadline: Date? = nil, stop: () -> Bool = { false }) -> DataStorePowerLossReport {
         let c = configuration
         for i in 0..<c.cycles {
             if let deadline, Date() >= deadline { break }
+            if stop() { break }
             cycle = i
             if i % max(1, c.cyclesPerStore) == 0 {
                 if i > 0, let message = checkFinalImage() { return fail(message) }
@@ -184,10 +210,8 @@ public final class DataStorePowerLossHarness {
     func makeInterpreter(model: DataStoreCrashModel) -> DataStoreCrashInterpreter {
         let fs = self.fs
         let dir = configuration.directory
-        let options = configuration.options
-        let interp = DataStoreCrashInterpreter(model: model) { LogDataStore(path: dir, fileSystem: fs, options: options) }
-        interp.compaction = configuration.compaction
-        return interp
+        let options = self.options
+        return DataStoreCrashInterpreter(model: model) { LogDataStore(path: dir, fileSystem: fs, options: options) }
     }
 
     /// One cycle: open + check, workload with an armed crash, crash image. Returns a failure message.
@@ -203,13 +227,18 @@ public final class DataStorePowerLossHarness {
         var target = rng.chance(configuration.targetedCrashFraction) ? Self.targets[rng.int(in: 0..<Self.targets.count)] : nil
         // (Until the target step comes, a later random crash point stays armed.)
         if target != nil { fs.scheduleCrash(afterMutatingOperations: crashAt + 2 * steps) }
-        note("workload of \(steps) steps, " + (target.map { "crash early in the first \($0) or after \(crashAt + 2 * steps) mutating operations" } ?? "crash after \(crashAt) more mutating operations"))
+        note(
+            "workload of \(steps) steps, "
+                + (target.map { "crash early in the first \($0) or after \(crashAt + 2 * steps) mutating operations" }
+                    ?? "crash after \(crashAt) more mutating operations"))
         var interrupted = "idle"
         var mix = workload
         if target == "merge" {
             // Make sure the cycle reaches a merge of a child with writes.
             mix.makeChildProbability = max(mix.makeChildProbability, 0.6)
             mix.mergeProbability = max(mix.mergeProbability, 0.35)
+        } else if target == "compact" {
+            mix.compactProbability = max(mix.compactProbability, 0.25)
         }
         for _ in 0..<steps {
             let step = mix.nextStep(model: interp.model, rng: &rng)
@@ -220,13 +249,16 @@ public final class DataStorePowerLossHarness {
                 target = nil
             }
             do {
-                try interp.run(step, willCommit: { n, ops, _ in
-                    let k = oracle.begin(ops)
-                    if k != n { note("model and oracle disagree: model says txn \(n), oracle \(k)") }
-                }, didCommit: { n in
-                    oracle.acknowledge(n)
-                    report.acknowledged[step.name, default: 0] += 1
-                })
+                try interp.run(
+                    step,
+                    willCommit: { n, ops, _ in
+                        let k = oracle.begin(ops)
+                        if k != n { note("model and oracle disagree: model says txn \(n), oracle \(k)") }
+                    },
+                    didCommit: { n in
+                        oracle.acknowledge(n)
+                        report.acknowledged[step.name, default: 0] += 1
+                    })
                 report.steps[step.name, default: 0] += 1
                 note(step.summary + " -> ok")
             } catch {
@@ -238,6 +270,7 @@ public final class DataStorePowerLossHarness {
                 return "\(step.summary) failed without a crash: \(error)"
             }
         }
+        report.compactionsPerformed += interp.compactionsPerformed
         if !fs.isCrashed {
             fs.crash()
             note("crash at a quiet point")
@@ -278,6 +311,7 @@ public final class DataStorePowerLossHarness {
             fs.scheduleCrash(afterMutatingOperations: n)
             note("setup, crash after \(n) mutating operations")
         }
+        let tmpBefore = Set(((try? fs.contentsOfDirectory(atPath: configuration.directory)) ?? []).filter { $0.hasSuffix(".tmp") })
         do {
             try interp.open()
         } catch {
@@ -291,10 +325,23 @@ public final class DataStorePowerLossHarness {
             return ("LogDataStore.setup() failed after a crash: \(error)", nil)
         }
         fs.cancelScheduledCrash()
+        if fs.isCrashed {
+            // The crash point armed for the setup was hit by background work (a compaction or
+            // checkpoint started at open) just after setup() returned: a crash during the open.
+            report.crashesDuring["open", default: 0] += 1
+            note("crashed in background work started by setup()")
+            interp.abandon()
+            makeImage()
+            return (nil, nil)
+        }
         let before = (ack: oracle.lastAcknowledged, attempted: oracle.lastAttempted)
         do {
             let k = try oracle.check(interp.observe())
-            let leftovers = try fs.contentsOfDirectory(atPath: configuration.directory).filter { $0.hasSuffix(".tmp") }
+            // Recovery removes the temporary files a crash left. With background maintenance, a
+            // compaction started by setup() may already be writing MANIFEST.tmp or CHECKPOINT.tmp:
+            // then only the crash's own child spill files are checked.
+            var leftovers = try fs.contentsOfDirectory(atPath: configuration.directory).filter { $0.hasSuffix(".tmp") }
+            if configuration.backgroundMaintenance { leftovers = leftovers.filter { tmpBefore.contains($0) && $0.hasPrefix("child-") } }
             if !leftovers.isEmpty {
                 return ("After setup() the store directory still holds temporary files: \(leftovers.joined(separator: ", ")).", nil)
             }

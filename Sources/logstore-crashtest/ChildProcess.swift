@@ -1,9 +1,9 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A worker process started with `posix_spawn`, its stdout read line by line through a pipe
@@ -47,11 +47,12 @@ final class ChildProcess {
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         let argv = ([executable] + arguments).map { strdup($0) }
-        defer { argv.forEach { free($0) } }
+        defer { for p in argv { free(p) } }
         let env = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") }
-        defer { env.forEach { free($0) } }
+        defer { for p in env { free(p) } }
         var pid: pid_t = 0
-        var argvNil = argv + [nil], envNil = env + [nil]
+        var argvNil = argv + [nil]
+        var envNil = env + [nil]
         let rc = argvNil.withUnsafeMutableBufferPointer { a in
             envNil.withUnsafeMutableBufferPointer { e -> Int32 in
                 guard let ab = a.baseAddress, let eb = e.baseAddress else { return EINVAL }
@@ -92,7 +93,10 @@ final class ChildProcess {
             if remaining <= 0 { return nil }
             var p = pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)
             let r = poll(&p, 1, Int32(min(remaining * 1000, 1000).rounded(.up)))
-            if r < 0 && errno != EINTR { eof = true; return nil }
+            if r < 0 && errno != EINTR {
+                eof = true
+                return nil
+            }
             if r <= 0 { continue }
             var chunk = [UInt8](repeating: 0, count: 4096)
             let n = chunk.withUnsafeMutableBytes { read(readFD, $0.baseAddress, 4096) }
@@ -101,7 +105,10 @@ final class ChildProcess {
                 eof = true
                 return nil
             }
-            if n == 0 { eof = true; continue }
+            if n == 0 {
+                eof = true
+                continue
+            }
             buffer.append(contentsOf: chunk[0..<n])
         }
     }

@@ -5,9 +5,9 @@ import LogStoreEngine
 import _LogStoreTestSupport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// `logstore-crashtest kill` (the default): the kill -9 driver.
@@ -33,7 +33,10 @@ struct Kill: ParsableCommand {
     @Option(help: "The run's seed (default: random; printed).")
     var seed: UInt64?
 
-    @Option(help: "Work directory (the store lives in <dir>/store). Default: a new directory under /dev/shm if present, else the temporary directory.")
+    @Option(
+        help:
+            "Work directory (the store lives in <dir>/store). Default: a new directory under /dev/shm if present, else the temporary directory."
+    )
     var dir: String?
 
     @Option(help: "The most workload steps a worker runs before exiting cleanly.")
@@ -52,6 +55,7 @@ struct Kill: ParsableCommand {
     var verbose = false
 
     func run() throws {
+        StopSignal.install()
         let seed = self.seed ?? UInt64.random(in: 0...UInt64.max)
         let base: String
         if let dir {
@@ -64,8 +68,9 @@ struct Kill: ParsableCommand {
         let limit = cycles ?? (seconds == nil ? 100 : Int.max)
         let deadline = seconds.map { Date().addingTimeInterval($0) }
         print("logstore-crashtest kill: seed \(seed), work directory \(base)")
-        let driver = KillDriver(seed: seed, base: base, steps: steps, cyclesPerStore: cyclesPerStore,
-                                hangTimeout: hangTimeout, verbose: verbose)
+        let driver = KillDriver(
+            seed: seed, base: base, steps: steps, cyclesPerStore: cyclesPerStore,
+            hangTimeout: hangTimeout, verbose: verbose)
         let ok = driver.run(cycles: limit, deadline: deadline)
         print(driver.summary())
         if ok {
@@ -73,7 +78,11 @@ struct Kill: ParsableCommand {
             return
         }
         print("FAILED (seed \(seed)). Rerun: logstore-crashtest kill --seed \(seed) --cycles \(driver.cycle + 1)")
-        print("The store is kept for inspection: \(driver.storeDir) (as the killed worker left it: \(driver.evidenceDir))")
+        print("The store is kept for inspection: \(driver.storeDir) (as the killed worker left it: \(driver.evidenceDir); as the worker found it: \(driver.startDir))")
+        if let w = driver.lastWorkerArguments {
+            print("Replay the worker's workload (not its kill) on a copy of the store it started from:")
+            print("  cp -r \(driver.startDir) /tmp/replay && \(driver.executable) \(w.map { $0 == driver.storeDir ? "/tmp/replay" : $0 }.joined(separator: " "))")
+        }
         throw ExitCode(1)
     }
 }
@@ -105,13 +114,18 @@ final class KillDriver {
     let base: String
     let storeDir: String
     let evidenceDir: String
+    let startDir: String
+    /// The arguments of the last worker started.
+    var lastWorkerArguments: [String]?
     let stderrPath: String
     let steps: Int
     let cyclesPerStore: Int
     let hangTimeout: Double
     let verbose: Bool
     let executable: String
-    let options = CrashTestSettings.options()
+    /// The driver checks with background compaction and checkpoints off, so that no temporary
+    /// file it finds after setup() can be one that background work just started writing.
+    let options = DataStorePowerLossConfiguration(seed: 0, cycles: 0).options
     let workload = CrashTestSettings.workload
 
     var rng: SplitMix64
@@ -140,6 +154,7 @@ final class KillDriver {
         self.base = base
         storeDir = (base as NSString).appendingPathComponent("store")
         evidenceDir = (base as NSString).appendingPathComponent("store.as-killed")
+        startDir = (base as NSString).appendingPathComponent("store.before-worker")
         stderrPath = (base as NSString).appendingPathComponent("worker-stderr.txt")
         self.steps = steps
         self.cyclesPerStore = max(1, cyclesPerStore)
@@ -153,6 +168,10 @@ final class KillDriver {
     func run(cycles: Int, deadline: Date?) -> Bool {
         while cycle < cycles {
             if let deadline, Date() >= deadline { break }
+            if StopSignal.requested {
+                print("stopping: signal received")
+                break
+            }
             if cycle % cyclesPerStore == 0 {
                 try? FileManager.default.removeItem(atPath: storeDir)
                 oracle = CrashOracle()
@@ -168,7 +187,9 @@ final class KillDriver {
             cycle += 1
             if Date().timeIntervalSince(lastProgress) >= 60 {
                 lastProgress = Date()
-                print("  ... \(cyclesCompleted) cycles, \(acknowledgedByKind.values.reduce(0, +)) transactions acknowledged, \(Int(Date().timeIntervalSince(started))) s")
+                print(
+                    "  ... \(cyclesCompleted) cycles, \(acknowledgedByKind.values.reduce(0, +)) transactions acknowledged, \(Int(Date().timeIntervalSince(started))) s"
+                )
                 fflush(nil)
             }
         }
@@ -182,10 +203,11 @@ final class KillDriver {
         let us = UInt32(rng.chance(0.5) ? rng.int(in: 0...300) : rng.int(in: 300...5_000))
         switch x {
         case 0..<15: return .afterDelay(Double.random(in: 0...(openSeconds * 1.5), using: &rng))
-        case 15..<50: return .afterBegin(rng.int(in: 1...30), micros: us)
-        case 50..<72: return .afterMergeBegin(rng.int(in: 1...3), micros: us)
-        case 72..<82: return .afterStep("reopen", rng.int(in: 1...2), micros: us)
-        case 82..<86: return .afterStep("childWrite", rng.int(in: 1...6), micros: us)
+        case 15..<45: return .afterBegin(rng.int(in: 1...30), micros: us)
+        case 45..<65: return .afterMergeBegin(rng.int(in: 1...3), micros: us)
+        case 65..<75: return .afterStep("reopen", rng.int(in: 1...2), micros: us)
+        case 75..<85: return .afterStep("compact", rng.int(in: 1...2), micros: us)
+        case 85..<88: return .afterStep("childWrite", rng.int(in: 1...6), micros: us)
         default: return .afterDelay(Double.random(in: 0...min(runSeconds, 0.5), using: &rng))
         }
     }
@@ -211,17 +233,25 @@ final class KillDriver {
         // Half the workers run on a slow disk, so kills land between the I/O operations of a commit.
         let ioDelay = rng.chance(0.5) ? 0 : rng.int(in: 100...3_000)
         if ioDelay > 0 { slowDiskCycles += 1 }
-        let child = try ChildProcess(executable: executable, arguments: [
+        // Keep the store as the worker finds it, to replay its workload after a failure.
+        try? FileManager.default.removeItem(atPath: startDir)
+        if FileManager.default.fileExists(atPath: storeDir) { try? FileManager.default.copyItem(atPath: storeDir, toPath: startDir) }
+        let arguments = [
             "worker", "--dir", storeDir, "--seed", "\(workerSeed)", "--expect-transaction", "\(k0)",
             "--expect-digest", DataStoreCrashTypes.digest(oracle.acknowledgedState), "--steps", "\(steps)",
             "--io-delay-us", "\(ioDelay)",
-        ], stderrPath: stderrPath)
-        let context = "worker seed \(workerSeed) (\(plan)\(ioDelay > 0 ? ", I/O delays up to \(ioDelay) us" : "")), store at transaction \(k0)"
+        ]
+        lastWorkerArguments = arguments
+        let child = try ChildProcess(executable: executable, arguments: arguments, stderrPath: stderrPath)
+        let context =
+            "worker seed \(workerSeed) (\(plan)\(ioDelay > 0 ? ", I/O delays up to \(ioDelay) us" : "")), store at transaction \(k0)"
 
         var lastLine: String?
         var begins: [UInt64: String] = [:]
-        var lastBegin = k0, lastAck = k0
-        var beginCount = 0, mergeCount = 0
+        var lastBegin = k0
+        var lastAck = k0
+        var beginCount = 0
+        var mergeCount = 0
         var stepCounts: [String: Int] = [:]
         var failureLine: String?
         var killed = false
@@ -238,7 +268,9 @@ final class KillDriver {
                 beginCount += 1
                 if parts[2] == "merge" { mergeCount += 1 }
             case "ack":
-                guard parts.count == 2, let n = UInt64(parts[1]), n == lastBegin else { throw CrashTestError("\(context): ack out of order: \"\(line)\" after begin \(lastBegin)") }
+                guard parts.count == 2, let n = UInt64(parts[1]), n == lastBegin else {
+                    throw CrashTestError("\(context): ack out of order: \"\(line)\" after begin \(lastBegin)")
+                }
                 lastAck = n
                 acknowledgedByKind[begins[n] ?? "?", default: 0] += 1
             case "step":
@@ -284,7 +316,8 @@ final class KillDriver {
             if Date().timeIntervalSince(lastOutput) >= hangTimeout {
                 child.kill()
                 child.wait()
-                throw CrashTestError("\(context): the worker wrote nothing for \(Int(hangTimeout)) s (hang); last line: \(lastLine ?? "none")")
+                throw CrashTestError(
+                    "\(context): the worker wrote nothing for \(Int(hangTimeout)) s (hang); last line: \(lastLine ?? "none")")
             }
         }
         // Everything the worker wrote before it died counts (acks included).
@@ -307,16 +340,20 @@ final class KillDriver {
             cleanExits += 1
             runSeconds = 0.8 * runSeconds + 0.2 * Date().timeIntervalSince(child.started)
         default:
-            throw CrashTestError("\(context): the worker ended with \(exit): \(failureLine ?? "last line: \(lastLine ?? "none")") (stderr: \(stderrPath))")
+            throw CrashTestError(
+                "\(context): the worker ended with \(exit): \(failureLine ?? "last line: \(lastLine ?? "none")") (stderr: \(stderrPath))")
         }
 
         // Learn what the worker's transactions wrote by replaying its steps.
         let replayed = workload.replay(seed: workerSeed, from: model, maxSteps: steps, throughTransaction: lastBegin, oracle: &oracle)
         guard oracle.lastAttempted == lastBegin else {
-            throw CrashTestError("\(context): the replay of the worker's steps reaches transaction \(oracle.lastAttempted), the worker began \(lastBegin) (driver and worker disagree on the workload)")
+            throw CrashTestError(
+                "\(context): the replay of the worker's steps reaches transaction \(oracle.lastAttempted), the worker began \(lastBegin) (driver and worker disagree on the workload)"
+            )
         }
         for t in replayed where begins[t.number] != nil && begins[t.number] != t.kind.rawValue {
-            throw CrashTestError("\(context): transaction \(t.number) was a \(begins[t.number] ?? "?") in the worker, a \(t.kind.rawValue) in the replay")
+            throw CrashTestError(
+                "\(context): transaction \(t.number) was a \(begins[t.number] ?? "?") in the worker, a \(t.kind.rawValue) in the replay")
         }
         oracle.acknowledge(lastAck)
 
@@ -340,7 +377,8 @@ final class KillDriver {
         }
         let leftovers = ((try? FileManager.default.contentsOfDirectory(atPath: storeDir)) ?? []).filter { $0.hasSuffix(".tmp") }
         if !leftovers.isEmpty {
-            throw CrashTestError("\(context), killed during \(phase): after setup() the store directory still holds \(leftovers.joined(separator: ", "))")
+            throw CrashTestError(
+                "\(context), killed during \(phase): after setup() the store directory still holds \(leftovers.joined(separator: ", "))")
         }
         inFlightSurvived += Int(k - lastAck)
         inFlightLost += Int(lastBegin - k)
@@ -354,11 +392,15 @@ final class KillDriver {
     func summary() -> String {
         let seconds = Date().timeIntervalSince(started)
         func list(_ d: [String: Int]) -> String { d.keys.sorted().map { "\($0) \(d[$0] ?? 0)" }.joined(separator: ", ") }
-        var s = "kill -9 run, seed \(seed): \(cyclesCompleted) cycles in \(String(format: "%.1f", seconds)) s (\(Int(Double(cyclesCompleted) / max(seconds, 0.001) * 60)) cycles/minute), \(storesStarted) fresh stores, \(slowDiskCycles) cycles with a slow disk\n"
+        var s =
+            "kill -9 run, seed \(seed): \(cyclesCompleted) cycles in \(String(format: "%.1f", seconds)) s (\(Int(Double(cyclesCompleted) / max(seconds, 0.001) * 60)) cycles/minute), \(storesStarted) fresh stores, \(slowDiskCycles) cycles with a slow disk\n"
         s += "  workers killed: \(killsByPhase.values.reduce(0, +)) (by phase: \(list(killsByPhase))); exited cleanly: \(cleanExits)\n"
-        s += "  transactions acknowledged: \(acknowledgedByKind.values.reduce(0, +)) (\(list(acknowledgedByKind))); in flight at the kill: survived \(inFlightSurvived), lost \(inFlightLost)\n"
+        s +=
+            "  transactions acknowledged: \(acknowledgedByKind.values.reduce(0, +)) (\(list(acknowledgedByKind))); in flight at the kill: survived \(inFlightSurvived), lost \(inFlightLost)\n"
         let n = Double(max(1, cyclesCompleted))
-        s += String(format: "  mean per cycle: worker start and open %.1f ms, worker steps %.1f ms, recovery and check %.1f ms\n", timeToReady / n * 1000, timeRunning / n * 1000, timeChecking / n * 1000)
+        s += String(
+            format: "  mean per cycle: worker start and open %.1f ms, worker steps %.1f ms, recovery and check %.1f ms\n",
+            timeToReady / n * 1000, timeRunning / n * 1000, timeChecking / n * 1000)
         s += "  violations: \(violations.count)"
         for v in violations { s += "\n  VIOLATION: \(v)" }
         return s

@@ -33,6 +33,13 @@ struct PowerLoss: ParsableCommand {
     @Option(help: "The run's seed (default: random; printed).")
     var seed: UInt64?
 
+    enum Background: String, ExpressibleByArgument, CaseIterable {
+        case on, off, alternate
+    }
+
+    @Option(help: "DataStore chunks with background compaction and checkpoints: on, off, or alternate (every other chunk).")
+    var background: Background = .alternate
+
     @Option(help: "Run one chunk whose harness seed is this (what a failure report prints).")
     var chunkSeed: UInt64?
 
@@ -43,12 +50,14 @@ struct PowerLoss: ParsableCommand {
     var jobs: Int = 1
 
     func run() throws {
+        StopSignal.install()
         let seed = self.seed ?? UInt64.random(in: 0...UInt64.max)
         let total = cycles ?? (seconds == nil ? 1_000 : Int.max)
         let deadline = seconds.map { Date().addingTimeInterval($0) }
         let chunk = chunkSeed != nil ? total : max(1, min(self.chunk, total))
         print("logstore-crashtest powerloss: level \(level.rawValue), seed \(seed), chunks of \(chunk) cycles, \(jobs) job(s)")
-        let run = PowerLossRun(seed: seed, level: level, total: total, chunk: chunk, deadline: deadline, fixedChunkSeed: chunkSeed)
+        let run = PowerLossRun(
+            seed: seed, level: level, total: total, chunk: chunk, deadline: deadline, fixedChunkSeed: chunkSeed, background: background)
         let threads = (0..<max(1, jobs)).map { _ in Thread { run.work() } }
         for t in threads {
             t.stackSize = 8 << 20
@@ -70,6 +79,7 @@ final class PowerLossRun: Sendable {
         var failed = false
         var failures: [String] = []
         var dsCycles = 0, engineCycles = 0
+        var compactions = 0
         var dsAcknowledged: [String: Int] = [:]
         var dsSteps: [String: Int] = [:]
         var dsCrashesDuring: [String: Int] = [:]
@@ -84,12 +94,17 @@ final class PowerLossRun: Sendable {
     let chunk: Int
     let deadline: Date?
     let fixedChunkSeed: UInt64?
+    let background: PowerLoss.Background
     let started = Date()
     let state = Mutex(Totals())
     let done = DispatchSemaphore(value: 0)
 
-    init(seed: UInt64, level: PowerLoss.Level, total: Int, chunk: Int, deadline: Date?, fixedChunkSeed: UInt64?) {
+    init(
+        seed: UInt64, level: PowerLoss.Level, total: Int, chunk: Int, deadline: Date?, fixedChunkSeed: UInt64?,
+        background: PowerLoss.Background
+    ) {
         self.fixedChunkSeed = fixedChunkSeed
+        self.background = background
         self.seed = seed
         self.level = level
         self.total = total
@@ -112,7 +127,7 @@ final class PowerLossRun: Sendable {
         }
         while true {
             let next: Int? = state.withLock { s in
-                if s.failed { return nil }
+                if s.failed || StopSignal.requested { return nil }
                 if let deadline, Date() >= deadline { return nil }
                 let i = s.nextChunk
                 if i * chunk >= total { return nil }
@@ -124,7 +139,10 @@ final class PowerLossRun: Sendable {
             let s = chunkSeed(i)
             let engine = level == .engine || (level == .both && i % 2 == 1)
             if engine {
-                let r = EnginePowerLossHarness(PowerLossConfiguration(seed: s, cycles: cycles)).run()
+                // As PowerLossTests runs it with synchronous durability: sectors reordered in a quarter of the files.
+                var c = PowerLossConfiguration(seed: s, cycles: cycles)
+                c.powerLossModel.sectorReorderingProbability = 0.25
+                let r = EnginePowerLossHarness(c).run()
                 state.withLock { t in
                     t.engineCycles += r.cyclesCompleted
                     t.survived += r.unacknowledgedSurvived
@@ -134,13 +152,23 @@ final class PowerLossRun: Sendable {
                     t.faults += r.faults
                     if let f = r.failure {
                         t.failed = true
-                        t.failures.append("engine chunk \(i), chunk seed \(s) (rerun: logstore-crashtest powerloss --level engine --chunk-seed \(s) --cycles \(cycles)):\n\(f)")
+                        t.failures.append(
+                            "engine chunk \(i), chunk seed \(s) (rerun: logstore-crashtest powerloss --level engine --chunk-seed \(s) --cycles \(cycles)):\n\(f)"
+                        )
                     }
                 }
             } else {
-                let r = DataStorePowerLossHarness(DataStorePowerLossConfiguration(seed: s, cycles: cycles)).run(until: deadline)
+                // Every other DataStore chunk also compacts and checkpoints in the background.
+                var c = DataStorePowerLossConfiguration(seed: s, cycles: cycles)
+                switch background {
+                case .on: c.backgroundMaintenance = true
+                case .off: c.backgroundMaintenance = false
+                case .alternate: c.backgroundMaintenance = (level == .both ? i / 2 : i) % 2 == 1
+                }
+                let r = DataStorePowerLossHarness(c).run(until: deadline) { StopSignal.requested }
                 state.withLock { t in
                     t.dsCycles += r.cyclesCompleted
+                    t.compactions += r.compactionsPerformed
                     for (k, v) in r.acknowledged { t.dsAcknowledged[k, default: 0] += v }
                     for (k, v) in r.steps { t.dsSteps[k, default: 0] += v }
                     for (k, v) in r.crashesDuring { t.dsCrashesDuring[k, default: 0] += v }
@@ -151,7 +179,9 @@ final class PowerLossRun: Sendable {
                     t.faults += r.faults
                     if let f = r.failure {
                         t.failed = true
-                        t.failures.append("DataStore chunk \(i), chunk seed \(s) (rerun: logstore-crashtest powerloss --level datastore --chunk-seed \(s) --cycles \(cycles)):\n\(f)")
+                        t.failures.append(
+                            "DataStore chunk \(i), chunk seed \(s) (rerun: logstore-crashtest powerloss --level datastore --background \(c.backgroundMaintenance ? "on" : "off") --chunk-seed \(s) --cycles \(cycles); background work makes the rerun approximate):\n\(f)"
+                        )
                     }
                 }
             }
@@ -167,10 +197,13 @@ final class PowerLossRun: Sendable {
         return state.withLock { t in
             func list(_ d: [String: Int]) -> String { d.keys.sorted().map { "\($0) \(d[$0] ?? 0)" }.joined(separator: ", ") }
             let cycles = t.dsCycles + t.engineCycles
-            var s = "simulated power-loss run, seed \(seed): \(cycles) cycles (DataStore \(t.dsCycles), engine \(t.engineCycles)) in \(String(format: "%.1f", seconds)) s (\(Int(Double(cycles) / max(seconds, 0.001) * 60)) cycles/minute)\n"
-            s += "  crash images: power loss \(t.powerLossImages), process crash \(t.processCrashImages); in-flight transactions survived \(t.survived), lost \(t.lost)\n"
+            var s =
+                "simulated power-loss run, seed \(seed): \(cycles) cycles (DataStore \(t.dsCycles), engine \(t.engineCycles)) in \(String(format: "%.1f", seconds)) s (\(Int(Double(cycles) / max(seconds, 0.001) * 60)) cycles/minute)\n"
+            s +=
+                "  crash images: power loss \(t.powerLossImages), process crash \(t.processCrashImages); in-flight transactions survived \(t.survived), lost \(t.lost)\n"
             if t.dsCycles > 0 {
-                s += "  DataStore acknowledged: \(list(t.dsAcknowledged))\n  DataStore steps: \(list(t.dsSteps))\n  DataStore crashes during: \(list(t.dsCrashesDuring))\n"
+                s +=
+                    "  DataStore acknowledged: \(list(t.dsAcknowledged))\n  DataStore steps: \(list(t.dsSteps)); compactions performed \(t.compactions)\n  DataStore crashes during: \(list(t.dsCrashesDuring))\n"
             }
             s += "  faults: \(t.faults)\n"
             s += "  violations: \(t.failures.count)"

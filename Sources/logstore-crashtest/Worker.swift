@@ -5,18 +5,19 @@ import LogStoreEngine
 import _LogStoreTestSupport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// What the driver and its workers share: store options and the workload mix. Both sides must
 /// use the same values, or the driver's replay of a worker's steps would diverge.
 enum CrashTestSettings {
     /// Synchronous durability (a commit returns after fdatasync), 64 KiB segments (frequent
-    /// roll-overs), 512-byte frames (multi-frame transactions), 2 KiB child spill threshold.
+    /// roll-overs), 512-byte frames (multi-frame transactions), 2 KiB child spill threshold,
+    /// background compaction and checkpoints with low thresholds (so kills land in them).
     static func options() -> LogStoreOptions {
-        DataStorePowerLossConfiguration(seed: 0, cycles: 0).options
+        DataStorePowerLossConfiguration.withBackgroundMaintenance(DataStorePowerLossConfiguration(seed: 0, cycles: 0).options)
     }
 
     static let workload = DataStoreCrashWorkloadGenerator()
@@ -92,12 +93,17 @@ struct Worker: ParsableCommand {
             let k = markers.max() ?? 0
             let digest = DataStoreCrashTypes.digest(state)
             if k != expectTransaction || (expectDigest != nil && digest != expectDigest) {
-                fail(2, "violation the store opened by the worker shows transaction \(k) (digest \(digest)); the driver checked transaction \(expectTransaction) (digest \(expectDigest ?? "-")) and closed it")
+                fail(
+                    2,
+                    "violation the store opened by the worker shows transaction \(k) (digest \(digest)); the driver checked transaction \(expectTransaction) (digest \(expectDigest ?? "-")) and closed it"
+                )
             }
             interp.model = DataStoreCrashModel(parent: state, lastTransaction: k)
             emit("ready \(k)")
         } catch {
-            fail(error is CrashOracleViolation ? 2 : 3, "\(error is CrashOracleViolation ? "violation" : "error") reading the store after setup: \(error)")
+            fail(
+                error is CrashOracleViolation ? 2 : 3,
+                "\(error is CrashOracleViolation ? "violation" : "error") reading the store after setup: \(error)")
         }
         var rng = SplitMix64(seed: seed)
         let workload = CrashTestSettings.workload

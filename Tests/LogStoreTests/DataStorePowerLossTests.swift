@@ -8,7 +8,8 @@ import _LogStoreTestSupport
 /// recovery"): single- and multi-item transactions, async writes, deletes, delete-alls, child
 /// stores merged as one transaction, reopens, crashes at every kind of I/O.
 ///
-/// `LOGSTORE_DATASTORE_POWERLOSS_CYCLES` sets the number of crash cycles (default 500) and
+/// `LOGSTORE_DATASTORE_POWERLOSS_CYCLES` sets the number of crash cycles (default 500; half as
+/// many with background compaction) and
 /// `LOGSTORE_DATASTORE_POWERLOSS_SEED` the seed (default: random, printed) for soak runs;
 /// `logstore-crashtest powerloss` runs the same harness in a release build.
 final class DataStorePowerLossTests: XCTestCase {
@@ -19,15 +20,34 @@ final class DataStorePowerLossTests: XCTestCase {
         let start = Date()
         let report = DataStorePowerLossHarness(DataStorePowerLossConfiguration(seed: seed, cycles: cycles)).run()
         let seconds = Date().timeIntervalSince(start)
-        print("\(report)\n\(String(format: "%.1f", seconds)) s, \(Int(Double(report.cyclesCompleted) / max(seconds, 0.001) * 60)) cycles/minute")
+        print(
+            "\(report)\n\(String(format: "%.1f", seconds)) s, \(Int(Double(report.cyclesCompleted) / max(seconds, 0.001) * 60)) cycles/minute"
+        )
         if let failure = report.failure {
             XCTFail("DataStore power-loss harness failed (rerun with LOGSTORE_DATASTORE_POWERLOSS_SEED=\(seed)):\n\(failure)")
         }
         XCTAssertEqual(report.cyclesCompleted, cycles, "seed \(seed)")
         // The mix reaches every kind of step and crashes inside merges.
-        for step in ["write", "writeAsync", "abortedWrite", "makeChild", "childWrite", "merge", "discardChild", "verify", "reopen"] where cycles >= 300 {
+        for step in [
+            "write", "writeAsync", "abortedWrite", "makeChild", "childWrite", "merge", "discardChild", "verify", "reopen", "compact",
+        ]
+        where cycles >= 300 {
             XCTAssertGreaterThan(report.steps[step] ?? 0, 0, "no \(step) steps, seed \(seed)")
         }
+    }
+
+    func testAcknowledgedTransactionsSurviveSimulatedPowerLossWithBackgroundCompaction() {
+        let env = ProcessInfo.processInfo.environment
+        let cycles = (env["LOGSTORE_DATASTORE_POWERLOSS_CYCLES"].flatMap { Int($0) } ?? 500) / 2
+        let seed = env["LOGSTORE_DATASTORE_POWERLOSS_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64.max)
+        var c = DataStorePowerLossConfiguration(seed: seed, cycles: cycles)
+        c.backgroundMaintenance = true
+        let report = DataStorePowerLossHarness(c).run()
+        print(report)
+        if let failure = report.failure {
+            XCTFail("DataStore power-loss harness with background compaction failed (seed \(seed); background work makes a rerun approximate):\n\(failure)")
+        }
+        XCTAssertEqual(report.cyclesCompleted, cycles, "seed \(seed)")
     }
 
     // MARK: Merges
@@ -46,7 +66,8 @@ final class DataStorePowerLossTests: XCTestCase {
     }
 
     func interpreter(_ fs: FaultInjectingFileSystem, _ model: DataStoreCrashModel = DataStoreCrashModel()) -> DataStoreCrashInterpreter {
-        let dir = directory, o = options()
+        let dir = directory
+        let o = options()
         return DataStoreCrashInterpreter(model: model) { LogDataStore(path: dir, fileSystem: fs, options: o) }
     }
 
@@ -67,7 +88,8 @@ final class DataStorePowerLossTests: XCTestCase {
         // Without and with a segment roll-over inside the merge's commit.
         for rollOver in [false, true] {
             var crashPoints = 0
-            var sawMergedAfterCrash = false, sawLostAfterCrash = false
+            var sawMergedAfterCrash = false
+            var sawLostAfterCrash = false
             for crashAt in 0..<200 {
                 let (fs, interp, before, oracle) = try prepareMerge(rollOver: rollOver)
                 var o = oracle
@@ -94,7 +116,9 @@ final class DataStorePowerLossTests: XCTestCase {
             // Append + fdatasync; a roll-over adds the seal, the new segment and the manifest switch.
             XCTAssertGreaterThanOrEqual(crashPoints, rollOver ? 8 : 2, "roll-over \(rollOver)")
             XCTAssertTrue(sawLostAfterCrash, "roll-over \(rollOver)")
-            XCTAssertTrue(sawMergedAfterCrash, "roll-over \(rollOver): an unacknowledged merge whose append reached the disk should survive some images")
+            XCTAssertTrue(
+                sawMergedAfterCrash,
+                "roll-over \(rollOver): an unacknowledged merge whose append reached the disk should survive some images")
         }
     }
 
@@ -127,7 +151,8 @@ final class DataStorePowerLossTests: XCTestCase {
         }
         try interp.run(.makeChild, oracle: &oracle)
         for _ in 0..<6 {
-            let ops = gen.transactions.transaction(number: interp.model.lastTransaction + 1, state: interp.model.child?.state ?? [:], rng: &rng)
+            let ops = gen.transactions.transaction(
+                number: interp.model.lastTransaction + 1, state: interp.model.child?.state ?? [:], rng: &rng)
             try interp.run(.childWrite(ops.filter { if case .put("txn", _, _) = $0 { false } else { true } }), oracle: &oracle)
         }
         try parentWrite(gen.transactions.transaction(number: interp.model.lastTransaction + 1, state: interp.model.parent, rng: &rng))
@@ -143,6 +168,49 @@ final class DataStorePowerLossTests: XCTestCase {
         return Int(try f.size())
     }
 
+    // MARK: Regressions
+
+    /// Found by the DataStore harness (seed 13717354105200002446, before e595325): a commit killed
+    /// during its fdatasync was recovered (its append was in the OS cache) and shown, but recovery
+    /// never made it durable, so a power loss after the restart took it back.
+    func testCommitRecoveredAfterAKillDuringItsSyncSurvivesALaterPowerLoss() throws {
+        for viaMerge in [false, true] {
+            let fs = try freshFileSystem()
+            let interp = interpreter(fs)
+            var oracle = CrashOracle()
+            var rng = SplitMix64(seed: 11)
+            let gen = DataStoreCrashWorkloadGenerator()
+            try interp.open()
+            try interp.run(.write(gen.transactions.transaction(number: 1, state: [:], rng: &rng)), oracle: &oracle)
+            let step: DataStoreCrashStep
+            if viaMerge {
+                try interp.run(.makeChild, oracle: &oracle)
+                try interp.run(
+                    .childWrite(
+                        gen.transactions.transaction(number: 2, state: interp.model.parent, rng: &rng).filter {
+                            if case .put("txn", _, _) = $0 { false } else { true }
+                        }), oracle: &oracle)
+                step = .merge
+            } else {
+                step = .write(gen.transactions.transaction(number: 2, state: interp.model.parent, rng: &rng))
+            }
+            // The append happens; the fdatasync is where the process dies.
+            fs.scheduleCrash(afterMutatingOperations: 1)
+            XCTAssertThrowsError(try interp.run(step, oracle: &oracle))
+            XCTAssertTrue(fs.isCrashed)
+            interp.abandon()
+            let restarted = fs.processCrashImage()
+            let k = try recover(restarted, oracle, "merge \(viaMerge): after the kill")
+            XCTAssertEqual(k, 2, "merge \(viaMerge): the appended transaction is in the OS cache and is recovered")
+            oracle.adoptRecovered(k)
+            // Readers have seen transaction 2: a power loss now must not take it back.
+            for seed in 0..<16 as Range<UInt64> {
+                XCTAssertEqual(
+                    try recover(restarted.powerLossImage(seed: seed), oracle, "merge \(viaMerge): power loss \(seed) after the restart"), 2)
+            }
+        }
+    }
+
     // MARK: Replay (what the kill -9 driver relies on)
 
     func testReplayOfAWorkloadRecordsTheTransactionsTheInterpreterCommitted() throws {
@@ -155,10 +223,12 @@ final class DataStorePowerLossTests: XCTestCase {
         let gen = DataStoreCrashWorkloadGenerator()
         for _ in 0..<200 {
             let step = gen.nextStep(model: interp.model, rng: &rng)
-            try interp.run(step, willCommit: { n, ops, kind in
-                committed.begin(ops)
-                kinds.append(DataStoreCrashReplayedTransaction(number: n, kind: kind))
-            }, didCommit: { committed.acknowledge($0) })
+            try interp.run(
+                step,
+                willCommit: { n, ops, kind in
+                    committed.begin(ops)
+                    kinds.append(DataStoreCrashReplayedTransaction(number: n, kind: kind))
+                }, didCommit: { committed.acknowledge($0) })
         }
         XCTAssertTrue(kinds.contains { $0.kind == .merge } && kinds.contains { $0.kind == .writeAsync })
         var replayed = CrashOracle()
@@ -176,7 +246,8 @@ final class DataStorePowerLossTests: XCTestCase {
 
     func testSlowDiskOfTheKillDriverChangesOnlyTiming() throws {
         let slow = DelayingFileSystem(try freshFileSystem(), maxDelayMicroseconds: 20)
-        let dir = directory, o = options()
+        let dir = directory
+        let o = options()
         let interp = DataStoreCrashInterpreter(model: DataStoreCrashModel()) { LogDataStore(path: dir, fileSystem: slow, options: o) }
         try interp.open()
         var oracle = CrashOracle()
