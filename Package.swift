@@ -102,7 +102,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LogStoreCompactTests",
-            dependencies: ["LogStoreCompactCommands", "LogStoreEngine", "logstore-compact"],
+            dependencies: ["LogStoreCompactCommands", "LogStoreEngine", "_LogStoreTestSupport", "logstore-compact"],
             swiftSettings: strict
         ),
         .testTarget(

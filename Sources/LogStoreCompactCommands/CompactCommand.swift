@@ -120,7 +120,9 @@ public struct CompactCommand: ParsableCommand {
     func runInPlace(_ dir: String, _ progress: ProgressLine) throws {
         let backend = CompactionBackends.current
         guard backend.isAvailable else { throw ToolFailure.compactionUnavailable }
-        let engine = try StoreAccess.openEngine(dir, options: LogStoreOptions())
+        var options = LogStoreOptions()
+        options.autoCompaction = false  // this command compacts, once, in the foreground
+        let engine = try StoreAccess.openEngine(dir, options: options)
         let measured = StoreAccess.measure(dir)
         progress.phase("compacting")
         let outcome: CompactionOutcome

@@ -1,4 +1,5 @@
 public import ArgumentParser
+import Foundation
 import LogStoreEngine
 
 /// `logstore-compact stats <store>`: segments, live and dead bytes, records per type,
@@ -85,10 +86,11 @@ public struct StatsCommand: ParsableCommand {
             ])),
             ("sequence", .object([("first", .optional(s.firstSequence)), ("last", .uint(s.lastSequence))])),
             ("transactions", .integer(s.transactions)),
-            // TODO(compaction): checkpoint sequence and age once the checkpoint format lands.
             ("checkpoint", s.checkpointFiles.isEmpty ? .null : .object([
                 ("files", .array(s.checkpointFiles.map { .string($0.name) })),
-                ("ageSeconds", .null),
+                ("sequence", .optional(s.checkpoint?.sequence)),
+                ("generation", .optional(s.checkpoint?.generation)),
+                ("ageSeconds", s.checkpoint.map { .double(Self.ageSeconds($0.createdAtMillis)) } ?? .null),
             ])),
             ("issues", .array(s.issues.map(\.json))),
         ])
@@ -154,8 +156,12 @@ public struct StatsCommand: ParsableCommand {
         } else {
             row("Sequence", "none (empty log)")
         }
-        // TODO(compaction): checkpoint sequence and age once the checkpoint format lands.
-        row("Checkpoint", s.checkpointFiles.isEmpty ? "none" : s.checkpointFiles.map(\.name).joined(separator: ", ") + " (age unknown: this build cannot read checkpoints)")
+        if let cp = s.checkpoint {
+            let lag = s.lastSequence >= cp.sequence ? s.lastSequence - cp.sequence : 0
+            row("Checkpoint", "sequence \(cp.sequence) (\(Format.count(Int(lag))) transactions behind the log), written \(Int(Self.ageSeconds(cp.createdAtMillis))) s ago")
+        } else {
+            row("Checkpoint", s.checkpointFiles.isEmpty ? "none" : s.checkpointFiles.map(\.name).joined(separator: ", ") + " (damaged: open ignores it and replays the log)")
+        }
         if s.types.isEmpty {
             row("Types", "none")
         } else {
@@ -175,5 +181,10 @@ public struct StatsCommand: ParsableCommand {
             Console.out("Issues")
             for i in s.issues { Console.out("  " + i.line) }
         }
+    }
+
+    /// Seconds since `millis` (milliseconds since 1970), never negative.
+    static func ageSeconds(_ millis: UInt64) -> Double {
+        max(0, Date().timeIntervalSince1970 - Double(millis) / 1000)
     }
 }

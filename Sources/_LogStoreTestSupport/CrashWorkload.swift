@@ -70,11 +70,15 @@ public enum CrashWorkloadStep: Sendable, Equatable {
     case commit([RecordOperation])
     /// Close the store cleanly and open it again.
     case reopen
+    /// `LogEngine.flush()`: makes every commit so far durable (used when durability is not
+    /// `.synchronous`).
+    case flush
 
     /// A short human-readable summary, for failure reports.
     public var summary: String {
         switch self {
         case .reopen: return "reopen"
+        case .flush: return "flush"
         case .write(let ops): return "write " + Self.summarize(ops)
         case .commit(let ops): return "commit " + Self.summarize(ops)
         }
@@ -117,14 +121,39 @@ public struct CrashWorkloadGenerator: Sendable {
     public var commitProbability = 0.3
     /// Probability that a transaction contains a delete-all of one type.
     public var deleteAllProbability = 0.03
+    /// Probability that a step is a flush (only used when the store's durability is not
+    /// `.synchronous`, where a flush is what makes commits durable).
+    public var flushProbability = 0.12
+
+    /// When set, every item payload is this many bytes (drawn uniformly) instead of the default
+    /// mostly-small mix; large sizes make segment roll-overs frequent.
+    public var payloadSizes: ClosedRange<Int>? = nil
 
     /// The default mix.
     public init() {}
 
+    /// `count` steps for a fresh store, generated against a scratch oracle that assumes every
+    /// step succeeds (for replaying the same workload many times, e.g. once per crash point).
+    public func steps(_ count: Int, flushes: Bool = false, rng: inout SplitMix64) -> [CrashWorkloadStep] {
+        var oracle = CrashOracle()
+        var out: [CrashWorkloadStep] = []
+        for _ in 0..<count {
+            let step = nextStep(oracle: oracle, flushes: flushes, rng: &rng)
+            switch step {
+            case .write(let ops), .commit(let ops): oracle.acknowledge(oracle.begin(ops))
+            case .reopen, .flush: break
+            }
+            out.append(step)
+        }
+        return out
+    }
+
     /// The next step, for a store whose latest state (after every attempted transaction) is
-    /// `oracle.headState` and whose next transaction is `oracle.lastAttempted + 1`.
-    public func nextStep(oracle: CrashOracle, rng: inout SplitMix64) -> CrashWorkloadStep {
+    /// `oracle.headState` and whose next transaction is `oracle.lastAttempted + 1`. Flush steps
+    /// are generated only when `flushes` is true.
+    public func nextStep(oracle: CrashOracle, flushes: Bool = false, rng: inout SplitMix64) -> CrashWorkloadStep {
         if rng.chance(reopenProbability) { return .reopen }
+        if flushes && rng.chance(flushProbability) { return .flush }
         let ops = transaction(number: oracle.lastAttempted + 1, state: oracle.headState, rng: &rng)
         return rng.chance(commitProbability) ? .commit(ops) : .write(ops)
     }
@@ -143,7 +172,8 @@ public struct CrashWorkloadGenerator: Sendable {
             if rng.chance(0.7) {
                 let key = Self.itemKey(rng.int(in: 0..<keysPerType))
                 ops.append(.put(type: type, key: key, value: CrashWorkloadValue.encode(txn: number, type: type, key: key, payload: payload(&rng))))
-            } else if let existing = state[type]?.keys.sorted(), !existing.isEmpty, rng.chance(0.8) {
+            } else if let records = state[type], rng.chance(0.8),
+                case let existing = (0..<keysPerType).map(Self.itemKey).filter({ records[$0] != nil }), !existing.isEmpty {
                 ops.append(.delete(type: type, key: existing[rng.int(in: 0..<existing.count)]))
             } else {
                 ops.append(.delete(type: type, key: Self.itemKey(rng.int(in: 0..<keysPerType))))
@@ -181,10 +211,14 @@ public struct CrashWorkloadGenerator: Sendable {
     /// A payload: mostly small, sometimes larger than a frame; random or compressible.
     func payload(_ rng: inout SplitMix64) -> [UInt8] {
         let length: Int
-        switch rng.int(in: 0..<20) {
-        case 0..<14: length = rng.int(in: 0...120)
-        case 14..<19: length = rng.int(in: 121...1_500)
-        default: length = rng.int(in: 1_501...6_000)
+        if let sizes = payloadSizes {
+            length = rng.int(in: sizes)
+        } else {
+            switch rng.int(in: 0..<20) {
+            case 0..<14: length = rng.int(in: 0...120)
+            case 14..<19: length = rng.int(in: 121...1_500)
+            default: length = rng.int(in: 1_501...6_000)
+            }
         }
         if rng.chance(0.5) { return rng.bytes(length) }
         let pattern = rng.bytes(rng.int(in: 1...8))

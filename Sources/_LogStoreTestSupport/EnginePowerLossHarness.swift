@@ -42,12 +42,15 @@ public final class EngineCrashInterpreter {
         engine = nil
     }
 
-    /// Runs one step: a transaction is recorded in `oracle` as attempted before the commit and as
-    /// acknowledged when the commit returns; a reopen closes and reopens the store and checks that
-    /// it shows exactly the acknowledged state. Throws the engine's errors (or a
-    /// ``CrashOracleViolation`` after a reopen) unchanged.
+    /// Runs one step. A transaction is recorded in `oracle` as attempted before the commit; it is
+    /// acknowledged (promised durable) when the commit returns under `.synchronous` durability,
+    /// and otherwise only by a later flush. A reopen closes and reopens the store and checks that
+    /// it shows exactly every transaction committed so far (a clean close loses nothing), which
+    /// the oracle then adopts. Throws the engine's errors (or a ``CrashOracleViolation`` after a
+    /// reopen) unchanged.
     public func run(_ step: CrashWorkloadStep, oracle: inout CrashOracle) throws {
         guard let engine else { throw LogStoreError(.notOpen, "EngineCrashInterpreter.run called with no open engine; call open() first.") }
+        let synchronous = options.durability == .synchronous
         switch step {
         case .write(let ops):
             let n = oracle.begin(ops)
@@ -60,10 +63,14 @@ public final class EngineCrashInterpreter {
                     }
                 }
             }
-            oracle.acknowledge(n)
+            if synchronous { oracle.acknowledge(n) }
         case .commit(let ops):
             let n = oracle.begin(ops)
             try engine.commit(ops)
+            if synchronous { oracle.acknowledge(n) }
+        case .flush:
+            let n = oracle.lastAttempted
+            try engine.flush()
             oracle.acknowledge(n)
         case .reopen:
             try close()
@@ -72,14 +79,15 @@ public final class EngineCrashInterpreter {
                 throw CrashOracleViolation("Reopening after a clean close cut a torn tail: \(t).")
             }
             let k = try oracle.check(observe())
-            if k != oracle.lastAcknowledged || e.recoveryReport.lastSequence != k {
-                throw CrashOracleViolation("Reopening after a clean close shows transaction \(k) (sequence \(e.recoveryReport.lastSequence)), expected \(oracle.lastAcknowledged).")
+            if k != oracle.lastAttempted || e.recoveryReport.lastSequence != k {
+                throw CrashOracleViolation("Reopening after a clean close shows transaction \(k) (sequence \(e.recoveryReport.lastSequence)), expected \(oracle.lastAttempted).")
             }
+            oracle.adoptRecovered(k)
         }
     }
 
-    /// Reads the whole published state of the open engine, through both `forEach` and point reads
-    /// (which must agree). Throws engine read errors, or a ``CrashOracleViolation`` if the two
+    /// Reads the whole published state of the open engine through `forEach`, and some of it
+    /// through point reads (which must agree). Throws engine read errors, or a ``CrashOracleViolation`` if the two
     /// read paths or the index counts disagree.
     public func observe() throws -> CrashModelState {
         guard let engine else { throw LogStoreError(.notOpen, "EngineCrashInterpreter.observe called with no open engine.") }
@@ -94,7 +102,10 @@ public final class EngineCrashInterpreter {
             guard records.count == snap.count(ofType: type) else {
                 throw CrashOracleViolation("\(type): forEach yields \(records.count) records, count(ofType:) says \(snap.count(ofType: type)).")
             }
-            for (k, v) in records {
+            // Point reads of a few keys (a different read path, through the frame cache).
+            for i in 0..<8 {
+                let k = CrashWorkloadGenerator.itemKey(i * 5)
+                guard let v = records[k] else { continue }
                 guard let point = try snap.value(type: type, key: k), point.elementsEqual(v) else {
                     throw CrashOracleViolation("\(type)/\(k): a point read differs from forEach.")
                 }
@@ -112,7 +123,7 @@ public struct PowerLossConfiguration: Sendable {
     /// How many crash cycles to run (each: open + check, a workload, a crash, a crash image).
     public var cycles: Int
     /// A fresh, empty store is started every this many cycles (bounds the log's size).
-    public var cyclesPerStore = 30
+    public var cyclesPerStore = 20
     /// The most workload steps between two crashes.
     public var maxStepsPerCycle = 8
     /// The share of crashes that are process crashes (`kill -9`) rather than power losses.
@@ -123,10 +134,14 @@ public struct PowerLossConfiguration: Sendable {
     /// by the engine in half of the stores and durably in advance in the other half.
     public var directory = "/data/store"
     /// Engine options. Default: synchronous durability, 64 KiB segments (frequent roll-overs),
-    /// 512-byte frames (multi-frame transactions).
+    /// 512-byte frames (multi-frame transactions). With `.none` durability the workload adds
+    /// flush steps and only flushed transactions count as acknowledged (many unsynced
+    /// transactions per crash). Do not use `.buffered`: its timer makes runs irreproducible.
     public var options: LogStoreOptions
     /// The workload mix.
     public var workload = CrashWorkloadGenerator()
+    /// Harsher power-loss faults (default: none beyond the standard model).
+    public var powerLossModel = PowerLossModel()
 
     /// A configuration with the defaults above.
     public init(seed: UInt64, cycles: Int) {
@@ -148,7 +163,9 @@ public struct PowerLossReport: Sendable, CustomStringConvertible {
     /// Crash cycles completed.
     public var cyclesCompleted = 0
     /// Transactions whose commit returned.
-    public var transactionsAcknowledged = 0
+    public var transactionsCommitted = 0
+    /// Flush steps that returned.
+    public var flushes = 0
     /// In-flight (unacknowledged) transactions found complete after the crash.
     public var unacknowledgedSurvived = 0
     /// In-flight transactions absent after the crash.
@@ -177,7 +194,7 @@ public struct PowerLossReport: Sendable, CustomStringConvertible {
 
     /// A multi-line summary.
     public var description: String {
-        var s = "power-loss run seed \(seed): \(cyclesCompleted) cycles, \(transactionsAcknowledged) acknowledged transactions, "
+        var s = "power-loss run seed \(seed): \(cyclesCompleted) cycles, \(transactionsCommitted) transactions committed, \(flushes) flushes, "
         s += "in-flight survived \(unacknowledgedSurvived) / lost \(unacknowledgedLost); images: \(powerLossImages) power loss, \(processCrashImages) process crash; "
         s += "crashes during open \(crashesDuringOpen), clean reopens \(cleanReopens), torn tails cut \(tornTailsCut), files removed by recovery \(filesRemovedByRecovery), stores created \(storesCreated)\n"
         s += "faults: \(faults)"
@@ -290,14 +307,19 @@ public final class EnginePowerLossHarness {
         // No engine: the open crashed and the next image is already in place.
         guard let interp = opened else { return nil }
         let steps = rng.int(in: 1...max(1, configuration.maxStepsPerCycle))
-        let crashAt = rng.int(in: 0...(2 * steps + 6))
+        // About two mutating operations per transaction (append, fdatasync); a roll-over adds ten.
+        let crashAt = rng.int(in: 0..<(2 * steps + 3))
         fs.scheduleCrash(afterMutatingOperations: crashAt)
         note("workload of \(steps) steps, crash after \(crashAt) more mutating operations")
         for _ in 0..<steps {
-            let step = configuration.workload.nextStep(oracle: oracle, rng: &rng)
+            let step = configuration.workload.nextStep(oracle: oracle, flushes: configuration.options.durability != .synchronous, rng: &rng)
             do {
                 try interp.run(step, oracle: &oracle)
-                if case .reopen = step { report.cleanReopens += 1 } else { report.transactionsAcknowledged += 1 }
+                switch step {
+                case .reopen: report.cleanReopens += 1
+                case .flush: report.flushes += 1
+                case .write, .commit: report.transactionsCommitted += 1
+                }
                 note(step.summary + " -> ok")
             } catch {
                 if fs.isCrashed {
@@ -328,7 +350,7 @@ public final class EnginePowerLossHarness {
             note("process-crash image")
         } else {
             let seed = rng.next()
-            fs = fs.powerLossImage(seed: seed)
+            fs = fs.powerLossImage(seed: seed, model: configuration.powerLossModel)
             report.powerLossImages += 1
             report.faults += fs.faultsApplied
             note("power-loss image (seed \(seed)): \(fs.faultsApplied)")

@@ -187,7 +187,12 @@ public final class FaultInjectingFileSystem: FileSystem {
     /// fault model). Every byte and entry of the image is durable. The same seed on the same state
     /// gives the same image. Does not change this instance (crashed or not); callable at any time.
     public func powerLossImage(seed: UInt64) -> FaultInjectingFileSystem {
-        buildPowerLossImage(seed: seed)
+        buildPowerLossImage(seed: seed, model: PowerLossModel())
+    }
+
+    /// Like ``powerLossImage(seed:)``, with the harsher faults `model` enables.
+    public func powerLossImage(seed: UInt64, model: PowerLossModel) -> FaultInjectingFileSystem {
+        buildPowerLossImage(seed: seed, model: model)
     }
 
     /// A new file system as a `kill -9` at this moment leaves it: all data and entries written
@@ -209,11 +214,11 @@ public final class FaultInjectingFileSystem: FileSystem {
     public func crashImage(_ kind: CrashKind, seed: UInt64) -> FaultInjectingFileSystem {
         switch kind {
         case .processCrash: return processCrashImage()
-        case .powerLoss: return buildPowerLossImage(seed: seed)
+        case .powerLoss: return buildPowerLossImage(seed: seed, model: PowerLossModel())
         }
     }
 
-    func buildPowerLossImage(seed: UInt64) -> FaultInjectingFileSystem {
+    func buildPowerLossImage(seed: UInt64, model: PowerLossModel) -> FaultInjectingFileSystem {
         let s = state.withLock { $0 }
         var rng = SplitMix64(seed: seed)
         var faults = FaultCounts()
@@ -251,7 +256,12 @@ public final class FaultInjectingFileSystem: FileSystem {
         let referenced = Set(names.values.compactMap { e -> Int? in if case .file(let id) = e { return id } else { return nil } })
         for id in referenced.sorted() {
             guard let inode = s.inodes[id] else { continue }
-            let content = Self.powerLossContent(inode, &rng, &faults)
+            let content: [UInt8]
+            if !inode.unsynced.isEmpty && model.sectorReorderingProbability > 0 && rng.chance(model.sectorReorderingProbability) {
+                content = Self.sectorReorderedContent(inode, sectorSize: max(1, model.sectorSize), &rng, &faults)
+            } else {
+                content = Self.powerLossContent(inode, &rng, &faults)
+            }
             let nid = out.nextInode
             out.nextInode += 1
             newID[id] = nid
@@ -295,6 +305,31 @@ public final class FaultInjectingFileSystem: FileSystem {
                 data.append(contentsOf: repeatElement(0, count: size - data.count))
             }
         }
+    }
+
+    /// One file's content after a power loss that wrote back its dirty sectors in any order: each
+    /// sector touched since the last sync independently holds its new or its durable bytes
+    /// (zeros past the durable end), and the size is the old or the new one.
+    static func sectorReorderedContent(_ inode: Inode, sectorSize: Int, _ rng: inout SplitMix64, _ faults: inout FaultCounts) -> [UInt8] {
+        faults.filesWithUnsyncedData += 1
+        faults.sectorsReordered += 1
+        let new = inode.data, old = inode.durable
+        var dirty = _DirtySectors()
+        for c in inode.unsynced {
+            switch c {
+            case .write(let offset, let bytes): dirty.insert(range: offset..<(offset + bytes.count), sectorSize: sectorSize)
+            case .truncate(let size): dirty.insert(range: min(size, old.count)..<max(size, old.count), sectorSize: sectorSize)
+            }
+        }
+        let size = rng.chance(0.5) ? new.count : old.count
+        var out = [UInt8](repeating: 0, count: size)
+        for i in 0..<min(size, old.count) { out[i] = old[i] }
+        for sector in dirty.sectors where rng.chance(0.5) {
+            let start = sector * sectorSize
+            guard start < size else { continue }
+            for i in start..<min(start + sectorSize, size) { out[i] = i < new.count ? new[i] : 0 }
+        }
+        return out
     }
 
     /// One file's content after a power loss: its durable bytes plus some of its unsynced changes.
@@ -502,6 +537,31 @@ public final class FaultInjectingFileSystem: FileSystem {
     func unlock(_ p: String) { state.withLock { s in _ = s.locks.remove(p) } }
 }
 
+/// Harsher power-loss faults than the default model, off by default.
+public struct PowerLossModel: Sendable, Hashable {
+    /// Probability, per file with unsynced data, that its dirty sectors reach the disk in random
+    /// order instead of as a prefix of its writes: a later sector of an append may survive while
+    /// an earlier one does not (disk write caches reorder). Default 0.
+    public var sectorReorderingProbability = 0.0
+    /// The sector size for reordering. Default 512.
+    public var sectorSize = 512
+
+    /// The default model: no sector reordering.
+    public init() {}
+}
+
+/// Dirty sector numbers of one file.
+struct _DirtySectors {
+    var sectors: [Int] = []
+    var seen: Set<Int> = []
+    mutating func insert(range: Range<Int>, sectorSize: Int) {
+        guard !range.isEmpty else { return }
+        for s in (range.lowerBound / sectorSize)...((range.upperBound - 1) / sectorSize) where seen.insert(s).inserted {
+            sectors.append(s)
+        }
+    }
+}
+
 /// Counts of the faults a crash image applied, for reporting how hard a run pushed the engine.
 /// Add counts with `+=`.
 public struct FaultCounts: Sendable, Equatable, CustomStringConvertible {
@@ -527,6 +587,8 @@ public struct FaultCounts: Sendable, Equatable, CustomStringConvertible {
     public var renamesKept = 0
     /// Unsynced renames that were lost (atomically).
     public var renamesDropped = 0
+    /// Files whose dirty sectors were written back in random order (``PowerLossModel``).
+    public var sectorsReordered = 0
 
     /// All zero.
     public init() {}
@@ -547,6 +609,7 @@ public struct FaultCounts: Sendable, Equatable, CustomStringConvertible {
         lhs.entryChangesDropped += rhs.entryChangesDropped
         lhs.renamesKept += rhs.renamesKept
         lhs.renamesDropped += rhs.renamesDropped
+        lhs.sectorsReordered += rhs.sectorsReordered
     }
 
     /// One line: each fault kind and its count.
@@ -555,6 +618,7 @@ public struct FaultCounts: Sendable, Equatable, CustomStringConvertible {
             + "prefix \(unsyncedDataKeptPrefix), torn \(tornWrites): short \(tornWritesShort) zeros \(tornWritesZeroFilled) "
             + "garbage \(tornWritesGarbageFilled)); entry changes kept \(entryChangesKept) dropped \(entryChangesDropped); "
             + "renames kept \(renamesKept) dropped \(renamesDropped)"
+            + (sectorsReordered > 0 ? "; files with sectors reordered \(sectorsReordered)" : "")
     }
 }
 

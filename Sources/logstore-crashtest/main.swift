@@ -1,1 +1,2 @@
-print("todo")
+// logstore-crashtest: crash-recovery testing for LogStore (Docs/Testing.md, "Crash recovery").
+LogStoreCrashTest.main()

@@ -110,4 +110,18 @@ final class StatsCommandTests: XCTestCase {
         XCTAssertEqual((json["records"] as? [String: Any])?["live"] as? Int, 0)
         XCTAssertEqual(runTool(["stats", dir, "--progress", "none"]).code, 0)
     }
+
+    func testStatsReportsTheCheckpointSequenceAndAge() throws {
+        let store = try makeStore()
+        let e = try LogEngine.open(directory: store.dir)  // default options: checkpoint on close
+        try e.close()
+        let run = runTool(["stats", store.dir, "--json", "--progress", "none"])
+        XCTAssertEqual(run.code, 0, run.stderr)
+        let json = try run.json()
+        let checkpoint = json["checkpoint"] as? [String: Any]
+        let last = (json["sequence"] as? [String: Any])?["last"] as? Int
+        XCTAssertNotNil(last)
+        XCTAssertEqual(checkpoint?["sequence"] as? Int, last)
+        XCTAssertNotNil(checkpoint?["ageSeconds"] as? Double)
+    }
 }

@@ -137,4 +137,20 @@ final class VerifyCommandTests: XCTestCase {
         defer { try? engine.close() }
         XCTAssertEqual(runTool(["verify", store.dir]).code, 3)
     }
+
+    func testVerifyDetectsAFlippedByteInTheCheckpoint() throws {
+        let store = try makeStore()
+        // A clean close with the default options writes a checkpoint.
+        let e = try LogEngine.open(directory: store.dir)
+        try e.close()
+        let checkpoint = store.dir + "/" + LogStoreFormat.checkpointFileName
+        XCTAssertTrue(FileManager.default.fileExists(atPath: checkpoint))
+        let clean = runTool(["verify", store.dir, "--json", "--progress", "none"])
+        XCTAssertEqual(clean.code, 0, clean.stdout)
+        let size = try FileManager.default.attributesOfItem(atPath: checkpoint)[.size] as? Int ?? 0
+        try flipByte(checkpoint, at: size / 2)
+        let run = runTool(["verify", store.dir, "--json", "--progress", "none"])
+        XCTAssertEqual(run.code, 1)
+        XCTAssertTrue(issues(try run.json()).contains { $0["kind"] as? String == "checkpoint" && $0["severity"] as? String == "damage" })
+    }
 }

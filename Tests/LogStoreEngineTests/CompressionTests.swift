@@ -23,7 +23,7 @@ extension Scenarios {
         apply(ops, to: &model)
         var sizes: [Bool: UInt64] = [:]
         for compression in [true, false] {
-            var o = LogStoreOptions()
+            var o = LogStoreOptions.replayOnly
             o.compression = compression
             let dir = h.newStorePath(compression ? "lz4" : "raw")
             let e = try h.open(dir, options: o)

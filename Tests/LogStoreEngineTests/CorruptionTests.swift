@@ -19,7 +19,7 @@ final class CorruptionTests: XCTestCase {
     /// Bytes that go bad while the store is open are reported by the read, with file and offset.
     func testDamageAfterOpenIsReportedOnRead() throws {
         let h = StoreHarness.posix(self)
-        var o = LogStoreOptions()
+        var o = LogStoreOptions.replayOnly
         o.cacheSize = 0
         o.compression = false
         let dir = h.newStorePath("rot")
@@ -43,7 +43,7 @@ final class CorruptionTests: XCTestCase {
 extension Scenarios {
     /// A store of several 64 KiB segments.
     static func multiSegmentStore(_ h: StoreHarness, minSegments: Int = 3) throws -> (dir: String, history: History, options: LogStoreOptions) {
-        var options = LogStoreOptions()
+        var options = LogStoreOptions.replayOnly
         options.segmentSize = 64 << 10
         options.durability = .none
         options.compression = false
@@ -120,7 +120,7 @@ extension Scenarios {
     }
 
     static func flippedByteInMiddleOfLastSegment(_ h: StoreHarness) throws {
-        var options = LogStoreOptions()
+        var options = LogStoreOptions.replayOnly
         options.durability = .none
         let dir = h.newStorePath("mid")
         var history = History()
@@ -182,7 +182,7 @@ extension Scenarios {
                 let e = assertThrowsLogStoreError(.corruption, label) { try h.open(dir) }
                 XCTAssertEqual(e?.path, segmentPath(dir, 1), label)
                 XCTAssertNotNil(e?.offset, label)
-                var salvage = LogStoreOptions()
+                var salvage = LogStoreOptions.replayOnly
                 salvage.recovery = .salvage
                 let s = try h.open(dir, options: salvage)
                 XCTAssertEqual(s.recoveryReport.dropped.first?.offset, last.end, label)
@@ -198,7 +198,7 @@ extension Scenarios {
     /// always reported as corruption, damage inside it is always a torn tail, salvage always
     /// opens, and nothing traps.
     static func flippedByteAnywhereInLastSegment(_ h: StoreHarness) throws {
-        var o = LogStoreOptions()
+        var o = LogStoreOptions.replayOnly
         o.durability = .none
         let (dir, history) = try smallStore(h, count: 3, options: o)
         guard let last = history.entries.last else { return XCTFail() }

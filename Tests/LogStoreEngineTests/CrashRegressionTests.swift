@@ -17,7 +17,7 @@ final class CrashRegressionTests: XCTestCase {
                                        file: StaticString = #filePath, line: UInt = #line) throws {
         for seed in 0..<48 as Range<UInt64> {
             let image = fs.powerLossImage(seed: seed)
-            let e = try LogEngine.open(directory: directory, fileSystem: image)
+            let e = try LogEngine.open(directory: directory, fileSystem: image, options: .replayOnly)
             XCTAssertEqual(try e.snapshot().value(type: "T", key: marker).map(Array.init), [42], "seed \(seed)", file: file, line: line)
             try e.close()
         }
@@ -29,7 +29,7 @@ final class CrashRegressionTests: XCTestCase {
         let fs = FaultInjectingFileSystem()
         try fs.createDirectory(atPath: "/data")
         try fs.syncDirectory(atPath: "/")
-        let e = try LogEngine.open(directory: "/data/a/store", fileSystem: fs)
+        let e = try LogEngine.open(directory: "/data/a/store", fileSystem: fs, options: .replayOnly)
         try commitMarker(e)
         try e.close()
         try assertMarkerSurvivesPowerLoss(fs, directory: "/data/a/store")
@@ -43,10 +43,10 @@ final class CrashRegressionTests: XCTestCase {
         try fs.createDirectory(atPath: "/data")
         try fs.syncDirectory(atPath: "/")
         fs.scheduleCrash(afterMutatingOperations: 1)  // mkdir runs, the parent's fsync crashes
-        XCTAssertThrowsError(try LogEngine.open(directory: "/data/store", fileSystem: fs))
+        XCTAssertThrowsError(try LogEngine.open(directory: "/data/store", fileSystem: fs, options: .replayOnly))
         let restarted = fs.processCrashImage()
         XCTAssertEqual(restarted.itemKind(atPath: "/data/store"), .directory)
-        let e = try LogEngine.open(directory: "/data/store", fileSystem: restarted)
+        let e = try LogEngine.open(directory: "/data/store", fileSystem: restarted, options: .replayOnly)
         try commitMarker(e)
         try e.close()
         try assertMarkerSurvivesPowerLoss(restarted, directory: "/data/store")
@@ -71,7 +71,7 @@ extension CrashRegressionTests {
     /// and later commits fdatasync only the segment's data, so a power loss after the restart
     /// could drop the segment file and with it transactions acknowledged after the restart.
     func testCommitAfterRestartFromAKillDuringRollOverSurvivesPowerLoss() throws {
-        var options = LogStoreOptions()
+        var options = LogStoreOptions.replayOnly
         options.segmentSize = 64 << 10
         for crashPoint in 0..<14 {
             let fs = FaultInjectingFileSystem()
@@ -98,7 +98,7 @@ extension CrashRegressionTests {
     /// After a kill -9, recovery published a transaction that was written but never fsynced;
     /// a power loss after the restart could then take back a transaction readers had seen.
     func testTransactionVisibleAfterRestartSurvivesALaterPowerLoss() throws {
-        var options = LogStoreOptions()
+        var options = LogStoreOptions.replayOnly
         options.durability = .none
         let fs = FaultInjectingFileSystem()
         let e = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
@@ -110,5 +110,56 @@ extension CrashRegressionTests {
         XCTAssertEqual(try e2.snapshot().value(type: "T", key: marker).map(Array.init), [42])
         try e2.close()
         try assertMarkerSurvivesPowerLoss(restarted, directory: "/s")
+    }
+}
+
+extension CrashRegressionTests {
+    /// A store whose last transaction spans several frames; returns the file system, the segment
+    /// path and the offsets where the last two transactions start.
+    func storeEndingWithAMultiFrameTransaction() throws -> (FaultInjectingFileSystem, String, UInt64, UInt64) {
+        var options = LogStoreOptions.replayOnly
+        options.maxFramePayload = 512
+        let fs = FaultInjectingFileSystem()
+        let e = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
+        let segment = "/s/" + LogStoreFormat.segmentFileName(1)
+        var rng = SplitMix64(seed: 3)
+        let size = { try fs.open(segment, mode: .readOnly).size() }
+        let a = try size()
+        try e.commit([.put(type: "A", key: RecordKey([1]), value: rng.bytes(400)), .put(type: "A", key: RecordKey([2]), value: rng.bytes(400))])
+        let b = try size()
+        try e.commit((3..<6).map { .put(type: "B", key: RecordKey([$0]), value: rng.bytes(400)) })
+        try e.close()
+        return (fs, segment, a, b)
+    }
+
+    func flipByte(_ fs: FaultInjectingFileSystem, _ path: String, at offset: UInt64) throws {
+        let f = try fs.open(path, mode: .readWrite)
+        let byte = try f.read(at: offset, count: 1)
+        try f.write([byte[0] ^ 0xFF], at: offset)
+        try f.sync()
+    }
+
+    /// A power loss during the fdatasync of a multi-frame transaction can write its later sectors
+    /// and not an earlier one. Recovery saw valid frames after the damage and refused to open
+    /// ("committed data follows"), though those frames belonged to the damaged, uncommitted
+    /// transaction itself (found with sector reordering in the power-loss harness).
+    func testDamageFollowedOnlyByFramesOfTheSameTransactionIsATornTail() throws {
+        let (fs, segment, _, b) = try storeEndingWithAMultiFrameTransaction()
+        try flipByte(fs, segment, at: b + 24 + 10)  // the payload of the last transaction's first frame
+        let e = try LogEngine.open(directory: "/s", fileSystem: fs, options: .replayOnly)
+        XCTAssertEqual(e.recoveryReport.truncatedTail?.offset, b)
+        XCTAssertEqual(try e.snapshot().count(ofType: "A"), 2)
+        XCTAssertEqual(try e.snapshot().count(ofType: "B"), 0)
+        try e.close()
+    }
+
+    /// The other side of the same rule: damage followed by a committed later transaction is not a
+    /// torn write, and open still refuses it.
+    func testDamageFollowedByALaterCommittedTransactionIsCorruption() throws {
+        let (fs, segment, a, _) = try storeEndingWithAMultiFrameTransaction()
+        try flipByte(fs, segment, at: a + 24 + 10)
+        XCTAssertThrowsError(try LogEngine.open(directory: "/s", fileSystem: fs, options: .replayOnly)) { error in
+            XCTAssertEqual((error as? LogStoreError)?.code, .corruption)
+        }
     }
 }

@@ -16,7 +16,7 @@ extension Scenarios {
         for budget in [0, 1, 23, 24, 100, 3000] {
             let full = DiskFullFileSystem(h.fs)
             let dir = h.newStorePath("full")
-            var o = LogStoreOptions()
+            var o = LogStoreOptions.replayOnly
             o.compression = false
             let e = try LogEngine.open(directory: dir, fileSystem: full, options: o)
             var model = Contents()
@@ -71,7 +71,7 @@ extension Scenarios {
         let budgets: Set<Int> = [0, header / 2, header, header + manifestSize / 2, manifestSize, header + manifestSize, header + manifestSize + 100]
         for budget in budgets.sorted() {
             for tearLastAppend in [false, true] {
-                var o = LogStoreOptions()
+                var o = LogStoreOptions.replayOnly
                 o.compression = false
                 o.segmentSize = 64 << 10
                 o.durability = .none
@@ -137,7 +137,7 @@ extension Scenarios {
     /// manifest on disk has moved on: the store is poisoned until reopened).
     static func failedDirectorySyncDuringRollOver(_ h: StoreHarness) throws {
         for failing in [1, 2] {
-            var o = LogStoreOptions()
+            var o = LogStoreOptions.replayOnly
             o.segmentSize = 64 << 10
             o.durability = .none
             o.compression = false
@@ -181,7 +181,7 @@ extension Scenarios {
     static func failedSyncPoisonsTheStore(_ h: StoreHarness) throws {
         let fs = FailingSyncFileSystem(h.fs)
         let dir = h.newStorePath("eio")
-        let e = try LogEngine.open(directory: dir, fileSystem: fs)
+        let e = try LogEngine.open(directory: dir, fileSystem: fs, options: .replayOnly)
         var model = Contents()
         try write(e, workloadTransaction(0))
         apply(workloadTransaction(0), to: &model)

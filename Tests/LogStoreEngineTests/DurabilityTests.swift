@@ -25,12 +25,12 @@ final class DurabilityTests: XCTestCase {
 
     func reopenAfterPowerLoss(_ fs: PowerLossFileSystem) throws -> LogEngine {
         let crashed = try fs.crash(directories: ["/stores", dir])
-        return try LogEngine.open(directory: dir, fileSystem: crashed)
+        return try LogEngine.open(directory: dir, fileSystem: crashed, options: .replayOnly)
     }
 
     func testSynchronousCommitIsDurableWhenWriteReturns() throws {
         let fs = PowerLossFileSystem()
-        let e = try LogEngine.open(directory: dir, fileSystem: fs)
+        let e = try LogEngine.open(directory: dir, fileSystem: fs, options: .replayOnly)
         let models = try commitAll(e, 10)
         let after = try reopenAfterPowerLoss(fs)
         assertSameContents(try dump(after), models.last ?? [:])
@@ -43,7 +43,7 @@ final class DurabilityTests: XCTestCase {
     func testOnDurableCallbacksFireOnceCommitsAreDurable() throws {
         let fs = PowerLossFileSystem()
         let dir = self.dir
-        let e = try LogEngine.open(directory: dir, fileSystem: fs)
+        let e = try LogEngine.open(directory: dir, fileSystem: fs, options: .replayOnly)
         let group = DispatchGroup()
         let results = Mutex<[Int: Int]>([:])
         let failures = Mutex<[String]>([])
@@ -74,7 +74,7 @@ final class DurabilityTests: XCTestCase {
     }
 
     func testBufferedIsVisibleAtOnceAndDurableAfterFlush() throws {
-        var o = LogStoreOptions()
+        var o = LogStoreOptions.replayOnly
         o.durability = .buffered
         o.syncInterval = .seconds(3600)  // only flush() and close() sync in this test
         let fs = PowerLossFileSystem()
@@ -99,7 +99,7 @@ final class DurabilityTests: XCTestCase {
     }
 
     func testBufferedBackgroundSyncMakesCommitsDurable() throws {
-        var o = LogStoreOptions()
+        var o = LogStoreOptions.replayOnly
         o.durability = .buffered
         o.syncInterval = .milliseconds(5)
         let fs = PowerLossFileSystem()
@@ -118,7 +118,7 @@ final class DurabilityTests: XCTestCase {
     }
 
     func testNoneIsVisibleAtOnceAndDurableAfterFlush() throws {
-        var o = LogStoreOptions()
+        var o = LogStoreOptions.replayOnly
         o.durability = .none
         let fs = PowerLossFileSystem()
         let e = try LogEngine.open(directory: dir, fileSystem: fs, options: o)
@@ -140,7 +140,7 @@ final class DurabilityTests: XCTestCase {
     func testBufferedAndNoneOnRealFilesSurviveClose() throws {
         let h = StoreHarness.posix(self)
         for mode in [Durability.buffered, .none] {
-            var o = LogStoreOptions()
+            var o = LogStoreOptions.replayOnly
             o.durability = mode
             let path = h.newStorePath("\(mode)")
             let e = try h.open(path, options: o)

@@ -11,8 +11,11 @@ final class EngineSmokeTests: XCTestCase {
 
     func testWriteCloseReopenRead() throws {
         let dir = tempDir()
+        // No checkpoint on close, so the reopen below replays the log.
+        var options = LogStoreOptions.replayOnly
+        options.checkpointOnClose = false
         do {
-            let e = try LogEngine.open(directory: dir)
+            let e = try LogEngine.open(directory: dir, options: options)
             XCTAssertTrue(e.recoveryReport.created)
             try e.write { t in
                 for i in 0..<1000 {

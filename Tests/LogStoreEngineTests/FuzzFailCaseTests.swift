@@ -64,7 +64,7 @@ final class FuzzFailCaseTests: XCTestCase {
     func testCompressedFrameClaimingMoreThanLZ4CanExpandIsRejectedAsInvalid() throws {
         try run("frame", "lz4-raw-length-far-beyond-payload")
         let fs = InMemoryFileSystem()
-        var options = LogStoreOptions()
+        var options = LogStoreOptions.replayOnly
         options.durability = .none
         let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
         try engine.commit([.put(type: "t", key: RecordKey([1]), value: [1])])
@@ -89,7 +89,7 @@ final class FuzzFailCaseTests: XCTestCase {
     /// reads back after a reopen, so the 255-fold limit never rejects a frame LZ4 really wrote.
     func testHighlyCompressibleValueSurvivesReopen() throws {
         let fs = InMemoryFileSystem()
-        var options = LogStoreOptions()
+        var options = LogStoreOptions.replayOnly
         options.durability = .none
         options.maxFramePayload = 1 << 20
         let zeros = [UInt8](repeating: 0, count: 1 << 20)
@@ -108,7 +108,7 @@ final class FuzzFailCaseTests: XCTestCase {
     func testManifestWithFormatVersionZeroIsRejectedAsCorruption() throws {
         try run("manifest", "format-version-zero-accepted")
         let fs = InMemoryFileSystem()
-        try LogEngine.open(directory: "/s", fileSystem: fs, options: LogStoreOptions()).close()
+        try LogEngine.open(directory: "/s", fileSystem: fs, options: LogStoreOptions.replayOnly).close()
         let f = try fs.open("/s/MANIFEST", mode: .readWrite)
         var bytes = try f.read(at: 0, count: Int(try f.size()))
         bytes[8] = 0
@@ -117,7 +117,7 @@ final class FuzzFailCaseTests: XCTestCase {
         bytes.replaceSubrange((bytes.count - 4)..., with: le(crc, 4))
         try f.write(bytes, at: 0)
         try f.close()
-        XCTAssertThrowsError(try LogEngine.open(directory: "/s", fileSystem: fs, options: LogStoreOptions())) { error in
+        XCTAssertThrowsError(try LogEngine.open(directory: "/s", fileSystem: fs, options: LogStoreOptions.replayOnly)) { error in
             XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "\(error)")
         }
     }
@@ -129,7 +129,7 @@ final class FuzzFailCaseTests: XCTestCase {
     func testSalvageWithoutManifestSkipsSegmentNumberUInt32Max() throws {
         try run("segment", "salvage-without-manifest-segment-number-uint32-max")
         let fs = InMemoryFileSystem()
-        var options = LogStoreOptions()
+        var options = LogStoreOptions.replayOnly
         options.durability = .none
         let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
         try engine.commit([.put(type: "t", key: RecordKey([1]), value: [1])])

@@ -14,7 +14,7 @@ final class GroupCommitTests: XCTestCase {
     func testConcurrentWritersAcrossSegmentRollOvers() throws {
         let h = StoreHarness.posix(self)
         let counting = CountingFileSystem(h.fs)
-        var o = LogStoreOptions()
+        var o = LogStoreOptions.replayOnly
         o.segmentSize = 64 << 10
         o.compression = false
         try Scenarios.concurrentSynchronousWriters(StoreHarness(name: "posix+rollover", fs: counting, root: h.root), counting: counting,
@@ -24,7 +24,7 @@ final class GroupCommitTests: XCTestCase {
 
 extension Scenarios {
     static func concurrentSynchronousWriters(_ h: StoreHarness, counting: CountingFileSystem, threads: Int = 16, perThread: Int = 50,
-                                             valueSize: Int = 40, options: LogStoreOptions = LogStoreOptions()) throws {
+                                             valueSize: Int = 40, options: LogStoreOptions = LogStoreOptions.replayOnly) throws {
         let dir = h.newStorePath("group")
         var options = options
         options.durability = .synchronous

@@ -55,8 +55,8 @@ final class InMemoryFileSystemTests: XCTestCase {
 
     /// The in-memory lock is per file system: two file systems never share stores or locks.
     func testSeparateInMemoryFileSystemsAreIndependent() throws {
-        let a = try LogEngine.open(directory: "/s", fileSystem: InMemoryFileSystem())
-        let b = try LogEngine.open(directory: "/s", fileSystem: InMemoryFileSystem())
+        let a = try LogEngine.open(directory: "/s", fileSystem: InMemoryFileSystem(), options: .replayOnly)
+        let b = try LogEngine.open(directory: "/s", fileSystem: InMemoryFileSystem(), options: .replayOnly)
         try write(a, [.put(type: "A", key: key("a"), value: [1])])
         XCTAssertEqual(try b.snapshot().totalCount, 0)
         try a.close()

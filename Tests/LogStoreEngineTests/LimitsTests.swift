@@ -14,7 +14,7 @@ final class LimitsTests: XCTestCase {
             ("maxItemSize zero", { (o: inout LogStoreOptions) in o.maxItemSize = 0 }),
             ("maxKeySize zero", { (o: inout LogStoreOptions) in o.maxKeySize = 0 }),
         ] as [(String, (inout LogStoreOptions) -> Void)] {
-            var o = LogStoreOptions()
+            var o = LogStoreOptions.replayOnly
             change(&o)
             let dir = h.newStorePath()
             assertThrowsLogStoreError(.invalidArgument, what) { try h.open(dir, options: o) }
@@ -25,7 +25,7 @@ final class LimitsTests: XCTestCase {
 
 extension Scenarios {
     static func limitsCommitNothing(_ h: StoreHarness) throws {
-        var options = LogStoreOptions()
+        var options = LogStoreOptions.replayOnly
         options.maxItemSize = 1000
         options.maxKeySize = 20
         options.maxTypeNameSize = 10

@@ -34,7 +34,7 @@ extension Scenarios {
     }
 
     static func transactionLargerThanSegment(_ h: StoreHarness) throws {
-        var options = LogStoreOptions()
+        var options = LogStoreOptions.replayOnly
         options.segmentSize = 64 << 10
         options.compression = false
         options.durability = .none

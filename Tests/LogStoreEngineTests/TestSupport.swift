@@ -1,3 +1,4 @@
+@_exported import _LogStoreTestSupport
 import Foundation
 import Synchronization
 import XCTest
@@ -47,7 +48,7 @@ final class StoreHarness: Sendable {
         return StoreHarness(name: "memory", fs: fs, root: "/stores")
     }
 
-    func open(_ dir: String, options: LogStoreOptions = LogStoreOptions()) throws -> LogEngine {
+    func open(_ dir: String, options: LogStoreOptions = LogStoreOptions.replayOnly) throws -> LogEngine {
         try LogEngine.open(directory: dir, fileSystem: fs, options: options)
     }
 }

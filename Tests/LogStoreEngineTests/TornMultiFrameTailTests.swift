@@ -8,7 +8,7 @@ final class TornMultiFrameTailTests: XCTestCase {
     func testUncommittedMultiFrameTransactionAtTheTailIsCutAsATornWrite() throws {
         let dir = NSTemporaryDirectory() + "logstore-torn-multiframe-\(UUID().uuidString)"
         addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
-        var o = LogStoreOptions()
+        var o = LogStoreOptions.replayOnly
         o.maxFramePayload = 512
         o.compression = false
         o.durability = .none

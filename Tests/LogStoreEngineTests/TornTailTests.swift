@@ -76,7 +76,7 @@ extension Scenarios {
     }
 
     static func tornTailAtEveryOffset(_ h: StoreHarness) throws {
-        var options = LogStoreOptions()
+        var options = LogStoreOptions.replayOnly
         options.durability = .none  // the cuts below stand in for the crash; no need to fsync
         let last: [RecordOperation] = [
             .put(type: "Last", key: key("a"), value: sampleValue(1, size: 60)),
@@ -93,7 +93,7 @@ extension Scenarios {
     /// (or at every byte).
     static func tornMultiFrameTransaction(_ h: StoreHarness, everyByte: Bool) throws {
         for compression in [false, true] {
-            var options = LogStoreOptions()
+            var options = LogStoreOptions.replayOnly
             options.durability = .none
             options.maxFramePayload = 512
             options.compression = compression

@@ -5,7 +5,9 @@ public import LogStoreEngine
 ///
 ///     String  -> UTF-8 bytes
 ///     UUID    -> its 16 bytes
-///     integer -> 8 bytes big-endian of the value as Int64 with the sign bit flipped
+///     integer -> 8 bytes big-endian of the value as Int64 with the sign bit flipped;
+///                an unsigned value above Int64.max -> 8 bytes FF, then 8 bytes big-endian of
+///                (value - 2^63), so it sorts after every signed value
 ///     other   -> the id's encoded AttributeValue bytes (stable, but not a meaningful order)
 public enum ItemKey {
     /// The record key for an id. Throws `.encodingFailed` if an unusual id type cannot be encoded.
@@ -21,6 +23,8 @@ public enum ItemKey {
         case let i as UInt32: return integer(Int64(i))
         case let i as UInt16: return integer(Int64(i))
         case let i as UInt8: return integer(Int64(i))
+        case let i as UInt64: return unsigned(i)
+        case let i as UInt: return unsigned(UInt64(i))
         default:
             return make(fromAttribute: try AttributeEncoder().encode(id))
         }
@@ -39,6 +43,13 @@ public enum ItemKey {
 
     static func uuid(_ u: UUID) -> RecordKey {
         withUnsafeBytes(of: u.uuid) { RecordKey($0) }
+    }
+
+    static func unsigned(_ u: UInt64) -> RecordKey {
+        if u <= UInt64(Int64.max) { return integer(Int64(u)) }
+        var bytes = [UInt8](repeating: 0xFF, count: 8)
+        withUnsafeBytes(of: (u - (1 << 63)).bigEndian) { bytes.append(contentsOf: $0) }
+        return RecordKey(bytes)
     }
 
     static func integer(_ i: Int64) -> RecordKey {

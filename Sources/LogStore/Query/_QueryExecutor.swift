@@ -1,7 +1,7 @@
 import Foundation
 import LogStoreEngine
 
-/// Runs ``DataStoreRequest``s against any ``RecordReader`` (a snapshot, a write transaction or a
+/// Runs ``DataStoreRequest``s against any `RecordReader` (a snapshot, a write transaction or a
 /// child store's view).
 ///
 /// Plans, cheapest first:

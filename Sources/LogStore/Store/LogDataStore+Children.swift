@@ -35,34 +35,49 @@ extension LogDataStore {
         guard let overlay = try child.currentBackend() as? OverlayStore else {
             throw LogStoreError(.notAChild, "The child store has no overlay.")
         }
-        try overlay.withChanges { childBase, changes in
-            if !changes.isEmpty {
-                try writeTransaction { txn in
-                    let now = txn.baseView
-                    var conflicts: [OverlayStore.Change] = []
-                    var conflicting = Set<Int>()
-                    for (i, ch) in changes.enumerated() where try Self.changedSince(now: now, base: childBase, type: ch.type, key: ch.key) {
-                        conflicts.append(ch)
-                        conflicting.insert(i)
-                    }
-                    if policy == .failOnConflict && !conflicts.isEmpty {
-                        let list = conflicts.map { LogStoreError.Conflict(itemType: $0.type, id: Self.describeKey($0.key)) }
-                        throw LogStoreError(
-                            .mergeConflict,
-                            "\(list.count) item(s) changed both in the child and in the parent since the child's base: \(list.prefix(10).map(\.description).joined(separator: ", "))\(list.count > 10 ? ", ..." : ""). Nothing was merged; merge with .childWins or .parentWins, or resolve the items first.",
-                            conflicts: list)
-                    }
-                    for (i, ch) in changes.enumerated() {
-                        if policy == .parentWins && conflicting.contains(i) { continue }
-                        if let v = ch.value {
-                            try txn.put(type: ch.type, key: ch.key, value: v)
-                        } else {
-                            try txn.delete(type: ch.type, key: ch.key)
-                        }
-                    }
+        let backend = try currentBackend()
+        if backend.isWritingOnCurrentThread || overlay.isWritingOnCurrentThread {
+            throw LogStoreError(.reentrantWrite, "merge(_:) was called from inside a write block of the parent or the child; it would wait for itself. Merge after the block returns.")
+        }
+        // Writes queued on the child before the merge belong in it (issue order).
+        child.drainAsyncQueue()
+        // Lock order: the parent's writer lock, then the child's (as a write block of the parent
+        // that writes to the child would take them). The child's lock is held until the merged
+        // transaction is durable and the child has rebased, so nothing slips in between.
+        var merging = false
+        defer { if merging { overlay.endMerge(rebaseOnto: nil) } }
+        try writeTransaction { txn in
+            let (childBase, changes) = try overlay.beginMerge()
+            merging = true
+            guard !changes.isEmpty else { return }
+            let now = txn.baseView
+            var conflicting = Set<Int>()
+            if policy != .childWins {
+                for (i, ch) in changes.enumerated() where try Self.changedSince(now: now, base: childBase, type: ch.type, key: ch.key) {
+                    conflicting.insert(i)
                 }
             }
-            overlay.rebase(onto: try currentBackend().readView())
+            if policy == .failOnConflict && !conflicting.isEmpty {
+                let list = conflicting.sorted().map { LogStoreError.Conflict(itemType: changes[$0].type, id: Self.describeKey(changes[$0].key)) }
+                throw LogStoreError(
+                    .mergeConflict,
+                    "\(list.count) item(s) changed both in the child and in the parent since the child's base: \(list.prefix(10).map(\.description).joined(separator: ", "))\(list.count > 10 ? ", ..." : ""). Nothing was merged; merge with .childWins or .parentWins, or resolve the items first.",
+                    conflicts: list)
+            }
+            for (i, ch) in changes.enumerated() {
+                if policy == .parentWins && conflicting.contains(i) { continue }
+                if let v = ch.value {
+                    try txn.put(type: ch.type, key: ch.key, value: v)
+                } else {
+                    try txn.delete(type: ch.type, key: ch.key)
+                }
+            }
+        }
+        // The merge is committed and durable. Rebase the child onto the parent's new state; if the
+        // parent was closed meanwhile, the child is invalidated anyway, so this is not an error.
+        if merging {
+            merging = false
+            overlay.endMerge(rebaseOnto: try? backend.readView())
         }
     }
 

@@ -176,13 +176,19 @@ public final class LogDataStore: DataStore {
     /// Makes every commit so far durable, whatever the durability mode (`fdatasync`).
     /// Throws `.notOpen`, `.storePoisoned`. A no-op for child stores.
     public func flush() throws {
+        if try currentBackend().isWritingOnCurrentThread {
+            throw LogStoreError(.reentrantWrite, "flush() was called from inside a write block of the same store; it would wait for itself. Flush after the block returns.")
+        }
         drainAsyncQueue()
         if let engine = try currentBackend() as? LogEngine { try engine.flush() }
     }
 
     // MARK: Reading
 
-    /// See `read(_:)`.
+    /// Runs `block` synchronously on the calling thread over one consistent snapshot of the
+    /// committed state and returns its value. Never waits for writers. The accessor is valid only
+    /// inside `block`. Throws `.notOpen` when the store is not set up, or the block's own error
+    /// unchanged.
     @discardableResult
     public func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T {
         let view = try currentBackend().readView()
@@ -191,8 +197,9 @@ public final class LogDataStore: DataStore {
         return try block(accessor)
     }
 
-    /// See `read(_:)`. Runs the block on a
-    /// Dispatch global queue thread.
+    /// `read` for Swift concurrency: runs `block` over one consistent snapshot on a Dispatch global
+    /// queue thread (off the caller's executor) and returns its value. Throws `.notOpen` when the
+    /// store is not set up, or the block's own error unchanged.
     public func read<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadAccessor) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (cont: CheckedContinuation<T, any Error>) in
             DispatchQueue.global().async {
@@ -241,14 +248,22 @@ public final class LogDataStore: DataStore {
 
     func enqueueWrite<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> T,
                                    done: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        let backend: any StoreBackend
         do {
-            backend = try currentBackend()
+            _ = try currentBackend()
         } catch {
             DispatchQueue.global().async { done(.failure(error)) }
             return
         }
         asyncQueue.async {
+            // Look the backend up when the block runs: the store may have been torn down and set
+            // up again since the write was queued.
+            let backend: any StoreBackend
+            do {
+                backend = try self.currentBackend()
+            } catch {
+                DispatchQueue.global().async { done(.failure(error)) }
+                return
+            }
             let me = _currentThreadID()
             self.asyncQueueThread.withLock { $0 = me }
             defer { self.asyncQueueThread.withLock { $0 = nil } }

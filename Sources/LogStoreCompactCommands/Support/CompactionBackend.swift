@@ -18,27 +18,32 @@ struct CompactionOutcome: Sendable {
     var details: [(String, String)] = []
 }
 
-/// The engine's own compaction.
-///
-/// TODO(compaction): the engine branch adds `LogEngine.compact() throws -> CompactionReport`.
-/// When it lands: set `isAvailable` to true, call `engine.compact()` in `compact(_:)` and copy the
-/// report's fields into `details`. Until then in-place compaction exits 6 (unavailable) without
-/// touching the store; `compact --dry-run` and `compact --into <dir>` work.
+/// The engine's own compaction: `LogEngine.compact()` rewrites every live record (the tail is
+/// sealed first) into new compacted segments and switches the manifest atomically; the replaced
+/// segment files are deleted once nothing reads them.
 struct EngineCompaction: CompactionBackend {
-    var isAvailable: Bool { false }
+    var isAvailable: Bool { true }
 
     func compact(_ engine: LogEngine) throws -> CompactionOutcome {
-        throw ToolFailure.compactionUnavailable
+        let r = try engine.compact()
+        var details: [(String, String)] = [("performed", r.performed ? "true" : "false")]
+        if let why = r.skippedReason { details.append(("skipped", why)) }
+        details.append(("replacedSegments", r.replacedSegments.map(String.init).joined(separator: ",")))
+        details.append(("newSegments", r.newSegments.map(String.init).joined(separator: ",")))
+        details.append(("recordsCopied", String(r.recordsCopied)))
+        details.append(("checkpointWritten", r.checkpointWritten ? "true" : "false"))
+        return CompactionOutcome(details: details)
     }
-}
-
-extension ToolFailure {
-    static let compactionUnavailable = ToolFailure(
-        .unavailable,
-        "In-place compaction needs LogEngine.compact(), which this build of LogStore does not have yet. Use `compact --dry-run` to see what it would reclaim, or `compact --into <new-dir>` to write a compacted copy.")
 }
 
 /// The backend `compact` uses on this task or thread (tests substitute a fake).
 enum CompactionBackends {
     @TaskLocal static var current: any CompactionBackend = EngineCompaction()
+}
+
+extension ToolFailure {
+    /// In-place compaction is not available in this build (a backend that cannot compact).
+    static let compactionUnavailable = ToolFailure(
+        .unavailable,
+        "In-place compaction is not available in this build. Use `compact --dry-run` to see what it would reclaim, or `compact --into <new-dir>` to write a compacted copy.")
 }

@@ -68,6 +68,8 @@ enum StoreAccess {
     static var readOnlyOptions: LogStoreOptions {
         var o = LogStoreOptions()
         o.recovery = .salvage
+        o.checkpointOnClose = false
+        o.autoCompaction = false
         o.cacheSize = 8 << 20
         return o
     }

@@ -54,13 +54,15 @@ final class _GroupCommit: @unchecked Sendable {
     func waitDurable(_ seq: UInt64) throws {
         cond.lock()
         while true {
-            if let failure {
-                cond.unlock()
-                throw failure
-            }
+            // Synced first: a commit that reached the disk succeeded, even if the store was closed
+            // or a later sync failed afterwards.
             if synced >= seq {
                 cond.unlock()
                 return
+            }
+            if let failure {
+                cond.unlock()
+                throw failure
             }
             if !syncing {
                 runSyncLocked()
@@ -73,14 +75,14 @@ final class _GroupCommit: @unchecked Sendable {
     /// Calls `callback` (on some thread) once `seq` is durable, or with the error if a sync fails.
     func notifyDurable(_ seq: UInt64, _ callback: @escaping @Sendable ((any Error)?) -> Void) {
         cond.lock()
-        if let failure {
-            cond.unlock()
-            callback(failure)
-            return
-        }
         if synced >= seq {
             cond.unlock()
             callback(nil)
+            return
+        }
+        if let failure {
+            cond.unlock()
+            callback(failure)
             return
         }
         callbacks.append((seq, callback))

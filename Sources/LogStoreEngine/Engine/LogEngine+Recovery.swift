@@ -8,17 +8,24 @@ struct _Recovered {
     var tail: _Segment
     var tailOffset: UInt64
     var report: RecoveryReport
+    var segmentInfo: [UInt32: _SegmentInfo]
+    /// The checkpoint recovery started from, if one was used.
+    var checkpoint: _CheckpointMark?
+    /// Log bytes replayed (after the checkpoint, if one was used).
+    var bytesAfterCheckpoint: UInt64
 }
 
 extension LogEngine {
     /// Opens the store in `directory`, creating it if the directory is missing or empty.
     ///
-    /// Takes the store's lock (`LOCK`, `flock`), reads `MANIFEST`, replays every listed segment
-    /// and rebuilds the indexes. A torn tail of the last segment (an interrupted append) is cut
+    /// Takes the store's lock (`LOCK`, `flock`), reads `MANIFEST`, loads `CHECKPOINT` if it is
+    /// intact and matches the manifest (else reports why in ``RecoveryReport/checkpointRejectedReason``),
+    /// replays the log after it (every listed segment without one) and rebuilds the indexes. A torn tail of the last segment (an interrupted append) is cut
     /// off and reported in ``recoveryReport``; other damage throws `.corruption` naming the file
     /// and offset, unless ``LogStoreOptions/recovery`` is `.salvage`.
     ///
-    /// Runs on the calling thread; its cost is proportional to the log's size.
+    /// Runs on the calling thread; its cost is proportional to the log written after the last
+    /// checkpoint (plus reading the checkpoint), or to the whole log without one.
     /// Throws `.locked`, `.notAStore`, `.unsupportedFormatVersion`, `.corruption`, I/O errors.
     public static func open(directory: String, fileSystem: any FileSystem = POSIXFileSystem(),
                             options: LogStoreOptions = LogStoreOptions()) throws -> LogEngine {
@@ -102,13 +109,26 @@ extension LogEngine {
             var index = _IndexState()
             index.sequence = 0
             return _Recovered(index: index, segments: [1: segment], manifest: manifest, tail: segment,
-                              tailOffset: UInt64(_SegmentHeader.size), report: report)
+                              tailOffset: UInt64(_SegmentHeader.size), report: report,
+                              segmentInfo: [1: _SegmentInfo(length: UInt64(_SegmentHeader.size), rawBytes: 0)],
+                              checkpoint: nil, bytesAfterCheckpoint: 0)
         } else if options.recovery == .salvage {
-            // Rebuild a manifest from the segment files present. A file numbered UInt32.max
-            // (never written by LogStore) leaves no number for a next segment: skip it.
+            // Rebuild a manifest from the segment files present. Compaction always replaces a
+            // prefix of the replay order and numbers its output above the tail, so the replay
+            // order is: compacted segments, then the others, each in file-number order. A file
+            // numbered UInt32.max (never written by LogStore) leaves no number for a next segment.
             let usable = onDisk.filter { $0 < UInt32.max }
-            manifest = _Manifest(generation: 1, nextSegment: (usable.last ?? 0) + 1, segments: usable)
-            report.dropped.append(.init(path: manifestPath, offset: 0, bytes: 0, reason: "MANIFEST missing; segments taken in file-number order"))
+            let compacted = Set(usable.filter { n in
+                guard let f = try? fs.open(_joinPath(directory, LogStoreFormat.segmentFileName(n)), mode: .readOnly) else { return false }
+                defer { try? f.close() }
+                guard let bytes = try? f.read(at: 0, count: _SegmentHeader.size),
+                    case .ok(let h) = bytes.withUnsafeBytes({ _SegmentHeader.decode($0) })
+                else { return false }
+                return h.isCompacted
+            })
+            let order = usable.filter { compacted.contains($0) } + usable.filter { !compacted.contains($0) }
+            manifest = _Manifest(generation: 1, nextSegment: (usable.last ?? 0) + 1, segments: order)
+            report.dropped.append(.init(path: manifestPath, offset: 0, bytes: 0, reason: "MANIFEST missing; segments taken in file-number order, compacted ones first"))
             if usable.count < onDisk.count {
                 report.dropped.append(.init(path: _joinPath(directory, LogStoreFormat.segmentFileName(UInt32.max)), offset: 0, bytes: 0, reason: "segment number out of range"))
             }
@@ -139,10 +159,33 @@ extension LogEngine {
 
         var index = _IndexState()
         var segments: [UInt32: _Segment] = [:]
+        var info: [UInt32: _SegmentInfo] = [:]
         var tail: _Segment? = nil
         var tailOffset: UInt64 = 0
-        for (i, number) in manifest.segments.enumerated() {
+        // With a usable checkpoint, replay starts in its last covered segment at its length.
+        var first = 0
+        var resumeAt: UInt64 = 0
+        var checkpoint: _CheckpointMark? = nil
+        if names.contains(LogStoreFormat.checkpointFileName) {
+            switch loadCheckpoint(directory: directory, fs: fs, manifest: manifest, options: options) {
+            case .adopted(let cp, let opened):
+                index = cp.index
+                segments = opened
+                for c in cp.segments { info[c.number] = _SegmentInfo(length: c.length, rawBytes: c.rawBytes) }
+                first = cp.segments.count - 1
+                resumeAt = cp.segments[first].length
+                checkpoint = cp.mark(fileBytes: 0)
+                report.checkpointUsed = true
+                report.checkpointSequence = cp.sequence
+            case .rejected(let reason):
+                report.checkpointRejectedReason = reason
+                options.logger?.warning("checkpoint not used; replaying the whole log", metadata: ["store": "\(directory)", "reason": "\(reason)"])
+            }
+        }
+        for i in first..<manifest.segments.count {
+            let number = manifest.segments[i]
             let isLast = i == manifest.segments.count - 1
+            let from: UInt64 = i == first ? resumeAt : 0
             let path = _joinPath(directory, LogStoreFormat.segmentFileName(number))
             guard fs.itemKind(atPath: path) == .file else {
                 if isLast && options.recovery == .strict {
@@ -150,6 +193,7 @@ extension LogEngine {
                     // manifest first, or a lost directory entry): recreate it empty.
                     let seg = try createSegment(number, baseSequence: index.sequence == .max ? .max : index.sequence + 1, directory: directory, fs: fs)
                     segments[number] = seg
+                    info[number] = _SegmentInfo(length: UInt64(_SegmentHeader.size), rawBytes: 0)
                     tail = seg
                     tailOffset = UInt64(_SegmentHeader.size)
                     report.truncatedTail = .init(path: path, offset: 0, bytes: 0, reason: "segment listed in MANIFEST was never created; recreated empty")
@@ -162,27 +206,57 @@ extension LogEngine {
                 throw LogStoreError(.corruption, "Segment \(number) is listed in MANIFEST but its file is missing.", path: path)
             }
             let file = try fs.open(path, mode: isLast && options.recovery == .strict ? .readWrite : .readOnly)
-            let seg = _Segment(number: number, file: file)
-            let bytes = try file.read(at: 0, count: Int(try file.size()))
-            report.segmentsScanned += 1
-            report.bytesReplayed += UInt64(bytes.count)
-            let result = try bytes.withUnsafeBytes { buf in
-                try scanSegment(buf, number: number, path: path, isLast: isLast, index: &index, report: &report, options: options)
+            let size = try file.size()
+            guard size <= UInt64(UInt32.max) else {
+                throw LogStoreError(.corruption, "Segment is \(size) bytes; LogStore never writes segments of 4 GiB or more, so this file is not one of its segments.", path: path, offset: UInt64(UInt32.max))
             }
+            var segInfo = info[number] ?? _SegmentInfo(length: 0, rawBytes: 0)
+            let sequenceBefore = index.sequence
+            let result: _ScanResult
+            if from == 0 {
+                let bytes = try file.read(at: 0, count: Int(size))
+                report.segmentsScanned += 1
+                report.bytesReplayed += UInt64(bytes.count)
+                result = try bytes.withUnsafeBytes { buf in
+                    try scanSegment(buf, base: 0, header: nil, number: number, path: path, isLast: isLast,
+                                    index: &index, info: &segInfo, report: &report, options: options)
+                }
+            } else {
+                // Resuming after a checkpoint, which checked this header and length.
+                let headerBytes = try file.read(at: 0, count: _SegmentHeader.size)
+                guard case .ok(let header) = headerBytes.withUnsafeBytes({ _SegmentHeader.decode($0) }), from <= size else {
+                    throw LogStoreError(.corruption, "Segment header or length changed while the store was being opened.", path: path)
+                }
+                let bytes = try file.read(at: from, count: Int(size - from))
+                report.segmentsScanned += 1
+                report.bytesReplayed += UInt64(bytes.count)
+                result = try bytes.withUnsafeBytes { buf in
+                    try scanSegment(buf, base: Int(from), header: header, number: number, path: path, isLast: isLast,
+                                    index: &index, info: &segInfo, report: &report, options: options)
+                }
+            }
+            let seg: _Segment
             switch result {
             case .recreateHeader:
+                let base = index.sequence == .max ? .max : index.sequence + 1
                 try file.truncate(to: 0)
-                try file.write(_SegmentHeader(segment: number, baseSequence: index.sequence == .max ? .max : index.sequence + 1).encoded(), at: 0)
+                try file.write(_SegmentHeader(segment: number, baseSequence: base).encoded(), at: 0)
                 try file.sync()
-                report.truncatedTail = .init(path: path, offset: 0, bytes: UInt64(bytes.count), reason: "segment header torn while the segment was being created")
+                report.truncatedTail = .init(path: path, offset: 0, bytes: size, reason: "segment header torn while the segment was being created")
                 tailOffset = UInt64(_SegmentHeader.size)
-            case .end(let validEnd):
-                if isLast && validEnd < UInt64(bytes.count) && options.recovery == .strict {
+                segInfo = _SegmentInfo(length: UInt64(_SegmentHeader.size), rawBytes: 0)
+                seg = _Segment(number: number, file: file, baseSequence: base)
+            case .end(let validEnd, let header):
+                if isLast && validEnd < size && options.recovery == .strict {
                     try file.truncate(to: validEnd)
                     try file.sync()
                 }
                 tailOffset = validEnd
+                segInfo.length = validEnd
+                seg = _Segment(number: number, file: file, baseSequence: header?.baseSequence ?? sequenceBefore + 1,
+                               compacted: header?.isCompacted ?? false)
             }
+            info[number] = segInfo
             segments[number] = seg
             if isLast { tail = seg }
         }
@@ -198,7 +272,11 @@ extension LogEngine {
             try fs.syncDirectory(atPath: directory)
         }
         report.lastSequence = index.sequence
-        return _Recovered(index: index, segments: segments, manifest: manifest, tail: tail, tailOffset: tailOffset, report: report)
+        if report.checkpointUsed, let size = try? fileSize(fs, _joinPath(directory, LogStoreFormat.checkpointFileName)) {
+            checkpoint?.fileBytes = size
+        }
+        return _Recovered(index: index, segments: segments, manifest: manifest, tail: tail, tailOffset: tailOffset, report: report,
+                          segmentInfo: info, checkpoint: checkpoint, bytesAfterCheckpoint: report.bytesReplayed)
     }
 
     static func fileSize(_ fs: any FileSystem, _ path: String) throws -> UInt64 {
@@ -208,37 +286,57 @@ extension LogEngine {
     }
 
     enum _ScanResult {
-        /// Valid data ends here (the tail after it, if any, is cut or reported).
-        case end(UInt64)
+        /// Valid data ends here (the tail after it, if any, is cut or reported); the segment's
+        /// header if it could be read.
+        case end(UInt64, _SegmentHeader?)
         /// The last segment's header is torn and it holds nothing: rewrite it.
         case recreateHeader
     }
 
     /// Replays one segment into `index` (Docs/Design.md, "Recovery").
-    static func scanSegment(_ buf: UnsafeRawBufferPointer, number: UInt32, path: String, isLast: Bool,
-                            index: inout _IndexState, report: inout RecoveryReport,
-                            options: LogStoreOptions) throws -> _ScanResult {
-        switch _SegmentHeader.decode(buf) {
-        case .ok(let h):
-            guard h.segment == number else {
-                if options.recovery == .salvage {
-                    report.dropped.append(.init(path: path, offset: 0, bytes: UInt64(buf.count), reason: "segment header names segment \(h.segment)"))
-                    return .end(UInt64(buf.count))
+    ///
+    /// `buf` holds the segment's bytes from offset `base` on. With `header == nil` the buffer
+    /// starts at the segment header (`base == 0`), which is decoded and checked here; otherwise
+    /// the caller checked it (resuming after a checkpoint). Offsets in locations, reports and
+    /// errors are file offsets.
+    ///
+    /// Normal segments: transactions of data frames ending in a commit frame, each with a
+    /// sequence number above every earlier one. Compacted segments (header flag): commit frames
+    /// only, of `putAt` records, frame sequences non-decreasing (several frames can share the
+    /// last record's sequence); the index's sequence becomes the largest seen.
+    static func scanSegment(_ buf: UnsafeRawBufferPointer, base: Int, header known: _SegmentHeader?, number: UInt32,
+                            path: String, isLast: Bool, index: inout _IndexState, info: inout _SegmentInfo,
+                            report: inout RecoveryReport, options: LogStoreOptions) throws -> _ScanResult {
+        let segmentHeader: _SegmentHeader
+        var offset: Int
+        if let known {
+            segmentHeader = known
+            offset = 0
+        } else {
+            switch _SegmentHeader.decode(buf) {
+            case .ok(let h):
+                guard h.segment == number else {
+                    if options.recovery == .salvage {
+                        report.dropped.append(.init(path: path, offset: 0, bytes: UInt64(buf.count), reason: "segment header names segment \(h.segment)"))
+                        return .end(UInt64(buf.count), nil)
+                    }
+                    throw LogStoreError(.corruption, "Segment header names segment \(h.segment), but the file is segment \(number).", path: path, offset: 12)
                 }
-                throw LogStoreError(.corruption, "Segment header names segment \(h.segment), but the file is segment \(number).", path: path, offset: 12)
+                segmentHeader = h
+            case .newerVersion(let v):
+                throw LogStoreError(.unsupportedFormatVersion, "The segment was written by a newer LogStore (format version \(v); this build reads up to \(LogStoreFormat.version)). Upgrade LogStore to open it.", path: path, offset: 8)
+            case .notASegment(let why):
+                if isLast && buf.count <= _SegmentHeader.size && options.recovery == .strict { return .recreateHeader }
+                if options.recovery == .salvage {
+                    report.dropped.append(.init(path: path, offset: 0, bytes: UInt64(buf.count), reason: "bad segment header: \(why)"))
+                    return .end(UInt64(buf.count), nil)
+                }
+                throw LogStoreError(.corruption, "Bad segment header: \(why).", path: path, offset: 0)
             }
-        case .newerVersion(let v):
-            throw LogStoreError(.unsupportedFormatVersion, "The segment was written by a newer LogStore (format version \(v); this build reads up to \(LogStoreFormat.version)). Upgrade LogStore to open it.", path: path, offset: 8)
-        case .notASegment(let why):
-            if isLast && buf.count <= _SegmentHeader.size && options.recovery == .strict { return .recreateHeader }
-            if options.recovery == .salvage {
-                report.dropped.append(.init(path: path, offset: 0, bytes: UInt64(buf.count), reason: "bad segment header: \(why)"))
-                return .end(UInt64(buf.count))
-            }
-            throw LogStoreError(.corruption, "Bad segment header: \(why).", path: path, offset: 0)
+            offset = _SegmentHeader.size
         }
+        let compacted = segmentHeader.isCompacted
 
-        var offset = _SegmentHeader.size
         var validEnd = offset
         var pending: [(header: _Frame.Header, frameOffset: Int, payloadOffset: Int)] = []
 
@@ -246,27 +344,33 @@ extension LogEngine {
             case stop(_ScanResult)
             case resume(at: Int)
         }
-        /// Decides what damage at `at` means. `validFramesFrom`: a valid frame starting there or
-        /// later proves the damage is not a torn tail; in salvage mode scanning resumes at it.
-        func damage(_ at: Int, _ why: String, validFramesFrom: Int) throws -> Verdict {
-            let next = nextValidFrame(buf, from: validFramesFrom)
+        /// Decides what damage at `at` means. `validFramesFrom`: a valid frame of another
+        /// transaction starting there or later proves the damage is not a torn tail; in salvage mode
+        /// scanning resumes at it. Valid frames of the damaged transaction itself are skipped: a
+        /// power loss during its `fdatasync` can write its later sectors and not an earlier one, and
+        /// with one of its frames damaged the transaction is not committed.
+        /// `resumeFrom`: in salvage mode, search for the next valid frame from here instead (to
+        /// step over a valid frame that is itself the problem).
+        func damage(_ at: Int, _ why: String, validFramesFrom: Int, resumeFrom: Int? = nil) throws -> Verdict {
+            let torn = pending.first?.header.sequence ?? index.sequence &+ 1
+            let next = nextValidFrame(buf, from: validFramesFrom, skippingTransaction: torn)
             if isLast && next == nil {
                 let dropped = UInt64(buf.count - validEnd)
-                report.truncatedTail = .init(path: path, offset: UInt64(validEnd), bytes: dropped, reason: why)
-                return .stop(.end(UInt64(validEnd)))
+                report.truncatedTail = .init(path: path, offset: UInt64(base + validEnd), bytes: dropped, reason: why)
+                return .stop(.end(UInt64(base + validEnd), segmentHeader))
             }
             if options.recovery == .salvage {
                 // Keep every valid transaction: skip to the next valid frame and go on.
-                let resume = next ?? buf.count
-                report.dropped.append(.init(path: path, offset: UInt64(validEnd), bytes: UInt64(max(0, resume - validEnd)), reason: why))
+                let resume = (resumeFrom.map { nextValidFrame(buf, from: $0, skippingTransaction: torn) } ?? next) ?? buf.count
+                report.dropped.append(.init(path: path, offset: UInt64(base + validEnd), bytes: UInt64(max(0, resume - validEnd)), reason: why))
                 pending.removeAll()
                 validEnd = resume
-                return resume >= buf.count ? .stop(.end(UInt64(buf.count))) : .resume(at: resume)
+                return resume >= buf.count ? .stop(.end(UInt64(base + buf.count), segmentHeader)) : .resume(at: resume)
             }
             throw LogStoreError(
                 .corruption,
                 "Damaged log: \(why). Committed data follows this point, so it is not a torn write. Run `logstore-compact verify` for a full report and `logstore-compact salvage` to recover the valid transactions.",
-                path: path, offset: UInt64(at))
+                path: path, offset: UInt64(base + at))
         }
 
         scan: while offset < buf.count {
@@ -282,6 +386,12 @@ extension LogEngine {
                 case .resume(let at): offset = at; continue scan
                 }
             case .frame(let header, let payloadOffset):
+                if compacted && header.kind != .commit {
+                    switch try damage(offset, "data frame in a compacted segment", validFramesFrom: offset + 1) {
+                    case .stop(let r): return r
+                    case .resume(let at): offset = at; continue scan
+                    }
+                }
                 if let first = pending.first, first.header.sequence != header.sequence {
                     // The unfinished transaction is dropped; this frame is examined again.
                     switch try damage(offset, "frame of transaction \(header.sequence) inside transaction \(first.header.sequence), which has no commit frame", validFramesFrom: offset) {
@@ -289,8 +399,9 @@ extension LogEngine {
                     case .resume(let at): offset = at; continue scan
                     }
                 }
-                if header.sequence <= index.sequence {
-                    switch try damage(offset, "sequence number \(header.sequence) does not follow \(index.sequence)", validFramesFrom: offset + 1) {
+                if compacted ? header.sequence < index.sequence : header.sequence <= index.sequence {
+                    switch try damage(offset, "sequence number \(header.sequence) does not follow \(index.sequence)", validFramesFrom: offset,
+                                      resumeFrom: payloadOffset + header.storedLength) {
                     case .stop(let r): return r
                     case .resume(let at): offset = at; continue scan
                     }
@@ -301,21 +412,22 @@ extension LogEngine {
                     do {
                         // Apply to a copy so a transaction that fails half-way leaves no trace.
                         var next = index
-                        try apply(pending, buf: buf, segment: number, index: &next)
+                        try apply(pending, buf: buf, base: base, segment: number, compacted: compacted, index: &next)
                         index = next
                     } catch var e as LogStoreError {
                         // CRC-valid but undecodable: written by a broken or foreign writer.
                         if options.recovery == .salvage {
-                            report.dropped.append(.init(path: path, offset: UInt64(pending[0].frameOffset), bytes: UInt64(offset - pending[0].frameOffset), reason: e.message))
+                            report.dropped.append(.init(path: path, offset: UInt64(base + pending[0].frameOffset), bytes: UInt64(offset - pending[0].frameOffset), reason: e.message))
                             pending.removeAll()
                             validEnd = offset
                             continue
                         }
                         e.path = path
-                        e.offset = UInt64(pending[0].frameOffset) + (e.offset ?? 0)
+                        e.offset = UInt64(base + pending[0].frameOffset) + (e.offset ?? 0)
                         throw e
                     }
                     index.sequence = header.sequence
+                    for p in pending { info.rawBytes += UInt64(p.header.rawLength) }
                     report.transactionsReplayed += 1
                     pending.removeAll()
                     validEnd = offset
@@ -325,46 +437,65 @@ extension LogEngine {
         if !pending.isEmpty {
             if case .stop(let r) = try damage(pending[0].frameOffset, "transaction \(pending[0].header.sequence) has no commit frame", validFramesFrom: buf.count) { return r }
         }
-        return .end(UInt64(validEnd))
+        return .end(UInt64(base + validEnd), segmentHeader)
     }
 
-    /// A bad frame in the last segment is a torn write only if no valid frame follows it: an
-    /// interrupted append leaves a prefix of one transaction's frames (perhaps followed by zeros),
-    /// so every frame before the damage is valid and nothing after it is. Every offset from
-    /// `start` on is tried, not only the one the damaged frame's length field points at, because
-    /// the damage may be in that length field. Cheap header checks come before the CRC, so the
-    /// scan is linear in the bytes after the damage.
-    static func validFrameFollows(_ buf: UnsafeRawBufferPointer, from start: Int) -> Bool {
-        nextValidFrame(buf, from: start) != nil
+    /// A bad frame in the last segment is a torn write only if no valid frame of another
+    /// transaction follows it: an interrupted append leaves a prefix of one transaction's frames
+    /// (perhaps followed by zeros or garbage). Every offset from `start` on is tried, not only the
+    /// one the damaged frame's length field points at, because the damage may be in that length
+    /// field. Cheap header checks come before the CRC, so the scan is linear in the bytes after the
+    /// damage.
+    static func validFrameFollows(_ buf: UnsafeRawBufferPointer, from start: Int, skippingTransaction skip: UInt64? = nil) -> Bool {
+        nextValidFrame(buf, from: start, skippingTransaction: skip) != nil
     }
 
-    /// The offset of the first valid frame at or after `start`, or nil.
-    static func nextValidFrame(_ buf: UnsafeRawBufferPointer, from start: Int) -> Int? {
+    /// The offset of the first valid frame at or after `start` whose sequence is not `skip`, or nil.
+    static func nextValidFrame(_ buf: UnsafeRawBufferPointer, from start: Int, skippingTransaction skip: UInt64? = nil) -> Int? {
         var p = max(start, 0)
         while buf.count - p >= _Frame.headerSize {
             if _Frame.Kind(rawValue: buf[p + 8]) != nil, buf[p + 9] & ~_Frame.flagLZ4 == 0, buf[p + 10] == 0, buf[p + 11] == 0,
-                case .frame = _Frame.parse(buf, at: p)
+                case .frame(let header, let payloadOffset) = _Frame.parse(buf, at: p)
             {
-                return p
+                if header.sequence != skip { return p }
+                p = payloadOffset + header.storedLength
+                continue
             }
             p += 1
         }
         return nil
     }
 
-    /// Applies a committed transaction's frames to the index.
+    /// Applies a committed transaction's frames to the index. `base` is the file offset of
+    /// `buf`. In a compacted segment every record must be a `putAt` no newer than its frame; a
+    /// `putAt` anywhere else is corruption.
     static func apply(_ frames: [(header: _Frame.Header, frameOffset: Int, payloadOffset: Int)],
-                      buf: UnsafeRawBufferPointer, segment: UInt32, index: inout _IndexState) throws {
+                      buf: UnsafeRawBufferPointer, base: Int, segment: UInt32, compacted: Bool,
+                      index: inout _IndexState) throws {
         for f in frames {
             let stored = UnsafeRawBufferPointer(rebasing: buf[f.payloadOffset..<(f.payloadOffset + f.header.storedLength)])
             let seq = f.header.sequence
+            let frameOffset = UInt32(base + f.frameOffset)
             func each(_ payload: UnsafeRawBufferPointer) throws {
                 try _DecodedRecord.decodeAll(payload) { rec in
+                    if compacted != (rec.op == .putAt) {
+                        throw LogStoreError(
+                            .corruption,
+                            compacted ? "A compacted segment holds a record other than putAt." : "A putAt record outside a compacted segment.",
+                            offset: UInt64(rec.valueOffset))
+                    }
                     switch rec.op {
                     case .put:
                         index.put(rec.type, rec.key, RecordLocation(
-                            segment: segment, frameOffset: UInt32(f.frameOffset), frameLength: UInt32(f.header.storedLength),
+                            segment: segment, frameOffset: frameOffset, frameLength: UInt32(f.header.storedLength),
                             valueOffset: UInt32(rec.valueOffset), sequence: seq, valueLength: UInt32(rec.valueLength)))
+                    case .putAt:
+                        guard rec.sequence >= 1, rec.sequence <= seq else {
+                            throw LogStoreError(.corruption, "A putAt record's sequence \(rec.sequence) is newer than its frame's \(seq).", offset: UInt64(rec.valueOffset))
+                        }
+                        index.put(rec.type, rec.key, RecordLocation(
+                            segment: segment, frameOffset: frameOffset, frameLength: UInt32(f.header.storedLength),
+                            valueOffset: UInt32(rec.valueOffset), sequence: rec.sequence, valueLength: UInt32(rec.valueLength)))
                     case .delete: index.delete(rec.type, rec.key)
                     case .deleteAll: index.deleteAll(rec.type)
                     }

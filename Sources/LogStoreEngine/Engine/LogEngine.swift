@@ -28,6 +28,14 @@ public final class LogEngine: Sendable {
     let state: _Protected<_EngineState>
     let group: _GroupCommit
     let logger: Logger?
+    /// Background compaction and checkpoints; `close()` waits for them.
+    let background = _BackgroundWork()
+    /// Serializes compactions (one at a time, background or `compact()`).
+    let compactionLock = NSLock()
+    /// Serializes checkpoint writes.
+    let checkpointLock = NSLock()
+    /// Most index changes a compaction journals while it copies (tests lower it).
+    let journalLimit = _Protected(_IndexJournal.defaultLimit)
 
     struct _EngineState: Sendable {
         /// What readers see: durable under the store's durability.
@@ -39,6 +47,16 @@ public final class LogEngine: Sendable {
         var manifest: _Manifest
         var tail: _Segment
         var tailOffset: UInt64
+        /// Per listed segment: valid length and raw payload bytes.
+        var segmentInfo: [UInt32: _SegmentInfo]
+        /// Log bytes appended since the last checkpoint was captured.
+        var bytesSinceCheckpoint: UInt64 = 0
+        /// The newest checkpoint on disk (loaded at open or written since), if any.
+        var lastCheckpoint: _CheckpointMark?
+        /// While a compaction copies: the index changes appended since the state it copies, so
+        /// the switch can replay them onto the re-pointed copy instead of re-pointing the head
+        /// under the writer lock. Set and cleared under the writer lock.
+        var compactionJournal: _IndexJournal?
         var poisoned: LogStoreError?
         var closed = false
     }
@@ -61,7 +79,8 @@ public final class LogEngine: Sendable {
         let view = _ViewState(index: recovered.index, segments: recovered.segments)
         let state = _Protected(_EngineState(
             published: view, head: view, manifest: recovered.manifest, tail: recovered.tail,
-            tailOffset: recovered.tailOffset))
+            tailOffset: recovered.tailOffset, segmentInfo: recovered.segmentInfo,
+            bytesSinceCheckpoint: recovered.bytesAfterCheckpoint, lastCheckpoint: recovered.checkpoint))
         self.state = state
         self.group = _GroupCommit(
             sequence: recovered.index.sequence,
@@ -86,6 +105,7 @@ public final class LogEngine: Sendable {
                 }
             })
         if options.durability == .buffered { scheduleBackgroundSync() }
+        scheduleCompactionCheck()
     }
 
     deinit {
@@ -224,9 +244,16 @@ public final class LogEngine: Sendable {
         }
         let seq = head.index.sequence + 1
         var encoded = _TransactionEncoder.encode(ops, sequence: seq, options: options)
+        // Locations address segments with 32-bit offsets; segments stay below 2 GiB because a
+        // transaction is at most 1 GiB and a segment rolls over at most at 1 GiB.
+        guard encoded.bytes.count <= _Frame.maxPayload else {
+            throw LogStoreError(.itemTooLarge, "The transaction encodes to \(encoded.bytes.count) bytes; one transaction may hold at most 1 GiB. Split it into several writes (or merge a very large child store in parts).")
+        }
+        var rolledOver = false
         if offset > UInt64(_SegmentHeader.size), offset + UInt64(encoded.bytes.count) > UInt64(options.segmentSize) {
             try rollOverLocked(nextSequence: seq)
             (head, tail, offset) = state.withLock { ($0.head, $0.tail, $0.tailOffset) }
+            rolledOver = true
         }
         do {
             try tail.file.write(encoded.bytes, at: offset)
@@ -241,6 +268,8 @@ public final class LogEngine: Sendable {
         }
         // Index the new records.
         var index = head.index
+        let journaling = state.withLock { $0.compactionJournal != nil }
+        var changes: [_IndexJournal.Change] = []
         for i in ops.indices {
             switch ops[i] {
             case .put(let t, let k, _):
@@ -248,24 +277,37 @@ public final class LogEngine: Sendable {
                 encoded.placements[i].frameOffset += UInt32(offset)
                 encoded.placements[i].sequence = seq
                 index.put(t, k, encoded.placements[i])
-            case .delete(let t, let k): index.delete(t, k)
-            case .deleteAll(let t): index.deleteAll(t)
+                if journaling { changes.append(.put(t, k, encoded.placements[i])) }
+            case .delete(let t, let k):
+                index.delete(t, k)
+                if journaling { changes.append(.delete(t, k)) }
+            case .deleteAll(let t):
+                index.deleteAll(t)
+                if journaling { changes.append(.deleteAll(t)) }
             }
         }
         index.sequence = seq
         index._checkInvariants()
         let newOffset = offset + UInt64(encoded.bytes.count)
         let durability = options.durability
-        state.withLock { s in
+        let checkpointEvery = UInt64(options.checkpointInterval)
+        let checkpointDue = state.withLock { s -> Bool in
             s.head.index = index
+            if journaling { s.compactionJournal?.record(changes) }
             s.tailOffset = newOffset
+            s.segmentInfo[tail.number, default: _SegmentInfo(length: 0, rawBytes: 0)].length = newOffset
+            s.segmentInfo[tail.number, default: _SegmentInfo(length: 0, rawBytes: 0)].rawBytes += encoded.rawBytes
+            s.bytesSinceCheckpoint += UInt64(encoded.bytes.count)
             if durability == .synchronous {
                 s.pending.append((seq, s.head))
             } else {
                 s.published = s.head
             }
+            return checkpointEvery > 0 && s.bytesSinceCheckpoint >= checkpointEvery
         }
         group.noteAppended(seq)
+        if rolledOver { scheduleCompactionCheck() }
+        if checkpointDue { scheduleCheckpoint() }
         return seq
     }
 
@@ -276,7 +318,7 @@ public final class LogEngine: Sendable {
     /// still names as the last one. (Manifest first would leave a failed roll-over appending to a
     /// segment that is no longer last on disk, where a later torn write reads as corruption.)
     func rollOverLocked(nextSequence: UInt64) throws {
-        let (tail, manifest) = state.withLock { ($0.tail, $0.manifest) }
+        let tail = state.withLock { $0.tail }
         do {
             try tail.file.sync()
         } catch {
@@ -285,18 +327,26 @@ public final class LogEngine: Sendable {
             group.fail(p)
             throw p
         }
-        var next = manifest
-        let number = manifest.nextSegment
         // Only a damaged or foreign MANIFEST gets here (no store makes 4 billion segments).
-        guard number < UInt32.max, manifest.generation < UInt64.max else {
+        let limits = state.withLock { ($0.manifest.nextSegment, $0.manifest.generation) }
+        guard limits.0 < UInt32.max, limits.1 < UInt64.max else {
             throw LogStoreError(
                 .corruption,
-                "MANIFEST's next segment number (\(number)) or generation (\(manifest.generation)) is at its limit, so no new segment can be added. Run `logstore-compact salvage` to copy the data into a new store.",
+                "MANIFEST's next segment number (\(limits.0)) or generation (\(limits.1)) is at its limit, so no new segment can be added. Run `logstore-compact salvage` to copy the data into a new store.",
                 path: _joinPath(directory, LogStoreFormat.manifestFileName))
         }
+        // Compaction reserves segment numbers without the writer lock: take the number and the
+        // manifest in one step so neither side hands out a number twice.
+        var (next, manifest) = state.withLock { s -> (_Manifest, _Manifest) in
+            let previous = s.manifest
+            var m = s.manifest
+            m.segments.append(m.nextSegment)
+            m.nextSegment += 1
+            s.manifest.nextSegment = m.nextSegment
+            return (m, previous)
+        }
+        let number = next.segments[next.segments.count - 1]
         next.generation += 1
-        next.nextSegment = number + 1
-        next.segments.append(number)
         let segment = try Self.createSegment(number, baseSequence: nextSequence, directory: directory, fs: fileSystem)
         do {
             try Self.writeManifest(next, directory: directory, fs: fileSystem)
@@ -317,9 +367,11 @@ public final class LogEngine: Sendable {
             throw error
         }
         state.withLock { s in
+            next.nextSegment = max(next.nextSegment, s.manifest.nextSegment)
             s.manifest = next
             s.tail = segment
             s.tailOffset = UInt64(_SegmentHeader.size)
+            s.segmentInfo[number] = _SegmentInfo(length: UInt64(_SegmentHeader.size), rawBytes: 0)
             s.head.segments[number] = segment
             // The new segment holds nothing published yet, but readers of later states need it.
             for i in s.pending.indices { s.pending[i].1.segments[number] = segment }
@@ -338,13 +390,14 @@ public final class LogEngine: Sendable {
         try fs.syncDirectory(atPath: directory)
     }
 
-    static func createSegment(_ number: UInt32, baseSequence: UInt64, directory: String, fs: any FileSystem) throws -> _Segment {
+    static func createSegment(_ number: UInt32, baseSequence: UInt64, directory: String, fs: any FileSystem,
+                              flags: UInt16 = 0) throws -> _Segment {
         let path = _joinPath(directory, LogStoreFormat.segmentFileName(number))
         let f = try fs.open(path, mode: .createOrTruncate)
-        try f.write(_SegmentHeader(segment: number, baseSequence: baseSequence).encoded(), at: 0)
+        try f.write(_SegmentHeader(flags: flags, segment: number, baseSequence: baseSequence).encoded(), at: 0)
         try f.sync()
         try fs.syncDirectory(atPath: directory)
-        return _Segment(number: number, file: f)
+        return _Segment(number: number, file: f, baseSequence: baseSequence, compacted: flags & _SegmentHeader.flagCompacted != 0)
     }
 
     // MARK: Closing
@@ -352,12 +405,18 @@ public final class LogEngine: Sendable {
     /// Whether ``close()`` has been called.
     public var isClosed: Bool { state.withLock { $0.closed } }
 
-    /// Flushes (unless durability is `.none`), releases the lock and refuses further use.
-    /// Waits for a write in progress to finish. Idempotent. Snapshots already taken stay readable.
+    /// Flushes (unless durability is `.none`), writes a checkpoint (if
+    /// ``LogStoreOptions/checkpointOnClose``), releases the lock and refuses further use.
+    /// Waits for a write in progress and for background compaction (which stops early) to finish.
+    /// Idempotent. Snapshots already taken stay readable. A failed checkpoint is logged, not
+    /// thrown (the log alone is complete), unless making the log durable for it failed
+    /// (`.storePoisoned`).
     public func close() throws {
         if writer.heldByCurrentThread {
             throw LogStoreError(.reentrantWrite, "close() was called from inside a write block of the same store.")
         }
+        // Background work must end before the lock is released: it writes files in the directory.
+        background.closeAndWait()
         try writer.acquire()
         defer { writer.release() }
         let already = state.withLock { s -> Bool in
@@ -369,6 +428,13 @@ public final class LogEngine: Sendable {
         let poisoned = state.withLock { $0.poisoned }
         if options.durability != .none && poisoned == nil && group.pendingSync {
             do { try group.waitDurable(group.lastAppended) } catch { firstError = error }
+        }
+        if options.checkpointOnClose && firstError == nil && state.withLock({ $0.poisoned }) == nil {
+            do { try writeCheckpoint() } catch let e as LogStoreError where e.code == .storePoisoned {
+                firstError = e
+            } catch {
+                logger?.warning("checkpoint on close failed; the next open replays the whole log", metadata: ["store": "\(directory)", "error": "\(error)"])
+            }
         }
         group.fail(Self.closedError())
         cache.removeAll()
@@ -398,6 +464,8 @@ public final class LogEngine: Sendable {
 enum _TransactionEncoder {
     struct Output {
         var bytes: [UInt8]
+        /// Sum of the frames' raw (uncompressed) payload lengths.
+        var rawBytes: UInt64 = 0
         /// Per operation (puts only meaningful): frame offset relative to `bytes`, frame stored
         /// length, value offset in the frame's raw payload, value length.
         var placements: [RecordLocation]
@@ -409,8 +477,10 @@ enum _TransactionEncoder {
         var placements = [RecordLocation](repeating: RecordLocation(segment: 0, frameOffset: 0, frameLength: 0, valueOffset: 0, sequence: 0, valueLength: 0), count: ops.count)
         var frame = _ByteWriter(capacity: min(options.maxFramePayload, 64 << 10))
         var inFrame: [Int] = []
+        var rawBytes: UInt64 = 0
         func flush(last: Bool) {
             let start = out.count
+            rawBytes += UInt64(frame.count)
             let stored = _Frame.append(
                 into: &out, raw: frame.bytes, kind: last ? .commit : .data, sequence: sequence,
                 compress: options.compression, threshold: options.compressionThreshold)
@@ -432,6 +502,6 @@ enum _TransactionEncoder {
             inFrame.append(i)
         }
         flush(last: true)
-        return Output(bytes: out, placements: placements)
+        return Output(bytes: out, rawBytes: rawBytes, placements: placements)
     }
 }

@@ -56,6 +56,22 @@ public struct LogStoreOptions: Sendable {
     public var childSpillThreshold: Int = 8 << 20
     /// Where the store reports recovery, compaction and I/O failures. Default: none.
     public var logger: Logger? = nil
+    /// Whether the store compacts itself in the background (on a utility-QoS queue, without
+    /// blocking readers or writers) once the dead bytes of its sealed segments reach
+    /// ``compactionThreshold`` of the store's size and at least ``compactionMinimumDeadBytes``.
+    /// Checked after every segment roll-over and at open. Default true.
+    public var autoCompaction: Bool = true
+    /// The share of the store's bytes that must be dead (overwritten or deleted records in sealed
+    /// segments) before background compaction runs. Between 0 (exclusive) and 1. Default 0.6.
+    public var compactionThreshold: Double = 0.6
+    /// Background compaction never runs for fewer dead bytes than this. Default 16 MiB.
+    public var compactionMinimumDeadBytes: Int = 16 << 20
+    /// Whether `close()` writes a checkpoint of the indexes, so the next open replays nothing.
+    /// Default true.
+    public var checkpointOnClose: Bool = true
+    /// A checkpoint is also written in the background after this many bytes of log were appended
+    /// since the last one, bounding the replay after a crash. 0 disables it. Default 64 MiB.
+    public var checkpointInterval: Int = 64 << 20
 
     /// The defaults: synchronous durability, compression on, 64 MiB segments, 16 MiB items.
     public init() {}
@@ -71,6 +87,11 @@ public struct LogStoreOptions: Sendable {
         guard o.maxKeySize > 0, o.maxKeySize <= (64 << 10) else {
             throw LogStoreError(.invalidArgument, "maxKeySize must be between 1 byte and 64 KiB (got \(o.maxKeySize)).")
         }
+        guard o.compactionThreshold > 0, o.compactionThreshold <= 1 else {
+            throw LogStoreError(.invalidArgument, "compactionThreshold must be in (0, 1] (got \(o.compactionThreshold)).")
+        }
+        o.compactionMinimumDeadBytes = max(0, o.compactionMinimumDeadBytes)
+        o.checkpointInterval = max(0, o.checkpointInterval)
         o.maxFramePayload = min(max(o.maxFramePayload, 512), 1 << 20)
         o.cacheSize = max(0, o.cacheSize)
         return o

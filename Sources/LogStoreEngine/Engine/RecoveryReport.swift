@@ -36,6 +36,15 @@ public struct RecoveryReport: Sendable, Equatable {
     public var removedFiles: [String] = []
     /// The sequence number of the last transaction recovered.
     public var lastSequence: UInt64 = 0
+    /// Whether the indexes were loaded from the CHECKPOINT file, so that only the log written
+    /// after it was replayed.
+    public var checkpointUsed = false
+    /// The sequence number the checkpoint covered, when one was used.
+    public var checkpointSequence: UInt64? = nil
+    /// Why a CHECKPOINT file was present but not used (damaged, written for a log that was
+    /// compacted since, salvage mode...); the whole log was replayed instead. Nil when there was
+    /// no checkpoint or it was used.
+    public var checkpointRejectedReason: String? = nil
 
     /// Creates an empty report.
     public init() {}

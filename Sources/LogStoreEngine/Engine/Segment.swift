@@ -2,14 +2,37 @@ import Synchronization
 
 /// An open segment file. Shared by every snapshot that can read it; the descriptor closes when the
 /// last reference goes away, so a segment deleted by compaction stays readable by old snapshots.
+///
+/// Compaction marks the segments it replaced with ``markObsolete(removingThrough:)``: the file is
+/// removed when the last view (engine state or snapshot) that reads it lets go of it. A crash
+/// before that leaves an unlisted segment file, which recovery removes.
 final class _Segment: Sendable {
     let number: UInt32
     let file: any FileSystemFile
-    init(number: UInt32, file: any FileSystemFile) {
+    /// From the segment header: the first sequence number the segment may hold.
+    let baseSequence: UInt64
+    /// From the segment header: written by compaction (`putAt` records only).
+    let compacted: Bool
+    /// Set once the segment is no longer listed in the manifest: who removes the file on deinit.
+    private let removal = Mutex<(any FileSystem)?>(nil)
+
+    init(number: UInt32, file: any FileSystemFile, baseSequence: UInt64, compacted: Bool = false) {
         self.number = number
         self.file = file
+        self.baseSequence = baseSequence
+        self.compacted = compacted
     }
     var path: String { file.path }
+
+    /// Removes the file once the last reference to this object goes away.
+    func markObsolete(removingThrough fs: any FileSystem) { removal.withLock { $0 = fs } }
+
+    deinit {
+        if let fs = removal.withLock({ $0 }) {
+            try? file.close()
+            try? fs.removeFile(atPath: file.path)
+        }
+    }
 }
 
 /// A bounded cache of decompressed frame payloads, keyed by (segment, frame offset).
@@ -87,4 +110,13 @@ extension _Segment {
         }
         return raw[start..<end]
     }
+}
+
+/// What the engine knows about one listed segment's bytes (for storage statistics, compaction
+/// decisions and checkpoints).
+struct _SegmentInfo: Sendable, Equatable {
+    /// Valid bytes: the file size of a sealed segment, the append offset of the tail.
+    var length: UInt64
+    /// Sum of the raw (uncompressed) payload lengths of its committed frames.
+    var rawBytes: UInt64
 }

@@ -94,7 +94,7 @@ import Foundation
 
         var operation: RecordOperation {
             switch op {
-            case .put: return .put(type: type, key: key, value: value)
+            case .put, .putAt: return .put(type: type, key: key, value: value)
             case .delete: return .delete(type: type, key: key)
             case .deleteAll: return .deleteAll(type: type)
             }

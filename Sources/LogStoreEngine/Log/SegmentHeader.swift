@@ -2,9 +2,15 @@
 ///
 ///     magic:8 = 89 'L' 'S' 'E' 'G' 0D 0A 1A   version:u16le   flags:u16le
 ///     segment:u32le   baseSequence:u64le   reserved:u32le = 0   crc:u32le (masked CRC-32C of bytes 0..<28)
+///     flags := bit 0 (0x0001): compacted (written by compaction: only commit frames of `putAt`
+///              records, frame sequences non-decreasing; see Docs/Compaction.md); other bits 0
 struct _SegmentHeader: Equatable {
     static let size = 32
     static let magic: [UInt8] = [0x89, 0x4C, 0x53, 0x45, 0x47, 0x0D, 0x0A, 0x1A]
+    /// Header flag: the segment was written by compaction. Part of the file format.
+    static let flagCompacted: UInt16 = 0x0001
+
+    var isCompacted: Bool { flags & Self.flagCompacted != 0 }
 
     var version: UInt16 = LogStoreFormat.version
     var flags: UInt16 = 0
@@ -46,6 +52,7 @@ struct _SegmentHeader: Equatable {
             guard CRC32C.mask(crc) == stored else { return .notASegment("header checksum mismatch") }
             guard version <= LogStoreFormat.version else { return .newerVersion(version) }
             guard version >= 1 else { return .notASegment("format version 0") }
+            guard flags & ~flagCompacted == 0 else { return .notASegment("unknown header flags 0x\(String(flags, radix: 16))") }
             return .ok(_SegmentHeader(version: version, flags: flags, segment: segment, baseSequence: base))
         } catch {
             return .notASegment(error.reason)
@@ -71,4 +78,6 @@ public enum LogStoreFormat {
     public static let lockFileName = "LOCK"
     /// The manifest's name.
     public static let manifestFileName = "MANIFEST"
+    /// The checkpoint's name (a snapshot of the indexes; see Docs/Compaction.md).
+    public static let checkpointFileName = "CHECKPOINT"
 }

@@ -165,6 +165,10 @@ public struct StoreScan: Sendable {
     /// Whether any issue is damage (not just a warning).
     public var hasDamage: Bool { issues.contains { $0.severity == .damage } }
 
+    /// What a valid `CHECKPOINT` says: the sequence it covers, the manifest generation it was taken
+    /// at, and when it was written (milliseconds since 1970). Nil when there is none or it is damaged.
+    public var checkpoint: (sequence: UInt64, generation: UInt64, createdAtMillis: UInt64)?
+
     /// Checkpoint files present (by name; see ``File/Role/checkpoint``).
     public var checkpointFiles: [File] { files.filter { $0.role == .checkpoint } }
 

@@ -148,9 +148,28 @@ struct _ScanRun {
             case .temporary:
                 issue(.warning, .strayFile, path, nil, "temporary file left by an interrupted manifest rewrite; the next open removes it")
             case .checkpoint:
-                // TODO(compaction): decode and check checkpoints once their format lands
-                // (Docs/Compaction.md); until then they are only listed.
-                issue(.warning, .checkpoint, path, nil, "checkpoint file present; this build cannot check checkpoints yet")
+                // A checkpoint is only an accelerator: a damaged one is ignored by open, which
+                // replays the log instead. It is still damage to report (the file is wrong).
+                do {
+                    let f = try fs.open(path, mode: .readOnly)
+                    defer { try? f.close() }
+                    let bytes = try f.read(at: 0, count: Int(try f.size()))
+                    let decoded: Result<_Checkpoint, _DecodeError> = bytes.withUnsafeBytes { buf in
+                        do throws(_DecodeError) { return .success(try _Checkpoint.decode(buf)) } catch { return .failure(error) }
+                    }
+                    switch decoded {
+                    case .success(let cp):
+                        scan.checkpoint = (cp.sequence, cp.generation, cp.createdAtMillis)
+                        let listed = Set(order)
+                        if let missing = cp.segments.first(where: { !listed.contains($0.number) }) {
+                            issue(.warning, .checkpoint, path, nil, "checkpoint (sequence \(cp.sequence)) names segment \(missing.number), which MANIFEST no longer lists; open ignores it and replays the log")
+                        }
+                    case .failure(let error):
+                        issue(.damage, .checkpoint, path, error.offset, "checkpoint damaged: \(error.reason); open ignores it and replays the log, and the next clean close writes a new one")
+                    }
+                } catch {
+                    issue(.damage, .checkpoint, path, nil, "checkpoint unreadable: \(error)")
+                }
             case .manifest, .lock, .other:
                 break
             }
@@ -394,7 +413,7 @@ struct _ScanRun {
         guard apply else { return true }
         for op in ops {
             switch op.tag {
-            case .put:
+            case .put, .putAt:
                 scan.index[op.type, default: [:]][op.key] = op.entry
                 scan.types[op.type, default: .init()].puts += 1
             case .delete:

@@ -63,7 +63,9 @@ struct _Overlay: Sendable {
     }
 
     mutating func put(_ type: String, _ key: RecordKey, _ value: [UInt8], base: any RecordReader) {
-        var c = types[type] ?? TypeChanges()
+        // Take the changes out so they are uniquely referenced: mutating a copy that the dictionary
+        // still holds would copy `puts`/`shadowed` on every call (quadratic transactions).
+        var c = types.removeValue(forKey: type) ?? TypeChanges()
         if !c.cleared && base.contains(type: type, key: key) { c.shadowed.insert(key) }
         if let old = c.puts.updateValue(.inline(value), forKey: key) { valueBytes -= Self.size(old) }
         valueBytes += value.count
@@ -72,7 +74,7 @@ struct _Overlay: Sendable {
 
     @discardableResult
     mutating func delete(_ type: String, _ key: RecordKey, base: any RecordReader) -> Bool {
-        var c = types[type] ?? TypeChanges()
+        var c = types.removeValue(forKey: type) ?? TypeChanges()  // unique, see put
         var existed = false
         if let old = c.puts.removeValue(forKey: key) {
             valueBytes -= Self.size(old)

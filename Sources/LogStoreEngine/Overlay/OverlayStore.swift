@@ -1,3 +1,5 @@
+import Logging
+
 /// The backend of a child store: a copy-on-write overlay over an immutable snapshot of its parent,
 /// with its own operation log (in memory, spilled to a temporary file past
 /// ``LogStoreOptions/childSpillThreshold``).
@@ -71,7 +73,13 @@ public final class OverlayStore: StoreBackend {
             s.sequence += 1
             return s.overlay.valueBytes > options.childSpillThreshold
         }
-        if needsSpill { try spill() }
+        if needsSpill {
+            // The change is already applied; a failed spill (a full disk) only means the values stay
+            // in memory, so it must not turn a successful write into a reported failure.
+            do { try spill() } catch {
+                options.logger?.warning("child store could not spill to disk; keeping its changes in memory", metadata: ["error": "\(error)"])
+            }
+        }
         return result
     }
 
@@ -108,15 +116,8 @@ public final class OverlayStore: StoreBackend {
     }
 
     /// Every change since the base, with delete-all expanded to deletes of the keys the base held
-    /// (what the child saw), in (type, key) order. Holds the writer lock while reading, so the
-    /// overlay does not change underneath. Call ``rebase(onto:)`` after replaying them.
-    public func withChanges<T>(_ body: (_ base: any RecordReader & Sendable, _ changes: [Change]) throws -> T) throws -> T {
-        try writer.acquire()
-        defer { writer.release() }
-        let (base, overlay) = try state.withLock { s in
-            try checkUsable(s)
-            return (s.base, s.overlay)
-        }
+    /// (what the child saw), in (type, key) order.
+    func changes(base: any RecordReader, overlay: _Overlay) throws -> [Change] {
         var changes: [Change] = []
         for type in overlay.types.keys.sorted() {
             guard let c = overlay.types[type] else { continue }
@@ -131,7 +132,32 @@ public final class OverlayStore: StoreBackend {
                 if let v = c.puts[k] { changes.append(Change(type: type, key: k, value: Array(try overlay.read(v)))) }
             }
         }
-        return try body(base, changes)
+        return changes
+    }
+
+    /// Starts a merge: takes this overlay's writer lock (so it cannot change until ``endMerge()``)
+    /// and returns its base and its changes. Throws `.reentrantWrite` if the calling thread is
+    /// inside a write of this overlay. Every successful call must be paired with ``endMerge()``.
+    /// Lock order: the parent's writer lock first, then this one.
+    public func beginMerge() throws -> (base: any RecordReader & Sendable, changes: [Change]) {
+        try writer.acquire()
+        do {
+            let (base, overlay) = try state.withLock { s in
+                try checkUsable(s)
+                return (s.base, s.overlay)
+            }
+            return (base, try changes(base: base, overlay: overlay))
+        } catch {
+            writer.release()
+            throw error
+        }
+    }
+
+    /// Ends a merge started by ``beginMerge()``: rebases onto `newBase` (when given) and releases
+    /// the writer lock.
+    public func endMerge(rebaseOnto newBase: (any RecordReader & Sendable)?) {
+        if let newBase { rebase(onto: newBase) }
+        writer.release()
     }
 
     /// Replaces the base with `newBase` and empties the overlay (after a merge, or to start over).

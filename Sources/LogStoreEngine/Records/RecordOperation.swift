@@ -15,6 +15,9 @@ public enum RecordOperation: Sendable, Equatable {
         case delete = 0x02
         /// `deleteAll`
         case deleteAll = 0x03
+        /// `putAt`: a put that carries its own sequence number. Written only by compaction, and
+        /// only into compacted segments (see ``_CompactedRecord``); never produced by a write.
+        case putAt = 0x04
     }
 
     /// The item type the operation applies to.
@@ -29,6 +32,7 @@ public enum RecordOperation: Sendable, Equatable {
     ///     record := op:u8 type:string [key:bytes] [value:bytes]
     ///     string := uvarint-len utf8      bytes := uvarint-len bytes
     ///     put: type key value   delete: type key   deleteAll: type
+    ///     putAt (tag 0x04, compacted segments only): type key sequence:uvarint value
     ///
     /// Returns the offset of the value bytes within `w` (for `put`), else nil.
     @discardableResult
@@ -71,6 +75,47 @@ struct _DecodedRecord {
     var key: RecordKey
     var valueOffset: Int
     var valueLength: Int
+    /// For `putAt`: the record's own sequence number; 0 for every other operation.
+    var sequence: UInt64 = 0
+}
+
+/// The record compaction writes (Docs/FileFormat.md, "Records"; Docs/Compaction.md):
+///
+///     putAt := op:u8 = 0x04  type:string  key:bytes  sequence:uvarint  value:bytes
+///
+/// It is a `put` that keeps the sequence number of the transaction that originally wrote the
+/// record, so the index's `RecordLocation.sequence` survives compaction. Valid only inside a
+/// compacted segment (segment header flag `compacted`), where every record is a `putAt`.
+enum _CompactedRecord {
+    /// Appends a `putAt`; returns the offset of the value bytes within `w`.
+    static func encode(type: String, key: RecordKey, sequence: UInt64, value: UnsafeRawBufferPointer,
+                       into w: inout _ByteWriter) -> Int {
+        w.u8(RecordOperation.Tag.putAt.rawValue)
+        w.string(type)
+        key.withUnsafeBytes { w.lengthPrefixed($0) }
+        w.uvarint(sequence)
+        w.uvarint(UInt64(value.count))
+        let at = w.count
+        w.append(contentsOf: value)
+        return at
+    }
+
+    /// The exact encoded size of a `putAt` (used to size frames and to estimate live bytes).
+    static func size(typeBytes: Int, keyBytes: Int, sequence: UInt64, valueBytes: Int) -> Int {
+        1 + uvarintSize(UInt64(typeBytes)) + typeBytes + uvarintSize(UInt64(keyBytes)) + keyBytes
+            + uvarintSize(sequence) + uvarintSize(UInt64(valueBytes)) + valueBytes
+    }
+
+    /// Bytes LEB128 takes for `v`.
+    static func uvarintSize(_ v: UInt64) -> Int {
+        var n = 1
+        var v = v
+        while v >= 0x80 {
+            v >>= 7
+            n += 1
+        }
+        return n
+    }
 }
 
 extension _DecodedRecord {
@@ -116,6 +161,13 @@ extension _DecodedRecord {
                     try body(_DecodedRecord(op: op, type: type, key: key, valueOffset: 0, valueLength: 0))
                 case .deleteAll:
                     try body(_DecodedRecord(op: op, type: type, key: RecordKey([]), valueOffset: 0, valueLength: 0))
+                case .putAt:
+                    let key = RecordKey(try r.lengthPrefixed())
+                    let sequence = try r.uvarint()
+                    let len = try r.length()
+                    let valueAt = r.offset
+                    _ = try r.bytes(len)
+                    try body(_DecodedRecord(op: op, type: type, key: key, valueOffset: valueAt, valueLength: len, sequence: sequence))
                 }
             } catch let e as _DecodeError {
                 throw LogStoreError(.corruption, "Malformed record: \(e.reason).", offset: UInt64(e.offset))

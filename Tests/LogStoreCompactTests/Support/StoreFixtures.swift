@@ -1,3 +1,4 @@
+@_exported import _LogStoreTestSupport
 import Foundation
 import LogStoreEngine
 import XCTest
@@ -27,7 +28,7 @@ struct StoreFixture {
     static let created = Date(timeIntervalSinceReferenceDate: 700_000_000.25)
 
     static func options() -> LogStoreOptions {
-        var o = LogStoreOptions()
+        var o = LogStoreOptions.replayOnly
         o.segmentSize = segmentSize
         o.durability = .none
         return o

@@ -1,0 +1,2 @@
+// LMDB (Debian: liblmdb-dev), the key/value peer of the LogStore benchmarks.
+#include <lmdb.h>

@@ -1,0 +1,135 @@
+// Coding paths and error translation shared by AttributeEncoder and AttributeDecoder.
+
+internal import Foundation
+internal import LogStoreEngine
+
+/// One step of a coding path, kept cheap until someone asks for `codingPath` (array indices are
+/// not turned into `"Index 3"` strings unless an error needs them).
+enum _PathComponent {
+    case key(String, Int?)
+    case index(Int)
+
+    var codingKey: _PathKey {
+        switch self {
+        case .key(let s, let i): _PathKey(stringValue: s, intValue: i)
+        case .index(let i): _PathKey(index: i)
+        }
+    }
+}
+
+/// The `CodingKey` the coders put in coding paths they build themselves.
+struct _PathKey: CodingKey, Sendable {
+    var stringValue: String
+    var intValue: Int?
+
+    init(stringValue: String) {
+        self.stringValue = stringValue
+        self.intValue = nil
+    }
+
+    init(intValue: Int) {
+        self.stringValue = "\(intValue)"
+        self.intValue = intValue
+    }
+
+    init(stringValue: String, intValue: Int?) {
+        self.stringValue = stringValue
+        self.intValue = intValue
+    }
+
+    /// An array position (`codingPath` entries for unkeyed containers, as JSONDecoder names them).
+    init(index: Int) {
+        self.stringValue = "Index \(index)"
+        self.intValue = index
+    }
+}
+
+extension _TooDeep {
+    /// The `EncodingError` this depth violation stands for.
+    var encodingError: EncodingError {
+        .invalidValue(
+            Optional<Int>.none as Any,
+            .init(
+                codingPath: path.map(\.codingKey),
+                debugDescription: "The value is nested deeper than \(AttributeValue.maxDepth) levels, the most stored items may nest."))
+    }
+}
+
+enum _CodingErrors {
+    /// `address.street`, `tags[2]`, or `(top level)`.
+    static func describe(_ path: [any CodingKey]) -> String {
+        if path.isEmpty { return "(top level)" }
+        var s = ""
+        for k in path {
+            if let i = k.intValue, k.stringValue == "Index \(i)" {
+                s += "[\(i)]"
+            } else {
+                if !s.isEmpty { s += "." }
+                s += k.stringValue
+            }
+        }
+        return s
+    }
+
+    /// Wraps any error out of encoding a `T` in `LogStoreError(.encodingFailed)`.
+    static func encodingFailed(_ error: any Error, type: Any.Type) -> LogStoreError {
+        if let e = error as? LogStoreError, e.code == .encodingFailed { return e }
+        if let deep = error as? _TooDeep { return encodingFailed(deep.encodingError, type: type) }
+        let message: String
+        switch error {
+        case EncodingError.invalidValue(_, let ctx):
+            message =
+                "Cannot encode \(type) as attributes: at `\(describe(ctx.codingPath))`: \(ctx.debugDescription) "
+                + "Change the value or its encode(to:) so that it encodes less deeply nested or valid values."
+        default:
+            message = "Cannot encode \(type) as attributes: its encode(to:) threw \(error)."
+        }
+        return LogStoreError(.encodingFailed, message, underlying: error)
+    }
+
+    /// Wraps any error out of decoding a `T` in `LogStoreError(.decodingFailed)` (or `.corruption`
+    /// for bytes that break the value grammar, when `malformedIsCorruption`).
+    static func decodingFailed(_ error: any Error, type: Any.Type, malformedIsCorruption: Bool) -> LogStoreError {
+        if let e = error as? LogStoreError, e.code == .decodingFailed || e.code == .corruption { return e }
+        if let deep = error as? _TooDeep {
+            return LogStoreError(
+                .decodingFailed,
+                "Cannot decode \(type): the attribute value is nested deeper than \(AttributeValue.maxDepth) levels "
+                    + "at `\(describe(deep.path.map(\.codingKey)))`. Flatten the value.",
+                underlying: deep.encodingError)
+        }
+        let subject = "Cannot decode \(type) from the stored attributes"
+        let message: String
+        switch error {
+        case DecodingError.keyNotFound(let key, let ctx):
+            let path = describe(ctx.codingPath + [key])
+            message =
+                "\(subject): the attribute `\(path)` is missing and its property is not optional. "
+                + "Declare the property Optional (a missing optional decodes as nil), or decode it with "
+                + "decodeIfPresent and a default in init(from:), or rewrite the stored items so they have it."
+        case DecodingError.valueNotFound(let expected, let ctx):
+            message =
+                "\(subject): the attribute `\(describe(ctx.codingPath))` is null but \(expected) is not optional. "
+                + "Declare the property Optional, or rewrite the stored items."
+        case DecodingError.typeMismatch(_, let ctx):
+            message =
+                "\(subject): the attribute `\(describe(ctx.codingPath))` has another type: \(ctx.debugDescription) "
+                + "Make the property's type match the stored data, or convert old values in a custom "
+                + "init(from:), or rewrite the stored items."
+        case DecodingError.dataCorrupted(let ctx):
+            if let m = ctx.underlyingError as? _Malformed {
+                return LogStoreError(
+                    malformedIsCorruption ? .corruption : .decodingFailed,
+                    "\(subject): the item's bytes are damaged (\(m)) at `\(describe(ctx.codingPath))`. "
+                        + "Run the store's verification or restore the item from a backup.",
+                    offset: UInt64(max(0, m.offset)), underlying: error)
+            }
+            message =
+                "\(subject): the attribute `\(describe(ctx.codingPath))` is invalid: \(ctx.debugDescription) "
+                + "Rewrite the stored items or make the property accept the stored value."
+        default:
+            message = "\(subject): its init(from:) threw \(error)."
+        }
+        return LogStoreError(.decodingFailed, message, underlying: error)
+    }
+}

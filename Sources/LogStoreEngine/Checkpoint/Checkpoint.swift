@@ -1,0 +1,334 @@
+import Foundation
+import HashTreeCollections
+import Synchronization
+
+/// A checkpoint: the in-memory indexes as of one point of the log, so that opening a store
+/// replays only the log written after it (Docs/FileFormat.md, "Checkpoint"; Docs/Compaction.md).
+///
+/// Byte grammar (all integers little-endian; `uvarint` is LEB128, `string`/`bytes` are
+/// uvarint-length-prefixed):
+///
+///     checkpoint := header section* end crc
+///     header     := magic:8 = 89 'L' 'S' 'C' 'P' 0D 0A 1A   version:u16le   flags:u16le = 0
+///                   generation:u64le   sequence:u64le   createdAtMillis:u64le
+///     section    := 0x01 segments          -- exactly once, before every type section
+///                 | 0x02 type              -- once per item type that has records
+///     segments   := count:uvarint (segment:u32le length:u64le rawBytes:u64le) * count
+///     type       := name:string count:uvarint entry * count            (count >= 1)
+///     entry      := key:bytes segmentIndex:uvarint frameOffset:uvarint frameLength:uvarint
+///                   valueOffset:uvarint valueLength:uvarint sequence:uvarint
+///     end        := 0xFF entryCount:u64le
+///     crc        := u32le, masked CRC-32C of every byte before it
+///
+/// `generation` is the manifest generation the checkpoint was taken under and `sequence` the last
+/// transaction it includes. `segments` is the prefix of the manifest's replay order the index
+/// covers, each with its valid length and raw payload bytes at that moment; replay resumes in the
+/// last one at its `length`. `segmentIndex` indexes `segments`.
+///
+/// The decoder accepts any bytes without trapping: every read is bounds-checked, every count is
+/// checked against the bytes left before anything is allocated, and every location must lie
+/// inside the segment prefix the checkpoint itself declares. Section tags are part of the file
+/// format: never renumber or reuse them.
+struct _Checkpoint {
+    static let magic: [UInt8] = [0x89, 0x4C, 0x53, 0x43, 0x50, 0x0D, 0x0A, 0x1A]
+    static let headerSize = 8 + 2 + 2 + 8 + 8 + 8
+    /// Section tags. Part of the file format: never renumber or reuse.
+    enum Tag: UInt8 {
+        case segments = 0x01
+        case type = 0x02
+        case end = 0xFF
+    }
+
+    struct Segment: Equatable, Sendable {
+        var number: UInt32
+        var length: UInt64
+        var rawBytes: UInt64
+    }
+
+    var version: UInt16 = LogStoreFormat.version
+    var generation: UInt64
+    var sequence: UInt64
+    var createdAtMillis: UInt64
+    var segments: [Segment]
+    var index: _IndexState
+
+    /// What the engine remembers about a checkpoint it wrote or loaded.
+    func mark(fileBytes: UInt64) -> _CheckpointMark {
+        _CheckpointMark(
+            generation: generation, sequence: sequence, createdAtMillis: createdAtMillis,
+            segments: segments.map(\.number), positionOffset: segments.last?.length ?? 0, fileBytes: fileBytes)
+    }
+
+    /// Encodes a checkpoint of `index` (whose locations must all lie in `segments`).
+    static func encode(generation: UInt64, createdAtMillis: UInt64, segments: [Segment], index: _IndexState) -> [UInt8] {
+        let total = index.totalCount
+        var w = _ByteWriter(capacity: 64 + segments.count * 20 + total * 24)
+        w.append(contentsOf: magic)
+        w.u16(LogStoreFormat.version)
+        w.u16(0)
+        w.u64(generation)
+        w.u64(index.sequence)
+        w.u64(createdAtMillis)
+        w.u8(Tag.segments.rawValue)
+        w.uvarint(UInt64(segments.count))
+        var position: [UInt32: UInt64] = [:]
+        for (i, s) in segments.enumerated() {
+            w.u32(s.number)
+            w.u64(s.length)
+            w.u64(s.rawBytes)
+            position[s.number] = UInt64(i)
+        }
+        for type in index.types.keys.sorted() {
+            guard let d = index.types[type], !d.isEmpty else { continue }
+            w.u8(Tag.type.rawValue)
+            w.string(type)
+            w.uvarint(UInt64(d.count))
+            for (key, loc) in d {
+                key.withUnsafeBytes { w.lengthPrefixed($0) }
+                w.uvarint(position[loc.segment] ?? UInt64(segments.count))
+                w.uvarint(UInt64(loc.frameOffset))
+                w.uvarint(UInt64(loc.frameLength))
+                w.uvarint(UInt64(loc.valueOffset))
+                w.uvarint(UInt64(loc.valueLength))
+                w.uvarint(loc.sequence)
+            }
+        }
+        w.u8(Tag.end.rawValue)
+        w.u64(UInt64(total))
+        let crc = w.bytes.withUnsafeBytes { CRC32C.checksum($0) }
+        w.u32(CRC32C.mask(crc))
+        return w.bytes
+    }
+
+    /// Decodes and checks a checkpoint. Throws `_DecodeError` (what is wrong and at which offset)
+    /// for anything that is not a well-formed checkpoint of this format version or older.
+    static func decode(_ buf: UnsafeRawBufferPointer) throws(_DecodeError) -> _Checkpoint {
+        guard buf.count >= headerSize + 1 + 9 + 4 else {
+            throw _DecodeError("file is \(buf.count) bytes, too short for a checkpoint", at: 0)
+        }
+        guard buf.prefix(8).elementsEqual(magic) else { throw _DecodeError("bad magic", at: 0) }
+        let bodyEnd = buf.count - 4
+        let stored = buf.loadUnaligned(fromByteOffset: bodyEnd, as: UInt32.self).littleEndian
+        guard CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buf[0..<bodyEnd]))) == stored else {
+            throw _DecodeError("checksum mismatch", at: bodyEnd)
+        }
+        var r = _ByteReader(UnsafeRawBufferPointer(rebasing: buf[0..<bodyEnd]), offset: 8)
+        let version = try r.u16()
+        guard version >= 1, version <= LogStoreFormat.version else {
+            throw _DecodeError("format version \(version) (this build reads 1...\(LogStoreFormat.version))", at: 8)
+        }
+        let flags = try r.u16()
+        guard flags == 0 else { throw _DecodeError("unknown flags 0x\(String(flags, radix: 16))", at: 10) }
+        let generation = try r.u64()
+        let sequence = try r.u64()
+        let createdAt = try r.u64()
+
+        var segments: [Segment] = []
+        var sawSegments = false
+        var index = _IndexState()
+        index.sequence = sequence
+        var entries: UInt64 = 0
+        while true {
+            let tagAt = r.offset
+            let raw = try r.u8()
+            guard let tag = Tag(rawValue: raw) else { throw _DecodeError("unknown section tag 0x\(String(raw, radix: 16))", at: tagAt) }
+            switch tag {
+            case .segments:
+                guard !sawSegments else { throw _DecodeError("second segments section", at: tagAt) }
+                sawSegments = true
+                let countAt = r.offset
+                let count = try r.uvarint()
+                guard count >= 1, count <= UInt64(_Manifest.maxSegments), count <= UInt64(r.remaining / 20) else {
+                    throw _DecodeError("segment count \(count) is zero or exceeds the file", at: countAt)
+                }
+                var seen = Set<UInt32>()
+                for _ in 0..<Int(count) {
+                    let at = r.offset
+                    let s = Segment(number: try r.u32(), length: try r.u64(), rawBytes: try r.u64())
+                    guard seen.insert(s.number).inserted else { throw _DecodeError("segment \(s.number) listed twice", at: at) }
+                    guard s.length >= UInt64(_SegmentHeader.size), s.length <= UInt64(UInt32.max) + UInt64(_Frame.maxPayload) else {
+                        throw _DecodeError("segment \(s.number) length \(s.length) is implausible", at: at)
+                    }
+                    segments.append(s)
+                }
+            case .type:
+                guard sawSegments else { throw _DecodeError("type section before the segments section", at: tagAt) }
+                let nameAt = r.offset
+                let name = try r.string()
+                guard !name.isEmpty else { throw _DecodeError("empty type name", at: nameAt) }
+                guard index.types[name] == nil else { throw _DecodeError("type \(name) appears twice", at: nameAt) }
+                let countAt = r.offset
+                let count = try r.uvarint()
+                // An entry takes at least 7 bytes: this bounds the loop by the file's size.
+                guard count >= 1, count <= UInt64(r.remaining / 7) else {
+                    throw _DecodeError("entry count \(count) of type \(name) is zero or exceeds the file", at: countAt)
+                }
+                var keys: [RecordKey] = []
+                var locations: [RecordLocation] = []
+                keys.reserveCapacity(Int(count))
+                locations.reserveCapacity(Int(count))
+                for _ in 0..<Int(count) {
+                    let at = r.offset
+                    keys.append(RecordKey(try r.lengthPrefixed()))
+                    locations.append(try decodeLocation(&r, segments: segments, sequence: sequence, at: at))
+                }
+                guard let d = buildIndex(keys, locations) else { throw _DecodeError("a key of type \(name) appears twice", at: countAt) }
+                index.types[name] = d
+                entries += count
+            case .end:
+                let totalAt = r.offset
+                let total = try r.u64()
+                guard total == entries else {
+                    throw _DecodeError("end section counts \(total) entries, the sections hold \(entries)", at: totalAt)
+                }
+                guard r.isAtEnd else { throw _DecodeError("bytes after the end section", at: r.offset) }
+                guard sawSegments else { throw _DecodeError("no segments section", at: tagAt) }
+                return _Checkpoint(
+                    version: version, generation: generation, sequence: sequence, createdAtMillis: createdAt,
+                    segments: segments, index: index)
+            }
+        }
+    }
+
+    /// Builds a type's index from decoded entries; nil if a key repeats.
+    ///
+    /// Inserting in the trie's own order (hash bits of the root level first) keeps each insert
+    /// on the nodes the previous one touched, which is several times faster than the arbitrary
+    /// order the entries were written in (hashes are seeded per process). Large indexes are
+    /// built in parts, one per root-bucket range, on several threads; parts with disjoint root
+    /// buckets merge structurally in O(1).
+    static func buildIndex(_ keys: [RecordKey], _ locations: [RecordLocation]) -> TreeDictionary<RecordKey, RecordLocation>? {
+        let n = keys.count
+        if n < 1 << 12 {
+            // Small: fits in cache whatever the order.
+            var d = TreeDictionary<RecordKey, RecordLocation>()
+            for i in 0..<n where d.updateValue(locations[i], forKey: keys[i]) != nil { return nil }
+            return d
+        }
+        // (trie order, entry index); the trie consumes the hash 5 bits at a time from the low end.
+        var order = [(UInt64, UInt32)](repeating: (0, 0), count: n)
+        for i in 0..<n {
+            var h = UInt64(UInt(bitPattern: keys[i]._rawHashValue(seed: 0)))
+            var t: UInt64 = 0
+            for _ in 0..<12 {
+                t = t << 5 | (h & 31)
+                h >>= 5
+            }
+            order[i] = (t, UInt32(i))
+        }
+        radixSort(&order)
+        let parts = n >= 1 << 16 ? min(4, max(1, ProcessInfo.processInfo.activeProcessorCount)) : 1
+        // Part p takes the root buckets [32p/parts, 32(p+1)/parts).
+        var bounds = [0]
+        for p in 1..<parts {
+            let firstBucket = UInt64(32 * p / parts)
+            var lo = bounds[p - 1]
+            var hi = n
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if order[mid].0 >> 55 < firstBucket { lo = mid + 1 } else { hi = mid }
+            }
+            bounds.append(lo)
+        }
+        bounds.append(n)
+        // Gather the entries into trie order first: independent loads the CPU overlaps, where
+        // reading them in the insert loop would stall every insert on a cache miss.
+        var sortedKeys: [RecordKey] = []
+        var sortedLocations: [RecordLocation] = []
+        sortedKeys.reserveCapacity(n)
+        sortedLocations.reserveCapacity(n)
+        for (_, i) in order {
+            sortedKeys.append(keys[Int(i)])
+            sortedLocations.append(locations[Int(i)])
+        }
+        let built = _Parts(count: parts)
+        let (gatheredKeys, gatheredLocations, cuts) = (sortedKeys, sortedLocations, bounds)
+        DispatchQueue.concurrentPerform(iterations: parts) { p in
+            var d = TreeDictionary<RecordKey, RecordLocation>()
+            for j in cuts[p]..<cuts[p + 1] where d.updateValue(gatheredLocations[j], forKey: gatheredKeys[j]) != nil {
+                built.set(p, nil)
+                return
+            }
+            built.set(p, d)
+        }
+        var result = TreeDictionary<RecordKey, RecordLocation>()
+        for p in 0..<parts {
+            guard let d = built.get(p) else { return nil }
+            if p == 0 { result = d } else { result.merge(d) { a, _ in a } }
+        }
+        return result.count == n ? result : nil
+    }
+
+    /// LSD radix sort on the top 32 bits of the first element (2 passes of 16 bits): the first
+    /// six trie levels, more than an index of any size in memory uses for locality.
+    static func radixSort(_ a: inout [(UInt64, UInt32)]) {
+        guard a.count > 1 else { return }
+        var tmp = a
+        var counts = [Int](repeating: 0, count: 65537)
+        for pass in 2..<4 {
+            let shift = UInt64(pass * 16)
+            for i in counts.indices { counts[i] = 0 }
+            for e in a { counts[Int((e.0 >> shift) & 0xFFFF) + 1] += 1 }
+            if counts[1...].contains(a.count) { continue }  // every entry in one bucket: nothing moves
+            for i in 1..<counts.count { counts[i] += counts[i - 1] }
+            for e in a {
+                let b = Int((e.0 >> shift) & 0xFFFF)
+                tmp[counts[b]] = e
+                counts[b] += 1
+            }
+            swap(&a, &tmp)
+        }
+    }
+
+    /// One entry's location, checked against the checkpoint's own segment list and sequence.
+    @inline(__always)
+    static func decodeLocation(_ r: inout _ByteReader, segments: [Segment], sequence: UInt64, at: Int) throws(_DecodeError)
+        -> RecordLocation
+    {
+        let segmentIndex = try r.uvarint()
+        let frameOffset = try r.uvarint()
+        let frameLength = try r.uvarint()
+        let valueOffset = try r.uvarint()
+        let valueLength = try r.uvarint()
+        let seq = try r.uvarint()
+        guard segmentIndex < UInt64(segments.count) else {
+            throw _DecodeError("location names segment index \(segmentIndex) of \(segments.count)", at: at)
+        }
+        let segment = segments[Int(segmentIndex)]
+        let limit = UInt64(UInt32.max)
+        guard frameOffset >= UInt64(_SegmentHeader.size), frameOffset <= limit, frameLength <= UInt64(_Frame.maxPayload),
+            frameOffset + UInt64(_Frame.headerSize) + frameLength <= segment.length
+        else {
+            throw _DecodeError(
+                "frame \(frameOffset)+\(frameLength) lies outside segment \(segment.number)'s \(segment.length) bytes", at: at)
+        }
+        guard valueOffset <= UInt64(_Frame.maxPayload), valueLength <= UInt64(_Frame.maxPayload),
+            valueOffset + valueLength <= UInt64(_Frame.maxPayload)
+        else { throw _DecodeError("value \(valueOffset)+\(valueLength) is implausible", at: at) }
+        guard seq >= 1, seq <= sequence else { throw _DecodeError("record sequence \(seq) is outside 1...\(sequence)", at: at) }
+        return RecordLocation(
+            segment: segment.number, frameOffset: UInt32(frameOffset), frameLength: UInt32(frameLength),
+            valueOffset: UInt32(valueOffset), sequence: seq, valueLength: UInt32(valueLength))
+    }
+}
+
+/// The engine's memory of the newest checkpoint on disk (for statistics and to skip rewriting an
+/// unchanged one).
+struct _CheckpointMark: Sendable, Equatable {
+    var generation: UInt64
+    var sequence: UInt64
+    var createdAtMillis: UInt64
+    /// The manifest prefix it covers; replay resumes in the last one at `positionOffset`.
+    var segments: [UInt32]
+    var positionOffset: UInt64
+    /// Size of the CHECKPOINT file.
+    var fileBytes: UInt64
+}
+
+/// The parts of an index built on several threads. Sendable: every slot is behind the mutex.
+final class _Parts: Sendable {
+    private let slots: Mutex<[TreeDictionary<RecordKey, RecordLocation>?]>
+    init(count: Int) { slots = Mutex([TreeDictionary<RecordKey, RecordLocation>?](repeating: nil, count: count)) }
+    func set(_ i: Int, _ d: TreeDictionary<RecordKey, RecordLocation>?) { slots.withLock { $0[i] = d } }
+    func get(_ i: Int) -> TreeDictionary<RecordKey, RecordLocation>? { slots.withLock { $0[i] } }
+}

@@ -1,0 +1,156 @@
+import Foundation
+import Logging
+
+/// What recovery made of the CHECKPOINT file.
+enum _CheckpointLoad {
+    /// Usable: its index, and the covered segments before the resume position, already opened.
+    case adopted(_Checkpoint, opened: [UInt32: _Segment])
+    /// Not usable; the whole log is replayed.
+    case rejected(String)
+}
+
+extension LogEngine {
+    // MARK: Writing
+
+    /// Writes a checkpoint of the current head state, unless the newest checkpoint already covers
+    /// it. Makes the tail durable first (the checkpoint must never cover bytes a power loss could
+    /// take), then writes `CHECKPOINT.tmp`, fsyncs it, renames it over `CHECKPOINT` and fsyncs the
+    /// directory. Runs on the caller's thread; takes the state lock only to capture the state.
+    func writeCheckpoint() throws {
+        guard options.recovery == .strict else { return }
+        checkpointLock.lock()
+        defer { checkpointLock.unlock() }
+        struct Capture {
+            var index: _IndexState
+            var manifest: _Manifest
+            var info: [UInt32: _SegmentInfo]
+            var tail: _Segment
+            var tailOffset: UInt64
+        }
+        let capture = state.withLock { s -> Capture? in
+            if s.poisoned != nil { return nil }
+            if let last = s.lastCheckpoint, last.generation == s.manifest.generation,
+                last.sequence == s.head.index.sequence, last.segments == s.manifest.segments
+            {
+                return nil
+            }
+            s.bytesSinceCheckpoint = 0
+            return Capture(index: s.head.index, manifest: s.manifest, info: s.segmentInfo, tail: s.tail, tailOffset: s.tailOffset)
+        }
+        guard let capture else { return }
+        var segments: [_Checkpoint.Segment] = []
+        for n in capture.manifest.segments {
+            guard var info = capture.info[n] else { return }
+            if n == capture.tail.number { info.length = capture.tailOffset }
+            segments.append(_Checkpoint.Segment(number: n, length: info.length, rawBytes: info.rawBytes))
+        }
+        guard segments.last?.number == capture.tail.number else { return }
+        do {
+            try capture.tail.file.sync()
+        } catch {
+            // Linux reports a failed fsync once: later syncs could "succeed" over lost data.
+            let p = LogStoreError(
+                .storePoisoned, "fdatasync of the tail failed while writing a checkpoint; reopen the store.", path: capture.tail.path,
+                underlying: error)
+            state.withLock { if $0.poisoned == nil { $0.poisoned = p } }
+            group.fail(p)
+            throw p
+        }
+        let created = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
+        let bytes = _Checkpoint.encode(
+            generation: capture.manifest.generation, createdAtMillis: created, segments: segments, index: capture.index)
+        let tmp = _joinPath(directory, LogStoreFormat.checkpointFileName + ".tmp")
+        let f = try fileSystem.open(tmp, mode: .createOrTruncate)
+        do {
+            try f.write(bytes, at: 0)
+            try f.sync()
+            try f.close()
+        } catch {
+            try? f.close()
+            try? fileSystem.removeFile(atPath: tmp)
+            throw error
+        }
+        try fileSystem.rename(from: tmp, to: _joinPath(directory, LogStoreFormat.checkpointFileName))
+        try fileSystem.syncDirectory(atPath: directory)
+        let mark = _CheckpointMark(
+            generation: capture.manifest.generation, sequence: capture.index.sequence, createdAtMillis: created,
+            segments: capture.manifest.segments, positionOffset: capture.tailOffset, fileBytes: UInt64(bytes.count))
+        state.withLock { $0.lastCheckpoint = mark }
+        logger?.debug("checkpoint written", metadata: ["store": "\(directory)", "sequence": "\(mark.sequence)", "bytes": "\(bytes.count)"])
+    }
+
+    /// Writes a checkpoint on the background queue (``LogStoreOptions/checkpointInterval``).
+    func scheduleCheckpoint() {
+        guard options.recovery == .strict, background.claim(.checkpoint) else { return }
+        background.queue.async { [weak self] in
+            guard let self else { return }
+            self.background.unclaim(.checkpoint)
+            guard self.background.begin() else { return }
+            defer { self.background.end() }
+            do { try self.writeCheckpoint() } catch {
+                self.logger?.warning("background checkpoint failed", metadata: ["store": "\(self.directory)", "error": "\(error)"])
+            }
+        }
+    }
+
+    // MARK: Loading
+
+    /// Reads, decodes and checks `CHECKPOINT` against `manifest` and the segment files.
+    /// Never throws: anything wrong makes it `.rejected` with the reason.
+    static func loadCheckpoint(directory: String, fs: any FileSystem, manifest: _Manifest, options: LogStoreOptions) -> _CheckpointLoad {
+        guard options.recovery == .strict else { return .rejected("salvage mode replays the whole log") }
+        let path = _joinPath(directory, LogStoreFormat.checkpointFileName)
+        let bytes: [UInt8]
+        do {
+            let f = try fs.open(path, mode: .readOnly)
+            defer { try? f.close() }
+            let size = try f.size()
+            guard size <= UInt64(Int.max) else { return .rejected("checkpoint file is implausibly large") }
+            bytes = try f.read(at: 0, count: Int(size))
+        } catch {
+            return .rejected("checkpoint unreadable: \(error)")
+        }
+        let decoded: Result<_Checkpoint, _DecodeError> = bytes.withUnsafeBytes { buf in
+            do throws(_DecodeError) { return .success(try _Checkpoint.decode(buf)) } catch { return .failure(error) }
+        }
+        let cp: _Checkpoint
+        switch decoded {
+        case .success(let c): cp = c
+        case .failure(let e): return .rejected("checkpoint damaged at offset \(e.offset): \(e.reason)")
+        }
+        guard cp.generation <= manifest.generation else {
+            return .rejected("checkpoint generation \(cp.generation) is newer than the manifest's \(manifest.generation)")
+        }
+        let covered = cp.segments.map(\.number)
+        guard covered.count <= manifest.segments.count, Array(manifest.segments.prefix(covered.count)) == covered else {
+            return .rejected(
+                "checkpoint covers segments \(covered) but the manifest lists \(manifest.segments) (generation \(cp.generation) vs \(manifest.generation)): the log was compacted after it was written"
+            )
+        }
+        var opened: [UInt32: _Segment] = [:]
+        for (i, s) in cp.segments.enumerated() {
+            let isPosition = i == cp.segments.count - 1
+            let segPath = _joinPath(directory, LogStoreFormat.segmentFileName(s.number))
+            do {
+                guard fs.itemKind(atPath: segPath) == .file else { return .rejected("segment \(s.number) it covers is missing") }
+                let f = try fs.open(segPath, mode: .readOnly)
+                let size = try f.size()
+                guard size >= s.length else {
+                    return .rejected("segment \(s.number) holds \(size) bytes, the checkpoint covers \(s.length)")
+                }
+                let header = try f.read(at: 0, count: _SegmentHeader.size)
+                guard case .ok(let h) = header.withUnsafeBytes({ _SegmentHeader.decode($0) }), h.segment == s.number else {
+                    return .rejected("segment \(s.number) has a bad header")
+                }
+                if isPosition {
+                    try f.close()
+                } else {
+                    opened[s.number] = _Segment(number: s.number, file: f, baseSequence: h.baseSequence, compacted: h.isCompacted)
+                }
+            } catch {
+                return .rejected("segment \(s.number) unreadable: \(error)")
+            }
+        }
+        return .adopted(cp, opened: opened)
+    }
+}

@@ -1,0 +1,380 @@
+import Foundation
+import XCTest
+
+@testable import LogStoreEngine
+
+final class CheckpointTests: XCTestCase {
+    let dir = "/store"
+    var checkpointPath: String { _joinPath(dir, LogStoreFormat.checkpointFileName) }
+
+    func options(checkpointOnClose: Bool = true) -> LogStoreOptions {
+        var o = CT.smallOptions()
+        o.checkpointOnClose = checkpointOnClose
+        return o
+    }
+
+    /// Puts, overwrites, deletes and a delete-all across several segments.
+    @discardableResult
+    func churn(_ e: LogEngine, seed: UInt64, model: inout CT.Model) throws -> Int {
+        var rng = CTRandom(seed: seed)
+        var transactions = 0
+        for round in 0..<4 {
+            for start in stride(from: 0, to: 200, by: 25) {
+                var batch: [(String, RecordKey, [UInt8]?)] = []
+                for i in start..<(start + 25) {
+                    let type = i % 3 == 0 ? "Small" : "Item"
+                    let del = round > 0 && Int.random(in: 0..<5, using: &rng) == 0
+                    batch.append((type, CT.key(i), del ? nil : rng.bytes(Int.random(in: 1...400, using: &rng))))
+                }
+                try e.write { t in
+                    for (type, k, v) in batch {
+                        if let v { try t.put(type: type, key: k, value: v) } else { try t.delete(type: type, key: k) }
+                    }
+                }
+                transactions += 1
+                for (type, k, v) in batch {
+                    model[type, default: [:]][k] = v
+                    if model[type]?.isEmpty == true { model[type] = nil }
+                }
+            }
+        }
+        try e.write { t in try t.deleteAll(type: "Small") }
+        model["Small"] = nil
+        try e.write { t in for i in 0..<5 { try t.put(type: "Small", key: CT.key(i), value: [UInt8(i)]) } }
+        for i in 0..<5 { model["Small", default: [:]][CT.key(i)] = [UInt8(i)] }
+        return transactions + 2
+    }
+
+    func index(_ e: LogEngine) -> _IndexState { e.state.withLock { $0.head.index } }
+
+    func assertSameIndex(_ a: _IndexState, _ b: _IndexState, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(a.sequence, b.sequence, "sequence", file: file, line: line)
+        XCTAssertEqual(Set(a.types.keys), Set(b.types.keys), "types", file: file, line: line)
+        for (t, d) in a.types { XCTAssertTrue(d == b.types[t], "locations of \(t) differ", file: file, line: line) }
+    }
+
+    func testCleanCloseWritesACheckpointAndReopenReplaysNothing() throws {
+        let fs = InMemoryFileSystem()
+        var model: CT.Model = [:]
+        let e = try LogEngine.open(directory: dir, fileSystem: fs, options: options())
+        try churn(e, seed: 1, model: &model)
+        let before = index(e)
+        try e.close()
+        XCTAssertEqual(fs.itemKind(atPath: checkpointPath), .file)
+        let r = try LogEngine.open(directory: dir, fileSystem: fs, options: options())
+        XCTAssertTrue(r.recoveryReport.checkpointUsed)
+        XCTAssertNil(r.recoveryReport.checkpointRejectedReason)
+        XCTAssertEqual(r.recoveryReport.transactionsReplayed, 0)
+        XCTAssertEqual(r.recoveryReport.checkpointSequence, before.sequence)
+        XCTAssertEqual(r.recoveryReport.lastSequence, before.sequence)
+        assertSameIndex(index(r), before)
+        XCTAssertEqual(try CT.contents(r), model)
+        try r.close()
+    }
+
+    func testCheckpointPlusTailReplayGivesTheSameStateAsAFullReplay() throws {
+        let fs = InMemoryFileSystem()
+        var model: CT.Model = [:]
+        do {
+            let e = try LogEngine.open(directory: dir, fileSystem: fs, options: options())
+            try churn(e, seed: 2, model: &model)
+            try e.close()
+        }
+        // More log after the checkpoint, over several roll-overs; no new checkpoint.
+        let tailTransactions: Int
+        do {
+            let e = try LogEngine.open(directory: dir, fileSystem: fs, options: options(checkpointOnClose: false))
+            XCTAssertTrue(e.recoveryReport.checkpointUsed)
+            tailTransactions = try churn(e, seed: 3, model: &model)
+            try e.close()
+        }
+        let fromCheckpoint = try LogEngine.open(directory: dir, fileSystem: fs, options: options(checkpointOnClose: false))
+        XCTAssertTrue(fromCheckpoint.recoveryReport.checkpointUsed)
+        XCTAssertEqual(fromCheckpoint.recoveryReport.transactionsReplayed, tailTransactions)
+        let viaCheckpoint = index(fromCheckpoint)
+        let statsViaCheckpoint = fromCheckpoint.storageStats()
+        XCTAssertEqual(try CT.contents(fromCheckpoint), model)
+        try fromCheckpoint.close()
+
+        try fs.removeFile(atPath: checkpointPath)
+        let full = try LogEngine.open(directory: dir, fileSystem: fs, options: options(checkpointOnClose: false))
+        XCTAssertFalse(full.recoveryReport.checkpointUsed)
+        assertSameIndex(index(full), viaCheckpoint)
+        XCTAssertEqual(full.storageStats().segments, statsViaCheckpoint.segments)
+        XCTAssertEqual(full.state.withLock { $0.tailOffset }, fromCheckpoint.state.withLock { $0.tailOffset })
+        XCTAssertGreaterThan(full.recoveryReport.bytesReplayed, fromCheckpoint.recoveryReport.bytesReplayed)
+        try full.close()
+    }
+
+    func testTornTailAfterTheCheckpointIsCutAsInAFullReplay() throws {
+        let fs = InMemoryFileSystem()
+        var model: CT.Model = [:]
+        do {
+            let e = try LogEngine.open(directory: dir, fileSystem: fs, options: options())
+            try churn(e, seed: 4, model: &model)
+            try e.close()
+        }
+        do {
+            let e = try LogEngine.open(directory: dir, fileSystem: fs, options: options(checkpointOnClose: false))
+            try e.write { t in try t.put(type: "Item", key: CT.key(1), value: [7]) }
+            model["Item", default: [:]][CT.key(1)] = [7]
+            try e.close()
+        }
+        // A torn append at the end of the tail.
+        let tail = _joinPath(dir, LogStoreFormat.segmentFileName(try XCTUnwrap(CT.segmentFiles(fs, dir).last)))
+        let f = try fs.open(tail, mode: .readWrite)
+        try f.write([0x55, 0, 0, 0, 200, 0, 0, 0, 2, 0], at: try f.size())
+        try f.close()
+        let r = try LogEngine.open(directory: dir, fileSystem: fs, options: options())
+        XCTAssertTrue(r.recoveryReport.checkpointUsed)
+        XCTAssertNotNil(r.recoveryReport.truncatedTail)
+        XCTAssertEqual(try CT.contents(r), model)
+        try r.close()
+    }
+
+    func testDamagedCheckpointFallsBackToAFullReplay() throws {
+        let fs = InMemoryFileSystem()
+        var model: CT.Model = [:]
+        let e = try LogEngine.open(directory: dir, fileSystem: fs, options: options())
+        try churn(e, seed: 5, model: &model)
+        try e.close()
+        let good = try CT.readFile(fs, checkpointPath)
+        var flipped = good
+        flipped[good.count / 2] ^= 0x40
+        let damaged: [(String, [UInt8])] = [
+            ("flipped byte", flipped),
+            ("truncated", Array(good.prefix(good.count - 9))),
+            ("empty", []),
+            ("garbage", [UInt8](repeating: 0xAB, count: 300)),
+            ("header only", Array(good.prefix(40))),
+        ]
+        for (what, bytes) in damaged {
+            try CT.writeFile(fs, checkpointPath, bytes)
+            let r = try LogEngine.open(directory: dir, fileSystem: fs, options: options(checkpointOnClose: false))
+            XCTAssertFalse(r.recoveryReport.checkpointUsed, what)
+            XCTAssertNotNil(r.recoveryReport.checkpointRejectedReason, what)
+            XCTAssertGreaterThan(r.recoveryReport.transactionsReplayed, 0, what)
+            XCTAssertEqual(try CT.contents(r), model, what)
+            try r.close()
+        }
+        XCTAssertTrue(
+            try XCTUnwrap(
+                {
+                    try CT.writeFile(fs, checkpointPath, flipped)
+                    let r = try LogEngine.open(directory: dir, fileSystem: fs, options: options(checkpointOnClose: false))
+                    defer { try? r.close() }
+                    return r.recoveryReport.checkpointRejectedReason
+                }()
+            ).contains("checksum"))
+        // A good checkpoint written at the next close replaces the damaged one.
+        let r = try LogEngine.open(directory: dir, fileSystem: fs, options: options())
+        try r.close()
+        let again = try LogEngine.open(directory: dir, fileSystem: fs, options: options())
+        XCTAssertTrue(again.recoveryReport.checkpointUsed)
+        try again.close()
+    }
+
+    func testCheckpointFromBeforeACompactionIsIgnored() throws {
+        let fs = InMemoryFileSystem()
+        var model: CT.Model = [:]
+        let e = try LogEngine.open(directory: dir, fileSystem: fs, options: options())
+        try churn(e, seed: 6, model: &model)
+        try e.close()
+        let old = try CT.readFile(fs, checkpointPath)
+        let e2 = try LogEngine.open(directory: dir, fileSystem: fs, options: options())
+        try churn(e2, seed: 7, model: &model)
+        XCTAssertTrue(try e2.compact().checkpointWritten)
+        try e2.close()
+        // Put the pre-compaction checkpoint back: it names segments that no longer exist.
+        try CT.writeFile(fs, checkpointPath, old)
+        let r = try LogEngine.open(directory: dir, fileSystem: fs, options: options())
+        XCTAssertFalse(r.recoveryReport.checkpointUsed)
+        XCTAssertTrue(
+            r.recoveryReport.checkpointRejectedReason?.contains("compacted") == true,
+            "\(String(describing: r.recoveryReport.checkpointRejectedReason))")
+        XCTAssertEqual(try CT.contents(r), model)
+        try r.close()
+    }
+
+    func testCheckpointFromAnOlderGenerationWithTheSameSegmentsIsUsed() throws {
+        let fs = InMemoryFileSystem()
+        var model: CT.Model = [:]
+        let e = try LogEngine.open(directory: dir, fileSystem: fs, options: options())
+        try churn(e, seed: 8, model: &model)
+        try e.close()
+        let old = try CT.readFile(fs, checkpointPath)
+        let generation = e.manifestInfo.generation
+        // Roll-overs only append segments: the old checkpoint still covers a prefix of the log.
+        let e2 = try LogEngine.open(directory: dir, fileSystem: fs, options: options())
+        try churn(e2, seed: 9, model: &model)
+        try e2.close()
+        XCTAssertGreaterThan(e2.manifestInfo.generation, generation)
+        try CT.writeFile(fs, checkpointPath, old)
+        let r = try LogEngine.open(directory: dir, fileSystem: fs, options: options(checkpointOnClose: false))
+        XCTAssertTrue(r.recoveryReport.checkpointUsed)
+        XCTAssertGreaterThan(r.recoveryReport.segmentsScanned, 1)
+        XCTAssertEqual(try CT.contents(r), model)
+        let viaOld = index(r)
+        try r.close()
+        try fs.removeFile(atPath: checkpointPath)
+        let full = try LogEngine.open(directory: dir, fileSystem: fs, options: options(checkpointOnClose: false))
+        assertSameIndex(index(full), viaOld)
+        try full.close()
+    }
+
+    /// Writes a well-formed checkpoint that disagrees with the store in one way.
+    func craftedCheckpoint(_ e: LogEngine, generationDelta: Int = 0, extraLength: UInt64 = 0) -> [UInt8] {
+        let (idx, manifest, info) = e.state.withLock { ($0.head.index, $0.manifest, $0.segmentInfo) }
+        var segments = manifest.segments.map { n in
+            _Checkpoint.Segment(number: n, length: info[n]?.length ?? 0, rawBytes: info[n]?.rawBytes ?? 0)
+        }
+        segments[segments.count - 1].length += extraLength
+        return _Checkpoint.encode(
+            generation: UInt64(Int(manifest.generation) + generationDelta), createdAtMillis: 0, segments: segments, index: idx)
+    }
+
+    func testCheckpointThatDisagreesWithTheLogIsRejected() throws {
+        let fs = InMemoryFileSystem()
+        var model: CT.Model = [:]
+        let e = try LogEngine.open(directory: dir, fileSystem: fs, options: options(checkpointOnClose: false))
+        try churn(e, seed: 10, model: &model)
+        let newer = craftedCheckpoint(e, generationDelta: 1)
+        let longer = craftedCheckpoint(e, extraLength: 1000)
+        let exact = craftedCheckpoint(e)
+        try e.close()
+        for (what, bytes, reason) in [("newer generation", newer, "newer"), ("covers more than the file holds", longer, "covers")] {
+            try CT.writeFile(fs, checkpointPath, bytes)
+            let r = try LogEngine.open(directory: dir, fileSystem: fs, options: options(checkpointOnClose: false))
+            XCTAssertFalse(r.recoveryReport.checkpointUsed, what)
+            XCTAssertTrue(
+                r.recoveryReport.checkpointRejectedReason?.contains(reason) == true,
+                "\(what): \(String(describing: r.recoveryReport.checkpointRejectedReason))")
+            XCTAssertEqual(try CT.contents(r), model, what)
+            try r.close()
+        }
+        try CT.writeFile(fs, checkpointPath, exact)
+        let r = try LogEngine.open(directory: dir, fileSystem: fs, options: options(checkpointOnClose: false))
+        XCTAssertTrue(r.recoveryReport.checkpointUsed)
+        XCTAssertEqual(try CT.contents(r), model)
+        try r.close()
+    }
+
+    func testCheckpointDecoderRejectsMutatedBytesWithoutCrashing() throws {
+        let fs = InMemoryFileSystem()
+        var model: CT.Model = [:]
+        let e = try LogEngine.open(directory: dir, fileSystem: fs, options: options())
+        try e.write { t in
+            for i in 0..<40 { try t.put(type: i % 2 == 0 ? "A" : "Bee", key: CT.key(i), value: [UInt8(i)]) }
+        }
+        model = try CT.contents(e)
+        try e.close()
+        let good = try CT.readFile(fs, checkpointPath)
+        XCTAssertNoThrow(try good.withUnsafeBytes { try _Checkpoint.decode($0) })
+        var rng = CTRandom(seed: 11)
+        var accepted = 0
+        for iteration in 0..<3000 {
+            var bytes = good
+            switch iteration % 4 {
+            case 0:
+                for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                    bytes[Int.random(in: 0..<bytes.count - 4, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
+                }
+            case 1:
+                bytes.removeSubrange(Int.random(in: 8..<bytes.count - 4, using: &rng)..<(bytes.count - 4))
+            case 2:
+                bytes.insert(
+                    contentsOf: rng.bytes(Int.random(in: 1...8, using: &rng)), at: Int.random(in: 8..<bytes.count - 4, using: &rng))
+            default:
+                bytes = rng.bytes(Int.random(in: 0...200, using: &rng))
+            }
+            // Fix the checksum so the parser itself is exercised.
+            if iteration % 8 != 7, bytes.count >= 4 {
+                let crc = CRC32C.mask(
+                    bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)])) })
+                withUnsafeBytes(of: crc.littleEndian) { for i in 0..<4 { bytes[bytes.count - 4 + i] = $0[i] } }
+            }
+            if let cp = try? bytes.withUnsafeBytes({ try _Checkpoint.decode($0) }) {
+                accepted += 1
+                // Whatever it accepts is self-consistent.
+                for (_, d) in cp.index.types {
+                    XCTAssertFalse(d.isEmpty)
+                    for (_, loc) in d { XCTAssertLessThanOrEqual(loc.sequence, cp.sequence) }
+                }
+            }
+        }
+        XCTAssertLessThan(accepted, 1500)
+        // The store still opens (from the intact checkpoint).
+        let r = try LogEngine.open(directory: dir, fileSystem: fs, options: options())
+        XCTAssertTrue(r.recoveryReport.checkpointUsed)
+        XCTAssertEqual(try CT.contents(r), model)
+        try r.close()
+    }
+
+    func testLargeIndexIsBuiltInPartsAndRejectsRepeatedKeys() throws {
+        let n = 70_000  // above the thresholds for sorted and multi-part building
+        let keys = (0..<n).map { CT.key($0) }
+        let locations = (0..<n).map {
+            RecordLocation(segment: 1, frameOffset: 32, frameLength: 10, valueOffset: 0, sequence: UInt64($0 + 1), valueLength: 1)
+        }
+        let d = try XCTUnwrap(_Checkpoint.buildIndex(keys, locations))
+        XCTAssertEqual(d.count, n)
+        for i in stride(from: 0, to: n, by: 997) { XCTAssertEqual(d[keys[i]]?.sequence, UInt64(i + 1)) }
+        var repeated = keys
+        repeated[n - 1] = keys[12_345]
+        XCTAssertNil(_Checkpoint.buildIndex(repeated, locations))
+    }
+
+    func testCheckpointOfALargeTypeGivesTheSameIndexAsAFullReplay() throws {
+        let fs = InMemoryFileSystem()
+        var o = options()
+        o.segmentSize = 1 << 20
+        let e = try LogEngine.open(directory: dir, fileSystem: fs, options: o)
+        for start in stride(from: 0, to: 10_000, by: 2_500) {
+            try e.write { t in for i in start..<(start + 2_500) { try t.put(type: "Big", key: CT.key(i), value: [UInt8(i & 0xFF)]) } }
+        }
+        try e.close()
+        let r = try LogEngine.open(directory: dir, fileSystem: fs, options: o)
+        XCTAssertTrue(r.recoveryReport.checkpointUsed)
+        XCTAssertEqual(try r.snapshot().count(ofType: "Big"), 10_000)
+        let viaCheckpoint = index(r)
+        try r.close()
+        try fs.removeFile(atPath: checkpointPath)
+        var noCheckpoint = o
+        noCheckpoint.checkpointOnClose = false
+        let full = try LogEngine.open(directory: dir, fileSystem: fs, options: noCheckpoint)
+        assertSameIndex(index(full), viaCheckpoint)
+        try full.close()
+    }
+
+    func testPeriodicCheckpointBoundsTheReplayAfterACrash() throws {
+        let fs = InMemoryFileSystem()
+        var o = options(checkpointOnClose: false)
+        o.checkpointInterval = 64 << 10
+        var model: CT.Model = [:]
+        let e = try LogEngine.open(directory: dir, fileSystem: fs, options: o)
+        try churn(e, seed: 12, model: &model)
+        let deadline = Date().addingTimeInterval(10)
+        while fs.itemKind(atPath: checkpointPath) == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertEqual(fs.itemKind(atPath: checkpointPath), .file)
+        let total = e.storageStats().totalBytes
+        try e.close()  // no checkpoint on close: like a crash, as far as the checkpoint goes
+        let r = try LogEngine.open(directory: dir, fileSystem: fs, options: o)
+        XCTAssertTrue(r.recoveryReport.checkpointUsed)
+        XCTAssertLessThan(r.recoveryReport.bytesReplayed, total)
+        XCTAssertEqual(try CT.contents(r), model)
+        try r.close()
+    }
+
+    func testUnchangedStoreDoesNotRewriteItsCheckpoint() throws {
+        let fs = InMemoryFileSystem()
+        var model: CT.Model = [:]
+        let e = try LogEngine.open(directory: dir, fileSystem: fs, options: options())
+        try churn(e, seed: 13, model: &model)
+        try e.close()
+        let first = try CT.readFile(fs, checkpointPath)
+        Thread.sleep(forTimeInterval: 0.01)
+        let r = try LogEngine.open(directory: dir, fileSystem: fs, options: options())
+        try r.close()
+        XCTAssertEqual(try CT.readFile(fs, checkpointPath), first)
+    }
+}

@@ -1,0 +1,206 @@
+import Foundation
+@_spi(Testing) import LogStore
+import LogStoreEngine
+import XCTest
+import _LogStoreTestSupport
+
+/// Simulated power losses and process crashes under `LogDataStore` (Docs/Testing.md, "Crash
+/// recovery"): single- and multi-item transactions, async writes, deletes, delete-alls, child
+/// stores merged as one transaction, reopens, crashes at every kind of I/O.
+///
+/// `LOGSTORE_DATASTORE_POWERLOSS_CYCLES` sets the number of crash cycles (default 500) and
+/// `LOGSTORE_DATASTORE_POWERLOSS_SEED` the seed (default: random, printed) for soak runs;
+/// `logstore-crashtest powerloss` runs the same harness in a release build.
+final class DataStorePowerLossTests: XCTestCase {
+    func testAcknowledgedDataStoreTransactionsSurviveSimulatedPowerLoss() {
+        let env = ProcessInfo.processInfo.environment
+        let cycles = env["LOGSTORE_DATASTORE_POWERLOSS_CYCLES"].flatMap { Int($0) } ?? 500
+        let seed = env["LOGSTORE_DATASTORE_POWERLOSS_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64.max)
+        let start = Date()
+        let report = DataStorePowerLossHarness(DataStorePowerLossConfiguration(seed: seed, cycles: cycles)).run()
+        let seconds = Date().timeIntervalSince(start)
+        print("\(report)\n\(String(format: "%.1f", seconds)) s, \(Int(Double(report.cyclesCompleted) / max(seconds, 0.001) * 60)) cycles/minute")
+        if let failure = report.failure {
+            XCTFail("DataStore power-loss harness failed (rerun with LOGSTORE_DATASTORE_POWERLOSS_SEED=\(seed)):\n\(failure)")
+        }
+        XCTAssertEqual(report.cyclesCompleted, cycles, "seed \(seed)")
+        // The mix reaches every kind of step and crashes inside merges.
+        for step in ["write", "writeAsync", "abortedWrite", "makeChild", "childWrite", "merge", "discardChild", "verify", "reopen"] where cycles >= 300 {
+            XCTAssertGreaterThan(report.steps[step] ?? 0, 0, "no \(step) steps, seed \(seed)")
+        }
+    }
+
+    // MARK: Merges
+
+    let directory = "/data/store"
+
+    func options() -> LogStoreOptions {
+        DataStorePowerLossConfiguration(seed: 0, cycles: 0).options
+    }
+
+    func freshFileSystem() throws -> FaultInjectingFileSystem {
+        let fs = FaultInjectingFileSystem()
+        try fs.createDirectory(atPath: "/data")
+        try fs.syncDirectory(atPath: "/")
+        return fs
+    }
+
+    func interpreter(_ fs: FaultInjectingFileSystem, _ model: DataStoreCrashModel = DataStoreCrashModel()) -> DataStoreCrashInterpreter {
+        let dir = directory, o = options()
+        return DataStoreCrashInterpreter(model: model) { LogDataStore(path: dir, fileSystem: fs, options: o) }
+    }
+
+    /// Sets the store up on `image`, checks it against `oracle` and returns the transaction it shows.
+    func recover(_ image: FaultInjectingFileSystem, _ oracle: CrashOracle, _ context: String) throws -> UInt64 {
+        let interp = interpreter(image)
+        try interp.open()
+        defer { try? interp.close() }
+        do {
+            return try oracle.check(interp.observe())
+        } catch {
+            XCTFail("\(context): \(error)")
+            throw error
+        }
+    }
+
+    func testInterruptedMergeIsAllOrNothingAtEveryIOPoint() throws {
+        // Without and with a segment roll-over inside the merge's commit.
+        for rollOver in [false, true] {
+            var crashPoints = 0
+            var sawMergedAfterCrash = false, sawLostAfterCrash = false
+            for crashAt in 0..<200 {
+                let (fs, interp, before, oracle) = try prepareMerge(rollOver: rollOver)
+                var o = oracle
+                fs.scheduleCrash(afterMutatingOperations: crashAt)
+                do {
+                    try interp.run(.merge, oracle: &o)
+                    fs.cancelScheduledCrash()
+                    // The merge completed before the crash point: every I/O point has been tried.
+                    XCTAssertEqual(o.lastAcknowledged, before + 1)
+                    XCTAssertEqual(try recover(fs.powerLossImage(seed: 1), o, "after a completed merge"), before + 1)
+                    break
+                } catch {
+                    guard fs.isCrashed else { throw error }
+                }
+                crashPoints += 1
+                interp.abandon()
+                var images = [("process crash", fs.processCrashImage())]
+                for seed in 0..<2 as Range<UInt64> { images.append(("power loss \(seed)", fs.powerLossImage(seed: seed))) }
+                for (name, image) in images {
+                    let k = try recover(image, o, "roll-over \(rollOver), crash at I/O \(crashAt) of the merge, \(name)")
+                    if k == before + 1 { sawMergedAfterCrash = true } else { sawLostAfterCrash = true }
+                }
+            }
+            // Append + fdatasync; a roll-over adds the seal, the new segment and the manifest switch.
+            XCTAssertGreaterThanOrEqual(crashPoints, rollOver ? 8 : 2, "roll-over \(rollOver)")
+            XCTAssertTrue(sawLostAfterCrash, "roll-over \(rollOver)")
+            XCTAssertTrue(sawMergedAfterCrash, "roll-over \(rollOver): an unacknowledged merge whose append reached the disk should survive some images")
+        }
+    }
+
+    /// A store with a few transactions and a child with spilled writes (and a parent write after
+    /// the child's base), ready to merge; with `rollOver`, the tail segment is nearly full.
+    func prepareMerge(rollOver: Bool) throws -> (FaultInjectingFileSystem, DataStoreCrashInterpreter, UInt64, CrashOracle) {
+        let fs = try freshFileSystem()
+        let interp = interpreter(fs)
+        var oracle = CrashOracle()
+        var rng = SplitMix64(seed: 42)
+        let gen = DataStoreCrashWorkloadGenerator()
+        try interp.open()
+        func parentWrite(_ ops: [RecordOperation]) throws { try interp.run(.write(ops), oracle: &oracle) }
+        for _ in 0..<4 {
+            try parentWrite(gen.transactions.transaction(number: interp.model.lastTransaction + 1, state: interp.model.parent, rng: &rng))
+        }
+        if rollOver {
+            // Incompressible 6 KB values until the tail segment is past 56 KiB.
+            var i = 100
+            while try segmentBytes(fs) < 56 << 10 {
+                let n = interp.model.lastTransaction + 1
+                let key = CrashWorkloadGenerator.itemKey(i)
+                let marker = CrashWorkloadValue.markerKey(n)
+                try parentWrite([
+                    .put(type: "C", key: key, value: CrashWorkloadValue.encode(txn: n, type: "C", key: key, payload: rng.bytes(6_000))),
+                    .put(type: "txn", key: marker, value: CrashWorkloadValue.encode(txn: n, type: "txn", key: marker, payload: [])),
+                ])
+                i += 1
+            }
+        }
+        try interp.run(.makeChild, oracle: &oracle)
+        for _ in 0..<6 {
+            let ops = gen.transactions.transaction(number: interp.model.lastTransaction + 1, state: interp.model.child?.state ?? [:], rng: &rng)
+            try interp.run(.childWrite(ops.filter { if case .put("txn", _, _) = $0 { false } else { true } }), oracle: &oracle)
+        }
+        try parentWrite(gen.transactions.transaction(number: interp.model.lastTransaction + 1, state: interp.model.parent, rng: &rng))
+        XCTAssertTrue(try fs.contentsOfDirectory(atPath: directory).contains { $0.hasPrefix("child-") }, "the child should have spilled")
+        return (fs, interp, oracle.lastAcknowledged, oracle)
+    }
+
+    /// Bytes in the newest segment file.
+    func segmentBytes(_ fs: FaultInjectingFileSystem) throws -> Int {
+        guard let last = try fs.contentsOfDirectory(atPath: directory).filter({ $0.hasSuffix(".log") }).max() else { return 0 }
+        let f = try fs.open(directory + "/" + last, mode: .readOnly)
+        defer { try? f.close() }
+        return Int(try f.size())
+    }
+
+    // MARK: Replay (what the kill -9 driver relies on)
+
+    func testReplayOfAWorkloadRecordsTheTransactionsTheInterpreterCommitted() throws {
+        let fs = try freshFileSystem()
+        let interp = interpreter(fs)
+        try interp.open()
+        var committed = CrashOracle()
+        var kinds: [DataStoreCrashReplayedTransaction] = []
+        var rng = SplitMix64(seed: 7)
+        let gen = DataStoreCrashWorkloadGenerator()
+        for _ in 0..<200 {
+            let step = gen.nextStep(model: interp.model, rng: &rng)
+            try interp.run(step, willCommit: { n, ops, kind in
+                committed.begin(ops)
+                kinds.append(DataStoreCrashReplayedTransaction(number: n, kind: kind))
+            }, didCommit: { committed.acknowledge($0) })
+        }
+        XCTAssertTrue(kinds.contains { $0.kind == .merge } && kinds.contains { $0.kind == .writeAsync })
+        var replayed = CrashOracle()
+        let found = gen.replay(seed: 7, from: DataStoreCrashModel(), maxSteps: 200, throughTransaction: .max, oracle: &replayed)
+        XCTAssertEqual(found, kinds)
+        replayed.acknowledge(replayed.lastAttempted)
+        XCTAssertEqual(try replayed.check(interp.observe()), interp.model.lastTransaction)
+        // A replay that stops at a transaction records exactly up to it.
+        var partial = CrashOracle()
+        let upTo = gen.replay(seed: 7, from: DataStoreCrashModel(), maxSteps: 200, throughTransaction: 5, oracle: &partial)
+        XCTAssertEqual(upTo.map(\.number), [1, 2, 3, 4, 5])
+        XCTAssertEqual(partial.lastAttempted, 5)
+        try interp.close()
+    }
+
+    func testSlowDiskOfTheKillDriverChangesOnlyTiming() throws {
+        let slow = DelayingFileSystem(try freshFileSystem(), maxDelayMicroseconds: 20)
+        let dir = directory, o = options()
+        let interp = DataStoreCrashInterpreter(model: DataStoreCrashModel()) { LogDataStore(path: dir, fileSystem: slow, options: o) }
+        try interp.open()
+        var oracle = CrashOracle()
+        var rng = SplitMix64(seed: 3)
+        let gen = DataStoreCrashWorkloadGenerator()
+        for _ in 0..<40 { try interp.run(gen.nextStep(model: interp.model, rng: &rng), oracle: &oracle) }
+        try interp.run(.reopen, oracle: &oracle)
+        XCTAssertEqual(try oracle.check(interp.observe()), oracle.lastAcknowledged)
+        XCTAssertGreaterThan(oracle.lastAcknowledged, 10)
+        try interp.close()
+    }
+
+    func testObserveRejectsAStoreWithAnItemTypeTheWorkloadNeverWrote() throws {
+        let fs = try freshFileSystem()
+        let interp = interpreter(fs)
+        try interp.open()
+        let store = try XCTUnwrap(interp.store)
+        try store.writeSync { try $0.insert(DataStoreCrashRecord<DataStoreCrashKindA>(id: 1, bytes: [1])) }
+        // A value without a valid checksum is caught by the oracle, an unknown type by observe.
+        var oracle = CrashOracle()
+        oracle.begin([])
+        XCTAssertThrowsError(try oracle.check(interp.observe()))
+        try store.writeSync { try $0.insert(Restaurant(id: "x", name: "x", rating: 1)) }
+        XCTAssertThrowsError(try interp.observe()) { XCTAssertTrue($0 is CrashOracleViolation, "\($0)") }
+        try interp.close()
+    }
+}
