@@ -11,6 +11,7 @@
 //   fuzz-segment   segment scanner of recovery (strict/salvage)  FuzzEntryPoints.segmentRecovery
 //   fuzz-value     AttributeValue codec round trips              FuzzEntryPoints.attributeValue
 //   fuzz-manifest  MANIFEST reader                               FuzzEntryPoints.manifest
+//   fuzz-checkpoint CHECKPOINT reader and loading                FuzzEntryPoints.checkpoint
 //   fuzz-ops       DataStore scripts vs a model; engine crash scripts   StoreScriptFuzzing.run
 // fuzz-corpus-seed (a normal executable) writes the seed corpora in Corpus/.
 
@@ -30,6 +31,7 @@ let package = Package(
         .executableTarget(name: "fuzz-segment", dependencies: [engine], swiftSettings: settings),
         .executableTarget(name: "fuzz-value", dependencies: [engine], swiftSettings: settings),
         .executableTarget(name: "fuzz-manifest", dependencies: [engine], swiftSettings: settings),
+        .executableTarget(name: "fuzz-checkpoint", dependencies: [engine], swiftSettings: settings),
         .executableTarget(
             name: "fuzz-ops",
             dependencies: [.product(name: "_LogStoreTestSupport", package: "LogStore")],

@@ -16,6 +16,7 @@ final class FuzzFailCaseTests: XCTestCase {
         "segment": { b in try b.withUnsafeBytes { try FuzzEntryPoints.segmentRecovery($0) } },
         "value": { b in try b.withUnsafeBytes { try FuzzEntryPoints.attributeValue($0) } },
         "manifest": { b in try b.withUnsafeBytes { try FuzzEntryPoints.manifest($0) } },
+        "checkpoint": { b in try b.withUnsafeBytes { try FuzzEntryPoints.checkpoint($0) } },
         "ops": { b in try StoreScriptFuzzing.run(b) },
     ]
 

@@ -54,6 +54,12 @@ struct SeedCorpus {
         try write("manifest", "three-segments-fixcrc-rollover", 1 | 4, big.manifest)
         try write("manifest", "body-only", 2 | 1, Array(big.manifest.dropFirst(8)))
 
+        // checkpoint: real CHECKPOINT files (written on close), decoded alone and loaded by a store.
+        try write("checkpoint", "small", 0, small.checkpoint)
+        try write("checkpoint", "small-in-store", 2, small.checkpoint)
+        try write("checkpoint", "rolled-over", 0, big.checkpoint)
+        try write("checkpoint", "rolled-over-fixcrc-in-store", 3, big.checkpoint)
+
         // value: encoded values (mode 0) and value recipes (mode 1).
         let values: [(String, AttributeValue)] = [
             ("null", .null), ("int", .int(-123456789)), ("double", .double(3.25)), ("string", .string("caf\u{e9} \u{1f600}")),
@@ -81,6 +87,7 @@ struct SeedCorpus {
     struct Store {
         var manifest: [UInt8]
         var segments: [[UInt8]]
+        var checkpoint: [UInt8]
     }
 
     /// A store with puts (small, repeated-pattern and large values), deletes and a delete-all.
@@ -108,6 +115,7 @@ struct SeedCorpus {
             defer { try? f.close() }
             return try f.read(at: 0, count: Int(try f.size()))
         }
-        return Store(manifest: try read(LogStoreFormat.manifestFileName), segments: try segments.map { try read(LogStoreFormat.segmentFileName($0)) })
+        return Store(manifest: try read(LogStoreFormat.manifestFileName), segments: try segments.map { try read(LogStoreFormat.segmentFileName($0)) },
+                     checkpoint: try read(LogStoreFormat.checkpointFileName))
     }
 }

@@ -1,0 +1,12 @@
+// libFuzzer target: FuzzEntryPoints.checkpoint (Docs/Testing.md, "Fuzzing"). No main: libFuzzer's.
+@_spi(Fuzzing) import LogStoreEngine
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    do {
+        try FuzzEntryPoints.checkpoint(UnsafeRawBufferPointer(start: data, count: size))
+    } catch {
+        fatalError("fuzz-checkpoint: \(error)")
+    }
+    return 0
+}
