@@ -28,10 +28,11 @@ final class LockTests: XCTestCase {
         try e.close()
         XCTAssertTrue(try flockSucceeds(), "the lock was not released by close()")
         // And the other way round: while another process holds it, open fails with .locked.
-        // `flock LOCK cat` holds the lock until its stdin closes.
+        // `flock LOCK cat` holds the lock until its stdin closes. It waits for the lock (rather than
+        // `-n`, which gives up at once) because the probing opens below hold it for a moment each.
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: flock)
-        holder.arguments = ["-n", lockPath, "cat"]
+        holder.arguments = ["-w", "60", lockPath, "cat"]
         let stdin = Pipe()
         holder.standardInput = stdin
         holder.standardOutput = FileHandle.nullDevice
@@ -42,7 +43,8 @@ final class LockTests: XCTestCase {
         }
         // Wait (bounded) until the child holds the lock.
         var locked = false
-        for _ in 0..<500 {
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
             do {
                 try h.open(dir).close()
                 Thread.sleep(forTimeInterval: 0.01)
