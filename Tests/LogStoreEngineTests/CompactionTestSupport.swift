@@ -159,15 +159,15 @@ final class CTCrashingFile: FileSystemFile {
 
 /// A file system that runs `hook` (once) when a file whose name passes `filter` is synced: a
 /// way to act at a precise point inside an engine operation.
-final class CTHookFileSystem: FileSystem {
-    let base: any FileSystem
+final class CTHookFileSystem: WrappingFileSystem, @unchecked Sendable {
+    // @unchecked Sendable: `hook` is a Mutex and `filter` is immutable and Sendable.
     let hook = Mutex<(@Sendable (String) -> Void)?>(nil)
     let filter: @Sendable (String) -> Bool
     init(_ base: any FileSystem, filter: @escaping @Sendable (String) -> Bool) {
-        self.base = base
         self.filter = filter
+        super.init(base)
     }
-    func fire(_ path: String) {
+    override func didSync(_ path: String) {
         guard filter(path),
             let h = hook.withLock({ h -> (@Sendable (String) -> Void)? in
                 defer { h = nil }
@@ -176,31 +176,4 @@ final class CTHookFileSystem: FileSystem {
         else { return }
         h(path)
     }
-    func createDirectory(atPath path: String) throws { try base.createDirectory(atPath: path) }
-    func contentsOfDirectory(atPath path: String) throws -> [String] { try base.contentsOfDirectory(atPath: path) }
-    func itemKind(atPath path: String) -> FileItemKind? { base.itemKind(atPath: path) }
-    func open(_ path: String, mode: FileOpenMode) throws -> any FileSystemFile { CTHookFile(try base.open(path, mode: mode), fs: self) }
-    func removeFile(atPath path: String) throws { try base.removeFile(atPath: path) }
-    func rename(from: String, to: String) throws { try base.rename(from: from, to: to) }
-    func syncDirectory(atPath path: String) throws { try base.syncDirectory(atPath: path) }
-    func lock(atPath path: String) throws -> any FileSystemLock { try base.lock(atPath: path) }
-}
-
-final class CTHookFile: FileSystemFile {
-    let inner: any FileSystemFile
-    let fs: CTHookFileSystem
-    init(_ inner: any FileSystemFile, fs: CTHookFileSystem) {
-        self.inner = inner
-        self.fs = fs
-    }
-    var path: String { inner.path }
-    func read(at offset: UInt64, count: Int) throws -> [UInt8] { try inner.read(at: offset, count: count) }
-    func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws { try inner.write(bytes, at: offset) }
-    func size() throws -> UInt64 { try inner.size() }
-    func truncate(to size: UInt64) throws { try inner.truncate(to: size) }
-    func sync() throws {
-        try inner.sync()
-        fs.fire(path)
-    }
-    func close() throws { try inner.close() }
 }

@@ -280,6 +280,8 @@ class WrappingFileSystem: FileSystem, @unchecked Sendable {
     func willWrite(_ path: String, _ count: Int) throws -> Int { count }
     /// Called after a file sync.
     func didSync(_ path: String) {}
+    /// Called before a file's sync; throwing fails the sync without syncing.
+    func willSync(_ path: String) throws {}
 }
 
 final class WrappedFile: FileSystemFile {
@@ -303,6 +305,7 @@ final class WrappedFile: FileSystemFile {
     func size() throws -> UInt64 { try inner.size() }
     func truncate(to size: UInt64) throws { try inner.truncate(to: size) }
     func sync() throws {
+        try owner.willSync(path)
         try inner.sync()
         owner.didSync(path)
     }
@@ -437,26 +440,7 @@ final class FailingDirectorySyncFileSystem: WrappingFileSystem, @unchecked Senda
 final class FailingSyncFileSystem: WrappingFileSystem, @unchecked Sendable {
     // @unchecked Sendable: `failing` is a Mutex.
     let failing = Mutex(false)
-    override func open(_ path: String, mode: FileOpenMode) throws -> any FileSystemFile {
-        FailingSyncFile(try inner.open(path, mode: mode), owner: self)
+    override func willSync(_ path: String) throws {
+        if failing.withLock({ $0 }) { throw LogStoreError(.io, "Simulated fdatasync failure (EIO).", path: path) }
     }
-}
-
-final class FailingSyncFile: FileSystemFile {
-    let inner: any FileSystemFile
-    let owner: FailingSyncFileSystem
-    init(_ inner: any FileSystemFile, owner: FailingSyncFileSystem) {
-        self.inner = inner
-        self.owner = owner
-    }
-    var path: String { inner.path }
-    func read(at offset: UInt64, count: Int) throws -> [UInt8] { try inner.read(at: offset, count: count) }
-    func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws { try inner.write(bytes, at: offset) }
-    func size() throws -> UInt64 { try inner.size() }
-    func truncate(to size: UInt64) throws { try inner.truncate(to: size) }
-    func sync() throws {
-        if owner.failing.withLock({ $0 }) { throw LogStoreError(.io, "Simulated fdatasync failure (EIO).", path: path) }
-        try inner.sync()
-    }
-    func close() throws { try inner.close() }
 }
