@@ -338,23 +338,19 @@ public final class EnginePowerLossHarness {
         return nil
     }
 
-    func shortError(_ error: any Error) -> String {
-        if FaultInjectingFileSystem.isSimulatedCrash(error), let e = error as? LogStoreError { return "\(e.code): simulated crash" }
-        return "\(error)"
-    }
+    func shortError(_ error: any Error) -> String { FaultInjectingFileSystem.shortDescription(of: error) }
 
     func makeImage() {
-        if rng.chance(configuration.processCrashFraction) {
-            fs = fs.processCrashImage()
+        let next = fs.randomCrashImage(
+            rng: &rng, processCrashFraction: configuration.processCrashFraction, model: configuration.powerLossModel)
+        fs = next.image
+        if next.isProcessCrash {
             report.processCrashImages += 1
-            note("process-crash image")
         } else {
-            let seed = rng.next()
-            fs = fs.powerLossImage(seed: seed, model: configuration.powerLossModel)
             report.powerLossImages += 1
             report.faults += fs.faultsApplied
-            note("power-loss image (seed \(seed)): \(fs.faultsApplied)")
         }
+        note(next.description)
     }
 
     /// Opens the store on the current image and checks it against the oracle, which then adopts

@@ -720,3 +720,27 @@ final class _FaultInjectingFile: FileSystemFile {
         try fs.state.withLock { try $0.checkAlive(path) }
     }
 }
+
+extension FaultInjectingFileSystem {
+    /// The image a crash of this (crashed) file system leaves, drawn from `rng` the way both
+    /// power-loss harnesses do: a process-crash image with probability `processCrashFraction`,
+    /// else a power-loss image under `model` with a seed drawn from `rng`. Returns the image,
+    /// whether it is a process crash, and a line for the harness's event log. Runs on the
+    /// caller's thread; the image is a new file system, valid until it is dropped.
+    func randomCrashImage(
+        rng: inout SplitMix64, processCrashFraction: Double, model: PowerLossModel
+    ) -> (image: FaultInjectingFileSystem, isProcessCrash: Bool, description: String) {
+        if rng.chance(processCrashFraction) {
+            return (processCrashImage(), true, "process-crash image")
+        }
+        let seed = rng.next()
+        let image = powerLossImage(seed: seed, model: model)
+        return (image, false, "power-loss image (seed \(seed)): \(image.faultsApplied)")
+    }
+
+    /// `error` in a harness's event log: a simulated crash as its code alone, anything else in full.
+    static func shortDescription(of error: any Error) -> String {
+        if isSimulatedCrash(error), let e = error as? LogStoreError { return "\(e.code): simulated crash" }
+        return "\(error)"
+    }
+}
