@@ -6,6 +6,68 @@ import XCTest
 final class LockTests: XCTestCase {
     func testSecondOpenInSameProcessIsLocked() throws { try Scenarios.secondOpenIsLocked(.posix(self)) }
 
+    func testDeletedLockFileStillExcludesASecondOpenInSameProcess() throws {
+        try Scenarios.deletedLockFileStillExcludes(.posix(self))
+        try Scenarios.deletedLockFileStillExcludes(.memory())
+    }
+
+    /// Issue 20, "two writers on one log": with `LOCK` deleted, another process that locks the
+    /// store directory (as the engine does) is refused while the engine is open, and the engine
+    /// is refused while another process holds the directory.
+    func testDeletedLockFileStillExcludesAnotherProcess() throws {
+        guard let flock = ["/usr/bin/flock", "/bin/flock"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw XCTSkip("flock(1) (util-linux) is not installed")
+        }
+        let h = StoreHarness.posix(self)
+        let dir = h.newStorePath()
+        let lockPath = _joinPath(dir, LogStoreFormat.lockFileName)
+        func flockSucceeds(_ path: String) throws -> Bool {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: flock)
+            p.arguments = ["-n", path, "true"]
+            try p.run()
+            p.waitUntilExit()
+            return p.terminationStatus == 0
+        }
+        let e = try h.open(dir)
+        try FileManager.default.removeItem(atPath: lockPath)
+        XCTAssertFalse(try flockSucceeds(dir), "another process locked the store directory while the engine holds it")
+        try e.close()
+        XCTAssertTrue(try flockSucceeds(dir), "close() did not release the directory's lock")
+
+        // Another process holds the directory (no LOCK file at all): open is refused.
+        try? FileManager.default.removeItem(atPath: lockPath)
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: flock)
+        holder.arguments = ["-w", "60", dir, "cat"]
+        let stdin = Pipe()
+        holder.standardInput = stdin
+        holder.standardOutput = FileHandle.nullDevice
+        try holder.run()
+        defer {
+            try? stdin.fileHandleForWriting.close()
+            holder.waitUntilExit()
+        }
+        var locked = false
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            do {
+                try h.open(dir).close()
+                try? FileManager.default.removeItem(atPath: lockPath)
+                Thread.sleep(forTimeInterval: 0.01)
+            } catch let err as LogStoreError where err.code == .locked {
+                XCTAssertEqual(err.path, lockPath)
+                locked = true
+                break
+            }
+        }
+        XCTAssertTrue(locked, "open succeeded while another process held the store directory's lock")
+        try stdin.fileHandleForWriting.close()
+        holder.waitUntilExit()
+        XCTAssertEqual(holder.terminationStatus, 0)
+        try h.open(dir).close()
+    }
+
     func testSecondProcessCannotTakeTheLock() throws {
         guard let flock = ["/usr/bin/flock", "/bin/flock"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             throw XCTSkip("flock(1) (util-linux) is not installed")
@@ -77,5 +139,25 @@ extension Scenarios {
         // Dropping an engine without close() releases the lock too.
         do { _ = try h.open(dir) }
         try h.open(dir).close()
+    }
+
+    /// Issue 20, "two writers on one log": deleting `LOCK` under an open store does not let a
+    /// second opener in.
+    static func deletedLockFileStillExcludes(_ h: StoreHarness) throws {
+        let dir = h.newStorePath()
+        let lockPath = _joinPath(dir, LogStoreFormat.lockFileName)
+        let e = try h.open(dir)
+        try write(e, workloadTransaction(0))
+        try h.fs.removeFile(atPath: lockPath)
+        XCTAssertNil(h.fs.itemKind(atPath: lockPath))
+        assertThrowsLogStoreError(.locked, h.name) { try h.open(dir) }
+        // Replacing it with a new file does not help either.
+        _ = try h.fs.open(lockPath, mode: .createOrTruncate)
+        assertThrowsLogStoreError(.locked, h.name) { try h.open(dir) }
+        try write(e, workloadTransaction(1))
+        try e.close()
+        let e2 = try h.open(dir)
+        XCTAssertEqual(e2.recoveryReport.transactionsReplayed, 2)
+        try e2.close()
     }
 }
