@@ -242,7 +242,9 @@ func _ioError(_ call: String, _ e: Int32, _ path: String) -> LogStoreError {
     switch e {
     case ENOSPC, EDQUOT:
         return LogStoreError(.diskFull, "The disk is full (\(call)). Nothing committed was lost; free space and retry.", path: path, underlying: cause)
-    case EACCES, EPERM, EROFS:
+    case EROFS:
+        return LogStoreError(.permissionDenied, "The file system is read-only (\(call)): LogStore writes its log in the store directory. Remount it read-write, or copy the store to a writable place.", path: path, underlying: cause)
+    case EACCES, EPERM:
         return LogStoreError(.permissionDenied, "Permission denied (\(call)). Check the owner and mode of the store directory.", path: path, underlying: cause)
     default:
         return LogStoreError(.io, "\(call) failed: \(_systemErrorText(e)).", path: path, underlying: cause)
