@@ -49,7 +49,8 @@ public enum AttributeValue: Sendable, Hashable {
         case uuid = 0x08
         /// uvarint count, values
         case array = 0x09
-        /// uvarint count, (string key, value) pairs, keys strictly ascending by UTF-8 bytes
+        /// uvarint count, (string key, value) pairs, keys strictly ascending by UTF-8 bytes and
+        /// no two canonically equivalent (equal as Swift strings)
         case map = 0x0A
     }
 
@@ -168,6 +169,12 @@ extension AttributeValue {
                     throw _DecodeError("map keys not strictly ascending", at: keyAt)
                 }
                 previous = k
+                // Strictly ascending bytes rule out byte-equal keys, so a hit here is a key equal
+                // to an earlier one only as a Swift string (NFC vs NFD): a `[String: _]` cannot
+                // hold both, and keeping either would depend on the order. Rejected (FileFormat §8).
+                if m[k] != nil {
+                    throw _DecodeError("map key \"\(k.unicodeScalars.map { $0.escaped(asASCII: true) }.joined())\" is canonically equivalent to an earlier key with different bytes", at: keyAt)
+                }
                 m[k] = try decode(from: &r, depth: depth + 1)
             }
             return .map(m)
