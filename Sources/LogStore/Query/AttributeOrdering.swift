@@ -23,8 +23,32 @@ extension AttributeValue {
     /// 0.0`); strings by Swift's `<` (canonically equivalent strings are equal); arrays
     /// element by element; all maps equal. Transitive, so sorting and the bounded heap agree.
     static func compare(_ a: AttributeValue?, _ b: AttributeValue?) -> Int {
-        let a = a ?? .null
-        let b = b ?? .null
+        // Arrays compare element by element with an explicit stack (not recursion), so a deeply
+        // nested value costs no stack.
+        var pending: [(ArraySlice<AttributeValue>, ArraySlice<AttributeValue>)] = []
+        var pair = (a ?? .null, b ?? .null)
+        while true {
+            if case (.array(let x), .array(let y)) = pair {
+                pending.append((x[...], y[...]))
+            } else {
+                let c = compareScalars(pair.0, pair.1)
+                if c != 0 { return c }
+            }
+            while true {
+                guard let (x, y) = pending.popLast() else { return 0 }
+                guard let p = x.first, let q = y.first else {
+                    if x.count != y.count { return x.isEmpty ? -1 : 1 }
+                    continue
+                }
+                pending.append((x.dropFirst(), y.dropFirst()))
+                pair = (p, q)
+                break
+            }
+        }
+    }
+
+    /// ``compare(_:_:)`` for everything but two arrays.
+    static func compareScalars(_ a: AttributeValue, _ b: AttributeValue) -> Int {
         let ra = a.sortRank, rb = b.sortRank
         if ra != rb { return ra < rb ? -1 : 1 }
         switch (a, b) {
@@ -39,12 +63,6 @@ extension AttributeValue {
         case (.uuid(let x), .uuid(let y)):
             let kx = ItemKey.uuid(x), ky = ItemKey.uuid(y)
             return kx == ky ? 0 : (kx < ky ? -1 : 1)
-        case (.array(let x), .array(let y)):
-            for (p, q) in zip(x, y) {
-                let c = compare(p, q)
-                if c != 0 { return c }
-            }
-            return x.count == y.count ? 0 : (x.count < y.count ? -1 : 1)
         default: return 0
         }
     }
