@@ -349,13 +349,19 @@ enum _Read {
     /// Swift strings, so only maps with a non-ASCII key need ``rejectCanonicallyEquivalentKeys(_:_:)``.
     @inline(__always)
     static func isASCII(_ b: UnsafeRawBufferPointer, _ off: Int, _ count: Int) -> Bool {
-        var i = off
-        let end = off + count
-        while i < end {
-            if b[i] >= 0x80 { return false }
+        guard count > 0, let base = b.baseAddress else { return true }
+        // `off..<off + count` is within `b` (its length was checked by `length`).
+        var high: UInt64 = 0
+        var i = 0
+        while i + 8 <= count {
+            high |= (base + off + i).loadUnaligned(as: UInt64.self)
+            i += 8
+        }
+        while i < count {
+            high |= UInt64(base.load(fromByteOffset: off + i, as: UInt8.self))
             i += 1
         }
-        return true
+        return high & 0x8080_8080_8080_8080 == 0
     }
 
     /// Throws when two keys of one map differ in bytes but are equal as Swift strings (canonically
