@@ -49,7 +49,10 @@ enum _NumberOrder {
 
     /// A comparison for `descriptor` that uses this total order when its key path leads to a
     /// `Double`, `Float` or `Date` (optional or not), and Foundation's own comparison otherwise.
-    /// `order: .reverse` gives the exact reverse.
+    /// `order: .reverse` gives the exact reverse. Needs `SortDescriptor.keyPath`, which
+    /// swift-corelibs/swift-foundation (Linux) sets for every key path; Apple documents it as nil
+    /// for types that are not `NSObject` subclasses, and then Foundation's comparison is used
+    /// (in which NaN is unordered): attribute sorts are total everywhere.
     static func comparator<Item>(_ descriptor: SortDescriptor<Item>) -> (Item, Item) -> ComparisonResult {
         let ascending: ((Item, Item) -> Int)?
         switch descriptor.keyPath {
