@@ -140,6 +140,23 @@ final class AttributeValueTests: XCTestCase {
         assertCorrupt([0x0A, 2, 2, 0xC3, 0xA9, 0x00, 1, 0x7A, 0x00], "é before z")
     }
 
+    /// Issue 12 item 6: NFD "é" (65 CC 81) and NFC "é" (C3 A9) are ascending by bytes but equal as
+    /// Swift strings. Such a map is corruption (FileFormat §8), never a map that silently keeps one.
+    func testDecoderRejectsMapKeysEqualAsSwiftStringsButDifferentInBytes() {
+        let nfd: [UInt8] = [0x65, 0xCC, 0x81], nfc: [UInt8] = [0xC3, 0xA9]
+        XCTAssertEqual(String(decoding: nfd, as: UTF8.self), String(decoding: nfc, as: UTF8.self))
+        let map: [UInt8] = [0x0A, 2, 3] + nfd + [0x03, 0x02, 2] + nfc + [0x03, 0x04]
+        assertCorrupt(map, "NFD and NFC é as two keys")
+        // Nested, and with ASCII keys around them.
+        let nested: [UInt8] = [0x0A, 1, 1, 0x61, 0x0A, 3, 1, 0x61, 0x00, 3] + nfd + [0x00, 2] + nfc + [0x00]
+        assertCorrupt(nested, "nested NFD and NFC é")
+        // KELVIN SIGN (E2 84 AA) is canonically equivalent to ASCII "K".
+        assertCorrupt([0x0A, 2, 1, 0x4B, 0x00, 3, 0xE2, 0x84, 0xAA, 0x00], "K and KELVIN SIGN")
+        // One of them alone is fine, and the encoder keeps its bytes.
+        let single: [UInt8] = [0x0A, 1, 3] + nfd + [0x00]
+        XCTAssertEqual((try? AttributeValue.decode(single))?.encoded(), single)
+    }
+
     func testDecoderRejectsNestingTooDeep() {
         let depth = AttributeValue.maxDepth
         var deep: [UInt8] = []

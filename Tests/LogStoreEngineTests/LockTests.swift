@@ -6,33 +6,57 @@ import XCTest
 final class LockTests: XCTestCase {
     func testSecondOpenInSameProcessIsLocked() throws { try Scenarios.secondOpenIsLocked(.posix(self)) }
 
+    func testDeletedLockFileStillExcludesASecondOpenInSameProcess() throws {
+        try Scenarios.deletedLockFileStillExcludes(.posix(self))
+        try Scenarios.deletedLockFileStillExcludes(.memory())
+    }
+
+    /// Issue 20, "two writers on one log": with `LOCK` deleted, another process that locks the
+    /// store directory (as the engine does) is refused while the engine is open, and the engine
+    /// is refused while another process holds the directory.
+    func testDeletedLockFileStillExcludesAnotherProcess() throws {
+        try checkExclusionOfAnotherProcess(lockingDirectory: true)
+    }
+
     func testSecondProcessCannotTakeTheLock() throws {
+        try checkExclusionOfAnotherProcess(lockingDirectory: false)
+    }
+
+    /// Another process (`flock(1)`) locks the store's `LOCK` file, or with `lockingDirectory` its
+    /// directory with `LOCK` deleted: refused while the engine is open, and refusing the engine
+    /// while it holds the lock.
+    func checkExclusionOfAnotherProcess(lockingDirectory: Bool) throws {
         guard let flock = ["/usr/bin/flock", "/bin/flock"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             throw XCTSkip("flock(1) (util-linux) is not installed")
         }
         let h = StoreHarness.posix(self)
         let dir = h.newStorePath()
         let lockPath = _joinPath(dir, LogStoreFormat.lockFileName)
-
+        let target = lockingDirectory ? dir : lockPath
+        func dropLockFile() {
+            if lockingDirectory { try? FileManager.default.removeItem(atPath: lockPath) }
+        }
         func flockSucceeds() throws -> Bool {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: flock)
-            p.arguments = ["-n", lockPath, "true"]
+            p.arguments = ["-n", target, "true"]
             try p.run()
             p.waitUntilExit()
             return p.terminationStatus == 0
         }
 
         let e = try h.open(dir)
-        XCTAssertFalse(try flockSucceeds(), "another process took the lock while the engine holds it")
+        dropLockFile()
+        XCTAssertFalse(try flockSucceeds(), "another process took \(target) while the engine holds it")
         try e.close()
-        XCTAssertTrue(try flockSucceeds(), "the lock was not released by close()")
+        XCTAssertTrue(try flockSucceeds(), "the lock on \(target) was not released by close()")
         // And the other way round: while another process holds it, open fails with .locked.
-        // `flock LOCK cat` holds the lock until its stdin closes. It waits for the lock (rather than
-        // `-n`, which gives up at once) because the probing opens below hold it for a moment each.
+        // `flock <target> cat` holds the lock until its stdin closes. It waits for the lock (rather
+        // than `-n`, which gives up at once) because the probing opens below hold it for a moment each.
+        dropLockFile()
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: flock)
-        holder.arguments = ["-w", "60", lockPath, "cat"]
+        holder.arguments = ["-w", "60", target, "cat"]
         let stdin = Pipe()
         holder.standardInput = stdin
         holder.standardOutput = FileHandle.nullDevice
@@ -47,13 +71,15 @@ final class LockTests: XCTestCase {
         while Date() < deadline {
             do {
                 try h.open(dir).close()
+                dropLockFile()
                 Thread.sleep(forTimeInterval: 0.01)
             } catch let err as LogStoreError where err.code == .locked {
+                XCTAssertEqual(err.path, lockPath)
                 locked = true
                 break
             }
         }
-        XCTAssertTrue(locked, "open succeeded while another process held the lock")
+        XCTAssertTrue(locked, "open succeeded while another process held \(target)")
         try stdin.fileHandleForWriting.close()
         holder.waitUntilExit()
         XCTAssertEqual(holder.terminationStatus, 0)
@@ -77,5 +103,25 @@ extension Scenarios {
         // Dropping an engine without close() releases the lock too.
         do { _ = try h.open(dir) }
         try h.open(dir).close()
+    }
+
+    /// Issue 20, "two writers on one log": deleting `LOCK` under an open store does not let a
+    /// second opener in.
+    static func deletedLockFileStillExcludes(_ h: StoreHarness) throws {
+        let dir = h.newStorePath()
+        let lockPath = _joinPath(dir, LogStoreFormat.lockFileName)
+        let e = try h.open(dir)
+        try write(e, workloadTransaction(0))
+        try h.fs.removeFile(atPath: lockPath)
+        XCTAssertNil(h.fs.itemKind(atPath: lockPath))
+        assertThrowsLogStoreError(.locked, h.name) { try h.open(dir) }
+        // Replacing it with a new file does not help either.
+        _ = try h.fs.open(lockPath, mode: .createOrTruncate)
+        assertThrowsLogStoreError(.locked, h.name) { try h.open(dir) }
+        try write(e, workloadTransaction(1))
+        try e.close()
+        let e2 = try h.open(dir)
+        XCTAssertEqual(e2.recoveryReport.transactionsReplayed, 2)
+        try e2.close()
     }
 }

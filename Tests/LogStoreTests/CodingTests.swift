@@ -566,6 +566,42 @@ final class CodingTests: XCTestCase {
         }
     }
 
+    /// Issue 12 item 6: a map whose keys differ in bytes but are equal as Swift strings (NFC and
+    /// NFD "é") is decoded deterministically: as corruption, by the typed decoder as by
+    /// `AttributeValue.decode`; and the encoder refuses to write one.
+    func testMapKeysEqualAsSwiftStringsButDifferentInBytesAreRejected() throws {
+        let nfd = Array("e\u{301}".utf8), nfc = Array("\u{E9}".utf8)
+        let bytes: [UInt8] = [_T.map, 2, UInt8(nfd.count)] + nfd + [_T.int, 2, UInt8(nfc.count)] + nfc + [_T.int, 4]
+        XCTAssertThrowsError(try _AttributeCoding.decode([String: Int].self, fromBytes: bytes[...])) { error in
+            XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "\(error)")
+        }
+        XCTAssertThrowsError(try AttributeValue.decode(bytes)) { error in
+            XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "\(error)")
+        }
+        struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+        struct TwoSpellings: Encodable {
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: Key.self)
+                try c.encode(1, forKey: Key(stringValue: "caf\u{E9}"))
+                try c.encode(2, forKey: Key(stringValue: "cafe\u{301}"))
+            }
+        }
+        XCTAssertThrowsError(try _AttributeCoding.encodeBytes(TwoSpellings())) { error in
+            XCTAssertEqual((error as? LogStoreError)?.code, .encodingFailed, "\(error)")
+        }
+        XCTAssertThrowsError(try AttributeEncoder().encode(TwoSpellings())) { error in
+            XCTAssertEqual((error as? LogStoreError)?.code, .encodingFailed, "\(error)")
+        }
+        // One spelling alone keeps its bytes.
+        let single = try _AttributeCoding.encodeBytes(["cafe\u{301}": 1])
+        XCTAssertEqual(Array(try _AttributeCoding.decode([String: Int].self, fromBytes: single[...]).keys.first!.utf8), Array("cafe\u{301}".utf8))
+    }
+
     func testDeeplyNestedBytesAreRejectedNotRecursedWithoutBound() throws {
         var bytes = [UInt8](repeating: _T.array, count: 0)
         for _ in 0..<10_000 { bytes += [_T.array, 1] }

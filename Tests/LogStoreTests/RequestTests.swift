@@ -51,6 +51,32 @@ final class RequestTests: StoreTestCase {
         }
     }
 
+    /// Issue 20 item 6: ids compare by their UTF-8 bytes as stored, not by Swift's `==`
+    /// (canonical equivalence). NFC "é" (C3 A9) and NFD "é" (65 CC 81) are two items.
+    func testStringIdsEqualInSwiftButDifferentInBytesAreTwoItems() throws {
+        let nfc = "caf\u{E9}", nfd = "cafe\u{301}"
+        XCTAssertEqual(nfc, nfd, "Swift calls them equal")
+        try forEachKind { _, store in
+            try store.writeSync { a in
+                try a.insert(Restaurant(id: nfc, name: "composed", rating: 1))
+                try a.insert(Restaurant(id: nfd, name: "decomposed", rating: 2))
+            }
+            try store.read { a in
+                XCTAssertEqual(try a.countItems(forRequest: DataStoreRequest(itemType: Restaurant.self)), 2)
+                XCTAssertEqual(try a.item(ofType: Restaurant.self, id: nfc)?.name, "composed")
+                XCTAssertEqual(try a.item(ofType: Restaurant.self, id: nfd)?.name, "decomposed")
+                // Id order is byte order: 0x65 ("e") sorts before 0xC3.
+                XCTAssertEqual(try a.items(forRequest: DataStoreRequest(itemType: Restaurant.self)).map(\.name), ["decomposed", "composed"])
+                XCTAssertEqual(Array(try a.items(forRequest: DataStoreRequest(itemType: Restaurant.self)).map(\.id)[1].utf8), Array(nfc.utf8))
+            }
+            XCTAssertTrue(try store.writeSync { try $0.deleteItem(ofType: Restaurant.self, id: nfc) })
+            try store.read { a in
+                XCTAssertNil(try a.item(ofType: Restaurant.self, id: nfc))
+                XCTAssertEqual(try a.item(ofType: Restaurant.self, id: nfd)?.name, "decomposed")
+            }
+        }
+    }
+
     func testOffsetAndLimitWithoutSortFollowIdOrder() throws {
         try forEachKind { _, store in
             try seed(store)

@@ -216,7 +216,10 @@ final class _ValueWriter {
 /// A value nested deeper than `AttributeValue.maxDepth`; `path` is filled in while unwinding.
 struct _TooDeep: Error {
     var path: [_PathComponent]
-    func prepending(_ c: _PathComponent) -> _TooDeep { _TooDeep(path: [c] + path) }
+    /// Set when the value is not too deep but a map has two keys that differ in bytes and are
+    /// equal as Swift strings (canonically equivalent): this key, the second of them.
+    var equivalentKey: String? = nil
+    func prepending(_ c: _PathComponent) -> _TooDeep { _TooDeep(path: [c] + path, equivalentKey: equivalentKey) }
 }
 
 /// Compares `a` and `b` by their UTF-8 bytes (the on-disk map key order): <0, 0 or >0.
@@ -340,6 +343,38 @@ enum _Read {
             if r != 0 { return r < 0 }
         }
         return ac < cc
+    }
+
+    /// Whether the `count` bytes at `off` are all ASCII. Distinct ASCII keys are never equal as
+    /// Swift strings, so only maps with a non-ASCII key need ``rejectCanonicallyEquivalentKeys(_:_:)``.
+    @inline(__always)
+    static func isASCII(_ b: UnsafeRawBufferPointer, _ off: Int, _ count: Int) -> Bool {
+        guard count > 0, let base = b.baseAddress else { return true }
+        // `off..<off + count` is within `b` (its length was checked by `length`).
+        var high: UInt64 = 0
+        var i = 0
+        while i + 8 <= count {
+            high |= (base + off + i).loadUnaligned(as: UInt64.self)
+            i += 8
+        }
+        while i < count {
+            high |= UInt64(base.load(fromByteOffset: off + i, as: UInt8.self))
+            i += 1
+        }
+        return high & 0x8080_8080_8080_8080 == 0
+    }
+
+    /// Throws when two keys of one map differ in bytes but are equal as Swift strings (canonically
+    /// equivalent, such as NFC and NFD "é"). Such a map is invalid (Docs/FileFormat.md §8): the
+    /// encoders never write one, and decoding it into a `[String: _]` would keep one of the two.
+    static func rejectCanonicallyEquivalentKeys(_ b: UnsafeRawBufferPointer, _ entries: ContiguousArray<_Entry>) throws(_Malformed) {
+        var seen = Set<String>(minimumCapacity: entries.count)
+        for e in entries {
+            let key = String(decoding: UnsafeRawBufferPointer(rebasing: b[e.keyStart..<(e.keyStart + e.keyCount)]), as: UTF8.self)
+            if !seen.insert(key).inserted {
+                throw _Malformed(reason: "map key is canonically equivalent to an earlier key with different bytes", offset: e.keyStart)
+            }
+        }
     }
 
     /// Whether the `count` bytes at `off` equal `key`.

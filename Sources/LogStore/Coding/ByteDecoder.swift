@@ -112,6 +112,7 @@ struct _ByteDecoder: Decoder {
                 entries.reserveCapacity(n)
                 var previous = -1
                 var previousCount = 0
+                var nonASCII = false
                 for _ in 0..<n {
                     let kc = try _Read.length(b, &o)
                     let ks = o
@@ -119,12 +120,14 @@ struct _ByteDecoder: Decoder {
                     if previous >= 0, !_Read.less(b, previous, previousCount, ks, kc) {
                         throw _Malformed(reason: "map keys not strictly ascending", offset: ks)
                     }
+                    if !nonASCII { nonASCII = !_Read.isASCII(b, ks, kc) }
                     previous = ks
                     previousCount = kc
                     let vs = o
                     o = try _Read.skip(b, o, depth: 0)
                     entries.append(_Entry(keyStart: ks, keyCount: kc, value: vs))
                 }
+                if nonASCII { try _Read.rejectCanonicallyEquivalentKeys(b, entries) }
                 return entries
             } catch {
                 throw .malformed(error)

@@ -47,11 +47,11 @@ struct _PathKey: CodingKey, Sendable {
 extension _TooDeep {
     /// The `EncodingError` this depth violation stands for.
     var encodingError: EncodingError {
-        .invalidValue(
-            Optional<Int>.none as Any,
-            .init(
-                codingPath: path.map(\.codingKey),
-                debugDescription: "The value is nested deeper than \(AttributeValue.maxDepth) levels, the most stored items may nest."))
+        let why =
+            equivalentKey.map {
+                "The map has two keys that are equal as Swift strings but differ in bytes (\"\($0)\", NFC vs NFD); stored maps may not (Docs/FileFormat.md, Values)."
+            } ?? "The value is nested deeper than \(AttributeValue.maxDepth) levels, the most stored items may nest."
+        return .invalidValue(Optional<Int>.none as Any, .init(codingPath: path.map(\.codingKey), debugDescription: why))
     }
 }
 

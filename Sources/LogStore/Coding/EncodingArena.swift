@@ -407,6 +407,7 @@ final class _EncodingArena {
             }
             return
         }
+        try checkEquivalentKeys(c)
         if containers[c].isSorted {
             out.u8(_T.map)
             out.uvarint(UInt64(n))
@@ -442,12 +443,44 @@ final class _EncodingArena {
         }
     }
 
+    /// Throws when map `c` has two keys that differ in bytes but are equal as Swift strings (a
+    /// `CodingKey` pair such as NFC and NFD "é"): the decoders reject such a map, so it is never
+    /// written. Maps whose keys are all ASCII (nearly all) are checked by their key prefixes only.
+    private func checkEquivalentKeys(_ c: Int) throws(_TooDeep) {
+        var i = Int(containers[c].first)
+        var nonASCII = false
+        while i >= 0 && !nonASCII {
+            let e = entries[i]
+            if e.prefix & 0x8080_8080_8080_8080 != 0 {
+                nonASCII = true
+            } else {
+                var j = e.keyUTF8 + 8
+                while j < e.keyEnd && !nonASCII {
+                    nonASCII = scratch.base[j] >= 0x80
+                    j += 1
+                }
+            }
+            i = Int(e.next)
+        }
+        guard nonASCII else { return }
+        var seen: [String: Int] = [:]
+        i = Int(containers[c].first)
+        while i >= 0 {
+            let k = key(i)
+            if let other = seen.updateValue(i, forKey: k), compareKeys(other, i) != 0 {
+                throw _TooDeep(path: [], equivalentKey: k)
+            }
+            i = Int(entries[i].next)
+        }
+    }
+
     private func value(entry e: Int, depth: Int) throws(_TooDeep) -> AttributeValue {
         let child = Int(entries[e].child)
         if child >= 0 {
             guard depth < AttributeValue.maxDepth else { throw _TooDeep(path: []) }
             var i = Int(containers[child].first)
             if containers[child].isMap {
+                try checkEquivalentKeys(child)
                 var map = [String: AttributeValue](minimumCapacity: Int(containers[child].count))
                 while i >= 0 {
                     let k = key(i)

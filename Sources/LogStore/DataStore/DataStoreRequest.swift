@@ -17,7 +17,9 @@ public struct DataStoreRequest<Item: DataStoreItem>: Sendable {
     /// each item is decoded and the predicate evaluated.
     public var predicate: Predicate<Item>?
     /// The sort order, most significant first. Setting it removes an attribute sort set by
-    /// ``setSort(whereAttribute:ascending:)``.
+    /// ``setSort(whereAttribute:ascending:)``. Descriptors on `Double`, `Float` and `Date`
+    /// properties (optional or not) use LogStore's total order (NaN after `+infinity`, `-0.0`
+    /// equal to `0.0`; see the Requests article), so a `limit` never changes which items come first.
     public var sortDescriptors: [SortDescriptor<Item>] = [] {
         didSet { attributeSort = nil }
     }
@@ -52,7 +54,9 @@ public struct DataStoreRequest<Item: DataStoreItem>: Sendable {
 
     /// Replaces the sort descriptors with one sort on the stored attribute `attribute` (the coding
     /// key). Values order as: missing/null, Booleans, numbers, strings, bytes, dates, UUIDs, arrays,
-    /// maps. Ties are broken by id.
+    /// maps. Numbers (integers and doubles together) and dates use LogStore's total order: NaN
+    /// after `+infinity`, `-0.0` equal to `0.0`, exact comparison of integers with doubles.
+    /// Ties are broken by id.
     public mutating func setSort(whereAttribute attribute: String, ascending: Bool) {
         sortDescriptors = []
         attributeSort = (attribute, ascending)

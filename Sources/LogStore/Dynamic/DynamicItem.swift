@@ -85,7 +85,7 @@ extension DataStoreReadWriteAccessor {
             throw LogStoreError(.invalidArgument, "Dynamic access needs an accessor from a LogStore data store.")
         }
         try w.reader.checkValid()
-        try w.txn.put(type: item.itemType, key: item.key, value: AttributeValue.map(item.attributes).encoded())
+        try w.txn.put(type: item.itemType, key: item.key, value: DynamicItem.encodedAttributes(item))
     }
 
     /// Deletes the item of the type named `itemType` with `id`; true when it existed.
@@ -100,6 +100,19 @@ extension DataStoreReadWriteAccessor {
 }
 
 extension DynamicItem {
+    /// The stored bytes of `item`'s attributes. Throws `.encodingFailed` (naming the path) when
+    /// an attribute nests deeper than `AttributeValue.maxDepth`, before writing anything: such
+    /// bytes would not decode. Bounded recursion (at most `maxDepth` levels).
+    static func encodedAttributes(_ item: DynamicItem) throws -> [UInt8] {
+        let w = _ValueWriter(capacity: 256)
+        do {
+            try w.value(.map(item.attributes), depth: 0)
+        } catch {
+            throw _CodingErrors.encodingFailed(error, type: DynamicItem.self)
+        }
+        return w.bytes
+    }
+
     static func decode(itemType: String, key: RecordKey, bytes: ArraySlice<UInt8>) throws -> DynamicItem {
         let value = try bytes.withUnsafeBytes { try AttributeValue.decode($0) }
         guard case .map(let attributes) = value else {

@@ -17,39 +17,54 @@ extension AttributeValue {
         }
     }
 
-    /// Total order used by attribute sorts (see ``DataStoreRequest/setSort(whereAttribute:ascending:)``).
+    /// Total order used by attribute sorts (see ``DataStoreRequest/setSort(whereAttribute:ascending:)``)
+    /// and attribute filters' number equality: kinds by ``sortRank``; numbers (`.int` and
+    /// `.double` together) and dates in ``_NumberOrder``'s exact total order (NaN last, `-0.0 ==
+    /// 0.0`); strings by Swift's `<` (canonically equivalent strings are equal); arrays
+    /// element by element; all maps equal. Transitive, so sorting and the bounded heap agree.
     static func compare(_ a: AttributeValue?, _ b: AttributeValue?) -> Int {
-        let a = a ?? .null
-        let b = b ?? .null
+        // Arrays compare element by element with an explicit stack (not recursion), so a deeply
+        // nested value costs no stack.
+        var pending: [(ArraySlice<AttributeValue>, ArraySlice<AttributeValue>)] = []
+        var pair = (a ?? .null, b ?? .null)
+        while true {
+            if case (.array(let x), .array(let y)) = pair {
+                pending.append((x[...], y[...]))
+            } else {
+                let c = compareScalars(pair.0, pair.1)
+                if c != 0 { return c }
+            }
+            while true {
+                guard let (x, y) = pending.popLast() else { return 0 }
+                guard let p = x.first, let q = y.first else {
+                    if x.count != y.count { return x.isEmpty ? -1 : 1 }
+                    continue
+                }
+                pending.append((x.dropFirst(), y.dropFirst()))
+                pair = (p, q)
+                break
+            }
+        }
+    }
+
+    /// ``compare(_:_:)`` for everything but two arrays.
+    static func compareScalars(_ a: AttributeValue, _ b: AttributeValue) -> Int {
         let ra = a.sortRank, rb = b.sortRank
         if ra != rb { return ra < rb ? -1 : 1 }
         switch (a, b) {
         case (.bool(let x), .bool(let y)): return x == y ? 0 : (!x ? -1 : 1)
         case (.int(let x), .int(let y)): return x == y ? 0 : (x < y ? -1 : 1)
-        case (.int(let x), .double(let y)): return cmp(Double(x), y)
-        case (.double(let x), .int(let y)): return cmp(x, Double(y))
-        case (.double(let x), .double(let y)): return cmp(x, y)
+        case (.int(let x), .double(let y)): return _NumberOrder.compare(x, y)
+        case (.double(let x), .int(let y)): return -_NumberOrder.compare(y, x)
+        case (.double(let x), .double(let y)): return _NumberOrder.compare(x, y)
         case (.string(let x), .string(let y)): return x == y ? 0 : (x < y ? -1 : 1)
         case (.bytes(let x), .bytes(let y)): return x == y ? 0 : (x.lexicographicallyPrecedes(y) ? -1 : 1)
-        case (.date(let x), .date(let y)): return x == y ? 0 : (x < y ? -1 : 1)
+        case (.date(let x), .date(let y)): return _NumberOrder.compareDates(x, y)
         case (.uuid(let x), .uuid(let y)):
             let kx = ItemKey.uuid(x), ky = ItemKey.uuid(y)
             return kx == ky ? 0 : (kx < ky ? -1 : 1)
-        case (.array(let x), .array(let y)):
-            for (p, q) in zip(x, y) {
-                let c = compare(p, q)
-                if c != 0 { return c }
-            }
-            return x.count == y.count ? 0 : (x.count < y.count ? -1 : 1)
         default: return 0
         }
-    }
-
-    static func cmp(_ x: Double, _ y: Double) -> Int {
-        if x == y { return 0 }
-        if x.isNaN { return y.isNaN ? 0 : 1 }
-        if y.isNaN { return -1 }
-        return x < y ? -1 : 1
     }
 
     /// Equality for attribute filters: numbers compare by value across int and double.

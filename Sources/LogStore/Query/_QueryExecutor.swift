@@ -70,15 +70,15 @@ enum _QueryExecutor {
         }
 
         // Plan 3: scan, then order.
-        let descriptors = request.sortDescriptors
+        let descriptors = request.sortDescriptors.map(_NumberOrder.comparator)
         let attributeSort = request.attributeSort
         let less: (Match<Item>, Match<Item>) throws -> Bool = { a, b in
             if let s = attributeSort {
                 let c = AttributeValue.compare(a.sortValue, b.sortValue)
                 if c != 0 { return s.ascending ? c < 0 : c > 0 }
             } else {
-                for d in descriptors {
-                    switch d.compare(a.item, b.item) {
+                for compare in descriptors {
+                    switch compare(a.item, b.item) {
                     case .orderedAscending: return true
                     case .orderedDescending: return false
                     case .orderedSame: continue

@@ -39,6 +39,8 @@ public final class LogDataStore: DataStore {
     /// The options the store was created with.
     public let options: LogStoreOptions
     let state = Mutex(State())
+    /// Held by `tearDown()` until the backend is closed, and by `setup()` while it opens one.
+    let lifecycle = Mutex(())
     /// Runs `writeAsync` and async `write` blocks, one at a time, in the order they were queued.
     let asyncQueue: DispatchQueue
     /// The thread currently running an `asyncQueue` work item (to avoid waiting on ourselves).
@@ -82,10 +84,20 @@ public final class LogDataStore: DataStore {
     /// See ``DataStore/setup()``. For a child store, `setup()` is allowed and harmless; after the
     /// child's `tearDown()` it starts a new, empty overlay over the parent's current state.
     public func setup() throws {
-        try state.withLock { s in
+        // Already set up: return without waiting (also inside a write block, where waiting for a
+        // concurrent tearDown() that waits for this block would deadlock).
+        if try state.withLock({ s in
             if let f = s.failure { throw f }
-            if s.backend != nil { return }
-            s.backend = try makeBackend()
+            return s.backend != nil
+        }) { return }
+        // A tearDown() in progress still holds the engine's lock: wait for it, or the new open
+        // would fail with `.locked` blaming "another LogDataStore".
+        try lifecycle.withLock { _ in
+            try state.withLock { s in
+                if let f = s.failure { throw f }
+                if s.backend != nil { return }
+                s.backend = try makeBackend()
+            }
         }
     }
 
@@ -137,16 +149,18 @@ public final class LogDataStore: DataStore {
             throw LogStoreError(.reentrantWrite, "tearDown() was called from inside a write block of the same store.")
         }
         drainAsyncQueue()
-        let (backend, children) = state.withLock { s -> ((any StoreBackend)?, [WeakChild]) in
-            defer {
-                s.backend = nil
-                s.children = []
+        try lifecycle.withLock { _ in
+            // The backend stays in `state` until it is closed (a closing engine refuses use with
+            // `.notOpen`), so a `setup()` meanwhile returns at once instead of waiting here.
+            defer { state.withLock { $0.backend = nil } }
+            let (backend, children) = state.withLock { s -> ((any StoreBackend)?, [WeakChild]) in
+                defer { s.children = [] }
+                return (s.backend, s.children)
             }
-            return (s.backend, s.children)
+            let closed = LogStoreError(.parentClosed, "The parent of this child store was torn down. Make a new child store from a set-up parent.")
+            for c in children { c.store?.invalidate(closed) }
+            try backend?.close()
         }
-        let closed = LogStoreError(.parentClosed, "The parent of this child store was torn down. Make a new child store from a set-up parent.")
-        for c in children { c.store?.invalidate(closed) }
-        try backend?.close()
     }
 
     func invalidate(_ error: LogStoreError) {

@@ -53,6 +53,7 @@ extension LogEngine {
             if options.recovery == .strict { try fs.syncDirectory(atPath: parentDirectory(of: directory)) }
         }
         try checkLooksLikeStore(directory, fs)
+        if options.recovery == .strict { try checkWritable(directory: directory, fs) }
         let lock = try fs.lock(atPath: _joinPath(directory, LogStoreFormat.lockFileName))
         do {
             let recovered = try recover(directory: directory, fs: fs, options: options)

@@ -24,7 +24,8 @@ public protocol FileSystem: Sendable {
     func syncDirectory(atPath path: String) throws
     /// Takes an exclusive, non-blocking lock on `path` (created if missing). Throws `.locked` if
     /// another holder (this process or another) has it. The lock lasts until `unlock()` or until
-    /// the returned object is deinitialized.
+    /// the returned object is deinitialized, and removing or replacing the file at `path` while
+    /// it is held must not release it (a later `lock(atPath:)` on the same path still throws).
     func lock(atPath path: String) throws -> any FileSystemLock
 }
 

@@ -10,8 +10,9 @@ import Synchronization
 /// The real file system, through POSIX calls: `open(O_CLOEXEC)`, `pread`/`pwrite`, `fdatasync`,
 /// `rename`, `fsync` on directories and `flock` for the store lock.
 ///
-/// `flock` is taken on a descriptor opened for the lock alone, so it also excludes a second
-/// opener in the same process (POSIX `fcntl` record locks would not).
+/// `flock` is taken on descriptors opened for the lock alone (the `LOCK` file's and its
+/// directory's), so it also excludes a second opener in the same process (POSIX `fcntl` record
+/// locks would not), and deleting `LOCK` under an open store does not free it.
 public struct POSIXFileSystem: FileSystem {
     /// Creates the file system. Stateless; cheap.
     public init() {}
@@ -94,21 +95,49 @@ public struct POSIXFileSystem: FileSystem {
     }
 
     /// See ``FileSystem/lock(atPath:)``.
+    ///
+    /// Two `flock`s, both exclusive and non-blocking: first on the directory holding `path`
+    /// (opened `O_RDONLY | O_DIRECTORY`), then on `path` itself. The directory's lock is the one
+    /// that cannot be lost: deleting or replacing `LOCK` while a store is open gives the next
+    /// opener a new inode to lock, but the same directory, so it still gets `.locked`. The lock
+    /// on `path` stays for tools that lock `LOCK` by name (`flock(1)`, older LogStore versions).
     public func lock(atPath path: String) throws -> any FileSystemLock {
-        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw _ioError("open", errno, path) }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            let e = errno
-            Glibc.close(fd)
-            if e == EWOULDBLOCK || e == EAGAIN {
-                throw LogStoreError(
-                    .locked,
-                    "The store is already open (another LogDataStore, in this process or another, holds its lock). Close it first, or open a different directory.",
-                    path: path, underlying: SystemError(call: "flock", errno: e))
-            }
-            throw _ioError("flock", e, path)
+        let dirPath = LogEngine.parentDirectory(of: path)
+        let dirFD = Glibc.open(dirPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dirFD >= 0 else { throw _ioError("open", errno, dirPath) }
+        do {
+            try Self.flockExclusive(dirFD, path: path)
+        } catch {
+            Glibc.close(dirFD)
+            throw error
         }
-        return _POSIXLock(fd: fd)
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            let e = errno
+            Glibc.close(dirFD)
+            throw _ioError("open", e, path)
+        }
+        do {
+            try Self.flockExclusive(fd, path: path)
+        } catch {
+            Glibc.close(fd)
+            Glibc.close(dirFD)
+            throw error
+        }
+        return _POSIXLock(fds: [fd, dirFD])
+    }
+
+    /// `flock(LOCK_EX | LOCK_NB)`; `.locked` (naming the lock file `path`) if another holder has it.
+    static func flockExclusive(_ fd: Int32, path: String) throws {
+        guard flock(fd, LOCK_EX | LOCK_NB) != 0 else { return }
+        let e = errno
+        if e == EWOULDBLOCK || e == EAGAIN {
+            throw LogStoreError(
+                .locked,
+                "The store is already open (another LogDataStore, in this process or another, holds its lock). Close it first, or open a different directory.",
+                path: path, underlying: SystemError(call: "flock", errno: e))
+        }
+        throw _ioError("flock", e, path)
     }
 }
 
@@ -191,18 +220,18 @@ final class _POSIXFile: FileSystemFile {
     }
 }
 
-/// A held `flock`. Sendable: `fd` is guarded by the mutex.
+/// Held `flock`s (the lock file's and its directory's). Sendable: `fds` is guarded by the mutex.
 final class _POSIXLock: FileSystemLock {
-    private let fd: Mutex<Int32>
-    init(fd: Int32) { self.fd = Mutex(fd) }
+    private let fds: Mutex<[Int32]>
+    init(fds: [Int32]) { self.fds = Mutex(fds) }
     deinit { unlock() }
     func unlock() {
-        fd.withLock { fd in
-            if fd >= 0 {
+        fds.withLock { fds in
+            for fd in fds {
                 flock(fd, LOCK_UN)
                 Glibc.close(fd)
-                fd = -1
             }
+            fds = []
         }
     }
 }
@@ -213,7 +242,9 @@ func _ioError(_ call: String, _ e: Int32, _ path: String) -> LogStoreError {
     switch e {
     case ENOSPC, EDQUOT:
         return LogStoreError(.diskFull, "The disk is full (\(call)). Nothing committed was lost; free space and retry.", path: path, underlying: cause)
-    case EACCES, EPERM, EROFS:
+    case EROFS:
+        return LogStoreError(.permissionDenied, "The file system is read-only (\(call)): LogStore writes its log in the store directory. Remount it read-write, or copy the store to a writable place.", path: path, underlying: cause)
+    case EACCES, EPERM:
         return LogStoreError(.permissionDenied, "Permission denied (\(call)). Check the owner and mode of the store directory.", path: path, underlying: cause)
     default:
         return LogStoreError(.io, "\(call) failed: \(_systemErrorText(e)).", path: path, underlying: cause)

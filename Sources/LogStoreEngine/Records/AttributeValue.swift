@@ -49,7 +49,8 @@ public enum AttributeValue: Sendable, Hashable {
         case uuid = 0x08
         /// uvarint count, values
         case array = 0x09
-        /// uvarint count, (string key, value) pairs, keys strictly ascending by UTF-8 bytes
+        /// uvarint count, (string key, value) pairs, keys strictly ascending by UTF-8 bytes and
+        /// no two canonically equivalent (equal as Swift strings)
         case map = 0x0A
     }
 
@@ -70,46 +71,88 @@ extension AttributeValue {
     ///     body   := (null|false|true: empty) | int: zigzag-uvarint | double: f64le
     ///             | string: uvarint-len utf8 | bytes: uvarint-len bytes | date: f64le
     ///             | uuid: 16 bytes | array: uvarint-count value* | map: uvarint-count (string value)*
+    ///
+    /// Iterative (an explicit stack, not recursion), so any nesting encodes without exhausting the
+    /// thread's stack; a value nested deeper than ``maxDepth`` encodes to bytes the decoders reject,
+    /// so code that stores values checks ``exceedsMaxDepth`` first.
     public func encoded() -> [UInt8] {
         var w = _ByteWriter(capacity: 128)
         encode(into: &w)
         return w.bytes
     }
 
+    /// A container being written by `encode(into:)`: its remaining elements, in write order.
+    private enum _PendingElements {
+        case array(ArraySlice<AttributeValue>)
+        case map(ArraySlice<(String, AttributeValue)>)
+    }
+
     func encode(into w: inout _ByteWriter) {
-        switch self {
-        case .null: w.u8(Tag.null.rawValue)
-        case .bool(let b): w.u8(b ? Tag.true.rawValue : Tag.false.rawValue)
-        case .int(let i):
-            w.u8(Tag.int.rawValue)
-            w.uvarint(UInt64(bitPattern: (i << 1) ^ (i >> 63)))
-        case .double(let d):
-            w.u8(Tag.double.rawValue)
-            w.f64(d)
-        case .string(let s):
-            w.u8(Tag.string.rawValue)
-            w.string(s)
-        case .bytes(let b):
-            w.u8(Tag.bytes.rawValue)
-            w.lengthPrefixed(b)
-        case .date(let d):
-            w.u8(Tag.date.rawValue)
-            w.f64(d.timeIntervalSinceReferenceDate)
-        case .uuid(let u):
-            w.u8(Tag.uuid.rawValue)
-            withUnsafeBytes(of: u.uuid) { w.append(contentsOf: $0) }
-        case .array(let a):
-            w.u8(Tag.array.rawValue)
-            w.uvarint(UInt64(a.count))
-            for v in a { v.encode(into: &w) }
-        case .map(let m):
-            w.u8(Tag.map.rawValue)
-            w.uvarint(UInt64(m.count))
-            for k in m.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
-                w.string(k)
-                m[k].unsafelyUnwrapped.encode(into: &w)
+        var stack: [_PendingElements] = []
+        var next: AttributeValue? = self
+        while true {
+            if let v = next {
+                next = nil
+                switch v {
+                case .null: w.u8(Tag.null.rawValue)
+                case .bool(let b): w.u8(b ? Tag.true.rawValue : Tag.false.rawValue)
+                case .int(let i):
+                    w.u8(Tag.int.rawValue)
+                    w.uvarint(UInt64(bitPattern: (i << 1) ^ (i >> 63)))
+                case .double(let d):
+                    w.u8(Tag.double.rawValue)
+                    w.f64(d)
+                case .string(let s):
+                    w.u8(Tag.string.rawValue)
+                    w.string(s)
+                case .bytes(let b):
+                    w.u8(Tag.bytes.rawValue)
+                    w.lengthPrefixed(b)
+                case .date(let d):
+                    w.u8(Tag.date.rawValue)
+                    w.f64(d.timeIntervalSinceReferenceDate)
+                case .uuid(let u):
+                    w.u8(Tag.uuid.rawValue)
+                    withUnsafeBytes(of: u.uuid) { w.append(contentsOf: $0) }
+                case .array(let a):
+                    w.u8(Tag.array.rawValue)
+                    w.uvarint(UInt64(a.count))
+                    stack.append(.array(a[...]))
+                case .map(let m):
+                    w.u8(Tag.map.rawValue)
+                    w.uvarint(UInt64(m.count))
+                    let sorted = m.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map { ($0.key, $0.value) }
+                    stack.append(.map(sorted[...]))
+                }
+            }
+            guard let top = stack.popLast() else { return }
+            switch top {
+            case .array(var rest):
+                guard let first = rest.popFirst() else { continue }
+                stack.append(.array(rest))
+                next = first
+            case .map(var rest):
+                guard let (key, value) = rest.popFirst() else { continue }
+                stack.append(.map(rest))
+                w.string(key)
+                next = value
             }
         }
+    }
+
+    /// Whether the value nests deeper than ``maxDepth`` (an array or map counts as one level, as
+    /// the decoder counts). Iterative; stops looking once the limit is passed. Any thread.
+    public var exceedsMaxDepth: Bool {
+        var pending: [(AttributeValue, Int)] = [(self, 1)]
+        while let (v, depth) = pending.popLast() {
+            if depth > Self.maxDepth { return true }
+            switch v {
+            case .array(let a): for e in a { pending.append((e, depth + 1)) }
+            case .map(let m): for e in m.values { pending.append((e, depth + 1)) }
+            default: continue
+            }
+        }
+        return false
     }
 
     /// Decodes one value that must fill `bytes` exactly. Throws ``LogStoreError`` `.corruption`
@@ -168,6 +211,12 @@ extension AttributeValue {
                     throw _DecodeError("map keys not strictly ascending", at: keyAt)
                 }
                 previous = k
+                // Strictly ascending bytes rule out byte-equal keys, so a hit here is a key equal
+                // to an earlier one only as a Swift string (NFC vs NFD): a `[String: _]` cannot
+                // hold both, and keeping either would depend on the order. Rejected (FileFormat §8).
+                if m[k] != nil {
+                    throw _DecodeError("map key \"\(k.unicodeScalars.map { $0.escaped(asASCII: true) }.joined())\" is canonically equivalent to an earlier key with different bytes", at: keyAt)
+                }
                 m[k] = try decode(from: &r, depth: depth + 1)
             }
             return .map(m)

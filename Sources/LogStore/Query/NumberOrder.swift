@@ -1,0 +1,80 @@
+import Foundation
+
+/// LogStore's one total order for numbers, used by every sort (``DataStoreRequest/sortDescriptors``
+/// on `Double`, `Float` and `Date` key paths, ``DataStoreRequest/setSort(whereAttribute:ascending:)``,
+/// the bounded heap behind `limit`) and to be used by future indexes:
+///
+///     -inf < ... < -1 < -0.0 == +0.0 < 1 < ... < +inf < NaN
+///
+/// - Every NaN (any sign, any payload) equals every other NaN and is greater than `+inf`: NaN
+///   sorts last ascending, first descending. IEEE 754's `totalOrder` would split NaNs by their
+///   sign bit, which arithmetic sets arbitrarily (`0.0 / 0.0` is a *negative* NaN on x86-64), so
+///   the same "not a number" would sort first or last depending on how it was computed.
+/// - `-0.0` equals `+0.0`, as `==` says and as attribute filters compare, so a sort and a filter
+///   never disagree about which values are equal. Equal values are ordered by id.
+/// - Integers and doubles compare by exact mathematical value (no detour through `Double`, which
+///   rounds integers above 2^53), so the order is transitive across `.int` and `.double`.
+///
+/// Pure functions; any thread. Results: -1, 0 or 1.
+enum _NumberOrder {
+    /// Compares two floating-point values in the total order above.
+    static func compare<F: BinaryFloatingPoint>(_ x: F, _ y: F) -> Int {
+        if x.isNaN { return y.isNaN ? 0 : 1 }
+        if y.isNaN { return -1 }
+        return x == y ? 0 : (x < y ? -1 : 1)
+    }
+
+    /// Compares an integer with a double by exact value; NaN is greater than every integer.
+    static func compare(_ x: Int64, _ y: Double) -> Int {
+        if y.isNaN { return -1 }
+        // 2^63 is exact as a Double; every double at or above it is above every Int64, and every
+        // double below -2^63 is below every Int64.
+        if y >= 9_223_372_036_854_775_808.0 { return -1 }
+        if y < -9_223_372_036_854_775_808.0 { return 1 }
+        let whole = y.rounded(.towardZero)
+        let w = Int64(whole)  // exact: |whole| < 2^63, or whole == -2^63
+        if x != w { return x < w ? -1 : 1 }
+        return y == whole ? 0 : (y > whole ? -1 : 1)
+    }
+
+    /// Compares two optionals: nil before every value (as Foundation's `SortDescriptor` does).
+    static func compare<T>(_ x: T?, _ y: T?, by compare: (T, T) -> Int) -> Int {
+        switch (x, y) {
+        case (nil, nil): return 0
+        case (nil, _): return -1
+        case (_, nil): return 1
+        case (let a?, let b?): return compare(a, b)
+        }
+    }
+
+    /// A comparison for `descriptor` that uses this total order when its key path leads to a
+    /// `Double`, `Float` or `Date` (optional or not), and Foundation's own comparison otherwise.
+    /// `order: .reverse` gives the exact reverse. Needs `SortDescriptor.keyPath`, which
+    /// swift-corelibs/swift-foundation (Linux) sets for every key path; Apple documents it as nil
+    /// for types that are not `NSObject` subclasses, and then Foundation's comparison is used
+    /// (in which NaN is unordered): attribute sorts are total everywhere.
+    static func comparator<Item>(_ descriptor: SortDescriptor<Item>) -> (Item, Item) -> ComparisonResult {
+        let ascending: ((Item, Item) -> Int)?
+        switch descriptor.keyPath {
+        case let k as KeyPath<Item, Double>: ascending = { compare($0[keyPath: k], $1[keyPath: k]) }
+        case let k as KeyPath<Item, Double?>: ascending = { compare($0[keyPath: k], $1[keyPath: k], by: compare) }
+        case let k as KeyPath<Item, Float>: ascending = { compare($0[keyPath: k], $1[keyPath: k]) }
+        case let k as KeyPath<Item, Float?>: ascending = { compare($0[keyPath: k], $1[keyPath: k], by: compare) }
+        case let k as KeyPath<Item, Date>: ascending = { compareDates($0[keyPath: k], $1[keyPath: k]) }
+        case let k as KeyPath<Item, Date?>: ascending = { compare($0[keyPath: k], $1[keyPath: k], by: compareDates) }
+        default: ascending = nil
+        }
+        guard let ascending else { return descriptor.compare }
+        let reverse = descriptor.order == .reverse
+        return { a, b in
+            let c = ascending(a, b)
+            if c == 0 { return .orderedSame }
+            return (c < 0) != reverse ? .orderedAscending : .orderedDescending
+        }
+    }
+
+    /// Dates by their `timeIntervalSinceReferenceDate`, in the total order (a decoded date may be NaN).
+    static func compareDates(_ x: Date, _ y: Date) -> Int {
+        compare(x.timeIntervalSinceReferenceDate, y.timeIntervalSinceReferenceDate)
+    }
+}
