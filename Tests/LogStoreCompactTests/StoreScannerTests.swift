@@ -68,3 +68,29 @@ final class StoreScannerTests: XCTestCase {
         return offsets
     }
 }
+
+/// Compaction writes a transaction whose live records exceed one frame as several commit frames
+/// with the same sequence number; recovery accepts them, and so must every tool that reads the log.
+final class CompactedMultiFrameTransactionTests: XCTestCase {
+    func testVerifyAcceptsACompactedTransactionSpreadOverSeveralFrames() throws {
+        let dir = temporaryPath("compacted-multiframe")
+        var options = LogStoreOptions()
+        options.maxFramePayload = 512
+        options.segmentSize = 64 << 10
+        options.autoCompaction = false
+        let engine = try LogEngine.open(directory: dir, options: options)
+        // One transaction of 40 records of ~100 bytes: ~8 frames, every record stays live.
+        let value = AttributeValue.string(String(repeating: "x", count: 100)).encoded()
+        try engine.commit((0..<40).map { .put(type: "Big", key: RecordKey(Array("k\($0)".utf8)), value: value) })
+        let report = try engine.compact(includingTail: true)
+        XCTAssertTrue(report.performed)
+        try engine.close()
+
+        let scan = try StoreScanner(directory: dir).scan()
+        XCTAssertFalse(scan.hasDamage, "\(scan.issues)")
+        XCTAssertEqual(scan.liveRecords, 40)
+        let reopened = try LogEngine.open(directory: dir, options: options)
+        defer { try? reopened.close() }
+        XCTAssertEqual(scan.compareIndex(with: try reopened.snapshot()), [])
+    }
+}
