@@ -338,139 +338,55 @@ extension LogEngine {
         }
         let compacted = segmentHeader.isCompacted
 
-        var validEnd = offset
-        var pending: [(header: _Frame.Header, frameOffset: Int, payloadOffset: Int)] = []
-
-        enum Verdict {
-            case stop(_ScanResult)
-            case resume(at: Int)
-        }
-        /// Decides what damage at `at` means. `validFramesFrom`: a valid frame of another
-        /// transaction starting there or later proves the damage is not a torn tail; in salvage mode
-        /// scanning resumes at it. Valid frames of the damaged transaction itself are skipped: a
-        /// power loss during its `fdatasync` can write its later sectors and not an earlier one, and
-        /// with one of its frames damaged the transaction is not committed.
-        /// `resumeFrom`: in salvage mode, search for the next valid frame from here instead (to
-        /// step over a valid frame that is itself the problem).
-        func damage(_ at: Int, _ why: String, validFramesFrom: Int, resumeFrom: Int? = nil) throws -> Verdict {
-            let torn = pending.first?.header.sequence ?? index.sequence &+ 1
-            let next = nextValidFrame(buf, from: validFramesFrom, skippingTransaction: torn)
-            if isLast && next == nil {
-                let dropped = UInt64(buf.count - validEnd)
-                report.truncatedTail = .init(path: path, offset: UInt64(base + validEnd), bytes: dropped, reason: why)
-                return .stop(.end(UInt64(base + validEnd), segmentHeader))
-            }
-            if options.recovery == .salvage {
+        // The frame rules live in SegmentReader (shared with the scanner behind verify and stats);
+        // what recovery adds is what it does with each transaction and each damage.
+        let outcome = try SegmentReader.read(
+            buf, from: offset, compacted: compacted, isLast: isLast, lastSequence: index.sequence,
+            onTransaction: { frames in
+                let first = frames[0]
+                let end = frames[frames.count - 1].payloadOffset + frames[frames.count - 1].header.storedLength
+                do {
+                    // Apply to a copy so a transaction that fails half-way leaves no trace.
+                    var next = index
+                    try apply(frames, buf: buf, base: base, segment: number, compacted: compacted, index: &next)
+                    index = next
+                } catch var e as LogStoreError {
+                    // CRC-valid but undecodable: written by a broken or foreign writer.
+                    if options.recovery == .salvage {
+                        report.dropped.append(.init(path: path, offset: UInt64(base + first.frameOffset), bytes: UInt64(end - first.frameOffset), reason: e.message))
+                        return false
+                    }
+                    e.path = path
+                    e.offset = UInt64(base + first.frameOffset) + (e.offset ?? 0)
+                    throw e
+                }
+                index.sequence = frames[frames.count - 1].header.sequence
+                for f in frames { info.rawBytes += UInt64(f.header.rawLength) }
+                report.transactionsReplayed += 1
+                return true
+            },
+            onDamage: { d in
+                guard options.recovery == .salvage else {
+                    throw LogStoreError(
+                        .corruption,
+                        "Damaged log: \(d.reason). Committed data follows this point, so it is not a torn write. Run `logstore-compact verify` for a full report and `logstore-compact salvage` to recover the valid transactions.",
+                        path: path, offset: UInt64(base + d.offset))
+                }
                 // Keep every valid transaction: skip to the next valid frame and go on.
-                let resume = (resumeFrom.map { nextValidFrame(buf, from: $0, skippingTransaction: torn) } ?? next) ?? buf.count
-                report.dropped.append(.init(path: path, offset: UInt64(base + validEnd), bytes: UInt64(max(0, resume - validEnd)), reason: why))
-                pending.removeAll()
-                validEnd = resume
-                return resume >= buf.count ? .stop(.end(UInt64(base + buf.count), segmentHeader)) : .resume(at: resume)
-            }
-            throw LogStoreError(
-                .corruption,
-                "Damaged log: \(why). Committed data follows this point, so it is not a torn write. Run `logstore-compact verify` for a full report and `logstore-compact salvage` to recover the valid transactions.",
-                path: path, offset: UInt64(base + at))
+                let resume = d.resumeAt ?? buf.count
+                report.dropped.append(.init(path: path, offset: UInt64(base + d.validEnd), bytes: UInt64(max(0, resume - d.validEnd)), reason: d.reason))
+                return .resume
+            })
+        if let torn = outcome.tornTail {
+            report.truncatedTail = .init(path: path, offset: UInt64(base + torn.validEnd), bytes: UInt64(buf.count - torn.validEnd), reason: torn.reason)
         }
-
-        scan: while offset < buf.count {
-            switch _Frame.parse(buf, at: offset) {
-            case .truncated(let why):
-                switch try damage(offset, "truncated frame: \(why)", validFramesFrom: offset + 1) {
-                case .stop(let r): return r
-                case .resume(let at): offset = at; continue scan
-                }
-            case .invalid(let why):
-                switch try damage(offset, "invalid frame: \(why)", validFramesFrom: offset + 1) {
-                case .stop(let r): return r
-                case .resume(let at): offset = at; continue scan
-                }
-            case .frame(let header, let payloadOffset):
-                if compacted && header.kind != .commit {
-                    switch try damage(offset, "data frame in a compacted segment", validFramesFrom: offset + 1) {
-                    case .stop(let r): return r
-                    case .resume(let at): offset = at; continue scan
-                    }
-                }
-                if let first = pending.first, first.header.sequence != header.sequence {
-                    // The unfinished transaction is dropped; this frame is examined again.
-                    switch try damage(offset, "frame of transaction \(header.sequence) inside transaction \(first.header.sequence), which has no commit frame", validFramesFrom: offset) {
-                    case .stop(let r): return r
-                    case .resume(let at): offset = at; continue scan
-                    }
-                }
-                if compacted ? header.sequence < index.sequence : header.sequence <= index.sequence {
-                    switch try damage(offset, "sequence number \(header.sequence) does not follow \(index.sequence)", validFramesFrom: offset,
-                                      resumeFrom: payloadOffset + header.storedLength) {
-                    case .stop(let r): return r
-                    case .resume(let at): offset = at; continue scan
-                    }
-                }
-                pending.append((header, offset, payloadOffset))
-                offset = payloadOffset + header.storedLength
-                if header.kind == .commit {
-                    do {
-                        // Apply to a copy so a transaction that fails half-way leaves no trace.
-                        var next = index
-                        try apply(pending, buf: buf, base: base, segment: number, compacted: compacted, index: &next)
-                        index = next
-                    } catch var e as LogStoreError {
-                        // CRC-valid but undecodable: written by a broken or foreign writer.
-                        if options.recovery == .salvage {
-                            report.dropped.append(.init(path: path, offset: UInt64(base + pending[0].frameOffset), bytes: UInt64(offset - pending[0].frameOffset), reason: e.message))
-                            pending.removeAll()
-                            validEnd = offset
-                            continue
-                        }
-                        e.path = path
-                        e.offset = UInt64(base + pending[0].frameOffset) + (e.offset ?? 0)
-                        throw e
-                    }
-                    index.sequence = header.sequence
-                    for p in pending { info.rawBytes += UInt64(p.header.rawLength) }
-                    report.transactionsReplayed += 1
-                    pending.removeAll()
-                    validEnd = offset
-                }
-            }
-        }
-        if !pending.isEmpty {
-            if case .stop(let r) = try damage(pending[0].frameOffset, "transaction \(pending[0].header.sequence) has no commit frame", validFramesFrom: buf.count) { return r }
-        }
-        return .end(UInt64(base + validEnd), segmentHeader)
-    }
-
-    /// A bad frame in the last segment is a torn write only if no valid frame of another
-    /// transaction follows it: an interrupted append leaves a prefix of one transaction's frames
-    /// (perhaps followed by zeros or garbage). Every offset from `start` on is tried, not only the
-    /// one the damaged frame's length field points at, because the damage may be in that length
-    /// field. Cheap header checks come before the CRC, so the scan is linear in the bytes after the
-    /// damage.
-    static func validFrameFollows(_ buf: UnsafeRawBufferPointer, from start: Int, skippingTransaction skip: UInt64? = nil) -> Bool {
-        nextValidFrame(buf, from: start, skippingTransaction: skip) != nil
-    }
-
-    /// The offset of the first valid frame at or after `start` whose sequence is not `skip`, or nil.
-    static func nextValidFrame(_ buf: UnsafeRawBufferPointer, from start: Int, skippingTransaction skip: UInt64? = nil) -> Int? {
-        var p = max(start, 0)
-        while buf.count - p >= _Frame.headerSize {
-            if _Frame.Kind(rawValue: buf[p + 8]) != nil, buf[p + 9] & ~_Frame.flagLZ4 == 0, buf[p + 10] == 0, buf[p + 11] == 0,
-                case .frame(let header, let payloadOffset) = _Frame.parse(buf, at: p)
-            {
-                if header.sequence != skip { return p }
-                p = payloadOffset + header.storedLength
-                continue
-            }
-            p += 1
-        }
-        return nil
+        return .end(UInt64(base + outcome.validEnd), segmentHeader)
     }
 
     /// Applies a committed transaction's frames to the index. `base` is the file offset of
     /// `buf`. In a compacted segment every record must be a `putAt` no newer than its frame; a
     /// `putAt` anywhere else is corruption.
-    static func apply(_ frames: [(header: _Frame.Header, frameOffset: Int, payloadOffset: Int)],
+    static func apply(_ frames: [SegmentReader.Frame],
                       buf: UnsafeRawBufferPointer, base: Int, segment: UInt32, compacted: Bool,
                       index: inout _IndexState) throws {
         for f in frames {

@@ -62,7 +62,7 @@ import Foundation
                     guard payloadOffset == offset + _Frame.headerSize, end <= buf.count, header.storedLength >= 0 else {
                         throw FuzzPropertyViolation("parse accepted a frame at \(offset) whose payload \(payloadOffset)..<\(end) leaves the \(buf.count)-byte buffer")
                     }
-                    guard LogEngine.validFrameFollows(buf, from: offset) else {
+                    guard SegmentReader.nextValidFrame(buf, from: offset) != nil else {
                         throw FuzzPropertyViolation("validFrameFollows(from: \(offset)) misses the valid frame that starts there")
                     }
                     let stored = UnsafeRawBufferPointer(rebasing: buf[payloadOffset..<end])

@@ -7,10 +7,10 @@
 /// It never writes and never takes the store's lock: callers that need the files to hold still
 /// (everything but a forensic look at a live store) take the lock first.
 ///
-/// The replay mirrors the engine's recovery (Docs/Design.md, "Recovery") so that the index it
-/// builds is the one an engine opened with ``RecoveryMode/salvage`` must have: segments in
-/// manifest order; a transaction counts once its commit frame is valid; a frame-level fault stops
-/// the replay of its segment (later transactions of that segment are counted in
+/// Segments are read by recovery's own `SegmentReader` (Docs/Design.md, "Recovery"), so the frame
+/// rules (transactions, sequence numbers, compacted segments, torn tails) are the engine's, not a
+/// copy: segments in manifest order; a transaction counts once its commit frame is valid; a
+/// fault stops the replay of its segment into the index (later transactions of that segment are counted in
 /// ``StoreScan/transactionsAfterDamage``); a CRC-valid transaction whose records do not decode is
 /// skipped alone; a fault at the end of the last segment with nothing valid after it is a torn
 /// tail (a warning: the next open cuts it). Unlike the engine it keeps looking after a fault, so
@@ -215,17 +215,13 @@ struct _ScanRun {
         report(path)
     }
 
-    struct _Pending {
-        var header: _Frame.Header
-        var frameOffset: Int
-        var payloadOffset: Int
-    }
-
     mutating func scanSegmentBytes(_ buf: UnsafeRawBufferPointer, path: String, isLast: Bool, seg: inout StoreScan.Segment) {
         let number = seg.number
+        let compacted: Bool
         switch _SegmentHeader.decode(buf) {
         case .ok(let h):
             seg.baseSequence = h.baseSequence
+            compacted = h.isCompacted
             guard h.segment == number else {
                 issue(.damage, .segmentHeader, path, 12, "the header names segment \(h.segment) but the file is segment \(number); the whole segment is unusable")
                 seg.damaged = true
@@ -246,106 +242,60 @@ struct _ScanRun {
         }
         scan.overheadBytes += UInt64(_SegmentHeader.size)
 
-        var offset = _SegmentHeader.size
-        var pending: [_Pending] = []
-        /// Set at the first frame-level fault: the engine replays nothing after it in this segment.
+        /// Set at the first damage: the scan keeps reading (to name every damaged place) but, like
+        /// strict recovery, replays nothing after it into the index.
         var damaged = false
-        /// Last committed sequence seen, to check ordering after a fault too.
-        var lastCommitted = applied
-        var nextReport = offset + (8 << 20)
+        var nextReport = _SegmentHeader.size + (8 << 20)
         let segmentStart = bytesDone
-
-        func fault(_ run: inout _ScanRun, _ kind: StoreIssue.Kind, at: Int, _ message: String) {
-            run.issue(.damage, kind, path, at, message)
-            damaged = true
-            seg.damaged = true
-        }
-
-        while offset < buf.count {
-            if offset >= nextReport {
-                nextReport = offset + (8 << 20)
-                progress?(.init(bytesDone: segmentStart + UInt64(offset), bytesTotal: bytesTotal, path: path))
-            }
-            let parsed = _Frame.parse(buf, at: offset)
-            switch parsed {
-            case .truncated(let why), .invalid(let why):
-                let what: String
-                if case .truncated = parsed { what = "truncated frame: \(why)" } else { what = "invalid frame: \(why)" }
-                if !damaged && isLast && !LogEngine.validFrameFollows(buf, from: offset + 1) {
-                    let start = pending.first?.frameOffset ?? offset
-                    issue(.warning, .tornTail, path, start, "\(buf.count - start) bytes of an interrupted append (\(what)); the next open cuts them")
-                    return
+        // The frame rules are recovery's own (SegmentReader); the scanner reports instead of throwing.
+        // Its closures never throw, so neither does the read.
+        let outcome = try? SegmentReader.read(
+            buf, from: _SegmentHeader.size, compacted: compacted, isLast: isLast, lastSequence: applied,
+            onTransaction: { frames in
+                let last = frames[frames.count - 1]
+                if last.frameOffset >= nextReport {
+                    nextReport = last.frameOffset + (8 << 20)
+                    self.progress?(.init(bytesDone: segmentStart + UInt64(last.frameOffset), bytesTotal: self.bytesTotal, path: path))
                 }
-                if let first = pending.first {
-                    fault(&self, .frame, at: offset, "\(what); transaction \(first.header.sequence) (from offset \(first.frameOffset)) is lost with it")
+                for f in frames {
+                    seg.frames += 1
+                    self.scan.frames += 1
+                    seg.storedPayloadBytes += UInt64(f.header.storedLength)
+                    seg.rawPayloadBytes += UInt64(f.header.rawLength)
+                    self.scan.storedPayloadBytes += UInt64(f.header.storedLength)
+                    self.scan.rawPayloadBytes += UInt64(f.header.rawLength)
+                    self.scan.overheadBytes += UInt64(_Frame.headerSize)
+                }
+                guard self.replayTransaction(frames, buf: buf, segment: number, path: path, apply: !damaged) else { return false }
+                let sequence = last.header.sequence
+                if damaged {
+                    self.scan.transactionsAfterDamage += 1
                 } else {
-                    fault(&self, .frame, at: offset, what)
+                    self.applied = sequence
+                    seg.transactions += 1
+                    self.scan.transactions += 1
+                    if seg.firstSequence == nil { seg.firstSequence = sequence }
+                    seg.lastSequence = sequence
+                    if self.scan.firstSequence == nil { self.scan.firstSequence = sequence }
+                    self.scan.lastSequence = sequence
                 }
-                pending.removeAll()
-                guard let next = Self.resync(buf, after: offset) else { return }
-                offset = next
-            case .frame(let header, let payloadOffset):
-                if let first = pending.first, first.header.sequence != header.sequence {
-                    fault(&self, .transaction, at: first.frameOffset, "transaction \(first.header.sequence) has no commit frame (a frame of transaction \(header.sequence) follows at offset \(offset))")
-                    pending.removeAll()
-                }
-                if pending.isEmpty && header.sequence <= lastCommitted {
-                    fault(&self, .transaction, at: offset, "sequence number \(header.sequence) does not follow \(lastCommitted)")
-                }
-                seg.frames += 1
-                scan.frames += 1
-                seg.storedPayloadBytes += UInt64(header.storedLength)
-                seg.rawPayloadBytes += UInt64(header.rawLength)
-                scan.storedPayloadBytes += UInt64(header.storedLength)
-                scan.rawPayloadBytes += UInt64(header.rawLength)
-                scan.overheadBytes += UInt64(_Frame.headerSize)
-                pending.append(_Pending(header: header, frameOffset: offset, payloadOffset: payloadOffset))
-                offset = payloadOffset + header.storedLength
-                if header.kind == .commit {
-                    let ok = replayTransaction(pending, buf: buf, segment: number, path: path, apply: !damaged)
-                    if ok {
-                        lastCommitted = header.sequence
-                        if damaged {
-                            scan.transactionsAfterDamage += 1
-                        } else {
-                            applied = header.sequence
-                            seg.transactions += 1
-                            scan.transactions += 1
-                            if seg.firstSequence == nil { seg.firstSequence = header.sequence }
-                            seg.lastSequence = header.sequence
-                            if scan.firstSequence == nil { scan.firstSequence = header.sequence }
-                            scan.lastSequence = header.sequence
-                        }
-                    }
-                    pending.removeAll()
-                }
-            }
-        }
-        if let first = pending.first {
-            // Nothing follows these frames: in the last segment that is an interrupted append.
-            if !damaged && isLast {
-                issue(.warning, .tornTail, path, first.frameOffset, "\(buf.count - first.frameOffset) bytes of an interrupted append (transaction \(first.header.sequence) has no commit frame); the next open cuts them")
+                return true
+            },
+            onDamage: { d in
+                var message = d.reason
+                if d.kind == .frame, let lost = d.lostTransaction { message += "; transaction \(lost) is lost with it" }
+                self.issue(.damage, d.kind == .frame ? .frame : .transaction, path, d.offset, message)
+                damaged = true
+                seg.damaged = true
+                return .resume
+            })
+        if let torn = outcome?.tornTail {
+            if damaged {
+                self.issue(.damage, torn.kind == .frame ? .frame : .transaction, path, torn.offset, torn.reason)
             } else {
-                fault(&self, .transaction, at: first.frameOffset, "transaction \(first.header.sequence) has no commit frame")
+                self.issue(.warning, .tornTail, path, torn.validEnd, "\(buf.count - torn.validEnd) bytes of an interrupted append (\(torn.reason)); the next open cuts them")
             }
         }
-    }
-
-    /// The offset of the next valid frame after `offset`, or nil. A CRC-checked frame header at a
-    /// random position is astronomically unlikely, so a hit is where intact data resumes.
-    static func resync(_ buf: UnsafeRawBufferPointer, after offset: Int) -> Int? {
-        var o = offset + 1
-        while buf.count - o >= _Frame.headerSize {
-            let kind = buf[o + 8]
-            if (kind == _Frame.Kind.data.rawValue || kind == _Frame.Kind.commit.rawValue)
-                && buf[o + 9] & ~_Frame.flagLZ4 == 0 && buf[o + 10] == 0 && buf[o + 11] == 0
-            {
-                let length = Int(buf.loadUnaligned(fromByteOffset: o + 4, as: UInt32.self).littleEndian)
-                if length <= buf.count - o - _Frame.headerSize, case .frame = _Frame.parse(buf, at: o) { return o }
-            }
-            o += 1
-        }
-        return nil
     }
 
     struct _Op {
@@ -357,7 +307,7 @@ struct _ScanRun {
 
     /// Decodes one committed transaction and, when `apply`, replays it into the index.
     /// Returns false (after recording an issue) if its payloads do not decompress or decode.
-    mutating func replayTransaction(_ frames: [_Pending], buf: UnsafeRawBufferPointer, segment: UInt32, path: String, apply: Bool) -> Bool {
+    mutating func replayTransaction(_ frames: [SegmentReader.Frame], buf: UnsafeRawBufferPointer, segment: UInt32, path: String, apply: Bool) -> Bool {
         var ops: [_Op] = []
         let sequence = frames[0].header.sequence
         for f in frames {
@@ -378,7 +328,7 @@ struct _ScanRun {
                             scan.records += 1
                             let size = Self.encodedSize(rec)
                             var crc: UInt32 = 0
-                            if rec.op == .put {
+                            if rec.op == .put || rec.op == .putAt {
                                 let value = UnsafeRawBufferPointer(rebasing: payload[rec.valueOffset..<(rec.valueOffset + rec.valueLength)])
                                 crc = CRC32C.checksum(value)
                                 if decodeValues {
@@ -442,7 +392,8 @@ struct _ScanRun {
         let t = rec.type.utf8.count
         var size = 1 + varint(t) + t
         if rec.op != .deleteAll { size += varint(rec.key.count) + rec.key.count }
-        if rec.op == .put { size += varint(rec.valueLength) + rec.valueLength }
+        if rec.op == .putAt { size += varint(Int(clamping: rec.sequence)) }
+        if rec.op == .put || rec.op == .putAt { size += varint(rec.valueLength) + rec.valueLength }
         return size
     }
 

@@ -1,0 +1,194 @@
+/// The one reader of a segment's frames: recovery (``LogEngine/open(directory:fileSystem:options:)``,
+/// strict and salvage), the store scanner behind `logstore-compact verify`, `stats` and
+/// `compact --dry-run`, and the fuzz targets all walk a segment through it, so the rules below exist
+/// once (as LevelDB's `log::Reader` serves recovery, repair and dump alike).
+///
+/// What it reads (Docs/FileFormat.md §6, §7a, §10), from `start` to the end of the buffer:
+///
+///     segment body := frame*
+///     transaction  := data-frame* commit-frame      all with one sequence number (normal segments)
+///                   | commit-frame                  compacted segments: every frame stands alone
+///
+/// Rules:
+/// 1. A transaction is delivered (``read(_:from:compacted:isLast:lastSequence:onTransaction:onDamage:)``'s
+///    `onTransaction`) once its commit frame is valid, never before.
+/// 2. Sequence numbers: in a normal segment each transaction's is greater than the last delivered
+///    one; in a compacted segment each frame's is at least the last one (compaction writes a
+///    transaction whose live records exceed one frame as several commit frames with one sequence).
+/// 3. Damage is a frame that is truncated or invalid (length, CRC, kind, flags), a data frame in a
+///    compacted segment, a frame of another transaction inside an unfinished one, a sequence number
+///    that breaks rule 2, or an unfinished transaction at the end.
+/// 4. Damage in the **last** segment is a **torn tail** when no valid frame of *another*
+///    transaction follows it (frames of the damaged transaction itself do not count: a power loss
+///    during its `fdatasync` can keep its later sectors and lose an earlier one). Every offset after
+///    the damage is tried, not only where its length field points, because the length field may be
+///    what is damaged.
+/// 5. Otherwise the damage is in data that was durable. The caller decides: stop (strict recovery
+///    throws), or resume at the next valid frame of another transaction (salvage keeps every intact
+///    transaction after it; the scanner keeps counting).
+///
+/// Pure: reads only `buf`, runs on the calling thread, allocates only the pending frame list.
+struct SegmentReader {
+    /// One frame of a transaction: its header and where it and its payload start in the buffer.
+    struct Frame {
+        var header: _Frame.Header
+        var frameOffset: Int
+        var payloadOffset: Int
+
+        /// The stored (possibly compressed) payload.
+        func storedPayload(in buf: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+            UnsafeRawBufferPointer(rebasing: buf[payloadOffset..<(payloadOffset + header.storedLength)])
+        }
+    }
+
+    /// Damage found in a segment (rule 3), with what rules 4 and 5 say about it.
+    struct Damage {
+        /// Which rule-3 case it is.
+        enum Kind {
+            /// A truncated or invalid frame.
+            case frame
+            /// A frame that is valid alone but breaks the transaction structure (a data frame in a
+            /// compacted segment, another transaction's frame inside an unfinished one, an
+            /// unfinished transaction at the end).
+            case transaction
+            /// A sequence number that breaks rule 2.
+            case sequence
+        }
+        /// Which case it is.
+        var kind: Kind
+        /// Buffer offset of the damaged frame (or of the first frame of the unfinished transaction).
+        var offset: Int
+        /// Buffer offset where the last complete transaction before the damage ends.
+        var validEnd: Int
+        /// What is wrong, for reports and errors.
+        var reason: String
+        /// Rule 4: the last segment's interrupted append; nothing valid of another transaction follows.
+        var isTornTail: Bool
+        /// Where the next valid frame of another transaction starts (rule 5), or nil if none does.
+        var resumeAt: Int?
+        /// The sequence number of the unfinished transaction lost with the damage, if one was pending.
+        var lostTransaction: UInt64?
+    }
+
+    /// What the caller wants after damage that is not a torn tail.
+    enum DamageAction {
+        /// Stop reading the segment (after a torn tail this is the only choice).
+        case stop
+        /// Continue at ``Damage/resumeAt`` (or stop at the end when nothing valid follows).
+        case resume
+    }
+
+    /// How a read ended.
+    struct Outcome {
+        /// Buffer offset where valid data ends: after the last delivered transaction, or (after a
+        /// resume) the end of the buffer when nothing valid followed.
+        var validEnd: Int
+        /// The torn tail that ended it, if one did.
+        var tornTail: Damage?
+    }
+
+    /// Reads the frames of `buf` from `start` (just past the segment header, or where a checkpoint
+    /// left off). `lastSequence` is the sequence of the last transaction before `start`.
+    ///
+    /// `onTransaction` gets each committed transaction's frames (commit frame last) and returns
+    /// whether the transaction counts for rule 2 (false: the caller could not use it, for example its
+    /// records do not decode; the sequence it would have set is not taken). `onDamage` gets each
+    /// damage that is not a torn tail and says whether to resume; a torn tail always stops the read
+    /// and is returned in ``Outcome/tornTail``. Either closure may throw to abort the read.
+    static func read(
+        _ buf: UnsafeRawBufferPointer, from start: Int, compacted: Bool, isLast: Bool, lastSequence: UInt64,
+        onTransaction: ([Frame]) throws -> Bool,
+        onDamage: (Damage) throws -> DamageAction
+    ) throws -> Outcome {
+        var offset = start
+        var validEnd = start
+        var last = lastSequence
+        var pending: [Frame] = []
+
+        /// Applies rules 4 and 5 to damage at `at`. `validFramesFrom`: a valid frame of another
+        /// transaction there or later proves it is not a torn tail. `resumeFrom`: search for the
+        /// resume point from here instead (to step over a valid frame that is itself the problem).
+        /// Returns where to continue, or nil to stop.
+        func damage(_ kind: Damage.Kind, _ at: Int, _ why: String, validFramesFrom: Int, resumeFrom: Int? = nil) throws -> Int? {
+            let lost = pending.first?.header.sequence
+            let torn = lost ?? last &+ 1
+            let next = nextValidFrame(buf, from: validFramesFrom, skippingTransaction: torn)
+            var d = Damage(kind: kind, offset: at, validEnd: validEnd, reason: why, isTornTail: isLast && next == nil,
+                           resumeAt: nil, lostTransaction: lost)
+            if d.isTornTail { throw TornTail(damage: d) }
+            d.resumeAt = resumeFrom.map { nextValidFrame(buf, from: $0, skippingTransaction: torn) } ?? next
+            pending.removeAll()
+            switch try onDamage(d) {
+            case .stop:
+                return nil
+            case .resume:
+                validEnd = d.resumeAt ?? buf.count
+                return d.resumeAt
+            }
+        }
+
+        do {
+            scan: while offset < buf.count {
+                let resume: Int?
+                switch _Frame.parse(buf, at: offset) {
+                case .truncated(let why):
+                    resume = try damage(.frame, offset, "truncated frame: \(why)", validFramesFrom: offset + 1)
+                case .invalid(let why):
+                    resume = try damage(.frame, offset, "invalid frame: \(why)", validFramesFrom: offset + 1)
+                case .frame(let header, let payloadOffset):
+                    if compacted && header.kind != .commit {
+                        resume = try damage(.transaction, offset, "data frame in a compacted segment", validFramesFrom: offset + 1)
+                    } else if let first = pending.first, first.header.sequence != header.sequence {
+                        // The unfinished transaction is dropped; this frame is examined again.
+                        resume = try damage(
+                            .transaction, offset, "frame of transaction \(header.sequence) inside transaction \(first.header.sequence), which has no commit frame",
+                            validFramesFrom: offset)
+                    } else if pending.isEmpty && (compacted ? header.sequence < last : header.sequence <= last) {
+                        resume = try damage(
+                            .sequence, offset, "sequence number \(header.sequence) does not follow \(last)", validFramesFrom: offset,
+                            resumeFrom: payloadOffset + header.storedLength)
+                    } else {
+                        pending.append(Frame(header: header, frameOffset: offset, payloadOffset: payloadOffset))
+                        offset = payloadOffset + header.storedLength
+                        if header.kind == .commit {
+                            if try onTransaction(pending) { last = header.sequence }
+                            pending.removeAll()
+                            validEnd = offset
+                        }
+                        continue scan
+                    }
+                }
+                guard let resume else { return Outcome(validEnd: validEnd, tornTail: nil) }
+                offset = resume
+            }
+            if let first = pending.first {
+                if try damage(.transaction, first.frameOffset, "transaction \(first.header.sequence) has no commit frame", validFramesFrom: buf.count) == nil {
+                    return Outcome(validEnd: validEnd, tornTail: nil)
+                }
+            }
+            return Outcome(validEnd: validEnd, tornTail: nil)
+        } catch let torn as TornTail {
+            return Outcome(validEnd: torn.damage.validEnd, tornTail: torn.damage)
+        }
+    }
+
+    /// Ends a read at a torn tail from inside ``read(_:from:compacted:isLast:lastSequence:onTransaction:onDamage:)``.
+    private struct TornTail: Error { var damage: Damage }
+
+    /// The offset of the first valid frame at or after `start` whose sequence is not `skip`, or nil.
+    /// Cheap header checks come before the CRC, so the search is linear in the bytes after `start`.
+    static func nextValidFrame(_ buf: UnsafeRawBufferPointer, from start: Int, skippingTransaction skip: UInt64? = nil) -> Int? {
+        var p = max(start, 0)
+        while buf.count - p >= _Frame.headerSize {
+            if _Frame.Kind(rawValue: buf[p + 8]) != nil, buf[p + 9] & ~_Frame.flagLZ4 == 0, buf[p + 10] == 0, buf[p + 11] == 0,
+                case .frame(let header, let payloadOffset) = _Frame.parse(buf, at: p)
+            {
+                if header.sequence != skip { return p }
+                p = payloadOffset + header.storedLength
+                continue
+            }
+            p += 1
+        }
+        return nil
+    }
+}
