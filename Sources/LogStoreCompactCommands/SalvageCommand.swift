@@ -56,19 +56,13 @@ public struct SalvageCommand: ParsableCommand {
         let progress = ProgressLine(common.progress)
         defer { progress.finish() }
 
-        var report: RecoveryReport
-        var copied: StoreCopier.Result
-        var manifestRebuilt = false
+        // A missing, empty or garbled MANIFEST is the engine's job in salvage mode: it rebuilds the
+        // segment list from the files' headers and reports that in `dropped`.
         let manifestPath = _joinPath(source, LogStoreFormat.manifestFileName)
-        do {
-            guard StoreAccess.fs.itemKind(atPath: manifestPath) == .file else { throw LogStoreError(.corruption, "MANIFEST is missing.", path: manifestPath) }
-            (report, copied) = try Self.salvage(from: source, into: target, segmentSize: segmentSize, progress: progress)
-        } catch let e as LogStoreError where e.code == .corruption && e.path == manifestPath {
-            // The engine cannot use the manifest even in salvage mode; it can do without one.
-            manifestRebuilt = true
-            Console.err("logstore-compact: \(e.message) Reading the segment files in file-number order.")
-            (report, copied) = try Self.salvageWithoutManifest(from: source, into: target, segmentSize: segmentSize, progress: progress)
-            report.dropped.insert(.init(path: manifestPath, offset: 0, bytes: 0, reason: "MANIFEST unusable (\(e.message)); segments taken in file-number order"), at: 0)
+        let (report, copied) = try Self.salvage(from: source, into: target, segmentSize: segmentSize, progress: progress)
+        let manifestRebuilt = report.dropped.contains { $0.path == manifestPath }
+        if let m = report.dropped.first(where: { $0.path == manifestPath }) {
+            Console.err("logstore-compact: \(m.reason).")
         }
         progress.finish()
 
@@ -126,44 +120,5 @@ public struct SalvageCommand: ParsableCommand {
             throw error
         }
         return (engine.recoveryReport, result)
-    }
-
-    /// The engine rebuilds a missing manifest in salvage mode; for a damaged one, copy the
-    /// segment files (only) to a temporary directory next to the target and salvage that. Holds
-    /// the source's lock meanwhile; drop paths are reported relative to the source.
-    static func salvageWithoutManifest(from source: String, into target: String, segmentSize: Int?, progress: ProgressLine) throws -> (RecoveryReport, StoreCopier.Result) {
-        try StoreAccess.withLock(source) {
-            let fs = StoreAccess.fs
-            let parent = (target as NSString).deletingLastPathComponent
-            let temp = _joinPath(parent, ".logstore-salvage-\(UUID().uuidString)")
-            try fs.createDirectory(atPath: temp)
-            defer { try? FileManager.default.removeItem(atPath: temp) }
-            for name in try fs.contentsOfDirectory(atPath: source) where LogStoreFormat.segmentNumber(fromFileName: name) != nil {
-                let from = try fs.open(_joinPath(source, name), mode: .readOnly)
-                defer { try? from.close() }
-                let to = try fs.open(_joinPath(temp, name), mode: .createNew)
-                defer { try? to.close() }
-                let size = try from.size()
-                var offset: UInt64 = 0
-                while offset < size {
-                    let chunk = try from.read(at: offset, count: Int(min(8 << 20, size - offset)))
-                    if chunk.isEmpty { break }
-                    try to.write(chunk, at: offset)
-                    offset += UInt64(chunk.count)
-                }
-            }
-            var (report, result) = try salvage(from: temp, into: target, segmentSize: segmentSize, progress: progress)
-            func relocate(_ d: inout RecoveryReport.Drop) {
-                if d.path.hasPrefix(temp + "/") { d.path = source + d.path.dropFirst(temp.count) }
-            }
-            for i in report.dropped.indices { relocate(&report.dropped[i]) }
-            // The engine notes the missing manifest itself; the caller reports the real reason.
-            report.dropped.removeAll { $0.path == _joinPath(source, LogStoreFormat.manifestFileName) }
-            if var t = report.truncatedTail {
-                relocate(&t)
-                report.truncatedTail = t
-            }
-            return (report, result)
-        }
     }
 }

@@ -60,6 +60,20 @@ final class SalvageCommandTests: XCTestCase {
         XCTAssertFalse(leftovers.contains { $0.hasPrefix(".logstore-salvage-") }, "the temporary copy is removed")
     }
 
+    func testSalvageRescuesEveryRecordWhenTheManifestIsEmptyOrNotLogStores() throws {
+        for (what, bytes) in [("empty", Data()), ("text", Data("not a manifest at all".utf8))] {
+            let store = try makeStore()
+            try bytes.write(to: URL(fileURLWithPath: store.dir + "/MANIFEST"))
+            let verify = runTool(["verify", store.dir, "--progress", "none"])
+            XCTAssertEqual(verify.code, 1, "\(what): verify calls it damaged: \(verify.stdout)")
+            let target = temporaryPath("salvaged-\(what)")
+            let run = runTool(["salvage", store.dir, "--into", target, "--json", "--progress", "none"])
+            XCTAssertEqual(run.code, 1, "\(what): \(run.stderr)")
+            XCTAssertEqual(try run.json()["manifestRebuilt"] as? Bool, true, what)
+            XCTAssertEqual(try count(target), store.live, "\(what): every record is rescued")
+        }
+    }
+
     func testSalvageRefusesANonEmptyTarget() throws {
         let store = try makeStore()
         let target = temporaryPath("busy")

@@ -36,7 +36,7 @@ public struct EngineSnapshot: RecordReader, Sendable {
 
     func read(_ loc: RecordLocation) throws -> ArraySlice<UInt8> {
         guard let seg = segments[loc.segment] else {
-            throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.")
+            throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.").withCorruptionNextStep()
         }
         return try seg.readValue(loc, cache: cache)
     }
@@ -63,7 +63,7 @@ public struct EngineSnapshot: RecordReader, Sendable {
         for (key, loc) in entries {
             if loc.frameID != currentFrame {
                 guard let seg = segments[loc.segment] else {
-                    throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.")
+                    throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.").withCorruptionNextStep()
                 }
                 raw = try seg.readFrame(loc, cache: nil)
                 currentFrame = loc.frameID
@@ -71,7 +71,7 @@ public struct EngineSnapshot: RecordReader, Sendable {
             let start = Int(loc.valueOffset)
             let end = start + Int(loc.valueLength)
             guard end <= raw.count else {
-                throw LogStoreError(.corruption, "Record value lies outside its frame.", path: segments[loc.segment]?.path, offset: UInt64(loc.frameOffset))
+                throw LogStoreError(.corruption, "Record value lies outside its frame.", path: segments[loc.segment]?.path, offset: UInt64(loc.frameOffset)).withCorruptionNextStep()
             }
             if try !body(key, raw[start..<end]) { return }
         }

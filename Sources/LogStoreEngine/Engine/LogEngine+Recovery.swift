@@ -64,6 +64,9 @@ extension LogEngine {
             }
             for d in r.dropped { options.logger?.error("salvage dropped damaged bytes", metadata: ["drop": "\(d)"]) }
             return engine
+        } catch let error as LogStoreError {
+            lock.unlock()
+            throw error.withCorruptionNextStep()
         } catch {
             lock.unlock()
             throw error
@@ -95,15 +98,31 @@ extension LogEngine {
         let manifestPath = _joinPath(directory, LogStoreFormat.manifestFileName)
         let onDisk = names.compactMap(LogStoreFormat.segmentNumber(fromFileName:)).sorted()
 
-        var manifest: _Manifest
+        // The evidence that LogStore wrote this directory: segment files that start with a LogStore
+        // segment header. A MANIFEST that is missing, empty or garbled beside such files is a
+        // damaged store (salvage rebuilds the list), not a foreign directory.
+        let segmentHeaders: [UInt32: _SegmentHeader] = Dictionary(uniqueKeysWithValues: onDisk.compactMap { n in
+            readSegmentHeader(fs, _joinPath(directory, LogStoreFormat.segmentFileName(n))).map { (n, $0) }
+        })
+        var manifestProblem: LogStoreError? = nil
+        var decoded: _Manifest? = nil
         if names.contains(LogStoreFormat.manifestFileName) {
             let f = try fs.open(manifestPath, mode: .readOnly)
             let bytes = try f.read(at: 0, count: Int(try f.size()))
             try f.close()
-            manifest = try _Manifest.decode(bytes, path: manifestPath)
-        } else if onDisk.isEmpty || (onDisk == [1] && (try? fileSize(fs, _joinPath(directory, LogStoreFormat.segmentFileName(1)))) ?? 0 <= UInt64(_SegmentHeader.size)) {
+            do {
+                decoded = try _Manifest.decode(bytes, path: manifestPath)
+            } catch let e as LogStoreError where (e.code == .notAStore || e.code == .corruption) && !segmentHeaders.isEmpty {
+                manifestProblem = e
+            }
+        }
+
+        var manifest: _Manifest
+        if let decoded {
+            manifest = decoded
+        } else if manifestProblem == nil && isNewOrInterruptedCreation(onDisk, directory, fs) {
             // A new store, or one whose creation was interrupted before its manifest existed.
-            let segment = try createSegment(1, baseSequence: 1, directory: directory, fs: fs)
+            let segment = try createFirstSegment(directory: directory, fs: fs)
             manifest = _Manifest(generation: 1, nextSegment: 2, segments: [1])
             try writeManifest(manifest, directory: directory, fs: fs)
             report.created = true
@@ -113,31 +132,33 @@ extension LogEngine {
                               tailOffset: UInt64(_SegmentHeader.size), report: report,
                               segmentInfo: [1: _SegmentInfo(length: UInt64(_SegmentHeader.size), rawBytes: 0)],
                               checkpoint: nil, bytesAfterCheckpoint: 0)
+        } else if segmentHeaders.isEmpty {
+            // Files named like segments, but none is one (a photo called 000001.log): not ours.
+            throw LogStoreError(
+                .notAStore,
+                "The directory has no MANIFEST and none of its segment-named files (\(onDisk.prefix(3).map { LogStoreFormat.segmentFileName($0) }.joined(separator: ", "))) starts with a LogStore segment header: it was not written by LogStore. Point the store at an empty or new directory.",
+                path: directory)
         } else if options.recovery == .salvage {
             // Rebuild a manifest from the segment files present. Compaction always replaces a
             // prefix of the replay order and numbers its output above the tail, so the replay
             // order is: compacted segments, then the others, each in file-number order. A file
             // numbered UInt32.max (never written by LogStore) leaves no number for a next segment.
-            let usable = onDisk.filter { $0 < UInt32.max }
-            let compacted = Set(usable.filter { n in
-                guard let f = try? fs.open(_joinPath(directory, LogStoreFormat.segmentFileName(n)), mode: .readOnly) else { return false }
-                defer { try? f.close() }
-                guard let bytes = try? f.read(at: 0, count: _SegmentHeader.size),
-                    case .ok(let h) = bytes.withUnsafeBytes({ _SegmentHeader.decode($0) })
-                else { return false }
-                return h.isCompacted
-            })
+            let usable = onDisk.filter { $0 < UInt32.max && segmentHeaders[$0] != nil }
+            let compacted = Set(usable.filter { segmentHeaders[$0]?.isCompacted == true })
             let order = usable.filter { compacted.contains($0) } + usable.filter { !compacted.contains($0) }
             manifest = _Manifest(generation: 1, nextSegment: (usable.last ?? 0) + 1, segments: order)
-            report.dropped.append(.init(path: manifestPath, offset: 0, bytes: 0, reason: "MANIFEST missing; segments taken in file-number order, compacted ones first"))
-            if usable.count < onDisk.count {
-                report.dropped.append(.init(path: _joinPath(directory, LogStoreFormat.segmentFileName(UInt32.max)), offset: 0, bytes: 0, reason: "segment number out of range"))
+            let why = manifestProblem.map { "MANIFEST damaged (\($0.message))" } ?? "MANIFEST missing"
+            report.dropped.append(.init(path: manifestPath, offset: 0, bytes: 0, reason: "\(why); segments taken in file-number order, compacted ones first"))
+            for n in onDisk where !usable.contains(n) {
+                report.dropped.append(.init(path: _joinPath(directory, LogStoreFormat.segmentFileName(n)), offset: 0, bytes: 0,
+                                            reason: n == UInt32.max ? "segment number out of range" : "no LogStore segment header"))
             }
         } else {
+            let what = manifestProblem.map { "MANIFEST is damaged (\($0.message))" } ?? "MANIFEST is missing"
             throw LogStoreError(
                 .corruption,
-                "MANIFEST is missing but segment files exist. Run `logstore-compact salvage` to copy the data into a new store.",
-                path: manifestPath)
+                "\(what), but \(segmentHeaders.count) LogStore segment file(s) exist: this is a damaged store. \(LogStoreError.corruptionNextStep)",
+                path: manifestPath, offset: manifestProblem?.offset, underlying: manifestProblem)
         }
 
         // Remove what interrupted operations left behind (never in salvage mode: it only reads).
@@ -278,6 +299,48 @@ extension LogEngine {
         }
         return _Recovered(index: index, segments: segments, manifest: manifest, tail: tail, tailOffset: tailOffset, report: report,
                           segmentInfo: info, checkpoint: checkpoint, bytesAfterCheckpoint: report.bytesReplayed)
+    }
+
+    /// The segment header at the start of `path`, or nil if the file cannot be read or does not
+    /// start with a valid LogStore segment header.
+    static func readSegmentHeader(_ fs: any FileSystem, _ path: String) -> _SegmentHeader? {
+        guard let f = try? fs.open(path, mode: .readOnly) else { return nil }
+        defer { try? f.close() }
+        guard let bytes = try? f.read(at: 0, count: _SegmentHeader.size),
+            case .ok(let h) = bytes.withUnsafeBytes({ _SegmentHeader.decode($0) })
+        else { return nil }
+        return h
+    }
+
+    /// Whether a directory without MANIFEST is new, or a store whose creation stopped before its
+    /// manifest was written: no segment file, or only segment 1 holding nothing but (a prefix of)
+    /// the header creation writes, or zeros. Any other bytes there are someone else's file, which
+    /// must never be overwritten as an "interrupted creation".
+    static func isNewOrInterruptedCreation(_ onDisk: [UInt32], _ directory: String, _ fs: any FileSystem) -> Bool {
+        if onDisk.isEmpty { return true }
+        guard onDisk == [1], let f = try? fs.open(_joinPath(directory, LogStoreFormat.segmentFileName(1)), mode: .readOnly) else { return false }
+        defer { try? f.close() }
+        guard let size = try? f.size(), size <= UInt64(_SegmentHeader.size), let bytes = try? f.read(at: 0, count: Int(size)) else { return false }
+        return bytes.allSatisfy { $0 == 0 } || firstSegmentHeader.starts(with: bytes)
+    }
+
+    /// The header a new store's segment 1 starts with (deterministic: segment 1, base sequence 1).
+    static let firstSegmentHeader = _SegmentHeader(segment: 1, baseSequence: 1).encoded()
+
+    /// Creates a new store's segment 1 under a temporary name and renames it into place once its
+    /// header is synced, so `000001.log` never exists with a torn header: a short file of that
+    /// name without MANIFEST is then either an older build's interrupted creation (a prefix of
+    /// the header, or zeros) or a foreign file, never something to overwrite by guess.
+    static func createFirstSegment(directory: String, fs: any FileSystem) throws -> _Segment {
+        let path = _joinPath(directory, LogStoreFormat.segmentFileName(1))
+        let tmp = path + ".tmp"
+        let f = try fs.open(tmp, mode: .createOrTruncate)
+        try f.write(firstSegmentHeader, at: 0)
+        try f.sync()
+        try f.close()
+        try fs.rename(from: tmp, to: path)
+        try fs.syncDirectory(atPath: directory)
+        return _Segment(number: 1, file: try fs.open(path, mode: .readWrite), baseSequence: 1)
     }
 
     static func fileSize(_ fs: any FileSystem, _ path: String) throws -> UInt64 {

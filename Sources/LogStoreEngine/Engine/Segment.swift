@@ -77,6 +77,14 @@ extension _Segment {
     /// Throws `.corruption` naming the file and offset if anything is wrong.
     func readFrame(_ loc: RecordLocation, cache: _FrameCache?) throws -> [UInt8] {
         if let cache, let hit = cache.get(loc.frameID) { return hit }
+        do {
+            return try readFrameUncached(loc, cache: cache)
+        } catch let e as LogStoreError {
+            throw e.withCorruptionNextStep()
+        }
+    }
+
+    private func readFrameUncached(_ loc: RecordLocation, cache: _FrameCache?) throws -> [UInt8] {
         let total = _Frame.headerSize + Int(loc.frameLength)
         let bytes = try file.read(at: UInt64(loc.frameOffset), count: total)
         let raw: [UInt8] = try bytes.withUnsafeBytes { buf in
@@ -93,7 +101,7 @@ extension _Segment {
                     throw e
                 }
             case .truncated(let why), .invalid(let why):
-                throw LogStoreError(.corruption, "Frame unreadable: \(why). Run `logstore-compact verify` on the store.", path: path, offset: UInt64(loc.frameOffset))
+                throw LogStoreError(.corruption, "Frame unreadable: \(why).", path: path, offset: UInt64(loc.frameOffset))
             }
         }
         cache?.put(loc.frameID, raw)
@@ -106,7 +114,7 @@ extension _Segment {
         let start = Int(loc.valueOffset)
         let end = start + Int(loc.valueLength)
         guard end <= raw.count else {
-            throw LogStoreError(.corruption, "Record value lies outside its frame.", path: path, offset: UInt64(loc.frameOffset))
+            throw LogStoreError(.corruption, "Record value lies outside its frame.", path: path, offset: UInt64(loc.frameOffset)).withCorruptionNextStep()
         }
         return raw[start..<end]
     }
