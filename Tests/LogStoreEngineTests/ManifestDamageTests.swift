@@ -129,6 +129,17 @@ final class ManifestDamageTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(size ?? 0, 32)
     }
 
+    func testCreationStoppedBeforeSegmentOneWasRenamedIntoPlaceIsFinished() throws {
+        // A power loss between writing 000001.log.tmp and renaming it can leave only that file.
+        let dir = root + "/stopped"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try Data([0x89, 0x4C, 0x53]).write(to: URL(fileURLWithPath: dir + "/000001.log.tmp"))
+        let e = try LogEngine.open(directory: dir, options: Self.options)
+        XCTAssertTrue(e.recoveryReport.created)
+        try e.close()
+        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir)).subtracting(["LOCK", "CHECKPOINT"]), ["000001.log", "MANIFEST"])
+    }
+
     func testCorruptionFoundWhileReadingNamesVerifyAndSalvage() throws {
         let dir = try storeOf200Items()
         var o = Self.options

@@ -58,7 +58,9 @@ extension LogEngine {
 
     /// Queues a background check of ``compactionDue()`` and a compaction if it says so.
     func scheduleCompactionCheck() {
-        guard options.autoCompaction, options.recovery == .strict, background.claim(.compaction) else { return }
+        guard options.autoCompaction, options.recovery == .strict,
+            compactionBackoff.withLock({ $0.allows(ContinuousClock.now) }), background.claim(.compaction)
+        else { return }
         background.queue.async { [weak self] in
             guard let self else { return }
             self.background.unclaim(.compaction)
@@ -67,6 +69,7 @@ extension LogEngine {
             guard !self.isClosed, self.compactionDue() else { return }
             do {
                 let r = try self.runCompaction(includingTail: false)
+                self.compactionBackoff.withLock { $0.succeeded() }
                 if r.performed {
                     self.logger?.info(
                         "background compaction",
@@ -75,6 +78,11 @@ extension LogEngine {
                             "bytesBefore": "\(r.bytesBefore)", "bytesAfter": "\(r.bytesAfter)",
                         ])
                 }
+            } catch let e as LogStoreError where e.code == .diskFull {
+                let wait = self.compactionBackoff.withLock { $0.failed(at: ContinuousClock.now) }
+                self.logger?.warning(
+                    "background compaction needs free space; the store is unchanged, next try after a roll-over at least \(wait) from now",
+                    metadata: ["store": "\(self.directory)", "error": "\(e)"])
             } catch {
                 self.logger?.warning(
                     "background compaction failed; the store is unchanged", metadata: ["store": "\(self.directory)", "error": "\(error)"])

@@ -85,6 +85,10 @@ extension LogEngine {
     static func checkLooksLikeStore(_ directory: String, _ fs: any FileSystem) throws {
         let names = try fs.contentsOfDirectory(atPath: directory)
         if names.isEmpty || names.contains(LogStoreFormat.manifestFileName) || names.contains(LogStoreFormat.lockFileName) { return }
+        // What a creation stopped before its first rename leaves: the new segment 1 or MANIFEST
+        // under their temporary names (see createFirstSegment).
+        let creationLeftovers = [LogStoreFormat.segmentFileName(1) + ".tmp", LogStoreFormat.manifestFileName + ".tmp"]
+        if names.contains(where: creationLeftovers.contains) { return }
         if names.contains(where: { LogStoreFormat.segmentNumber(fromFileName: $0) != nil }) { return }
         throw LogStoreError(
             .notAStore,

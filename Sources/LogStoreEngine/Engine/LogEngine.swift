@@ -36,6 +36,10 @@ public final class LogEngine: Sendable {
     let checkpointLock = NSLock()
     /// Most index changes a compaction journals while it copies (tests lower it).
     let journalLimit = _Protected(_IndexJournal.defaultLimit)
+    /// Writes that failed with `.diskFull` since the last one that succeeded.
+    let diskFull = _Protected(0)
+    /// When background compaction may run again after failing for lack of space.
+    let compactionBackoff = _Protected(DiskFullBackoff())
 
     struct _EngineState: Sendable {
         /// What readers see: durable under the store's durability.
@@ -232,8 +236,26 @@ public final class LogEngine: Sendable {
         }
     }
 
-    /// Appends one transaction. Caller holds the writer lock.
+    /// Appends one transaction. Caller holds the writer lock. Notes a full disk, and says in the
+    /// log when a write succeeds again after one.
     func appendLocked(_ ops: [RecordOperation]) throws -> UInt64 {
+        do {
+            let seq = try appendLockedOnce(ops)
+            if let failures = diskFull.withLock({ f -> Int? in defer { f = 0 }; return f > 0 ? f : nil }) {
+                logger?.notice("disk space is available again; writes resumed", metadata: ["store": "\(directory)", "failedWrites": "\(failures)"])
+            }
+            return seq
+        } catch let e as LogStoreError where e.code == .diskFull {
+            let first = diskFull.withLock { f -> Bool in
+                f += 1
+                return f == 1
+            }
+            if first { logger?.warning("the disk is full; writes fail until space is freed (nothing committed is lost)", metadata: ["store": "\(directory)"]) }
+            throw e
+        }
+    }
+
+    func appendLockedOnce(_ ops: [RecordOperation]) throws -> UInt64 {
         var (head, tail, offset) = state.withLock { ($0.head, $0.tail, $0.tailOffset) }
         // Only a damaged or foreign log gets here (a store makes one transaction at a time).
         guard head.index.sequence < UInt64.max else {
@@ -347,7 +369,13 @@ public final class LogEngine: Sendable {
         }
         let number = next.segments[next.segments.count - 1]
         next.generation += 1
-        let segment = try Self.createSegment(number, baseSequence: nextSequence, directory: directory, fs: fileSystem)
+        let segment: _Segment
+        do {
+            segment = try Self.createSegment(number, baseSequence: nextSequence, directory: directory, fs: fileSystem)
+        } catch {
+            discardFailedSegment(number)
+            throw error
+        }
         do {
             try Self.writeManifest(next, directory: directory, fs: fileSystem)
         } catch {
@@ -364,6 +392,8 @@ public final class LogEngine: Sendable {
                 group.fail(p)
                 throw p
             }
+            try? segment.file.close()
+            discardFailedSegment(number)
             throw error
         }
         state.withLock { s in
@@ -378,6 +408,18 @@ public final class LogEngine: Sendable {
             s.published.segments[number] = segment
         }
         logger?.debug("rolled over to segment \(number)", metadata: ["store": "\(directory)"])
+    }
+
+    /// Undoes the file side of a roll-over that failed before its manifest was installed (a full
+    /// disk, typically): removes the new segment file and gives its number back if no later number
+    /// was handed out, so failed attempts leave no empty segment files and burn no numbers. Best
+    /// effort: a file that cannot be removed is unlisted, and the next open removes it.
+    func discardFailedSegment(_ number: UInt32) {
+        try? fileSystem.removeFile(atPath: _joinPath(directory, LogStoreFormat.segmentFileName(number)))
+        try? fileSystem.syncDirectory(atPath: directory)
+        state.withLock { s in
+            if s.manifest.nextSegment == number &+ 1 { s.manifest.nextSegment = number }
+        }
     }
 
     static func writeManifest(_ m: _Manifest, directory: String, fs: any FileSystem) throws {
