@@ -5,8 +5,13 @@ import Logging
 enum _CheckpointLoad {
     /// Usable: its index, and the covered segments before the resume position, already opened.
     case adopted(_Checkpoint, opened: [UInt32: _Segment])
-    /// Not usable; the whole log is replayed.
-    case rejected(String)
+    /// Not usable; the whole log is replayed. `witness`: the last sequence the checkpoint says was
+    /// committed and synced, when it decoded (a checkpoint is written only after the log it covers
+    /// is durable, so the log must reach that sequence).
+    case rejected(String, witness: UInt64?)
+    /// Proof of lost data: a segment the checkpoint covers is missing or shorter than the length
+    /// the checkpoint recorded, so committed, synced transactions (up to `witness`) are gone.
+    case contradicted(String, path: String, witness: UInt64)
 }
 
 extension LogEngine {
@@ -98,17 +103,16 @@ extension LogEngine {
     /// Reads, decodes and checks `CHECKPOINT` against `manifest` and the segment files.
     /// Never throws: anything wrong makes it `.rejected` with the reason.
     static func loadCheckpoint(directory: String, fs: any FileSystem, manifest: _Manifest, options: LogStoreOptions) -> _CheckpointLoad {
-        guard options.recovery == .strict else { return .rejected("salvage mode replays the whole log") }
         let path = _joinPath(directory, LogStoreFormat.checkpointFileName)
         let bytes: [UInt8]
         do {
             let f = try fs.open(path, mode: .readOnly)
             defer { try? f.close() }
             let size = try f.size()
-            guard size <= UInt64(Int.max) else { return .rejected("checkpoint file is implausibly large") }
+            guard size <= UInt64(Int.max) else { return .rejected("checkpoint file is implausibly large", witness: nil) }
             bytes = try f.read(at: 0, count: Int(size))
         } catch {
-            return .rejected("checkpoint unreadable: \(error)")
+            return .rejected("checkpoint unreadable: \(error)", witness: nil)
         }
         let decoded: Result<_Checkpoint, _DecodeError> = bytes.withUnsafeBytes { buf in
             do throws(_DecodeError) { return .success(try _Checkpoint.decode(buf)) } catch { return .failure(error) }
@@ -116,41 +120,52 @@ extension LogEngine {
         let cp: _Checkpoint
         switch decoded {
         case .success(let c): cp = c
-        case .failure(let e): return .rejected("checkpoint damaged at offset \(e.offset): \(e.reason)")
+        case .failure(let e): return .rejected("checkpoint damaged at offset \(e.offset): \(e.reason)", witness: nil)
         }
+        let witness = cp.sequence
         guard cp.generation <= manifest.generation else {
-            return .rejected("checkpoint generation \(cp.generation) is newer than the manifest's \(manifest.generation)")
+            return .rejected("checkpoint generation \(cp.generation) is newer than the manifest's \(manifest.generation)", witness: witness)
         }
         let covered = cp.segments.map(\.number)
         guard covered.count <= manifest.segments.count, Array(manifest.segments.prefix(covered.count)) == covered else {
             return .rejected(
-                "checkpoint covers segments \(covered) but the manifest lists \(manifest.segments) (generation \(cp.generation) vs \(manifest.generation)): the log was compacted after it was written"
-            )
+                "checkpoint covers segments \(covered) but the manifest lists \(manifest.segments) (generation \(cp.generation) vs \(manifest.generation)): the log was compacted after it was written",
+                witness: witness)
         }
         var opened: [UInt32: _Segment] = [:]
         for (i, s) in cp.segments.enumerated() {
             let isPosition = i == cp.segments.count - 1
             let segPath = _joinPath(directory, LogStoreFormat.segmentFileName(s.number))
             do {
-                guard fs.itemKind(atPath: segPath) == .file else { return .rejected("segment \(s.number) it covers is missing") }
+                guard fs.itemKind(atPath: segPath) == .file else {
+                    return .contradicted(
+                        "segment \(s.number) is listed in MANIFEST and the checkpoint recorded \(s.length) bytes of it, but its file is missing",
+                        path: segPath, witness: witness)
+                }
                 let f = try fs.open(segPath, mode: .readOnly)
                 let size = try f.size()
                 guard size >= s.length else {
-                    return .rejected("segment \(s.number) holds \(size) bytes, the checkpoint covers \(s.length)")
+                    try? f.close()
+                    return .contradicted(
+                        "segment \(s.number) holds \(size) bytes, but the checkpoint recorded \(s.length) committed, synced bytes of it: it was truncated",
+                        path: segPath, witness: witness)
                 }
                 let header = try f.read(at: 0, count: _SegmentHeader.size)
                 guard case .ok(let h) = header.withUnsafeBytes({ _SegmentHeader.decode($0) }), h.segment == s.number else {
-                    return .rejected("segment \(s.number) has a bad header")
+                    try? f.close()
+                    return .rejected("segment \(s.number) has a bad header", witness: witness)
                 }
-                if isPosition {
+                if isPosition || options.recovery != .strict {
                     try f.close()
                 } else {
                     opened[s.number] = _Segment(number: s.number, file: f, baseSequence: h.baseSequence, compacted: h.isCompacted)
                 }
             } catch {
-                return .rejected("segment \(s.number) unreadable: \(error)")
+                return .rejected("segment \(s.number) unreadable: \(error)", witness: witness)
             }
         }
+        // Salvage replays every segment on its own terms; it only uses the checkpoint as a witness.
+        guard options.recovery == .strict else { return .rejected("salvage mode replays the whole log", witness: witness) }
         return .adopted(cp, opened: opened)
     }
 }

@@ -192,6 +192,8 @@ extension LogEngine {
         var first = 0
         var resumeAt: UInt64 = 0
         var checkpoint: _CheckpointMark? = nil
+        /// The last sequence CHECKPOINT says was committed and synced: the log must reach it.
+        var witness: UInt64? = nil
         if names.contains(LogStoreFormat.checkpointFileName) {
             switch loadCheckpoint(directory: directory, fs: fs, manifest: manifest, options: options) {
             case .adopted(let cp, let opened):
@@ -203,9 +205,19 @@ extension LogEngine {
                 checkpoint = cp.mark(fileBytes: 0)
                 report.checkpointUsed = true
                 report.checkpointSequence = cp.sequence
-            case .rejected(let reason):
+            case .rejected(let reason, let w):
+                witness = w
                 report.checkpointRejectedReason = reason
                 options.logger?.warning("checkpoint not used; replaying the whole log", metadata: ["store": "\(directory)", "reason": "\(reason)"])
+            case .contradicted(let reason, let path, let w):
+                // Committed, synced data is gone. Refuse before anything is cut or recreated.
+                let message = "The checkpoint proves transactions up to \(w) were committed and synced; \(reason)."
+                guard options.recovery == .salvage else {
+                    throw LogStoreError(.corruption, message + " " + LogStoreError.corruptionNextStep, path: path)
+                }
+                witness = w
+                report.checkpointRejectedReason = reason
+                report.dropped.append(.init(path: path, offset: 0, bytes: 0, reason: message))
             }
         }
         for i in first..<manifest.segments.count {
@@ -286,6 +298,13 @@ extension LogEngine {
             segments[number] = seg
             if isLast { tail = seg }
         }
+        if tail == nil, options.recovery == .salvage,
+            let last = manifest.segments.last(where: { segments[$0] != nil }), let seg = segments[last]
+        {
+            // Salvage only reads: with the last segment gone, the last one left ends the log.
+            tail = seg
+            tailOffset = info[last]?.length ?? 0
+        }
         guard let tail else {
             throw LogStoreError(.corruption, "No usable segment; run `logstore-compact salvage`.", path: directory)
         }
@@ -296,6 +315,18 @@ extension LogEngine {
             // entries of segments that new commits go to.
             try tail.file.sync()
             try fs.syncDirectory(atPath: directory)
+        }
+        if let witness, index.sequence < witness {
+            // Some listed file lost committed data that no check above could point at (a stale
+            // checkpoint, a replaced or shortened file): never open with less than was durable.
+            let message = "CHECKPOINT proves transactions up to \(witness) were committed and synced, but the log ends at \(index.sequence): transactions \(index.sequence + 1)...\(witness) are missing (a segment file was deleted, truncated or replaced)."
+            let checkpointPath = _joinPath(directory, LogStoreFormat.checkpointFileName)
+            guard options.recovery == .salvage else {
+                throw LogStoreError(.corruption, message + " " + LogStoreError.corruptionNextStep, path: checkpointPath)
+            }
+            if !report.dropped.contains(where: { $0.reason.hasPrefix("The checkpoint proves") }) {
+                report.dropped.append(.init(path: checkpointPath, offset: 0, bytes: 0, reason: message))
+            }
         }
         report.lastSequence = index.sequence
         if report.checkpointUsed, let size = try? fileSize(fs, _joinPath(directory, LogStoreFormat.checkpointFileName)) {

@@ -1,0 +1,90 @@
+import Foundation
+import LogStoreEngine
+import XCTest
+
+/// A CHECKPOINT is written only after the log it covers is synced, so it proves which
+/// transactions were committed: a store never opens with less (issue 19, the clean-close cells).
+final class CheckpointWitnessTests: XCTestCase {
+    var root = ""
+
+    override func setUpWithError() throws {
+        root = NSTemporaryDirectory() + "logstore-witness-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: root) }
+
+    static var options: LogStoreOptions {
+        var o = LogStoreOptions()
+        o.autoCompaction = false
+        o.segmentSize = 64 << 10
+        return o
+    }
+
+    /// A cleanly closed store: 40 durable transactions of 250 items over several segments, and a
+    /// checkpoint; `segment` is the tail.
+    func closedStore() throws -> (dir: String, segment: String) {
+        let dir = root + "/store-\(UUID().uuidString)"
+        let e = try LogEngine.open(directory: dir, options: Self.options)
+        for t in 0..<40 {
+            try e.commit((0..<250).map { i in
+                .put(type: "Item", key: RecordKey(Array("i\(t * 250 + i)".utf8)), value: AttributeValue.int(Int64(t * 250 + i)).encoded())
+            })
+        }
+        let segment = dir + "/" + LogStoreFormat.segmentFileName(e.manifestInfo.segments.last ?? 1)
+        XCTAssertGreaterThan(e.manifestInfo.segments.count, 1)
+        try e.close()
+        XCTAssertTrue(FileManager.default.fileExists(atPath: dir + "/CHECKPOINT"))
+        return (dir, segment)
+    }
+
+    func assertRefusedNaming(_ dir: String, _ path: String, _ what: String) {
+        XCTAssertThrowsError(try LogEngine.open(directory: dir, options: Self.options)) { error in
+            let e = error as? LogStoreError
+            XCTAssertEqual(e?.code, .corruption, "\(what): \(error)")
+            XCTAssertEqual(e?.path, path, "\(what)")
+            XCTAssertTrue(e?.message.contains("salvage") == true, "\(what): \(error)")
+        }
+    }
+
+    func testDeletedSegmentAfterACleanCloseIsRefusedNotRecreatedEmpty() throws {
+        let (dir, segment) = try closedStore()
+        try FileManager.default.removeItem(atPath: segment)
+        assertRefusedNaming(dir, segment, "deleted segment")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: segment), "nothing recreated under the lost file's name")
+        var salvage = Self.options
+        salvage.recovery = .salvage
+        let s = try LogEngine.open(directory: dir, options: salvage)
+        XCTAssertFalse(s.recoveryReport.dropped.isEmpty, "salvage reports the loss")
+        XCTAssertGreaterThan(try s.snapshot().count(ofType: "Item"), 0, "and keeps what the sealed segments hold")
+        try s.close()
+    }
+
+    func testSegmentTruncatedTo90And50And0PercentAfterACleanCloseIsRefused() throws {
+        for percent in [90, 50, 0] {
+            let (dir, segment) = try closedStore()
+            let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: segment)[.size] as? Int)
+            let h = try FileHandle(forUpdating: URL(fileURLWithPath: segment))
+            try h.truncate(atOffset: UInt64(size * percent / 100))
+            try h.close()
+            assertRefusedNaming(dir, segment, "\(percent) %")
+        }
+    }
+
+    func testSegmentShortenedByOneByteAfterACleanCloseIsRefused() throws {
+        let (dir, segment) = try closedStore()
+        let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: segment)[.size] as? Int)
+        let h = try FileHandle(forUpdating: URL(fileURLWithPath: segment))
+        try h.truncate(atOffset: UInt64(size - 1))
+        try h.close()
+        assertRefusedNaming(dir, segment, "one byte")
+    }
+
+    func testIntactStoreWithItsCheckpointOpensWithEveryItem() throws {
+        let (dir, _) = try closedStore()
+        let e = try LogEngine.open(directory: dir, options: Self.options)
+        XCTAssertTrue(e.recoveryReport.checkpointUsed)
+        XCTAssertEqual(try e.snapshot().count(ofType: "Item"), 10_000)
+        try e.close()
+    }
+}
