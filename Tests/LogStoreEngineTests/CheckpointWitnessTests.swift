@@ -5,14 +5,8 @@ import XCTest
 /// A CHECKPOINT is written only after the log it covers is synced, so it proves which
 /// transactions were committed: a store never opens with less (issue 19, the clean-close cells).
 final class CheckpointWitnessTests: XCTestCase {
-    var root = ""
-
-    override func setUpWithError() throws {
-        root = NSTemporaryDirectory() + "logstore-witness-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: root) }
+    /// A real temporary directory for this test (removed when it ends).
+    lazy var root = StoreHarness.posix(self).root
 
     static var options: LogStoreOptions {
         var o = LogStoreOptions()

@@ -7,14 +7,8 @@ import XCTest
 /// directory LogStore never wrote is `.notAStore`, and a foreign file named like a segment is
 /// never overwritten.
 final class ManifestDamageTests: XCTestCase {
-    var root = ""
-
-    override func setUpWithError() throws {
-        root = NSTemporaryDirectory() + "logstore-manifest-damage-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: root) }
+    /// A real temporary directory for this test (removed when it ends).
+    lazy var root = StoreHarness.posix(self).root
 
     static var options: LogStoreOptions {
         var o = LogStoreOptions()
