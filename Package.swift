@@ -5,7 +5,8 @@
 //
 // Module graph (dependencies point one way):
 //
-//   CLZ4 <- LogStoreEngine <- LogStore <- logstore-demo, logstore-compact, logstore-crashtest
+//   CLZ4 <- LogStoreEngine <- LogStore <- logstore-demo, logstore-crashtest
+//                          <- LogStoreCompactCommands <- logstore-compact   (the engine only)
 //
 // Test tooling (fuzz targets, benchmarks) lives in nested packages under
 // Tests/Fuzz and Benchmarks so that users of the library never build it.

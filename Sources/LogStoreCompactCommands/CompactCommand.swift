@@ -14,8 +14,8 @@ public struct CompactCommand: ParsableCommand {
             The store must be closed: compact takes its lock and exits 3 if an app has it open.
               logstore-compact <store> --dry-run      estimate, write nothing
               logstore-compact <store> --into <dir>   write a compacted copy to a new directory
-              logstore-compact <store>                compact the store itself (engine compaction; \
-            this build does not have it yet and exits 6 without touching the store)
+              logstore-compact <store>                compact the store itself (online engine compaction: \
+            a crash leaves the old or the new generation, never a mix)
 
             \(exitCodesHelp)
             """)

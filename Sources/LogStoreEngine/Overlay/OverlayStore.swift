@@ -4,8 +4,9 @@ import Logging
 /// with its own operation log (in memory, spilled to a temporary file past
 /// ``LogStoreOptions/childSpillThreshold``).
 ///
-/// Nothing an overlay store holds is durable: a crash loses it by design. ``mergeChanges()`` and
-/// ``rebase(onto:)`` let the parent replay it as one transaction.
+/// Nothing an overlay store holds is durable: a crash loses it by design. ``beginMerge()`` (which
+/// hands the parent the changes to replay as one transaction), ``endMerge(rebaseOnto:)`` and
+/// ``rebase(onto:)`` are the merge protocol.
 ///
 /// Thread-safe; write bodies are serialized on the caller's thread like ``LogEngine``'s.
 public final class OverlayStore: StoreBackend {

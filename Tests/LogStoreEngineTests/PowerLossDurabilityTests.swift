@@ -2,9 +2,11 @@ import XCTest
 import LogStoreEngine
 import _LogStoreTestSupport
 
-/// Engine bugs found by the power-loss harness (PowerLossTests), each pinned by the smallest
-/// scenario that showed it.
-final class CrashRegressionTests: XCTestCase {
+/// What must survive a power loss after the situations the power-loss harness (PowerLossTests)
+/// found mishandled: the store directory's own entry, commits made after a restart from a kill,
+/// transactions a reader saw, and the torn-tail rule for multi-frame transactions. Each test is
+/// the smallest scenario that showed its bug.
+final class PowerLossDurabilityTests: XCTestCase {
     let marker = RecordKey([1])
 
     func commitMarker(_ e: LogEngine) throws {
@@ -53,7 +55,7 @@ final class CrashRegressionTests: XCTestCase {
     }
 }
 
-extension CrashRegressionTests {
+extension PowerLossDurabilityTests {
     /// Fills a fresh store with 6 KiB transactions until the next one rolls over to segment 2.
     func storeAboutToRollOver(_ fs: FaultInjectingFileSystem, _ options: LogStoreOptions) throws -> LogEngine {
         let e = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
@@ -113,7 +115,7 @@ extension CrashRegressionTests {
     }
 }
 
-extension CrashRegressionTests {
+extension PowerLossDurabilityTests {
     /// A store whose last transaction spans several frames; returns the file system, the segment
     /// path and the offsets where the last two transactions start.
     func storeEndingWithAMultiFrameTransaction() throws -> (FaultInjectingFileSystem, String, UInt64, UInt64) {
