@@ -1,6 +1,7 @@
 import Foundation
 import LogStoreEngine
 import XCTest
+import _LogStoreTestSupport
 
 @testable import LogStore
 
@@ -697,18 +698,5 @@ final class CodingTests: XCTestCase {
             for _ in 0..<Int(rng.next() % 6) { dict[string()] = [rng.next(), rng.next() >> 40] }
             try roundTrip(dict)
         }
-    }
-}
-
-/// A small deterministic generator for reproducible fuzz loops.
-private struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

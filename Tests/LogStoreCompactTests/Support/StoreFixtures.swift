@@ -4,18 +4,6 @@ import LogStoreEngine
 import XCTest
 
 /// A deterministic pseudo-random generator (SplitMix64) so fixtures are the same on every run.
-struct SplitMix {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func bytes(_ n: Int) -> [UInt8] { (0..<n).map { _ in UInt8(truncatingIfNeeded: next()) } }
-}
-
 /// A real store on disk, written through `LogEngine`, with overwrites, deletes, a delete-all and
 /// several 64 KiB segments.
 struct StoreFixture {
@@ -37,7 +25,7 @@ struct StoreFixture {
     static func userKey(_ i: Int) -> RecordKey { RecordKey(Array("u\(i)".utf8)) }
     static func noteKey(_ i: Int) -> RecordKey { RecordKey([0x00, 0xFF] + (0..<14).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) }) }
 
-    static func user(_ i: Int, round: Int, rng: inout SplitMix) -> AttributeValue {
+    static func user(_ i: Int, round: Int, rng: inout SplitMix64) -> AttributeValue {
         .map([
             "name": .string("user \(i) \u{e9}"),
             "age": .int(Int64(20 + i % 50)),
@@ -53,7 +41,7 @@ struct StoreFixture {
 
     /// Writes the fixture into `dir` (which must not exist yet).
     static func build(in dir: String) throws -> StoreFixture {
-        var rng = SplitMix(state: 42)
+        var rng = SplitMix64(seed: 42)
         let e = try LogEngine.open(directory: dir, options: options())
         // 300 users in 10 transactions, then half of them overwritten, a sixth deleted.
         for t in 0..<10 {
