@@ -9,9 +9,14 @@
 //                          <- LogStoreCompactCommands <- logstore-compact   (the engine only)
 //
 // Test tooling (fuzz targets, benchmarks) lives in nested packages under
-// Tests/Fuzz and Benchmarks so that users of the library never build it.
+// Tests/Fuzz and Benchmarks so that users of the library never build it. Test support
+// (_LogStoreTestSupport) and the fuzz entry points (LogStoreFuzzSupport) are targets of this
+// package, reaching the engine's internals through `package` access; they are products only when
+// LOGSTORE_FUZZ=1 (set by tools/fuzz for the nested fuzz package), so apps never see them.
 
 import PackageDescription
+
+let fuzzing = Context.environment["LOGSTORE_FUZZ"] == "1"
 
 let strict: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
@@ -25,12 +30,14 @@ let package = Package(
     products: [
         .library(name: "LogStore", targets: ["LogStore"]),
         .library(name: "LogStoreEngine", targets: ["LogStoreEngine"]),
-        // Test support: fault-injecting file system, reference models. Not API.
-        .library(name: "_LogStoreTestSupport", targets: ["_LogStoreTestSupport"]),
         .executable(name: "logstore-demo", targets: ["logstore-demo"]),
         .executable(name: "logstore-compact", targets: ["logstore-compact"]),
         .executable(name: "logstore-crashtest", targets: ["logstore-crashtest"]),
-    ],
+    ] + (fuzzing ? [
+        // For Tests/Fuzz only (LOGSTORE_FUZZ=1): test support and the fuzz entry points. Not API.
+        .library(name: "_LogStoreTestSupport", targets: ["_LogStoreTestSupport"]),
+        .library(name: "LogStoreFuzzSupport", targets: ["LogStoreFuzzSupport"]),
+    ] : []),
     dependencies: [
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -65,6 +72,11 @@ let package = Package(
             dependencies: ["LogStoreEngine", "LogStore"],
             swiftSettings: strict
         ),
+        .target(
+            name: "LogStoreFuzzSupport",
+            dependencies: ["LogStoreEngine", "LogStore", "_LogStoreTestSupport"],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "logstore-demo",
             dependencies: ["LogStore"],
@@ -93,7 +105,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LogStoreEngineTests",
-            dependencies: ["LogStoreEngine", "_LogStoreTestSupport"],
+            dependencies: ["LogStoreEngine", "_LogStoreTestSupport", "LogStoreFuzzSupport"],
             swiftSettings: strict
         ),
         .testTarget(

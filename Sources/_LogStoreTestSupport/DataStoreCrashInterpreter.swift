@@ -1,5 +1,5 @@
 import Dispatch
-@_spi(Testing) public import LogStore
+public import LogStore
 public import LogStoreEngine
 import Synchronization
 

@@ -1,5 +1,5 @@
 import Foundation
-@_spi(Testing) public import LogStore
+public import LogStore
 public import LogStoreEngine
 
 /// Settings of a ``DataStorePowerLossHarness`` run.

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-@_spi(Testing) import LogStore
+import LogStore
 import LogStoreEngine
 import _LogStoreTestSupport
 

@@ -13,12 +13,16 @@
 //   fuzz-manifest  MANIFEST reader                               FuzzEntryPoints.manifest
 //   fuzz-checkpoint CHECKPOINT reader and loading                FuzzEntryPoints.checkpoint
 //   fuzz-ops       DataStore scripts vs a model; engine crash scripts   StoreScriptFuzzing.run
+// (all in the root package's LogStoreFuzzSupport module).
 // fuzz-corpus-seed (a normal executable) writes the seed corpora in Corpus/.
 
 import PackageDescription
 
+// The root package declares LogStoreFuzzSupport and _LogStoreTestSupport as products only when
+// LOGSTORE_FUZZ=1 is set (tools/fuzz sets it), so that apps never see them.
 let settings: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 let engine = Target.Dependency.product(name: "LogStoreEngine", package: "LogStore")
+let fuzzSupport = Target.Dependency.product(name: "LogStoreFuzzSupport", package: "LogStore")
 
 let package = Package(
     name: "LogStoreFuzz",
@@ -27,14 +31,14 @@ let package = Package(
         .package(name: "LogStore", path: "../.."),
     ],
     targets: [
-        .executableTarget(name: "fuzz-frame", dependencies: [engine], swiftSettings: settings),
-        .executableTarget(name: "fuzz-segment", dependencies: [engine], swiftSettings: settings),
-        .executableTarget(name: "fuzz-value", dependencies: [engine], swiftSettings: settings),
-        .executableTarget(name: "fuzz-manifest", dependencies: [engine], swiftSettings: settings),
-        .executableTarget(name: "fuzz-checkpoint", dependencies: [engine], swiftSettings: settings),
+        .executableTarget(name: "fuzz-frame", dependencies: [fuzzSupport], swiftSettings: settings),
+        .executableTarget(name: "fuzz-segment", dependencies: [fuzzSupport], swiftSettings: settings),
+        .executableTarget(name: "fuzz-value", dependencies: [fuzzSupport], swiftSettings: settings),
+        .executableTarget(name: "fuzz-manifest", dependencies: [fuzzSupport], swiftSettings: settings),
+        .executableTarget(name: "fuzz-checkpoint", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(
             name: "fuzz-ops",
-            dependencies: [.product(name: "_LogStoreTestSupport", package: "LogStore")],
+            dependencies: [fuzzSupport],
             swiftSettings: settings),
         .executableTarget(
             name: "fuzz-corpus-seed",

@@ -1,5 +1,6 @@
 import Foundation
-@_spi(Fuzzing) import LogStoreEngine
+import LogStoreEngine
+import LogStoreFuzzSupport
 import XCTest
 import _LogStoreTestSupport
 

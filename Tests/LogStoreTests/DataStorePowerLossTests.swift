@@ -1,5 +1,5 @@
 import Foundation
-@_spi(Testing) import LogStore
+import LogStore
 import LogStoreEngine
 import XCTest
 import _LogStoreTestSupport

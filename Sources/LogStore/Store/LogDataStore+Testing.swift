@@ -1,4 +1,4 @@
-public import LogStoreEngine
+package import LogStoreEngine
 
 extension LogDataStore {
     /// The engine at the root of this store's tree (for a child store, its root parent's), so
@@ -7,9 +7,9 @@ extension LogDataStore {
     ///
     /// Callable from any thread. Throws `.notOpen` if the store is not set up (or was torn down)
     /// and `.parentClosed` for a child whose parent was torn down. The engine returned stays
-    /// valid until the store's `tearDown()`.
-    @_spi(Testing)
-    public func engineForTesting() throws -> LogEngine {
+    /// valid until the store's `tearDown()`. `package` access: the crash tests and tools of this
+    /// package reach it; apps do not.
+    package func engineForTesting() throws -> LogEngine {
         try rootEngine()
     }
 }

@@ -60,9 +60,9 @@ public final class LogDataStore: DataStore {
     }
 
     /// A store at `path` on any `FileSystem` (for example the crash harness's
-    /// fault-injecting file system). Test support, not API: the SPI may change.
-    @_spi(Testing)
-    public convenience init(path: String, fileSystem: any FileSystem, options: LogStoreOptions = .init()) {
+    /// fault-injecting file system). Test support, not API: `package` access, so only this package's
+    /// tests and tools see it.
+    package convenience init(path: String, fileSystem: any FileSystem, options: LogStoreOptions = .init()) {
         self.init(kind: .custom(path: path, fileSystem: fileSystem), options: options)
     }
 

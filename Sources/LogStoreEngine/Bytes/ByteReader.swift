@@ -5,49 +5,49 @@
 /// `LogStoreError` with the file and offset they know.
 @usableFromInline
 struct _ByteReader {
-    @usableFromInline let base: UnsafeRawBufferPointer
-    @usableFromInline var offset: Int
+    @usableFromInline package let base: UnsafeRawBufferPointer
+    @usableFromInline package var offset: Int
 
-    @inlinable init(_ base: UnsafeRawBufferPointer, offset: Int = 0) {
+    @inlinable package init(_ base: UnsafeRawBufferPointer, offset: Int = 0) {
         self.base = base
         self.offset = offset
     }
 
-    @inlinable var remaining: Int { base.count - offset }
-    @inlinable var isAtEnd: Bool { offset >= base.count }
+    @inlinable package var remaining: Int { base.count - offset }
+    @inlinable package var isAtEnd: Bool { offset >= base.count }
 
-    @inlinable mutating func need(_ n: Int) throws(_DecodeError) {
+    @inlinable package mutating func need(_ n: Int) throws(_DecodeError) {
         guard n >= 0, n <= base.count - offset else { throw _DecodeError("truncated: need \(n) bytes, \(base.count - offset) left", at: offset) }
     }
 
-    @inlinable mutating func u8() throws(_DecodeError) -> UInt8 {
+    @inlinable package mutating func u8() throws(_DecodeError) -> UInt8 {
         try need(1)
         defer { offset += 1 }
         return base[offset]
     }
 
-    @inlinable mutating func u16() throws(_DecodeError) -> UInt16 {
+    @inlinable package mutating func u16() throws(_DecodeError) -> UInt16 {
         try need(2)
         defer { offset += 2 }
         return UInt16(base[offset]) | UInt16(base[offset + 1]) << 8
     }
 
-    @inlinable mutating func u32() throws(_DecodeError) -> UInt32 {
+    @inlinable package mutating func u32() throws(_DecodeError) -> UInt32 {
         try need(4)
         defer { offset += 4 }
         return base.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian
     }
 
-    @inlinable mutating func u64() throws(_DecodeError) -> UInt64 {
+    @inlinable package mutating func u64() throws(_DecodeError) -> UInt64 {
         try need(8)
         defer { offset += 8 }
         return base.loadUnaligned(fromByteOffset: offset, as: UInt64.self).littleEndian
     }
 
-    @inlinable mutating func f64() throws(_DecodeError) -> Double { Double(bitPattern: try u64()) }
+    @inlinable package mutating func f64() throws(_DecodeError) -> Double { Double(bitPattern: try u64()) }
 
     /// Unsigned LEB128; rejects encodings longer than 10 bytes or overflowing 64 bits.
-    @inlinable mutating func uvarint() throws(_DecodeError) -> UInt64 {
+    @inlinable package mutating func uvarint() throws(_DecodeError) -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         let start = offset
@@ -63,24 +63,24 @@ struct _ByteReader {
 
     /// A length read as uvarint and checked against the bytes left (so a corrupt length can never
     /// make the caller allocate or loop beyond the buffer).
-    @inlinable mutating func length() throws(_DecodeError) -> Int {
+    @inlinable package mutating func length() throws(_DecodeError) -> Int {
         let start = offset
         let n = try uvarint()
         guard n <= UInt64(remaining) else { throw _DecodeError("length \(n) exceeds the \(remaining) bytes left", at: start) }
         return Int(n)
     }
 
-    @inlinable mutating func bytes(_ n: Int) throws(_DecodeError) -> UnsafeRawBufferPointer {
+    @inlinable package mutating func bytes(_ n: Int) throws(_DecodeError) -> UnsafeRawBufferPointer {
         try need(n)
         defer { offset += n }
         return UnsafeRawBufferPointer(rebasing: base[offset..<(offset + n)])
     }
 
-    @inlinable mutating func lengthPrefixed() throws(_DecodeError) -> UnsafeRawBufferPointer {
+    @inlinable package mutating func lengthPrefixed() throws(_DecodeError) -> UnsafeRawBufferPointer {
         try bytes(try length())
     }
 
-    @inlinable mutating func string() throws(_DecodeError) -> String {
+    @inlinable package mutating func string() throws(_DecodeError) -> String {
         let start = offset
         let raw = try lengthPrefixed()
         guard let s = String(validating: raw, as: UTF8.self) else { throw _DecodeError("invalid UTF-8 in string", at: start) }
@@ -90,10 +90,10 @@ struct _ByteReader {
 
 /// A decoding failure inside a buffer: what was wrong and where (offset within the buffer).
 @usableFromInline
-struct _DecodeError: Error, Sendable {
-    @usableFromInline let reason: String
-    @usableFromInline let offset: Int
-    @inlinable init(_ reason: String, at offset: Int) {
+package struct _DecodeError: Error, Sendable {
+    @usableFromInline package let reason: String
+    @usableFromInline package let offset: Int
+    @inlinable package init(_ reason: String, at offset: Int) {
         self.reason = reason
         self.offset = offset
     }

@@ -6,35 +6,35 @@
 ///
 /// Runs on the caller's thread; not thread-safe (a value type: copy it instead of sharing).
 @usableFromInline
-struct _ByteWriter {
-    @usableFromInline var bytes: [UInt8]
+package struct _ByteWriter {
+    @usableFromInline package var bytes: [UInt8]
 
-    @inlinable init(capacity: Int = 64) {
+    @inlinable package init(capacity: Int = 64) {
         bytes = []
         bytes.reserveCapacity(capacity)
     }
 
-    @inlinable var count: Int { bytes.count }
+    @inlinable package var count: Int { bytes.count }
 
-    @inlinable mutating func u8(_ v: UInt8) { bytes.append(v) }
+    @inlinable package mutating func u8(_ v: UInt8) { bytes.append(v) }
 
-    @inlinable mutating func u16(_ v: UInt16) {
+    @inlinable package mutating func u16(_ v: UInt16) {
         bytes.append(UInt8(truncatingIfNeeded: v))
         bytes.append(UInt8(truncatingIfNeeded: v >> 8))
     }
 
-    @inlinable mutating func u32(_ v: UInt32) {
+    @inlinable package mutating func u32(_ v: UInt32) {
         withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
-    @inlinable mutating func u64(_ v: UInt64) {
+    @inlinable package mutating func u64(_ v: UInt64) {
         withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
-    @inlinable mutating func f64(_ v: Double) { u64(v.bitPattern) }
+    @inlinable package mutating func f64(_ v: Double) { u64(v.bitPattern) }
 
     /// Unsigned LEB128: 7 bits per byte, low group first, high bit set on every byte but the last.
-    @inlinable mutating func uvarint(_ v: UInt64) {
+    @inlinable package mutating func uvarint(_ v: UInt64) {
         var v = v
         while v >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
@@ -43,18 +43,18 @@ struct _ByteWriter {
         bytes.append(UInt8(v))
     }
 
-    @inlinable mutating func append<C: Collection>(contentsOf c: C) where C.Element == UInt8 {
+    @inlinable package mutating func append<C: Collection>(contentsOf c: C) where C.Element == UInt8 {
         bytes.append(contentsOf: c)
     }
 
     /// `uvarint(count) bytes`.
-    @inlinable mutating func lengthPrefixed<C: Collection>(_ c: C) where C.Element == UInt8 {
+    @inlinable package mutating func lengthPrefixed<C: Collection>(_ c: C) where C.Element == UInt8 {
         uvarint(UInt64(c.count))
         bytes.append(contentsOf: c)
     }
 
     /// `uvarint(utf8 count) utf8`.
-    @inlinable mutating func string(_ s: String) {
+    @inlinable package mutating func string(_ s: String) {
         var s = s
         s.withUTF8 { buf in
             uvarint(UInt64(buf.count))
@@ -63,7 +63,7 @@ struct _ByteWriter {
     }
 
     /// Overwrites 4 bytes at `offset` (used to back-patch lengths and checksums).
-    @inlinable mutating func patchU32(_ v: UInt32, at offset: Int) {
+    @inlinable package mutating func patchU32(_ v: UInt32, at offset: Int) {
         let le = v.littleEndian
         withUnsafeBytes(of: le) { src in
             for i in 0..<4 { bytes[offset + i] = src[i] }

@@ -29,28 +29,33 @@ import Synchronization
 /// checked against the bytes left before anything is allocated, and every location must lie
 /// inside the segment prefix the checkpoint itself declares. Section tags are part of the file
 /// format: never renumber or reuse them.
-struct _Checkpoint {
-    static let magic: [UInt8] = [0x89, 0x4C, 0x53, 0x43, 0x50, 0x0D, 0x0A, 0x1A]
-    static let headerSize = 8 + 2 + 2 + 8 + 8 + 8
+package struct _Checkpoint {
+    package static let magic: [UInt8] = [0x89, 0x4C, 0x53, 0x43, 0x50, 0x0D, 0x0A, 0x1A]
+    package static let headerSize = 8 + 2 + 2 + 8 + 8 + 8
     /// Section tags. Part of the file format: never renumber or reuse.
-    enum Tag: UInt8 {
+    package enum Tag: UInt8 {
         case segments = 0x01
         case type = 0x02
         case end = 0xFF
     }
 
-    struct Segment: Equatable, Sendable {
-        var number: UInt32
-        var length: UInt64
-        var rawBytes: UInt64
+    package struct Segment: Equatable, Sendable {
+        package var number: UInt32
+        package var length: UInt64
+        package var rawBytes: UInt64
+        package init(number: UInt32, length: UInt64, rawBytes: UInt64) {
+            self.number = number
+            self.length = length
+            self.rawBytes = rawBytes
+        }
     }
 
-    var version: UInt16 = LogStoreFormat.version
-    var generation: UInt64
-    var sequence: UInt64
-    var createdAtMillis: UInt64
-    var segments: [Segment]
-    var index: _IndexState
+    package var version: UInt16 = LogStoreFormat.version
+    package var generation: UInt64
+    package var sequence: UInt64
+    package var createdAtMillis: UInt64
+    package var segments: [Segment]
+    package var index: _IndexState
 
     /// What the engine remembers about a checkpoint it wrote or loaded.
     func mark(fileBytes: UInt64) -> _CheckpointMark {
@@ -60,7 +65,7 @@ struct _Checkpoint {
     }
 
     /// Encodes a checkpoint of `index` (whose locations must all lie in `segments`).
-    static func encode(generation: UInt64, createdAtMillis: UInt64, segments: [Segment], index: _IndexState) -> [UInt8] {
+    package static func encode(generation: UInt64, createdAtMillis: UInt64, segments: [Segment], index: _IndexState) -> [UInt8] {
         let total = index.totalCount
         var w = _ByteWriter(capacity: 64 + segments.count * 20 + total * 24)
         w.append(contentsOf: magic)
@@ -102,7 +107,7 @@ struct _Checkpoint {
 
     /// Decodes and checks a checkpoint. Throws `_DecodeError` (what is wrong and at which offset)
     /// for anything that is not a well-formed checkpoint of this format version or older.
-    static func decode(_ buf: UnsafeRawBufferPointer) throws(_DecodeError) -> _Checkpoint {
+    package static func decode(_ buf: UnsafeRawBufferPointer) throws(_DecodeError) -> _Checkpoint {
         guard buf.count >= headerSize + 1 + 9 + 4 else {
             throw _DecodeError("file is \(buf.count) bytes, too short for a checkpoint", at: 0)
         }
@@ -261,7 +266,7 @@ struct _Checkpoint {
 
     /// LSD radix sort on the top 32 bits of the first element (2 passes of 16 bits): the first
     /// six trie levels, more than an index of any size in memory uses for locality.
-    static func radixSort(_ a: inout [(UInt64, UInt32)]) {
+    package static func radixSort(_ a: inout [(UInt64, UInt32)]) {
         guard a.count > 1 else { return }
         var tmp = a
         var counts = [Int](repeating: 0, count: 65537)
@@ -315,20 +320,20 @@ struct _Checkpoint {
 /// The engine's memory of the newest checkpoint on disk (for statistics and to skip rewriting an
 /// unchanged one).
 struct _CheckpointMark: Sendable, Equatable {
-    var generation: UInt64
-    var sequence: UInt64
-    var createdAtMillis: UInt64
+    package var generation: UInt64
+    package var sequence: UInt64
+    package var createdAtMillis: UInt64
     /// The manifest prefix it covers; replay resumes in the last one at `positionOffset`.
-    var segments: [UInt32]
-    var positionOffset: UInt64
+    package var segments: [UInt32]
+    package var positionOffset: UInt64
     /// Size of the CHECKPOINT file.
-    var fileBytes: UInt64
+    package var fileBytes: UInt64
 }
 
 /// The parts of an index built on several threads. Sendable: every slot is behind the mutex.
 final class _Parts: Sendable {
     private let slots: Mutex<[TreeDictionary<RecordKey, RecordLocation>?]>
-    init(count: Int) { slots = Mutex([TreeDictionary<RecordKey, RecordLocation>?](repeating: nil, count: count)) }
-    func set(_ i: Int, _ d: TreeDictionary<RecordKey, RecordLocation>?) { slots.withLock { $0[i] = d } }
-    func get(_ i: Int) -> TreeDictionary<RecordKey, RecordLocation>? { slots.withLock { $0[i] } }
+    package init(count: Int) { slots = Mutex([TreeDictionary<RecordKey, RecordLocation>?](repeating: nil, count: count)) }
+    package func set(_ i: Int, _ d: TreeDictionary<RecordKey, RecordLocation>?) { slots.withLock { $0[i] = d } }
+    package func get(_ i: Int) -> TreeDictionary<RecordKey, RecordLocation>? { slots.withLock { $0[i] } }
 }

@@ -1,14 +1,14 @@
-import HashTreeCollections
+package import HashTreeCollections
 
 /// The in-memory indexes at one sequence number: per item type, key → location.
 ///
 /// A value type built on persistent hash tries (`TreeDictionary`): copying it is O(1) and a copy
 /// is never affected by later changes to the original, which is how readers get snapshots while
 /// the writer appends.
-struct _IndexState: Sendable {
-    var types: [String: TreeDictionary<RecordKey, RecordLocation>] = [:]
+package struct _IndexState: Sendable {
+    package var types: [String: TreeDictionary<RecordKey, RecordLocation>] = [:]
     /// The sequence number of the last transaction applied.
-    var sequence: UInt64 = 0
+    package var sequence: UInt64 = 0
 
     func location(_ type: String, _ key: RecordKey) -> RecordLocation? { types[type]?[key] }
 

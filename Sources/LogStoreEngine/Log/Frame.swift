@@ -9,33 +9,33 @@
 ///
 /// A transaction is one or more frames with the same sequence number in consecutive positions of
 /// one segment; it exists only if its commit frame is valid.
-enum _Frame {
-    static let headerSize = 24
+package enum _Frame {
+    package static let headerSize = 24
 
     /// The frame kind on disk. Part of the file format: never renumber or reuse.
-    enum Kind: UInt8 {
+    package enum Kind: UInt8 {
         case data = 0x01
         case commit = 0x02
     }
-    static let flagLZ4: UInt8 = 0x01
+    package static let flagLZ4: UInt8 = 0x01
     /// Largest stored or raw payload accepted by the decoder (a sanity bound for corrupt lengths).
-    static let maxPayload = 1 << 30
+    package static let maxPayload = 1 << 30
     /// The most an LZ4 block can expand: 255 output bytes per input byte.
-    static let maxLZ4Expansion = 255
+    package static let maxLZ4Expansion = 255
 
-    struct Header {
-        var storedLength: Int
-        var kind: Kind
-        var compressed: Bool
-        var sequence: UInt64
-        var rawLength: Int
+    package struct Header {
+        package var storedLength: Int
+        package var kind: Kind
+        package var compressed: Bool
+        package var sequence: UInt64
+        package var rawLength: Int
     }
 
     /// Appends one frame holding `raw` (already-encoded records). Compresses when `compress` and
     /// the payload is at least `threshold` bytes and LZ4 makes it smaller.
     /// Returns the frame's stored payload length.
     @discardableResult
-    static func append(
+    package static func append(
         into out: inout [UInt8], raw: [UInt8], kind: Kind, sequence: UInt64, compress: Bool, threshold: Int
     ) -> Int {
         var payload: [UInt8]? = nil
@@ -60,7 +60,7 @@ enum _Frame {
         return body.count
     }
 
-    enum ParseResult {
+    package enum ParseResult {
         case frame(Header, payloadOffset: Int)
         /// Not enough bytes for the header or the payload it announces.
         case truncated(String)
@@ -69,7 +69,7 @@ enum _Frame {
     }
 
     /// Parses and checks the frame at `offset` of `bytes` (CRC included; does not decompress).
-    static func parse(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> ParseResult {
+    package static func parse(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> ParseResult {
         guard bytes.count - offset >= headerSize else {
             return .truncated("\(bytes.count - offset) bytes left, a frame header needs \(headerSize)")
         }
@@ -105,7 +105,7 @@ enum _Frame {
     }
 
     /// The frame's records as raw bytes (decompressed if needed). Throws `.corruption` if LZ4 fails.
-    static func rawPayload(_ header: Header, _ stored: UnsafeRawBufferPointer) throws -> [UInt8] {
+    package static func rawPayload(_ header: Header, _ stored: UnsafeRawBufferPointer) throws -> [UInt8] {
         if !header.compressed { return Array(stored) }
         guard let out = _LZ4.decompress(stored, rawLength: header.rawLength) else {
             throw LogStoreError(.corruption, "LZ4 payload does not decompress to its announced \(header.rawLength) bytes.")

@@ -5,19 +5,26 @@
 ///     magic:8 = 89 'L' 'S' 'M' 'F' 0D 0A 1A   version:u16le   flags:u16le = 0
 ///     generation:u64le   nextSegment:u32le   count:u32le   segment:u32le * count
 ///     crc:u32le   (masked CRC-32C of every byte before it)
-struct _Manifest: Equatable, Sendable {
-    static let magic: [UInt8] = [0x89, 0x4C, 0x53, 0x4D, 0x46, 0x0D, 0x0A, 0x1A]
-    static let maxSegments = 1 << 20
+package struct _Manifest: Equatable, Sendable {
+    package static let magic: [UInt8] = [0x89, 0x4C, 0x53, 0x4D, 0x46, 0x0D, 0x0A, 0x1A]
+    package static let maxSegments = 1 << 20
 
-    var version: UInt16 = LogStoreFormat.version
+    package var version: UInt16 = LogStoreFormat.version
     /// Incremented on every rewrite (roll-over, compaction).
-    var generation: UInt64
+    package var generation: UInt64
     /// The number the next new segment file gets. Always greater than every listed segment.
-    var nextSegment: UInt32
+    package var nextSegment: UInt32
     /// Live segments in replay order. The last one is the one being appended to.
-    var segments: [UInt32]
+    package var segments: [UInt32]
 
-    func encoded() -> [UInt8] {
+    package init(version: UInt16 = LogStoreFormat.version, generation: UInt64, nextSegment: UInt32, segments: [UInt32]) {
+        self.version = version
+        self.generation = generation
+        self.nextSegment = nextSegment
+        self.segments = segments
+    }
+
+    package func encoded() -> [UInt8] {
         var w = _ByteWriter(capacity: 32 + 4 * segments.count)
         w.append(contentsOf: Self.magic)
         w.u16(version)
@@ -33,7 +40,7 @@ struct _Manifest: Equatable, Sendable {
 
     /// Decodes and checks a manifest; throws `.corruption`, `.notAStore` or
     /// `.unsupportedFormatVersion` naming `path`.
-    static func decode(_ bytes: [UInt8], path: String) throws -> _Manifest {
+    package static func decode(_ bytes: [UInt8], path: String) throws -> _Manifest {
         try bytes.withUnsafeBytes { buf in
             guard buf.count >= 8, buf.prefix(8).elementsEqual(magic) else {
                 throw LogStoreError(.notAStore, "MANIFEST does not start with LogStore's magic bytes; this directory was not written by LogStore.", path: path, offset: 0)

@@ -4,21 +4,28 @@
 ///     segment:u32le   baseSequence:u64le   reserved:u32le = 0   crc:u32le (masked CRC-32C of bytes 0..<28)
 ///     flags := bit 0 (0x0001): compacted (written by compaction: only commit frames of `putAt`
 ///              records, frame sequences non-decreasing; see Docs/Compaction.md); other bits 0
-struct _SegmentHeader: Equatable {
-    static let size = 32
-    static let magic: [UInt8] = [0x89, 0x4C, 0x53, 0x45, 0x47, 0x0D, 0x0A, 0x1A]
+package struct _SegmentHeader: Equatable {
+    package static let size = 32
+    package static let magic: [UInt8] = [0x89, 0x4C, 0x53, 0x45, 0x47, 0x0D, 0x0A, 0x1A]
     /// Header flag: the segment was written by compaction. Part of the file format.
-    static let flagCompacted: UInt16 = 0x0001
+    package static let flagCompacted: UInt16 = 0x0001
 
-    var isCompacted: Bool { flags & Self.flagCompacted != 0 }
+    package var isCompacted: Bool { flags & Self.flagCompacted != 0 }
 
-    var version: UInt16 = LogStoreFormat.version
-    var flags: UInt16 = 0
-    var segment: UInt32
+    package var version: UInt16 = LogStoreFormat.version
+    package var flags: UInt16 = 0
+    package var segment: UInt32
     /// The sequence number of the first transaction this segment may hold (informational).
-    var baseSequence: UInt64
+    package var baseSequence: UInt64
 
-    func encoded() -> [UInt8] {
+    package init(version: UInt16 = LogStoreFormat.version, flags: UInt16 = 0, segment: UInt32, baseSequence: UInt64) {
+        self.version = version
+        self.flags = flags
+        self.segment = segment
+        self.baseSequence = baseSequence
+    }
+
+    package func encoded() -> [UInt8] {
         var w = _ByteWriter(capacity: Self.size)
         w.append(contentsOf: Self.magic)
         w.u16(version)
@@ -31,13 +38,13 @@ struct _SegmentHeader: Equatable {
         return w.bytes
     }
 
-    enum DecodeResult {
+    package enum DecodeResult {
         case ok(_SegmentHeader)
         case notASegment(String)
         case newerVersion(UInt16)
     }
 
-    static func decode(_ bytes: UnsafeRawBufferPointer) -> DecodeResult {
+    package static func decode(_ bytes: UnsafeRawBufferPointer) -> DecodeResult {
         guard bytes.count >= size else { return .notASegment("file is \(bytes.count) bytes, shorter than a segment header") }
         guard bytes.prefix(8).elementsEqual(magic) else { return .notASegment("bad magic") }
         var r = _ByteReader(UnsafeRawBufferPointer(rebasing: bytes[0..<size]), offset: 8)

@@ -28,9 +28,9 @@
 ///    transaction after it; the scanner keeps counting).
 ///
 /// Pure: reads only `buf`, runs on the calling thread, allocates only the pending frame list.
-struct SegmentReader {
+package struct SegmentReader {
     /// One frame of a transaction: its header and where it and its payload start in the buffer.
-    struct Frame {
+    package struct Frame {
         var header: _Frame.Header
         var frameOffset: Int
         var payloadOffset: Int
@@ -42,7 +42,7 @@ struct SegmentReader {
     }
 
     /// Damage found in a segment (rule 3), with what rules 4 and 5 say about it.
-    struct Damage {
+    package struct Damage {
         /// Which rule-3 case it is.
         enum Kind {
             /// A truncated or invalid frame.
@@ -71,7 +71,7 @@ struct SegmentReader {
     }
 
     /// What the caller wants after damage that is not a torn tail.
-    enum DamageAction {
+    package enum DamageAction {
         /// Stop reading the segment (after a torn tail this is the only choice).
         case stop
         /// Continue at ``Damage/resumeAt`` (or stop at the end when nothing valid follows).
@@ -79,7 +79,7 @@ struct SegmentReader {
     }
 
     /// How a read ended.
-    struct Outcome {
+    package struct Outcome {
         /// Buffer offset where valid data ends: after the last delivered transaction, or (after a
         /// resume) the end of the buffer when nothing valid followed.
         var validEnd: Int
@@ -95,7 +95,7 @@ struct SegmentReader {
     /// records do not decode; the sequence it would have set is not taken). `onDamage` gets each
     /// damage that is not a torn tail and says whether to resume; a torn tail always stops the read
     /// and is returned in ``Outcome/tornTail``. Either closure may throw to abort the read.
-    static func read(
+    package static func read(
         _ buf: UnsafeRawBufferPointer, from start: Int, compacted: Bool, isLast: Bool, lastSequence: UInt64,
         onTransaction: ([Frame]) throws -> Bool,
         onDamage: (Damage) throws -> DamageAction
@@ -177,7 +177,7 @@ struct SegmentReader {
 
     /// The offset of the first valid frame at or after `start` whose sequence is not `skip`, or nil.
     /// Cheap header checks come before the CRC, so the search is linear in the bytes after `start`.
-    static func nextValidFrame(_ buf: UnsafeRawBufferPointer, from start: Int, skippingTransaction skip: UInt64? = nil) -> Int? {
+    package static func nextValidFrame(_ buf: UnsafeRawBufferPointer, from start: Int, skippingTransaction skip: UInt64? = nil) -> Int? {
         var p = max(start, 0)
         while buf.count - p >= _Frame.headerSize {
             if _Frame.Kind(rawValue: buf[p + 8]) != nil, buf[p + 9] & ~_Frame.flagLZ4 == 0, buf[p + 10] == 0, buf[p + 11] == 0,

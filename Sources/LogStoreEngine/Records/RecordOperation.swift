@@ -36,7 +36,7 @@ public enum RecordOperation: Sendable, Equatable {
     ///
     /// Returns the offset of the value bytes within `w` (for `put`), else nil.
     @discardableResult
-    func encode(into w: inout _ByteWriter) -> Int? {
+    package func encode(into w: inout _ByteWriter) -> Int? {
         switch self {
         case .put(let type, let key, let value):
             w.u8(Tag.put.rawValue)
@@ -59,7 +59,7 @@ public enum RecordOperation: Sendable, Equatable {
     }
 
     /// An upper bound of the encoded size.
-    var encodedSizeBound: Int {
+    package var encodedSizeBound: Int {
         switch self {
         case .put(let t, let k, let v): return 1 + 10 + t.utf8.count + 10 + k.count + 10 + v.count
         case .delete(let t, let k): return 1 + 10 + t.utf8.count + 10 + k.count
@@ -69,14 +69,14 @@ public enum RecordOperation: Sendable, Equatable {
 }
 
 /// A record decoded from a frame payload, with the position of its value bytes in the payload.
-struct _DecodedRecord {
-    var op: RecordOperation.Tag
-    var type: String
-    var key: RecordKey
-    var valueOffset: Int
-    var valueLength: Int
+package struct _DecodedRecord {
+    package var op: RecordOperation.Tag
+    package var type: String
+    package var key: RecordKey
+    package var valueOffset: Int
+    package var valueLength: Int
     /// For `putAt`: the record's own sequence number; 0 for every other operation.
-    var sequence: UInt64 = 0
+    package var sequence: UInt64 = 0
 }
 
 /// The record compaction writes (Docs/FileFormat.md, "Records"; Docs/Compaction.md):
@@ -86,9 +86,9 @@ struct _DecodedRecord {
 /// It is a `put` that keeps the sequence number of the transaction that originally wrote the
 /// record, so the index's `RecordLocation.sequence` survives compaction. Valid only inside a
 /// compacted segment (segment header flag `compacted`), where every record is a `putAt`.
-enum _CompactedRecord {
+package enum _CompactedRecord {
     /// Appends a `putAt`; returns the offset of the value bytes within `w`.
-    static func encode(type: String, key: RecordKey, sequence: UInt64, value: UnsafeRawBufferPointer,
+    package static func encode(type: String, key: RecordKey, sequence: UInt64, value: UnsafeRawBufferPointer,
                        into w: inout _ByteWriter) -> Int {
         w.u8(RecordOperation.Tag.putAt.rawValue)
         w.string(type)
@@ -101,13 +101,13 @@ enum _CompactedRecord {
     }
 
     /// The exact encoded size of a `putAt` (used to size frames and to estimate live bytes).
-    static func size(typeBytes: Int, keyBytes: Int, sequence: UInt64, valueBytes: Int) -> Int {
+    package static func size(typeBytes: Int, keyBytes: Int, sequence: UInt64, valueBytes: Int) -> Int {
         1 + uvarintSize(UInt64(typeBytes)) + typeBytes + uvarintSize(UInt64(keyBytes)) + keyBytes
             + uvarintSize(sequence) + uvarintSize(UInt64(valueBytes)) + valueBytes
     }
 
     /// Bytes LEB128 takes for `v`.
-    static func uvarintSize(_ v: UInt64) -> Int {
+    package static func uvarintSize(_ v: UInt64) -> Int {
         var n = 1
         var v = v
         while v >= 0x80 {
@@ -121,7 +121,7 @@ enum _CompactedRecord {
 extension _DecodedRecord {
     /// Decodes every record of a frame payload (the grammar of ``RecordOperation/encode(into:)``,
     /// repeated to the end of the payload).
-    static func decodeAll(_ payload: UnsafeRawBufferPointer, _ body: (_DecodedRecord) throws -> Void) throws {
+    package static func decodeAll(_ payload: UnsafeRawBufferPointer, _ body: (_DecodedRecord) throws -> Void) throws {
         var r = _ByteReader(payload)
         var typeCache: (bytes: [UInt8], string: String)? = nil
         while !r.isAtEnd {

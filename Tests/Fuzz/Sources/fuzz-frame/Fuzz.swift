@@ -1,5 +1,5 @@
 // libFuzzer target: FuzzEntryPoints.frames (Docs/Testing.md, "Fuzzing"). No main: libFuzzer's.
-@_spi(Fuzzing) import LogStoreEngine
+import LogStoreFuzzSupport
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

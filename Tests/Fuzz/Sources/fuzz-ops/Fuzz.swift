@@ -1,5 +1,5 @@
 // libFuzzer target: StoreScriptFuzzing.run (Docs/Testing.md, "Fuzzing"). No main: libFuzzer's.
-import _LogStoreTestSupport
+import LogStoreFuzzSupport
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

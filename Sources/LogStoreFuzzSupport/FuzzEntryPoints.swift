@@ -1,11 +1,14 @@
 import Foundation
+import LogStoreEngine
 
 // Entry points for the fuzz targets (Tests/Fuzz) and for the regression tests that replay the
 // inputs they found (Tests/LogStoreEngineTests/FuzzFailCaseTests.swift).
 //
-// They are `@_spi(Fuzzing) public` so that a package built in release mode without testability
-// (`-enable-testing`, which `--sanitize=fuzzer` builds do not have) can drive the engine's
-// internal decoders. Not API: import with `@_spi(Fuzzing) import LogStoreEngine` only in test code.
+// They live in their own module, outside the engine, and reach the engine's internal decoders
+// through `package` access (this module is part of the LogStore package), so a release build
+// without testability (`--sanitize=fuzzer` builds have no `-enable-testing`) can drive them and no
+// user's build compiles them. The module is a product only when LOGSTORE_FUZZ=1 (Package.swift),
+// which tools/fuzz sets for the nested fuzz package.
 // Docs/Testing.md, "Fuzzing", describes each target and the properties it checks.
 //
 // Each entry point takes arbitrary bytes, must never trap, hang or leak on any of them, and throws
@@ -14,7 +17,7 @@ import Foundation
 // a variant; the rest is the payload.
 
 /// A property a fuzz entry point checks did not hold: a bug in the engine (or in the check).
-@_spi(Fuzzing) public struct FuzzPropertyViolation: Error, Sendable, CustomStringConvertible {
+public struct FuzzPropertyViolation: Error, Sendable, CustomStringConvertible {
     /// What is wrong.
     public var message: String
     /// Creates a violation with a message.
@@ -25,7 +28,7 @@ import Foundation
 
 /// The fuzz targets' entry points. Pure functions of their input (each builds its own in-memory
 /// file system); callable from any thread.
-@_spi(Fuzzing) public enum FuzzEntryPoints {
+public enum FuzzEntryPoints {
     // MARK: Frames and records
 
     /// The frame decoder: `_Frame.parse`, `_Frame.rawPayload` and `_DecodedRecord.decodeAll`.
