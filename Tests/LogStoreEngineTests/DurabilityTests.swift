@@ -1,9 +1,11 @@
 import Foundation
 import Synchronization
 import XCTest
+import _LogStoreTestSupport
 @testable import LogStoreEngine
 
-/// Durability modes, checked against a file system that forgets unsynced bytes on "power loss".
+/// Durability modes, checked against the crash harness's file system: a "power loss" image keeps
+/// what was synced and drops, keeps or tears what was not (files and directory entries alike).
 final class DurabilityTests: XCTestCase {
     let dir = "/stores/durable"
 
@@ -23,13 +25,13 @@ final class DurabilityTests: XCTestCase {
         return models
     }
 
-    func reopenAfterPowerLoss(_ fs: PowerLossFileSystem) throws -> LogEngine {
-        let crashed = try fs.crash(directories: ["/stores", dir])
-        return try LogEngine.open(directory: dir, fileSystem: crashed, options: .replayOnly)
+    /// The store as a power loss now could leave it (`seed` picks which unsynced changes survive).
+    func reopenAfterPowerLoss(_ fs: FaultInjectingFileSystem, seed: UInt64 = 0) throws -> LogEngine {
+        try LogEngine.open(directory: dir, fileSystem: fs.powerLossImage(seed: seed), options: .replayOnly)
     }
 
     func testSynchronousCommitIsDurableWhenWriteReturns() throws {
-        let fs = PowerLossFileSystem()
+        let fs = FaultInjectingFileSystem()
         let e = try LogEngine.open(directory: dir, fileSystem: fs, options: .replayOnly)
         let models = try commitAll(e, 10)
         let after = try reopenAfterPowerLoss(fs)
@@ -41,7 +43,7 @@ final class DurabilityTests: XCTestCase {
     /// `write(_:onDurable:)`: returns before the sync; every callback fires once, without an
     /// error, and by then the commit survives power loss.
     func testOnDurableCallbacksFireOnceCommitsAreDurable() throws {
-        let fs = PowerLossFileSystem()
+        let fs = FaultInjectingFileSystem()
         let dir = self.dir
         let e = try LogEngine.open(directory: dir, fileSystem: fs, options: .replayOnly)
         let group = DispatchGroup()
@@ -55,8 +57,7 @@ final class DurabilityTests: XCTestCase {
             try e.write({ t in try t.put(type: "Async", key: key("a\(i)"), value: sampleValue(i)) }, onDurable: { error in
                 if let error { failures.withLock { $0.append("\(i): \(error)") } }
                 // Durable now: a power loss at this point keeps it.
-                let survived = (try? fs.crash(directories: ["/stores", dir]))
-                    .flatMap { try? LogEngine.open(directory: dir, fileSystem: $0) }
+                let survived = (try? LogEngine.open(directory: dir, fileSystem: fs.powerLossImage(seed: UInt64(i))))
                     .map { eng -> Bool in
                         defer { try? eng.close() }
                         return (try? eng.snapshot().contains(type: "Async", key: key("a\(i)"))) == true
@@ -77,7 +78,7 @@ final class DurabilityTests: XCTestCase {
         var o = LogStoreOptions.replayOnly
         o.durability = .buffered
         o.syncInterval = .seconds(3600)  // only flush() and close() sync in this test
-        let fs = PowerLossFileSystem()
+        let fs = FaultInjectingFileSystem()
         let e = try LogEngine.open(directory: dir, fileSystem: fs, options: o)
         let models = try commitAll(e, 10)
         // Before a flush, power loss may lose commits, but only whole ones at the end.
@@ -102,7 +103,7 @@ final class DurabilityTests: XCTestCase {
         var o = LogStoreOptions.replayOnly
         o.durability = .buffered
         o.syncInterval = .milliseconds(5)
-        let fs = PowerLossFileSystem()
+        let fs = FaultInjectingFileSystem()
         let e = try LogEngine.open(directory: dir, fileSystem: fs, options: o)
         let models = try commitAll(e, 3)
         // No flush: the background sync gets there on its own (bounded wait).
@@ -120,7 +121,7 @@ final class DurabilityTests: XCTestCase {
     func testNoneIsVisibleAtOnceAndDurableAfterFlush() throws {
         var o = LogStoreOptions.replayOnly
         o.durability = .none
-        let fs = PowerLossFileSystem()
+        let fs = FaultInjectingFileSystem()
         let e = try LogEngine.open(directory: dir, fileSystem: fs, options: o)
         let models = try commitAll(e, 10)
         let early = try reopenAfterPowerLoss(fs)

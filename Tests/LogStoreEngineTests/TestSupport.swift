@@ -336,47 +336,6 @@ final class DiskFullFileSystem: WrappingFileSystem, @unchecked Sendable {
     }
 }
 
-/// In-memory files that remember what was last synced. `crash()` returns a file system holding
-/// only durable state: each file's contents as of its last `sync` (directory operations are taken
-/// as durable at once, a simplification that only makes the model kinder to the engine about
-/// names, never about data).
-final class PowerLossFileSystem: WrappingFileSystem, @unchecked Sendable {
-    // @unchecked Sendable: `durable` is a Mutex; `memory` is immutable.
-    let memory: InMemoryFileSystem
-    let durable = Mutex<[String: [UInt8]]>([:])
-
-    init() {
-        memory = InMemoryFileSystem()
-        super.init(memory)
-    }
-
-    override func open(_ path: String, mode: FileOpenMode) throws -> any FileSystemFile {
-        let f = try super.open(path, mode: mode)
-        if mode == .createNew || mode == .createOrTruncate { durable.withLock { $0[path] = [] } }
-        return f
-    }
-    override func removeFile(atPath path: String) throws {
-        try super.removeFile(atPath: path)
-        durable.withLock { _ = $0.removeValue(forKey: path) }
-    }
-    override func rename(from: String, to: String) throws {
-        try super.rename(from: from, to: to)
-        durable.withLock { d in d[to] = d.removeValue(forKey: from) ?? [] }
-    }
-    override func didSync(_ path: String) {
-        let contents = (try? memory.readAll(path)) ?? []
-        durable.withLock { $0[path] = contents }
-    }
-
-    /// What a machine would find after losing power now.
-    func crash(directories: [String]) throws -> InMemoryFileSystem {
-        let fs = InMemoryFileSystem()
-        for d in directories { try fs.createDirectory(atPath: d) }
-        for (path, bytes) in durable.withLock({ $0 }) { try fs.writeAll(path, bytes) }
-        return fs
-    }
-}
-
 // MARK: - Scenarios
 
 /// Test scenarios written once against a `StoreHarness`, run by the POSIX test classes and again
