@@ -13,7 +13,7 @@ import Synchronization
 ///
 /// Use from one thread. The stores it opens stay open until ``close()``, ``abandon()`` or a
 /// ``DataStoreCrashStep/reopen``.
-public final class DataStoreCrashInterpreter {
+public final class DataStoreCrashInterpreter: CrashInterpreter {
     /// How a parent transaction is committed.
     public enum CommitKind: String, Sendable {
         /// `writeSync`.

@@ -71,7 +71,7 @@ public struct DataStorePowerLossConfiguration: Sendable {
 }
 
 /// What a DataStore power-loss run did, and the first broken promise it found (if any).
-public struct DataStorePowerLossReport: Sendable, CustomStringConvertible {
+public struct DataStorePowerLossReport: PowerLossTally, Sendable, CustomStringConvertible {
     /// The run's seed (rerun with it to reproduce).
     public var seed: UInt64
     /// Crash cycles completed.
@@ -127,98 +127,82 @@ public struct DataStorePowerLossReport: Sendable, CustomStringConvertible {
 /// cycle sets the store up on the current crash image (sometimes crashing inside `setup()`, i.e.
 /// during recovery), checks it with the ``CrashOracle`` (a merge is one transaction), runs random
 /// steps (``DataStoreCrashWorkloadGenerator``) with a crash point armed at a random mutating I/O
-/// operation, and replaces the file system with a power-loss or process-crash image.
-/// Deterministic given the configuration's seed.
+/// operation, and replaces the file system with a power-loss or process-crash image. The cycle
+/// loop, images and event log are ``PowerLossDriver``'s. Deterministic given the configuration's
+/// seed (with background maintenance off).
 ///
-/// Use from one thread; ``run()`` blocks until the run ends or the first failure.
-public final class DataStorePowerLossHarness {
+/// Use from one thread; ``run(until:stop:)`` blocks until the run ends or the first failure.
+public final class DataStorePowerLossHarness: PowerLossDriver<DataStoreCrashInterpreter, DataStorePowerLossReport> {
     /// The run's settings.
     public let configuration: DataStorePowerLossConfiguration
-    var rng: SplitMix64
-    var report: DataStorePowerLossReport
-    var events: [String] = []
-    var cycle = 0
-    var fs = FaultInjectingFileSystem()
-    var oracle = CrashOracle()
-    var workload: DataStoreCrashWorkloadGenerator
-    let options: LogStoreOptions
+    let workload: DataStoreCrashWorkloadGenerator
+    /// Temporary files in the store directory just before the current setup.
+    var temporaryFilesBeforeOpen: Set<String> = []
 
     /// A harness for `configuration`.
     public init(_ configuration: DataStorePowerLossConfiguration) {
         self.configuration = configuration
-        rng = SplitMix64(seed: configuration.seed)
-        report = DataStorePowerLossReport(seed: configuration.seed)
         workload = configuration.workload
-        options =
+        let options =
             configuration.backgroundMaintenance
             ? DataStorePowerLossConfiguration.withBackgroundMaintenance(configuration.options) : configuration.options
+        let directory = configuration.directory
+        super.init(
+            seed: configuration.seed, cycles: configuration.cycles, cyclesPerStore: configuration.cyclesPerStore,
+            processCrashFraction: configuration.processCrashFraction, crashDuringOpenFraction: configuration.crashDuringOpenFraction,
+            powerLossModel: configuration.powerLossModel, directory: directory, report: DataStorePowerLossReport(seed: configuration.seed),
+            events: (100, 80), openName: "setup",
+            makeInterpreter: { fs in
+                DataStoreCrashInterpreter(model: DataStoreCrashModel()) { LogDataStore(path: directory, fileSystem: fs, options: options) }
+            })
     }
 
     static let targets = ["merge", "merge", "reopen", "writeAsync", "childWrite", "compact"]
-
-    func note(_ event: String) {
-        events.append("[\(cycle)] " + event)
-        if events.count > 100 { events.removeFirst(events.count - 80) }
-    }
-
-    func fail(_ message: String) -> DataStorePowerLossReport {
-        var r = report
-        r.failure = PowerLossFailure(seed: configuration.seed, cycle: cycle, message: message, recentEvents: events)
-        return r
-    }
 
     /// Runs every cycle (or until `deadline`, or until `stop` returns true; it is asked before
     /// each cycle), then opens and checks the last crash image. Returns the report; its
     /// ``DataStorePowerLossReport/failure`` is set at the first broken promise (the run stops there).
     public func run(until deadline: Date? = nil, stop: () -> Bool = { false }) -> DataStorePowerLossReport {
-        let c = configuration
-        for i in 0..<c.cycles {
-            if let deadline, Date() >= deadline { break }
-            if stop() { break }
-            cycle = i
-            if i % max(1, c.cyclesPerStore) == 0 {
-                if i > 0, let message = checkFinalImage() { return fail(message) }
-                startStore()
-            }
-            if let message = runCycle() { return fail(message) }
-            report.cyclesCompleted += 1
-        }
-        if report.cyclesCompleted > 0, let message = checkFinalImage() { return fail(message) }
-        return report
+        runCycles(until: deadline, stop: stop)
     }
 
-    func checkFinalImage() -> String? {
-        let (message, interp) = openAndCheck(allowCrash: false)
-        if let message { return message }
-        do { try interp?.close() } catch { return "Tearing the store down after the last check failed: \(error)" }
+    override func prepareStore() { note("new store") }
+
+    override func open(_ interpreter: DataStoreCrashInterpreter) throws {
+        temporaryFilesBeforeOpen = Set(((try? fs.contentsOfDirectory(atPath: configuration.directory)) ?? []).filter { $0.hasSuffix(".tmp") })
+        try interpreter.open()
+    }
+
+    override func crashedAfterOpen() -> Bool { fs.isCrashed }
+
+    override func countCrashDuringOpen() { report.crashesDuring["open", default: 0] += 1 }
+
+    override func check(_ interpreter: DataStoreCrashInterpreter) -> String? {
+        let before = (ack: oracle.lastAcknowledged, attempted: oracle.lastAttempted)
+        do {
+            let k = try oracle.check(interpreter.observe())
+            // Recovery removes the temporary files a crash left. With background maintenance, a
+            // compaction started by setup() may already be writing MANIFEST.tmp or CHECKPOINT.tmp:
+            // then only the crash's own child spill files are checked.
+            var leftovers = try fs.contentsOfDirectory(atPath: configuration.directory).filter { $0.hasSuffix(".tmp") }
+            if configuration.backgroundMaintenance {
+                leftovers = leftovers.filter { temporaryFilesBeforeOpen.contains($0) && $0.hasPrefix("child-") }
+            }
+            if !leftovers.isEmpty {
+                return "After setup() the store directory still holds temporary files: \(leftovers.joined(separator: ", "))."
+            }
+            oracle.adoptRecovered(k)
+            interpreter.model = DataStoreCrashModel(parent: oracle.acknowledgedState, lastTransaction: k)
+            report.unacknowledgedSurvived += Int(k - before.ack)
+            report.unacknowledgedLost += Int(before.attempted - k)
+            note("setup ok: k=\(k) (acknowledged \(before.ack), attempted \(before.attempted))")
+        } catch {
+            return "After recovery: \(error)"
+        }
         return nil
     }
 
-    func startStore() {
-        fs = FaultInjectingFileSystem()
-        oracle = CrashOracle()
-        let parent = FaultInjectingFileSystem.parent(configuration.directory)
-        do {
-            try fs.createDirectory(atPath: parent)
-            try fs.syncDirectory(atPath: FaultInjectingFileSystem.parent(parent))
-        } catch {
-            note("setting up the parent directory failed: \(error)")
-        }
-        note("new store")
-    }
-
-    func makeInterpreter(model: DataStoreCrashModel) -> DataStoreCrashInterpreter {
-        let fs = self.fs
-        let dir = configuration.directory
-        let options = self.options
-        return DataStoreCrashInterpreter(model: model) { LogDataStore(path: dir, fileSystem: fs, options: options) }
-    }
-
-    /// One cycle: open + check, workload with an armed crash, crash image. Returns a failure message.
-    func runCycle() -> String? {
-        let (message, opened) = openAndCheck(allowCrash: true)
-        if let message { return message }
-        guard let interp = opened else { return nil }
+    override func runWorkload(_ interpreter: DataStoreCrashInterpreter) -> String? {
         let steps = rng.int(in: 1...max(1, configuration.maxStepsPerCycle))
         let crashAt = rng.int(in: 0...(steps + steps / 2 + 2))
         fs.scheduleCrash(afterMutatingOperations: crashAt)
@@ -241,7 +225,7 @@ public final class DataStorePowerLossHarness {
             mix.compactProbability = max(mix.compactProbability, 0.25)
         }
         for _ in 0..<steps {
-            let step = mix.nextStep(model: interp.model, rng: &rng)
+            let step = mix.nextStep(model: interpreter.model, rng: &rng)
             if step.name == target {
                 let n = rng.int(in: 0...8)
                 fs.scheduleCrash(afterMutatingOperations: n)
@@ -249,7 +233,7 @@ public final class DataStorePowerLossHarness {
                 target = nil
             }
             do {
-                try interp.run(
+                try interpreter.run(
                     step,
                     willCommit: { n, ops, _ in
                         let k = oracle.begin(ops)
@@ -270,85 +254,8 @@ public final class DataStorePowerLossHarness {
                 return "\(step.summary) failed without a crash: \(error)"
             }
         }
-        report.compactionsPerformed += interp.compactionsPerformed
-        if !fs.isCrashed {
-            fs.crash()
-            note("crash at a quiet point")
-        }
+        report.compactionsPerformed += interpreter.compactionsPerformed
         report.crashesDuring[interrupted, default: 0] += 1
-        interp.abandon()
-        makeImage()
         return nil
-    }
-
-    func shortError(_ error: any Error) -> String { FaultInjectingFileSystem.shortDescription(of: error) }
-
-    func makeImage() {
-        let next = fs.randomCrashImage(
-            rng: &rng, processCrashFraction: configuration.processCrashFraction, model: configuration.powerLossModel)
-        fs = next.image
-        if next.isProcessCrash {
-            report.processCrashImages += 1
-        } else {
-            report.powerLossImages += 1
-            report.faults += fs.faultsApplied
-        }
-        note(next.description)
-    }
-
-    /// Sets the store up on the current image and checks it against the oracle, which then adopts
-    /// what it shows. With `allowCrash`, the setup may be interrupted by a crash: then the next
-    /// image replaces the file system and no interpreter is returned. Returns a failure message,
-    /// or the interpreter holding the open store.
-    func openAndCheck(allowCrash: Bool) -> (String?, DataStoreCrashInterpreter?) {
-        let interp = makeInterpreter(model: DataStoreCrashModel())
-        if allowCrash && rng.chance(configuration.crashDuringOpenFraction) {
-            let n = rng.int(in: 0..<10)
-            fs.scheduleCrash(afterMutatingOperations: n)
-            note("setup, crash after \(n) mutating operations")
-        }
-        let tmpBefore = Set(((try? fs.contentsOfDirectory(atPath: configuration.directory)) ?? []).filter { $0.hasSuffix(".tmp") })
-        do {
-            try interp.open()
-        } catch {
-            if fs.isCrashed {
-                report.crashesDuring["open", default: 0] += 1
-                note("setup crashed (\(shortError(error)))")
-                interp.abandon()
-                makeImage()
-                return (nil, nil)
-            }
-            return ("LogDataStore.setup() failed after a crash: \(error)", nil)
-        }
-        fs.cancelScheduledCrash()
-        if fs.isCrashed {
-            // The crash point armed for the setup was hit by background work (a compaction or
-            // checkpoint started at open) just after setup() returned: a crash during the open.
-            report.crashesDuring["open", default: 0] += 1
-            note("crashed in background work started by setup()")
-            interp.abandon()
-            makeImage()
-            return (nil, nil)
-        }
-        let before = (ack: oracle.lastAcknowledged, attempted: oracle.lastAttempted)
-        do {
-            let k = try oracle.check(interp.observe())
-            // Recovery removes the temporary files a crash left. With background maintenance, a
-            // compaction started by setup() may already be writing MANIFEST.tmp or CHECKPOINT.tmp:
-            // then only the crash's own child spill files are checked.
-            var leftovers = try fs.contentsOfDirectory(atPath: configuration.directory).filter { $0.hasSuffix(".tmp") }
-            if configuration.backgroundMaintenance { leftovers = leftovers.filter { tmpBefore.contains($0) && $0.hasPrefix("child-") } }
-            if !leftovers.isEmpty {
-                return ("After setup() the store directory still holds temporary files: \(leftovers.joined(separator: ", ")).", nil)
-            }
-            oracle.adoptRecovered(k)
-            interp.model = DataStoreCrashModel(parent: oracle.acknowledgedState, lastTransaction: k)
-            report.unacknowledgedSurvived += Int(k - before.ack)
-            report.unacknowledgedLost += Int(before.attempted - k)
-            note("setup ok: k=\(k) (acknowledged \(before.ack), attempted \(before.attempted))")
-        } catch {
-            return ("After recovery: \(error)", nil)
-        }
-        return (nil, interp)
     }
 }

@@ -4,7 +4,7 @@ public import LogStoreEngine
 ///
 /// Use from one thread. The engine it opens stays open until ``close()``, a ``CrashWorkloadStep/reopen``
 /// or the interpreter is released.
-public final class EngineCrashInterpreter {
+public final class EngineCrashInterpreter: CrashInterpreter {
     /// The store directory.
     public let directory: String
     /// The file system the store lives on.
@@ -157,7 +157,7 @@ public struct PowerLossConfiguration: Sendable {
 }
 
 /// What a power-loss run did, and the first broken promise it found (if any).
-public struct PowerLossReport: Sendable, CustomStringConvertible {
+public struct PowerLossReport: PowerLossTally, Sendable, CustomStringConvertible {
     /// The run's seed (rerun with it to reproduce).
     public var seed: UInt64
     /// Crash cycles completed.
@@ -226,86 +226,73 @@ public struct PowerLossFailure: Error, Sendable, CustomStringConvertible {
 /// during recovery, and recovering again), checks it with the ``CrashOracle``, runs a random
 /// workload with a crash point armed at a random mutating I/O operation, and replaces the file
 /// system with a power-loss or process-crash image of it. Every `cyclesPerStore` cycles a fresh
-/// store is started. Deterministic given the configuration's seed.
+/// store is started. Deterministic given the configuration's seed. The cycle loop, images and
+/// event log are ``PowerLossDriver``'s, shared with ``DataStorePowerLossHarness``.
 ///
 /// Use from one thread; ``run()`` blocks until the run ends or the first failure.
-public final class EnginePowerLossHarness {
+public final class EnginePowerLossHarness: PowerLossDriver<EngineCrashInterpreter, PowerLossReport> {
     /// The run's settings.
     public let configuration: PowerLossConfiguration
-    var rng: SplitMix64
-    var report: PowerLossReport
-    var events: [String] = []
-    var cycle = 0
-    var fs = FaultInjectingFileSystem()
-    var oracle = CrashOracle()
 
     /// A harness for `configuration`.
     public init(_ configuration: PowerLossConfiguration) {
         self.configuration = configuration
-        rng = SplitMix64(seed: configuration.seed)
-        report = PowerLossReport(seed: configuration.seed)
-    }
-
-    func note(_ event: String) {
-        events.append("[\(cycle)] " + event)
-        if events.count > 80 { events.removeFirst(events.count - 60) }
-    }
-
-    func fail(_ message: String) -> PowerLossReport {
-        var r = report
-        r.failure = PowerLossFailure(seed: configuration.seed, cycle: cycle, message: message, recentEvents: events)
-        return r
+        let directory = configuration.directory
+        let options = configuration.options
+        super.init(
+            seed: configuration.seed, cycles: configuration.cycles, cyclesPerStore: configuration.cyclesPerStore,
+            processCrashFraction: configuration.processCrashFraction, crashDuringOpenFraction: configuration.crashDuringOpenFraction,
+            powerLossModel: configuration.powerLossModel, directory: directory, report: PowerLossReport(seed: configuration.seed),
+            events: (80, 60), openName: "open",
+            makeInterpreter: { fs in EngineCrashInterpreter(directory: directory, fileSystem: fs, options: options) })
     }
 
     /// Runs every cycle, then opens and checks the last crash image. Returns the report; its
     /// ``PowerLossReport/failure`` is set at the first broken promise (the run stops there).
-    public func run() -> PowerLossReport {
-        let c = configuration
-        for i in 0..<c.cycles {
-            cycle = i
-            if i % max(1, c.cyclesPerStore) == 0 {
-                if i > 0, let message = checkFinalImage() { return fail(message) }
-                startStore()
-            }
-            if let message = runCycle() { return fail(message) }
-            report.cyclesCompleted += 1
-        }
-        if c.cycles > 0, let message = checkFinalImage() { return fail(message) }
-        return report
-    }
+    public func run() -> PowerLossReport { runCycles() }
 
-    func checkFinalImage() -> String? {
-        let (message, interp) = openAndCheck(allowCrash: false)
-        if let message { return message }
-        do { try interp?.close() } catch { return "Closing the store after the last check failed: \(error)" }
-        return nil
-    }
-
-    func startStore() {
-        fs = FaultInjectingFileSystem()
-        oracle = CrashOracle()
-        let parent = FaultInjectingFileSystem.parent(configuration.directory)
+    /// Half of the stores get their directory durably in advance; the engine creates the others.
+    override func prepareStore() {
         let preCreate = rng.chance(0.5)
-        do {
-            try fs.createDirectory(atPath: parent)
-            try fs.syncDirectory(atPath: FaultInjectingFileSystem.parent(parent))
-            if preCreate {
+        if preCreate {
+            do {
                 try fs.createDirectory(atPath: configuration.directory)
-                try fs.syncDirectory(atPath: parent)
+                try fs.syncDirectory(atPath: FaultInjectingFileSystem.parent(configuration.directory))
+            } catch {
+                note("setting up the store directory failed: \(error)")
             }
-        } catch {
-            // Cannot happen on a fresh, uncrashed file system; the next open would report it.
-            note("setting up the store directory failed: \(error)")
         }
         note("new store (\(preCreate ? "directory created durably in advance" : "engine creates the directory"))")
     }
 
-    /// One cycle: open + check, workload with an armed crash, crash image. Returns a failure message.
-    func runCycle() -> String? {
-        let (message, opened) = openAndCheck(allowCrash: true)
-        if let message { return message }
-        // No engine: the open crashed and the next image is already in place.
-        guard let interp = opened else { return nil }
+    override func open(_ interpreter: EngineCrashInterpreter) throws { try interpreter.open() }
+
+    override func countCrashDuringOpen() { report.crashesDuringOpen += 1 }
+
+    override func check(_ interpreter: EngineCrashInterpreter) -> String? {
+        guard let engine = interpreter.engine else { return "The engine is not open after a successful open." }
+        let r = engine.recoveryReport
+        if r.truncatedTail != nil { report.tornTailsCut += 1 }
+        report.filesRemovedByRecovery += r.removedFiles.count
+        if r.created && oracle.lastAttempted > 0 { report.storesCreated += 1 }
+        let before = (ack: oracle.lastAcknowledged, attempted: oracle.lastAttempted)
+        do {
+            let k = try oracle.check(interpreter.observe())
+            let snapSeq = try engine.snapshot().sequence
+            guard snapSeq == k, r.lastSequence == k else {
+                return "The store shows transactions 1...\(k) but its sequence is \(snapSeq) (recovery report: \(r.lastSequence))."
+            }
+            oracle.adoptRecovered(k)
+            report.unacknowledgedSurvived += Int(k - before.ack)
+            report.unacknowledgedLost += Int(before.attempted - k)
+            note("open ok: k=\(k) (acknowledged \(before.ack), attempted \(before.attempted)); recovery: \(describe(r))")
+        } catch {
+            return "After recovery (\(describe(r))): \(error)"
+        }
+        return nil
+    }
+
+    override func runWorkload(_ interpreter: EngineCrashInterpreter) -> String? {
         let steps = rng.int(in: 1...max(1, configuration.maxStepsPerCycle))
         // About two mutating operations per transaction (append, fdatasync); a roll-over adds ten.
         let crashAt = rng.int(in: 0..<(2 * steps + 3))
@@ -314,7 +301,7 @@ public final class EnginePowerLossHarness {
         for _ in 0..<steps {
             let step = configuration.workload.nextStep(oracle: oracle, flushes: configuration.options.durability != .synchronous, rng: &rng)
             do {
-                try interp.run(step, oracle: &oracle)
+                try interpreter.run(step, oracle: &oracle)
                 switch step {
                 case .reopen: report.cleanReopens += 1
                 case .flush: report.flushes += 1
@@ -329,74 +316,7 @@ public final class EnginePowerLossHarness {
                 return "\(step.summary) failed without a crash: \(error)"
             }
         }
-        if !fs.isCrashed {
-            fs.crash()
-            note("crash at a quiet point")
-        }
-        interp.abandon()
-        makeImage()
         return nil
-    }
-
-    func shortError(_ error: any Error) -> String { FaultInjectingFileSystem.shortDescription(of: error) }
-
-    func makeImage() {
-        let next = fs.randomCrashImage(
-            rng: &rng, processCrashFraction: configuration.processCrashFraction, model: configuration.powerLossModel)
-        fs = next.image
-        if next.isProcessCrash {
-            report.processCrashImages += 1
-        } else {
-            report.powerLossImages += 1
-            report.faults += fs.faultsApplied
-        }
-        note(next.description)
-    }
-
-    /// Opens the store on the current image and checks it against the oracle, which then adopts
-    /// what it shows. With `allowCrash`, the open may be interrupted by a crash: then the next
-    /// image replaces the file system and no interpreter is returned. Returns a failure message,
-    /// or the interpreter holding the open engine.
-    func openAndCheck(allowCrash: Bool) -> (String?, EngineCrashInterpreter?) {
-        let interp = EngineCrashInterpreter(directory: configuration.directory, fileSystem: fs, options: configuration.options)
-        if allowCrash && rng.chance(configuration.crashDuringOpenFraction) {
-            let n = rng.int(in: 0..<10)
-            fs.scheduleCrash(afterMutatingOperations: n)
-            note("open, crash after \(n) mutating operations")
-        }
-        let engine: LogEngine
-        do {
-            engine = try interp.open()
-        } catch {
-            if fs.isCrashed {
-                report.crashesDuringOpen += 1
-                note("open crashed (\(shortError(error)))")
-                interp.abandon()
-                makeImage()
-                return (nil, nil)
-            }
-            return ("LogEngine.open failed after a crash: \(error)", nil)
-        }
-        fs.cancelScheduledCrash()
-        let r = engine.recoveryReport
-        if r.truncatedTail != nil { report.tornTailsCut += 1 }
-        report.filesRemovedByRecovery += r.removedFiles.count
-        if r.created && oracle.lastAttempted > 0 { report.storesCreated += 1 }
-        let before = (ack: oracle.lastAcknowledged, attempted: oracle.lastAttempted)
-        do {
-            let k = try oracle.check(interp.observe())
-            let snapSeq = try engine.snapshot().sequence
-            guard snapSeq == k, r.lastSequence == k else {
-                return ("The store shows transactions 1...\(k) but its sequence is \(snapSeq) (recovery report: \(r.lastSequence)).", nil)
-            }
-            oracle.adoptRecovered(k)
-            report.unacknowledgedSurvived += Int(k - before.ack)
-            report.unacknowledgedLost += Int(before.attempted - k)
-            note("open ok: k=\(k) (acknowledged \(before.ack), attempted \(before.attempted)); recovery: \(describe(r))")
-        } catch {
-            return ("After recovery (\(describe(r))): \(error)", nil)
-        }
-        return (nil, interp)
     }
 
     func describe(_ r: RecoveryReport) -> String {
