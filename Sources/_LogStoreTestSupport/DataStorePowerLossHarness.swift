@@ -2,33 +2,17 @@ import Foundation
 public import LogStore
 public import LogStoreEngine
 
-/// Settings of a ``DataStorePowerLossHarness`` run.
-public struct DataStorePowerLossConfiguration: Sendable {
-    /// The seed every random decision of the run derives from.
-    public var seed: UInt64
-    /// How many crash cycles to run (each: open + check, a workload, a crash, a crash image).
-    public var cycles: Int
-    /// A fresh, empty store is started every this many cycles (bounds the log's size).
-    public var cyclesPerStore = 40
+/// Settings of a ``DataStorePowerLossHarness`` run: the shared ``PowerLossRunSettings`` (40 cycles
+/// per store, at most 10 steps per cycle, dirty sectors reordered in a quarter of the files with
+/// unsynced data: commits are synchronous, so at most one is unsynced at a time), read as its own
+/// fields, plus what the DataStore workload adds.
+public struct DataStorePowerLossConfiguration: PowerLossConfiguring, Sendable {
+    /// Seed, cycles and the settings every harness has.
+    public var run: PowerLossRunSettings
     /// The share of cycles that aim their crash at the first merge, reopen, async write, child
     /// write or compaction of the cycle (a crash at one of its first I/O operations; if there is no such step,
     /// at a random later operation or at the end of the cycle).
     public var targetedCrashFraction = 0.35
-    /// The most workload steps between two crashes.
-    public var maxStepsPerCycle = 10
-    /// The share of crashes that are process crashes (`kill -9`) rather than power losses.
-    public var processCrashFraction = 0.2
-    /// The probability that an open is itself interrupted by a crash (during recovery).
-    public var crashDuringOpenFraction = 0.15
-    /// How power-loss images are built. Default: dirty sectors reordered in a quarter of the
-    /// files with unsynced data (commits are synchronous, so at most one is unsynced at a time).
-    public var powerLossModel: PowerLossModel = {
-        var m = PowerLossModel()
-        m.sectorReorderingProbability = 0.25
-        return m
-    }()
-    /// The store directory on the fault-injecting file system.
-    public var directory = "/data/store"
     /// Store options. Default: synchronous durability, 64 KiB segments (frequent roll-overs),
     /// 512-byte frames (multi-frame transactions), 2 KiB child spill threshold (children spill
     /// to a temporary file in the store directory).
@@ -43,8 +27,9 @@ public struct DataStorePowerLossConfiguration: Sendable {
 
     /// A configuration with the defaults above.
     public init(seed: UInt64, cycles: Int) {
-        self.seed = seed
-        self.cycles = cycles
+        var model = PowerLossModel()
+        model.sectorReorderingProbability = 0.25
+        run = PowerLossRunSettings(seed: seed, cycles: cycles, cyclesPerStore: 40, maxStepsPerCycle: 10, powerLossModel: model)
         var o = LogStoreOptions()
         o.durability = .synchronous
         o.segmentSize = 64 << 10
@@ -68,14 +53,14 @@ public struct DataStorePowerLossConfiguration: Sendable {
         o.checkpointInterval = 48 << 10
         return o
     }
+
 }
 
-/// What a DataStore power-loss run did, and the first broken promise it found (if any).
+/// What a DataStore power-loss run did, and the first broken promise it found (if any): the
+/// shared ``PowerLossCounts`` (read as its own fields) and the DataStore's own counters.
 public struct DataStorePowerLossReport: PowerLossTally, Sendable, CustomStringConvertible {
-    /// The run's seed (rerun with it to reproduce).
-    public var seed: UInt64
-    /// Crash cycles completed.
-    public var cyclesCompleted = 0
+    /// Seed, cycles, images, faults, failure.
+    public var counts: PowerLossCounts
     /// Parent transactions whose commit returned, by kind (`write`, `async`, `merge`).
     public var acknowledged: [String: Int] = [:]
     /// Steps run to completion, by step name.
@@ -83,23 +68,12 @@ public struct DataStorePowerLossReport: PowerLossTally, Sendable, CustomStringCo
     /// The step a crash interrupted, by step name ("open" for a crash during recovery, "idle"
     /// for a crash between steps).
     public var crashesDuring: [String: Int] = [:]
-    /// In-flight (unacknowledged) transactions found complete after the crash.
-    public var unacknowledgedSurvived = 0
-    /// In-flight transactions absent after the crash.
-    public var unacknowledgedLost = 0
-    /// Power-loss crash images built.
-    public var powerLossImages = 0
-    /// Process-crash images built.
-    public var processCrashImages = 0
     /// Compaction steps that rewrote segments.
     public var compactionsPerformed = 0
-    /// The faults applied by every power-loss image.
-    public var faults = FaultCounts()
-    /// The first failure, or nil if every check passed.
-    public var failure: PowerLossFailure?
 
     /// Creates an empty report for `seed`.
-    public init(seed: UInt64) { self.seed = seed }
+    public init(seed: UInt64) { counts = PowerLossCounts(seed: seed) }
+
 
     /// Every acknowledged transaction.
     public var transactionsAcknowledged: Int { acknowledged.values.reduce(0, +) }
@@ -111,12 +85,11 @@ public struct DataStorePowerLossReport: PowerLossTally, Sendable, CustomStringCo
     /// A multi-line summary.
     public var description: String {
         var s =
-            "DataStore power-loss run seed \(seed): \(cyclesCompleted) cycles, \(transactionsAcknowledged) acknowledged transactions (\(Self.list(acknowledged))), "
+            "DataStore power-loss run seed \(counts.seed): \(counts.cyclesCompleted) cycles, \(transactionsAcknowledged) acknowledged transactions (\(Self.list(acknowledged))), "
+        s += counts.inFlightAndImages + "\n"
         s +=
-            "in-flight survived \(unacknowledgedSurvived) / lost \(unacknowledgedLost); images: \(powerLossImages) power loss, \(processCrashImages) process crash\n"
-        s +=
-            "steps: \(Self.list(steps)); compactions performed \(compactionsPerformed)\ncrashes during: \(Self.list(crashesDuring))\nfaults: \(faults)"
-        if let failure { s += "\nFAILED: \(failure)" }
+            "steps: \(Self.list(steps)); compactions performed \(compactionsPerformed)\ncrashes during: \(Self.list(crashesDuring))\nfaults: \(counts.faults)"
+        if let failure = counts.failure { s += "\nFAILED: \(failure)" }
         return s
     }
 }
@@ -148,10 +121,7 @@ public final class DataStorePowerLossHarness: PowerLossDriver<DataStoreCrashInte
             ? DataStorePowerLossConfiguration.withBackgroundMaintenance(configuration.options) : configuration.options
         let directory = configuration.directory
         super.init(
-            seed: configuration.seed, cycles: configuration.cycles, cyclesPerStore: configuration.cyclesPerStore,
-            processCrashFraction: configuration.processCrashFraction, crashDuringOpenFraction: configuration.crashDuringOpenFraction,
-            powerLossModel: configuration.powerLossModel, directory: directory, report: DataStorePowerLossReport(seed: configuration.seed),
-            events: (100, 80), openName: "setup",
+            configuration.run, report: DataStorePowerLossReport(seed: configuration.seed), events: (100, 80), openName: "setup",
             makeInterpreter: { fs in
                 DataStoreCrashInterpreter(model: DataStoreCrashModel()) { LogDataStore(path: directory, fileSystem: fs, options: options) }
             })
@@ -191,10 +161,8 @@ public final class DataStorePowerLossHarness: PowerLossDriver<DataStoreCrashInte
             if !leftovers.isEmpty {
                 return "After setup() the store directory still holds temporary files: \(leftovers.joined(separator: ", "))."
             }
-            oracle.adoptRecovered(k)
+            adoptRecovered(k, before: before)
             interpreter.model = DataStoreCrashModel(parent: oracle.acknowledgedState, lastTransaction: k)
-            report.unacknowledgedSurvived += Int(k - before.ack)
-            report.unacknowledgedLost += Int(before.attempted - k)
             note("setup ok: k=\(k) (acknowledged \(before.ack), attempted \(before.attempted))")
         } catch {
             return "After recovery: \(error)"
@@ -203,7 +171,7 @@ public final class DataStorePowerLossHarness: PowerLossDriver<DataStoreCrashInte
     }
 
     override func runWorkload(_ interpreter: DataStoreCrashInterpreter) -> String? {
-        let steps = rng.int(in: 1...max(1, configuration.maxStepsPerCycle))
+        let steps = drawStepCount()
         let crashAt = rng.int(in: 0...(steps + steps / 2 + 2))
         fs.scheduleCrash(afterMutatingOperations: crashAt)
         // Some cycles aim at one kind of step: its first occurrence re-arms the crash point to

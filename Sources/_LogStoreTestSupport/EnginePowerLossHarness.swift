@@ -116,23 +116,11 @@ public final class EngineCrashInterpreter: CrashInterpreter {
     }
 }
 
-/// Settings of an ``EnginePowerLossHarness`` run.
-public struct PowerLossConfiguration: Sendable {
-    /// The seed every random decision of the run derives from.
-    public var seed: UInt64
-    /// How many crash cycles to run (each: open + check, a workload, a crash, a crash image).
-    public var cycles: Int
-    /// A fresh, empty store is started every this many cycles (bounds the log's size).
-    public var cyclesPerStore = 20
-    /// The most workload steps between two crashes.
-    public var maxStepsPerCycle = 8
-    /// The share of crashes that are process crashes (`kill -9`) rather than power losses.
-    public var processCrashFraction = 0.2
-    /// The probability that an open is itself interrupted by a crash (during recovery).
-    public var crashDuringOpenFraction = 0.15
-    /// The store directory. Its parent is created durably; the store directory itself is created
-    /// by the engine in half of the stores and durably in advance in the other half.
-    public var directory = "/data/store"
+/// Settings of an ``EnginePowerLossHarness`` run: the shared ``PowerLossRunSettings`` (20 cycles
+/// per store, at most 8 steps per cycle, the standard power-loss model), read as its own fields.
+public struct PowerLossConfiguration: PowerLossConfiguring, Sendable {
+    /// Seed, cycles and the settings every harness has.
+    public var run: PowerLossRunSettings
     /// Engine options. Default: synchronous durability, 64 KiB segments (frequent roll-overs),
     /// 512-byte frames (multi-frame transactions). With `.none` durability the workload adds
     /// flush steps and only flushed transactions count as acknowledged (many unsynced
@@ -140,13 +128,10 @@ public struct PowerLossConfiguration: Sendable {
     public var options: LogStoreOptions
     /// The workload mix.
     public var workload = CrashWorkloadGenerator()
-    /// Harsher power-loss faults (default: none beyond the standard model).
-    public var powerLossModel = PowerLossModel()
 
     /// A configuration with the defaults above.
     public init(seed: UInt64, cycles: Int) {
-        self.seed = seed
-        self.cycles = cycles
+        run = PowerLossRunSettings(seed: seed, cycles: cycles, cyclesPerStore: 20, maxStepsPerCycle: 8)
         var o = LogStoreOptions()
         o.durability = .synchronous
         o.segmentSize = 64 << 10
@@ -154,26 +139,18 @@ public struct PowerLossConfiguration: Sendable {
         o.cacheSize = 256 << 10
         options = o
     }
+
 }
 
-/// What a power-loss run did, and the first broken promise it found (if any).
+/// What a power-loss run did, and the first broken promise it found (if any): the shared
+/// ``PowerLossCounts`` (read as its own fields) and the engine's own counters.
 public struct PowerLossReport: PowerLossTally, Sendable, CustomStringConvertible {
-    /// The run's seed (rerun with it to reproduce).
-    public var seed: UInt64
-    /// Crash cycles completed.
-    public var cyclesCompleted = 0
+    /// Seed, cycles, images, faults, failure.
+    public var counts: PowerLossCounts
     /// Transactions whose commit returned.
     public var transactionsCommitted = 0
     /// Flush steps that returned.
     public var flushes = 0
-    /// In-flight (unacknowledged) transactions found complete after the crash.
-    public var unacknowledgedSurvived = 0
-    /// In-flight transactions absent after the crash.
-    public var unacknowledgedLost = 0
-    /// Power-loss crash images built.
-    public var powerLossImages = 0
-    /// Process-crash images built.
-    public var processCrashImages = 0
     /// Opens interrupted by a crash (recovery crashed, then recovered again).
     public var crashesDuringOpen = 0
     /// Clean close-and-reopen steps.
@@ -184,21 +161,18 @@ public struct PowerLossReport: PowerLossTally, Sendable, CustomStringConvertible
     public var filesRemovedByRecovery = 0
     /// Stores that recovery had to create from scratch after a crash during creation.
     public var storesCreated = 0
-    /// The faults applied by every crash image.
-    public var faults = FaultCounts()
-    /// The first failure, or nil if every check passed.
-    public var failure: PowerLossFailure?
 
     /// Creates an empty report for `seed`.
-    public init(seed: UInt64) { self.seed = seed }
+    public init(seed: UInt64) { counts = PowerLossCounts(seed: seed) }
+
 
     /// A multi-line summary.
     public var description: String {
-        var s = "power-loss run seed \(seed): \(cyclesCompleted) cycles, \(transactionsCommitted) transactions committed, \(flushes) flushes, "
-        s += "in-flight survived \(unacknowledgedSurvived) / lost \(unacknowledgedLost); images: \(powerLossImages) power loss, \(processCrashImages) process crash; "
+        var s = "power-loss run seed \(counts.seed): \(counts.cyclesCompleted) cycles, \(transactionsCommitted) transactions committed, \(flushes) flushes, "
+        s += counts.inFlightAndImages + "; "
         s += "crashes during open \(crashesDuringOpen), clean reopens \(cleanReopens), torn tails cut \(tornTailsCut), files removed by recovery \(filesRemovedByRecovery), stores created \(storesCreated)\n"
-        s += "faults: \(faults)"
-        if let failure { s += "\nFAILED: \(failure)" }
+        s += "faults: \(counts.faults)"
+        if let failure = counts.failure { s += "\nFAILED: \(failure)" }
         return s
     }
 }
@@ -240,10 +214,7 @@ public final class EnginePowerLossHarness: PowerLossDriver<EngineCrashInterprete
         let directory = configuration.directory
         let options = configuration.options
         super.init(
-            seed: configuration.seed, cycles: configuration.cycles, cyclesPerStore: configuration.cyclesPerStore,
-            processCrashFraction: configuration.processCrashFraction, crashDuringOpenFraction: configuration.crashDuringOpenFraction,
-            powerLossModel: configuration.powerLossModel, directory: directory, report: PowerLossReport(seed: configuration.seed),
-            events: (80, 60), openName: "open",
+            configuration.run, report: PowerLossReport(seed: configuration.seed), events: (80, 60), openName: "open",
             makeInterpreter: { fs in EngineCrashInterpreter(directory: directory, fileSystem: fs, options: options) })
     }
 
@@ -282,9 +253,7 @@ public final class EnginePowerLossHarness: PowerLossDriver<EngineCrashInterprete
             guard snapSeq == k, r.lastSequence == k else {
                 return "The store shows transactions 1...\(k) but its sequence is \(snapSeq) (recovery report: \(r.lastSequence))."
             }
-            oracle.adoptRecovered(k)
-            report.unacknowledgedSurvived += Int(k - before.ack)
-            report.unacknowledgedLost += Int(before.attempted - k)
+            adoptRecovered(k, before: before)
             note("open ok: k=\(k) (acknowledged \(before.ack), attempted \(before.attempted)); recovery: \(describe(r))")
         } catch {
             return "After recovery (\(describe(r))): \(error)"
@@ -293,7 +262,7 @@ public final class EnginePowerLossHarness: PowerLossDriver<EngineCrashInterprete
     }
 
     override func runWorkload(_ interpreter: EngineCrashInterpreter) -> String? {
-        let steps = rng.int(in: 1...max(1, configuration.maxStepsPerCycle))
+        let steps = drawStepCount()
         // About two mutating operations per transaction (append, fdatasync); a roll-over adds ten.
         let crashAt = rng.int(in: 0..<(2 * steps + 3))
         fs.scheduleCrash(afterMutatingOperations: crashAt)

@@ -9,18 +9,97 @@ public protocol CrashInterpreter: AnyObject {
     func close() throws
 }
 
-/// The counters every power-loss report keeps.
-public protocol PowerLossTally {
+/// Settings every power-loss run has, whatever it crashes. The harnesses' configurations hold one
+/// (``PowerLossConfiguration/run``, ``DataStorePowerLossConfiguration/run``) and expose its fields
+/// as their own (`configuration.seed`).
+public struct PowerLossRunSettings: Sendable {
+    /// The seed every random decision of the run derives from.
+    public var seed: UInt64
+    /// How many crash cycles to run (each: open + check, a workload, a crash, a crash image).
+    public var cycles: Int
+    /// A fresh, empty store is started every this many cycles (bounds the log's size).
+    public var cyclesPerStore: Int
+    /// The most workload steps between two crashes.
+    public var maxStepsPerCycle: Int
+    /// The share of crashes that are process crashes (`kill -9`) rather than power losses.
+    public var processCrashFraction = 0.2
+    /// The probability that an open is itself interrupted by a crash (during recovery).
+    public var crashDuringOpenFraction = 0.15
+    /// The store directory on the fault-injecting file system.
+    public var directory = "/data/store"
+    /// How power-loss images are built.
+    public var powerLossModel: PowerLossModel
+
+    /// Settings with the given seed, size and defaults for the rest.
+    public init(seed: UInt64, cycles: Int, cyclesPerStore: Int, maxStepsPerCycle: Int, powerLossModel: PowerLossModel = PowerLossModel()) {
+        self.seed = seed
+        self.cycles = cycles
+        self.cyclesPerStore = cyclesPerStore
+        self.maxStepsPerCycle = maxStepsPerCycle
+        self.powerLossModel = powerLossModel
+    }
+}
+
+/// Counters every power-loss report has. The harnesses' reports hold one
+/// (``PowerLossReport/counts``, ``DataStorePowerLossReport/counts``) and expose its fields as their
+/// own (`report.cyclesCompleted`).
+public struct PowerLossCounts: Sendable {
+    /// The run's seed (rerun with it to reproduce).
+    public var seed: UInt64
     /// Crash cycles completed.
-    var cyclesCompleted: Int { get set }
+    public var cyclesCompleted = 0
+    /// In-flight (unacknowledged) transactions found complete after the crash.
+    public var unacknowledgedSurvived = 0
+    /// In-flight transactions absent after the crash.
+    public var unacknowledgedLost = 0
     /// Power-loss crash images built.
-    var powerLossImages: Int { get set }
+    public var powerLossImages = 0
     /// Process-crash images built.
-    var processCrashImages: Int { get set }
+    public var processCrashImages = 0
     /// The faults applied by every power-loss image.
-    var faults: FaultCounts { get set }
+    public var faults = FaultCounts()
     /// The first failure, or nil if every check passed.
-    var failure: PowerLossFailure? { get set }
+    public var failure: PowerLossFailure?
+
+    /// Empty counters for a run of `seed`.
+    public init(seed: UInt64) { self.seed = seed }
+
+    /// "in-flight survived N / lost M; images: N power loss, M process crash".
+    var inFlightAndImages: String {
+        "in-flight survived \(unacknowledgedSurvived) / lost \(unacknowledgedLost); images: \(powerLossImages) power loss, \(processCrashImages) process crash"
+    }
+}
+
+/// A harness configuration: the shared settings plus whatever its harness adds. The shared
+/// fields read and write as the configuration's own (`configuration.seed`).
+@dynamicMemberLookup
+public protocol PowerLossConfiguring {
+    /// Seed, cycles and the settings every harness has.
+    var run: PowerLossRunSettings { get set }
+}
+
+extension PowerLossConfiguring {
+    /// A field of ``run``, read and written as this value's own.
+    public subscript<T>(dynamicMember key: WritableKeyPath<PowerLossRunSettings, T>) -> T {
+        get { run[keyPath: key] }
+        set { run[keyPath: key] = newValue }
+    }
+}
+
+/// A power-loss report: its shared counters plus whatever its harness adds. The shared fields
+/// read and write as the report's own (`report.cyclesCompleted`).
+@dynamicMemberLookup
+public protocol PowerLossTally {
+    /// The counters every run keeps.
+    var counts: PowerLossCounts { get set }
+}
+
+extension PowerLossTally {
+    /// A field of ``counts``, read and written as this value's own.
+    public subscript<T>(dynamicMember key: WritableKeyPath<PowerLossCounts, T>) -> T {
+        get { counts[keyPath: key] }
+        set { counts[keyPath: key] = newValue }
+    }
 }
 
 /// The part of a simulated power-loss run that does not depend on what is crashed (a
@@ -41,6 +120,7 @@ public class PowerLossDriver<Interpreter: CrashInterpreter, Report: PowerLossTal
     let seed: UInt64
     let cycles: Int
     let cyclesPerStore: Int
+    let maxStepsPerCycle: Int
     let processCrashFraction: Double
     let crashDuringOpenFraction: Double
     let powerLossModel: PowerLossModel
@@ -60,16 +140,16 @@ public class PowerLossDriver<Interpreter: CrashInterpreter, Report: PowerLossTal
     var fs = FaultInjectingFileSystem()
     var oracle = CrashOracle()
 
-    init(seed: UInt64, cycles: Int, cyclesPerStore: Int, processCrashFraction: Double, crashDuringOpenFraction: Double,
-         powerLossModel: PowerLossModel, directory: String, report: Report, events: (limit: Int, keep: Int), openName: String,
+    init(_ settings: PowerLossRunSettings, report: Report, events: (limit: Int, keep: Int), openName: String,
          makeInterpreter: @escaping (FaultInjectingFileSystem) -> Interpreter) {
-        self.seed = seed
-        self.cycles = cycles
-        self.cyclesPerStore = cyclesPerStore
-        self.processCrashFraction = processCrashFraction
-        self.crashDuringOpenFraction = crashDuringOpenFraction
-        self.powerLossModel = powerLossModel
-        self.directory = directory
+        seed = settings.seed
+        cycles = settings.cycles
+        cyclesPerStore = settings.cyclesPerStore
+        maxStepsPerCycle = settings.maxStepsPerCycle
+        processCrashFraction = settings.processCrashFraction
+        crashDuringOpenFraction = settings.crashDuringOpenFraction
+        powerLossModel = settings.powerLossModel
+        directory = settings.directory
         self.report = report
         eventLimit = events.limit
         eventKeep = events.keep
@@ -109,9 +189,9 @@ public class PowerLossDriver<Interpreter: CrashInterpreter, Report: PowerLossTal
                 startStore()
             }
             if let message = runCycle() { return fail(message) }
-            report.cyclesCompleted += 1
+            report.counts.cyclesCompleted += 1
         }
-        if report.cyclesCompleted > 0, let message = checkFinalImage() { return fail(message) }
+        if report.counts.cyclesCompleted > 0, let message = checkFinalImage() { return fail(message) }
         return report
     }
 
@@ -122,7 +202,7 @@ public class PowerLossDriver<Interpreter: CrashInterpreter, Report: PowerLossTal
 
     func fail(_ message: String) -> Report {
         var r = report
-        r.failure = PowerLossFailure(seed: seed, cycle: cycle, message: message, recentEvents: events)
+        r.counts.failure = PowerLossFailure(seed: seed, cycle: cycle, message: message, recentEvents: events)
         return r
     }
 
@@ -163,16 +243,28 @@ public class PowerLossDriver<Interpreter: CrashInterpreter, Report: PowerLossTal
         return nil
     }
 
+    /// How many workload steps this cycle runs (1 to `maxStepsPerCycle`).
+    func drawStepCount() -> Int { rng.int(in: 1...max(1, maxStepsPerCycle)) }
+
+    /// The oracle adopts transaction `k` as what recovery showed (a later crash must not take it
+    /// back); the transactions in flight at the crash (`before`: the oracle's marks before the
+    /// check) are counted as survived or lost.
+    func adoptRecovered(_ k: UInt64, before: (ack: UInt64, attempted: UInt64)) {
+        oracle.adoptRecovered(k)
+        report.counts.unacknowledgedSurvived += Int(k - before.ack)
+        report.counts.unacknowledgedLost += Int(before.attempted - k)
+    }
+
     func shortError(_ error: any Error) -> String { FaultInjectingFileSystem.shortDescription(of: error) }
 
     func makeImage() {
         let next = fs.randomCrashImage(rng: &rng, processCrashFraction: processCrashFraction, model: powerLossModel)
         fs = next.image
         if next.isProcessCrash {
-            report.processCrashImages += 1
+            report.counts.processCrashImages += 1
         } else {
-            report.powerLossImages += 1
-            report.faults += fs.faultsApplied
+            report.counts.powerLossImages += 1
+            report.counts.faults += fs.faultsApplied
         }
         note(next.description)
     }
