@@ -1,8 +1,9 @@
 import Foundation
+import LogStoreCompactCommands
 import LogStoreEngine
 import XCTest
 
-/// The engine-side inspection code (Sources/LogStoreEngine/Maintenance) on its own.
+/// The inspection code behind verify, stats and compact --dry-run (Sources/LogStoreCompactCommands/Inspection) on its own.
 final class StoreScannerTests: XCTestCase {
     func testScanReplaysToTheSameIndexAsTheEngine() throws {
         let store = try makeStore()

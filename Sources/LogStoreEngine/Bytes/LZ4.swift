@@ -1,9 +1,9 @@
 internal import CLZ4
 
 /// The engine's only door to liblz4 (LZ4 block format, no frame header). No C type leaves this file.
-enum _LZ4 {
+package enum _LZ4 {
     /// Compresses `input`; returns nil when the result would not be smaller than the input.
-    static func compress(_ input: UnsafeRawBufferPointer) -> [UInt8]? {
+    package static func compress(_ input: UnsafeRawBufferPointer) -> [UInt8]? {
         guard input.count > 0, input.count <= Int(LZ4_MAX_INPUT_SIZE) else { return nil }
         let bound = Int(LZ4_compressBound(Int32(input.count)))
         var out = [UInt8](repeating: 0, count: bound)
@@ -21,7 +21,7 @@ enum _LZ4 {
 
     /// Decompresses exactly `rawLength` bytes from `input`. Safe on any input: liblz4's `_safe`
     /// decoder never reads or writes out of bounds; a mismatch in size returns nil.
-    static func decompress(_ input: UnsafeRawBufferPointer, rawLength: Int) -> [UInt8]? {
+    package static func decompress(_ input: UnsafeRawBufferPointer, rawLength: Int) -> [UInt8]? {
         guard rawLength >= 0, input.count > 0, input.count <= Int(Int32.max) else { return rawLength == 0 && input.isEmpty ? [] : nil }
         guard let src = input.baseAddress else { return nil }
         var out = [UInt8](repeating: 0, count: rawLength)

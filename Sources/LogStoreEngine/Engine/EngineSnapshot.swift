@@ -6,7 +6,7 @@ import HashTreeCollections
 /// same data, for as long as you hold it, even while writers commit and compaction replaces
 /// segments (the files it needs stay open until the snapshot is released).
 public struct EngineSnapshot: RecordReader, Sendable {
-    let index: _IndexState
+    package let index: _IndexState
     let segments: [UInt32: _Segment]
     let cache: _FrameCache?
 
@@ -34,7 +34,7 @@ public struct EngineSnapshot: RecordReader, Sendable {
         return try read(loc)
     }
 
-    func read(_ loc: RecordLocation) throws -> ArraySlice<UInt8> {
+    package func read(_ loc: RecordLocation) throws -> ArraySlice<UInt8> {
         guard let seg = segments[loc.segment] else {
             throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.").withCorruptionNextStep()
         }

@@ -14,6 +14,16 @@ public struct RecordLocation: Sendable, Hashable {
     /// Length of the value's bytes.
     public var valueLength: UInt32
 
+    /// A location from its parts (the engine's, and tools of this package that rebuild an index).
+    package init(segment: UInt32, frameOffset: UInt32, frameLength: UInt32, valueOffset: UInt32, sequence: UInt64, valueLength: UInt32) {
+        self.segment = segment
+        self.frameOffset = frameOffset
+        self.frameLength = frameLength
+        self.valueOffset = valueOffset
+        self.sequence = sequence
+        self.valueLength = valueLength
+    }
+
     /// A key for caches: segment and frame offset.
     var frameID: UInt64 { UInt64(segment) << 32 | UInt64(frameOffset) }
 }

@@ -31,12 +31,12 @@
 package struct SegmentReader {
     /// One frame of a transaction: its header and where it and its payload start in the buffer.
     package struct Frame {
-        var header: _Frame.Header
-        var frameOffset: Int
-        var payloadOffset: Int
+        package var header: _Frame.Header
+        package var frameOffset: Int
+        package var payloadOffset: Int
 
         /// The stored (possibly compressed) payload.
-        func storedPayload(in buf: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        package func storedPayload(in buf: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
             UnsafeRawBufferPointer(rebasing: buf[payloadOffset..<(payloadOffset + header.storedLength)])
         }
     }
@@ -44,7 +44,7 @@ package struct SegmentReader {
     /// Damage found in a segment (rule 3), with what rules 4 and 5 say about it.
     package struct Damage {
         /// Which rule-3 case it is.
-        enum Kind {
+        package enum Kind {
             /// A truncated or invalid frame.
             case frame
             /// A frame that is valid alone but breaks the transaction structure (a data frame in a
@@ -55,19 +55,19 @@ package struct SegmentReader {
             case sequence
         }
         /// Which case it is.
-        var kind: Kind
+        package var kind: Kind
         /// Buffer offset of the damaged frame (or of the first frame of the unfinished transaction).
-        var offset: Int
+        package var offset: Int
         /// Buffer offset where the last complete transaction before the damage ends.
-        var validEnd: Int
+        package var validEnd: Int
         /// What is wrong, for reports and errors.
-        var reason: String
+        package var reason: String
         /// Rule 4: the last segment's interrupted append; nothing valid of another transaction follows.
-        var isTornTail: Bool
+        package var isTornTail: Bool
         /// Where the next valid frame of another transaction starts (rule 5), or nil if none does.
-        var resumeAt: Int?
+        package var resumeAt: Int?
         /// The sequence number of the unfinished transaction lost with the damage, if one was pending.
-        var lostTransaction: UInt64?
+        package var lostTransaction: UInt64?
     }
 
     /// What the caller wants after damage that is not a torn tail.
@@ -82,9 +82,9 @@ package struct SegmentReader {
     package struct Outcome {
         /// Buffer offset where valid data ends: after the last delivered transaction, or (after a
         /// resume) the end of the buffer when nothing valid followed.
-        var validEnd: Int
+        package var validEnd: Int
         /// The torn tail that ended it, if one did.
-        var tornTail: Damage?
+        package var tornTail: Damage?
     }
 
     /// Reads the frames of `buf` from `start` (just past the segment header, or where a checkpoint

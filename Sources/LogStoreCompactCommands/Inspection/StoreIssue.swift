@@ -1,3 +1,5 @@
+import LogStoreEngine
+
 /// One problem found by ``StoreScanner`` or by ``StoreScan/compareIndex(with:)``: which file,
 /// where in it, what is wrong, and whether it is damage or only worth knowing.
 ///

@@ -1,3 +1,5 @@
+public import LogStoreEngine
+
 extension StoreScan {
     /// Compares an engine's index with this scan's independent replay of the log: same item
     /// types, same record counts, every key at the same location (segment, frame, value offset and

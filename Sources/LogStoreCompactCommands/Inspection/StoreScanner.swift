@@ -1,3 +1,5 @@
+public import LogStoreEngine
+
 /// Reads a store directory's files directly, without opening a ``LogEngine``: checks every
 /// checksum and structure (manifest, segment headers, frames, transactions, records, values),
 /// replays the log into an index of its own and measures live and dead bytes.

@@ -1,3 +1,5 @@
+public import LogStoreEngine
+
 /// What ``StoreScanner`` found in a store directory: files, manifest, per-segment and per-type
 /// figures, live/dead bytes, and every ``StoreIssue``.
 ///
