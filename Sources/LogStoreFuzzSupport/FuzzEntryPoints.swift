@@ -31,7 +31,7 @@ public struct FuzzPropertyViolation: Error, Sendable, CustomStringConvertible {
 public enum FuzzEntryPoints {
     // MARK: Frames and records
 
-    /// The frame decoder: `_Frame.parse`, `_Frame.rawPayload` and `_DecodedRecord.decodeAll`.
+    /// The frame decoder: `LogFrame.parse`, `LogFrame.rawPayload` and `DecodedRecord.decodeAll`.
     ///
     /// Input: `mode:u8 bytes`. Mode bits 0-1:
     /// - 0: `bytes` is a run of frames, parsed one after the other as recovery does;
@@ -56,13 +56,13 @@ public enum FuzzEntryPoints {
             var offset = 0
             var frames = 0
             while offset < buf.count, frames < 64 {
-                switch _Frame.parse(buf, at: offset) {
+                switch LogFrame.parse(buf, at: offset) {
                 case .truncated, .invalid:
                     return
                 case .frame(let header, let payloadOffset):
                     frames += 1
                     let end = payloadOffset + header.storedLength
-                    guard payloadOffset == offset + _Frame.headerSize, end <= buf.count, header.storedLength >= 0 else {
+                    guard payloadOffset == offset + LogFrame.headerSize, end <= buf.count, header.storedLength >= 0 else {
                         throw FuzzPropertyViolation("parse accepted a frame at \(offset) whose payload \(payloadOffset)..<\(end) leaves the \(buf.count)-byte buffer")
                     }
                     guard SegmentReader.nextValidFrame(buf, from: offset) != nil else {
@@ -71,7 +71,7 @@ public enum FuzzEntryPoints {
                     let stored = UnsafeRawBufferPointer(rebasing: buf[payloadOffset..<end])
                     let raw: [UInt8]
                     do {
-                        raw = try _Frame.rawPayload(header, stored)
+                        raw = try LogFrame.rawPayload(header, stored)
                     } catch {
                         try expectCorruption(error, "rawPayload")
                         offset = end
@@ -89,7 +89,7 @@ public enum FuzzEntryPoints {
     }
 
     /// One decoded record with its value bytes (for comparisons).
-    struct _Record: Equatable {
+    struct Record: Equatable {
         var op: RecordOperation.Tag
         var type: String
         var key: RecordKey
@@ -98,27 +98,27 @@ public enum FuzzEntryPoints {
         var sequence: UInt64
 
         /// Appends the record as the engine writes it: `RecordOperation.encode` for the kinds a
-        /// transaction writes, `_CompactedRecord.encode` for compaction's `putAt`.
+        /// transaction writes, `CompactedRecord.encode` for compaction's `putAt`.
         func encode(into w: inout _ByteWriter) {
             switch op {
             case .put: RecordOperation.put(type: type, key: key, value: value).encode(into: &w)
             case .delete: RecordOperation.delete(type: type, key: key).encode(into: &w)
             case .deleteAll: RecordOperation.deleteAll(type: type).encode(into: &w)
             case .putAt:
-                _ = value.withUnsafeBytes { _CompactedRecord.encode(type: type, key: key, sequence: sequence, value: $0, into: &w) }
+                _ = value.withUnsafeBytes { CompactedRecord.encode(type: type, key: key, sequence: sequence, value: $0, into: &w) }
             }
         }
     }
 
-    static func decodeRecords(_ payload: [UInt8]) throws -> [_Record] {
+    static func decodeRecords(_ payload: [UInt8]) throws -> [Record] {
         try payload.withUnsafeBytes { buf in
-            var out: [_Record] = []
-            try _DecodedRecord.decodeAll(buf) { rec in
+            var out: [Record] = []
+            try DecodedRecord.decodeAll(buf) { rec in
                 let end = rec.valueOffset + rec.valueLength
                 guard rec.valueOffset >= 0, rec.valueLength >= 0, end <= buf.count else {
                     throw FuzzPropertyViolation("decodeAll reported a value at \(rec.valueOffset)+\(rec.valueLength) outside the \(buf.count)-byte payload")
                 }
-                out.append(_Record(op: rec.op, type: rec.type, key: rec.key, value: Array(buf[rec.valueOffset..<end]), sequence: rec.sequence))
+                out.append(Record(op: rec.op, type: rec.type, key: rec.key, value: Array(buf[rec.valueOffset..<end]), sequence: rec.sequence))
             }
             return out
         }
@@ -126,7 +126,7 @@ public enum FuzzEntryPoints {
 
     /// Decodes a payload; if it decodes, re-encodes the records and checks they decode the same.
     static func checkPayload(_ payload: [UInt8], context: String) throws {
-        let records: [_Record]
+        let records: [Record]
         do {
             records = try decodeRecords(payload)
         } catch let v as FuzzPropertyViolation {
@@ -137,7 +137,7 @@ public enum FuzzEntryPoints {
         }
         var w = _ByteWriter(capacity: payload.count + 16)
         for r in records { r.encode(into: &w) }
-        let again: [_Record]
+        let again: [Record]
         do {
             again = try decodeRecords(w.bytes)
         } catch {
@@ -149,14 +149,14 @@ public enum FuzzEntryPoints {
     }
 
     /// Frames `raw` again (plain and LZ4) and checks that both parse back to the same payload.
-    static func checkReframing(_ raw: [UInt8], header: _Frame.Header) throws {
+    static func checkReframing(_ raw: [UInt8], header: LogFrame.Header) throws {
         for compress in [false, true] {
             var out: [UInt8] = []
-            let stored = _Frame.append(into: &out, raw: raw, kind: header.kind, sequence: header.sequence, compress: compress, threshold: 0)
+            let stored = LogFrame.append(into: &out, raw: raw, kind: header.kind, sequence: header.sequence, compress: compress, threshold: 0)
             let ok: Bool = out.withUnsafeBytes { buf in
-                guard case .frame(let h, let p) = _Frame.parse(buf, at: 0), h.kind == header.kind, h.sequence == header.sequence,
+                guard case .frame(let h, let p) = LogFrame.parse(buf, at: 0), h.kind == header.kind, h.sequence == header.sequence,
                     h.rawLength == raw.count, h.storedLength == stored, p + stored == buf.count,
-                    let back = try? _Frame.rawPayload(h, UnsafeRawBufferPointer(rebasing: buf[p...]))
+                    let back = try? LogFrame.rawPayload(h, UnsafeRawBufferPointer(rebasing: buf[p...]))
                 else { return false }
                 return back == raw
             }
@@ -170,10 +170,10 @@ public enum FuzzEntryPoints {
     /// as far as whole frames fit.
     static func fixFrameChecksums(_ bytes: inout [UInt8], from start: Int) {
         var offset = start
-        while bytes.count - offset >= _Frame.headerSize {
+        while bytes.count - offset >= LogFrame.headerSize {
             let length = bytes.withUnsafeBytes { Int($0.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian) }
-            let end = offset + _Frame.headerSize + length
-            guard length <= _Frame.maxPayload, end <= bytes.count else { return }
+            let end = offset + LogFrame.headerSize + length
+            guard length <= LogFrame.maxPayload, end <= bytes.count else { return }
             let crc = bytes.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[(offset + 4)..<end]))) }
             for i in 0..<4 { bytes[offset + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
             offset = end
@@ -217,8 +217,8 @@ public enum FuzzEntryPoints {
             bytes = Array(bytes.dropFirst(4))
         }
         let next = number &+ 1
-        if mode & 4 != 0 { bytes = _SegmentHeader(segment: number, baseSequence: 1).encoded() + bytes }
-        if mode & 8 != 0 { fixFrameChecksums(&bytes, from: _SegmentHeader.size) }
+        if mode & 4 != 0 { bytes = SegmentHeader(segment: number, baseSequence: 1).encoded() + bytes }
+        if mode & 8 != 0 { fixFrameChecksums(&bytes, from: SegmentHeader.size) }
 
         let fs = InMemoryFileSystem()
         let dir = "/store"
@@ -228,17 +228,17 @@ public enum FuzzEntryPoints {
         do {
             try fs.createDirectory(atPath: dir)
             if withManifest {
-                let manifest = _Manifest(generation: 1, nextSegment: sealed ? next &+ 1 : next, segments: sealed ? [number, next] : [number])
+                let manifest = ManifestFile(generation: 1, nextSegment: sealed ? next &+ 1 : next, segments: sealed ? [number, next] : [number])
                 try writeFile(fs, _joinPath(dir, LogStoreFormat.manifestFileName), manifest.encoded())
             }
             try writeFile(fs, _joinPath(dir, LogStoreFormat.segmentFileName(number)), bytes)
             if sealed {
                 // Segment 2: one committed transaction with a high sequence number, so that it
                 // follows whatever segment 1 holds unless segment 1 claims even higher ones.
-                var seg2 = _SegmentHeader(segment: next, baseSequence: 1 << 40).encoded()
+                var seg2 = SegmentHeader(segment: next, baseSequence: 1 << 40).encoded()
                 var payload = _ByteWriter(capacity: 64)
                 RecordOperation.put(type: "sealed-check", key: RecordKey([2]), value: [0x02, 0x03]).encode(into: &payload)
-                _Frame.append(into: &seg2, raw: payload.bytes, kind: .commit, sequence: 1 << 40, compress: false, threshold: 0)
+                LogFrame.append(into: &seg2, raw: payload.bytes, kind: .commit, sequence: 1 << 40, compress: false, threshold: 0)
                 try writeFile(fs, _joinPath(dir, LogStoreFormat.segmentFileName(next)), seg2)
             }
         } catch {
@@ -352,7 +352,7 @@ public enum FuzzEntryPoints {
         guard let mode = data.first else { return }
         let bytes = Array(data.dropFirst())
         if mode & 1 != 0 {
-            var recipe = _Recipe(bytes: bytes)
+            var recipe = Recipe(bytes: bytes)
             let v = buildValue(&recipe, depth: 1)
             let encoded = v.encoded()
             let depth = nesting(v)
@@ -424,7 +424,7 @@ public enum FuzzEntryPoints {
     }
 
     /// Reads a value recipe: every byte consumed picks the next choice; missing bytes read as 0.
-    struct _Recipe {
+    struct Recipe {
         var bytes: [UInt8]
         var at = 0
         var budget = 4096
@@ -443,7 +443,7 @@ public enum FuzzEntryPoints {
     }
 
     /// Builds a value from a recipe: tag byte, then the body's bytes (lengths are one byte).
-    static func buildValue(_ r: inout _Recipe, depth: Int) -> AttributeValue {
+    static func buildValue(_ r: inout Recipe, depth: Int) -> AttributeValue {
         let tag = r.next() % 12
         switch tag {
         case 0: return .null
@@ -479,7 +479,7 @@ public enum FuzzEntryPoints {
     }
 
     /// A string of 0-7 characters drawn from a small alphabet that includes multi-byte UTF-8.
-    static func recipeString(_ r: inout _Recipe) -> String {
+    static func recipeString(_ r: inout Recipe) -> String {
         let alphabet: [String] = ["a", "b", "z", "A", "0", " ", "\u{0}", "\u{e9}", "\u{20ac}", "\u{1f600}", "\u{fffd}", "/"]
         return (0..<Int(r.next() % 8)).map { _ in alphabet[Int(r.next()) % alphabet.count] }.joined()
     }
@@ -507,7 +507,7 @@ public enum FuzzEntryPoints {
 
     // MARK: Manifest
 
-    /// The manifest reader, `_Manifest.decode`.
+    /// The manifest reader, `ManifestFile.decode`.
     ///
     /// Input: `mode:u8 bytes`. Mode bits: 0 set = the last 4 bytes are replaced by the right
     /// checksum; 1 set = the magic is put before the bytes; 2 set = the store opened with the
@@ -522,16 +522,16 @@ public enum FuzzEntryPoints {
     public static func manifest(_ data: UnsafeRawBufferPointer) throws {
         guard let mode = data.first else { return }
         var bytes = Array(data.dropFirst())
-        if mode & 2 != 0 { bytes = _Manifest.magic + bytes }
+        if mode & 2 != 0 { bytes = ManifestFile.magic + bytes }
         if mode & 1 != 0, bytes.count >= 4 {
             let crc = bytes.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)]))) }
             for i in 0..<4 { bytes[bytes.count - 4 + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
         }
-        let m: _Manifest
+        let m: ManifestFile
         do {
-            m = try _Manifest.decode(bytes, path: "/store/MANIFEST")
+            m = try ManifestFile.decode(bytes, path: "/store/MANIFEST")
         } catch {
-            try expectCorruption(error, "_Manifest.decode", allowing: [.notAStore, .unsupportedFormatVersion])
+            try expectCorruption(error, "ManifestFile.decode", allowing: [.notAStore, .unsupportedFormatVersion])
             return
         }
         guard !m.segments.isEmpty, Set(m.segments).count == m.segments.count, m.segments.allSatisfy({ $0 < m.nextSegment }),
@@ -539,9 +539,9 @@ public enum FuzzEntryPoints {
         else {
             throw FuzzPropertyViolation("decode accepted a malformed manifest: \(m)")
         }
-        let again: _Manifest
+        let again: ManifestFile
         do {
-            again = try _Manifest.decode(m.encoded(), path: "/store/MANIFEST")
+            again = try ManifestFile.decode(m.encoded(), path: "/store/MANIFEST")
         } catch {
             throw FuzzPropertyViolation("a decoded manifest re-encodes to bytes that do not decode: \(error)")
         }
@@ -559,7 +559,7 @@ public enum FuzzEntryPoints {
             try fs.createDirectory(atPath: dir)
             try writeFile(fs, _joinPath(dir, LogStoreFormat.manifestFileName), bytes)
             for s in m.segments {
-                try writeFile(fs, _joinPath(dir, LogStoreFormat.segmentFileName(s)), _SegmentHeader(segment: s, baseSequence: 1).encoded())
+                try writeFile(fs, _joinPath(dir, LogStoreFormat.segmentFileName(s)), SegmentHeader(segment: s, baseSequence: 1).encoded())
             }
         } catch {
             throw FuzzPropertyViolation("setting up the in-memory store failed: \(error)")
@@ -601,7 +601,7 @@ public enum FuzzEntryPoints {
 
     // MARK: Checkpoint
 
-    /// The checkpoint reader, `_Checkpoint.decode`, and the engine's use of a checkpoint file.
+    /// The checkpoint reader, `CheckpointFile.decode`, and the engine's use of a checkpoint file.
     ///
     /// Input: `mode:u8 bytes`. Mode bits: 0 set = the last 4 bytes are replaced by the right
     /// checksum; 1 set = the bytes also become the CHECKPOINT file of a small store (one
@@ -619,7 +619,7 @@ public enum FuzzEntryPoints {
             let crc = bytes.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)]))) }
             for i in 0..<4 { bytes[bytes.count - 4 + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
         }
-        let decoded: _Checkpoint? = bytes.withUnsafeBytes { try? _Checkpoint.decode($0) }
+        let decoded: CheckpointFile? = bytes.withUnsafeBytes { try? CheckpointFile.decode($0) }
         if let cp = decoded {
             let numbers = Set(cp.segments.map(\.number))
             for (type, d) in cp.index.types {
@@ -628,10 +628,10 @@ public enum FuzzEntryPoints {
                     throw FuzzPropertyViolation("checkpoint decoded a location outside its segments or newer than its sequence: \(loc)")
                 }
             }
-            let again = _Checkpoint.encode(generation: cp.generation, createdAtMillis: cp.createdAtMillis, segments: cp.segments, index: cp.index)
-            let back: _Checkpoint
+            let again = CheckpointFile.encode(generation: cp.generation, createdAtMillis: cp.createdAtMillis, segments: cp.segments, index: cp.index)
+            let back: CheckpointFile
             do {
-                back = try again.withUnsafeBytes { (b) throws(_DecodeError) in try _Checkpoint.decode(b) }
+                back = try again.withUnsafeBytes { (b) throws(_DecodeError) in try CheckpointFile.decode(b) }
             } catch {
                 throw FuzzPropertyViolation("a decoded checkpoint re-encodes to bytes that do not decode: \(error)")
             }

@@ -47,7 +47,7 @@ public final class DelayingFileSystem: FileSystem {
     public func open(_ path: String, mode: FileOpenMode) throws -> any FileSystemFile {
         let f = try base.open(path, mode: mode)
         if mode == .createNew || mode == .createOrTruncate { pause() }
-        return _DelayingFile(base: f, fs: self)
+        return DelayingFile(base: f, fs: self)
     }
 
     /// Forwards, then pauses.
@@ -76,7 +76,7 @@ public final class DelayingFileSystem: FileSystem {
 }
 
 /// A file of a ``DelayingFileSystem``. Sendable: immutable references to Sendable objects.
-final class _DelayingFile: FileSystemFile {
+final class DelayingFile: FileSystemFile {
     let base: any FileSystemFile
     let fs: DelayingFileSystem
 

@@ -314,7 +314,7 @@ public final class FaultInjectingFileSystem: FileSystem {
         faults.filesWithUnsyncedData += 1
         faults.sectorsReordered += 1
         let new = inode.data, old = inode.durable
-        var dirty = _DirtySectors()
+        var dirty = DirtySectors()
         for c in inode.unsynced {
             switch c {
             case .write(let offset, let bytes): dirty.insert(range: offset..<(offset + bytes.count), sectorSize: sectorSize)
@@ -458,7 +458,7 @@ public final class FaultInjectingFileSystem: FileSystem {
                 return id
             }
         }
-        return _FaultInjectingFile(fs: self, path: p, inode: id, writable: mode != .readOnly)
+        return FaultInjectingFile(fs: self, path: p, inode: id, writable: mode != .readOnly)
     }
 
     /// See ``FileSystem/removeFile(atPath:)``. A mutating operation; the removal is unsynced
@@ -531,7 +531,7 @@ public final class FaultInjectingFileSystem: FileSystem {
             }
             s.locks.insert(p)
         }
-        return _FaultInjectingLock(fs: self, path: p)
+        return FaultInjectingLock(fs: self, path: p)
     }
 
     func unlock(_ p: String) { state.withLock { s in _ = s.locks.remove(p) } }
@@ -551,7 +551,7 @@ public struct PowerLossModel: Sendable, Hashable {
 }
 
 /// Dirty sector numbers of one file.
-struct _DirtySectors {
+struct DirtySectors {
     var sectors: [Int] = []
     var seen: Set<Int> = []
     mutating func insert(range: Range<Int>, sectorSize: Int) {
@@ -623,7 +623,7 @@ public struct FaultCounts: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// A lock held on a ``FaultInjectingFileSystem``. Sendable: `held` is behind its mutex.
-final class _FaultInjectingLock: FileSystemLock {
+final class FaultInjectingLock: FileSystemLock {
     let fs: FaultInjectingFileSystem
     let path: String
     let held = Mutex(true)
@@ -639,7 +639,7 @@ final class _FaultInjectingLock: FileSystemLock {
 
 /// An open file of a ``FaultInjectingFileSystem``. Sendable: immutable fields, `closed` behind its
 /// mutex, file data behind the file system's mutex.
-final class _FaultInjectingFile: FileSystemFile {
+final class FaultInjectingFile: FileSystemFile {
     let fs: FaultInjectingFileSystem
     let path: String
     let inode: Int

@@ -103,7 +103,7 @@ final class VerifyCommandTests: XCTestCase {
     func testVerifyOfAnInterruptedRollOverWarnsThatTheLastSegmentIsMissing() throws {
         let store = try makeStore()
         let path = store.dir + "/MANIFEST"
-        var manifest = try _Manifest.decode([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), path: path)
+        var manifest = try ManifestFile.decode([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), path: path)
         // Roll-over writes the manifest naming the new segment, then creates the file: stop between.
         manifest.segments.append(manifest.nextSegment)
         manifest.nextSegment += 1

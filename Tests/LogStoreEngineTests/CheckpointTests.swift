@@ -45,9 +45,9 @@ final class CheckpointTests: XCTestCase {
         return transactions + 2
     }
 
-    func index(_ e: LogEngine) -> _IndexState { e.state.withLock { $0.head.index } }
+    func index(_ e: LogEngine) -> IndexState { e.state.withLock { $0.head.index } }
 
-    func assertSameIndex(_ a: _IndexState, _ b: _IndexState, file: StaticString = #filePath, line: UInt = #line) {
+    func assertSameIndex(_ a: IndexState, _ b: IndexState, file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertEqual(a.sequence, b.sequence, "sequence", file: file, line: line)
         XCTAssertEqual(Set(a.types.keys), Set(b.types.keys), "types", file: file, line: line)
         for (t, d) in a.types { XCTAssertTrue(d == b.types[t], "locations of \(t) differ", file: file, line: line) }
@@ -226,10 +226,10 @@ final class CheckpointTests: XCTestCase {
     func craftedCheckpoint(_ e: LogEngine, generationDelta: Int = 0, extraLength: UInt64 = 0) -> [UInt8] {
         let (idx, manifest, info) = e.state.withLock { ($0.head.index, $0.manifest, $0.segmentInfo) }
         var segments = manifest.segments.map { n in
-            _Checkpoint.Segment(number: n, length: info[n]?.length ?? 0, rawBytes: info[n]?.rawBytes ?? 0)
+            CheckpointFile.Segment(number: n, length: info[n]?.length ?? 0, rawBytes: info[n]?.rawBytes ?? 0)
         }
         segments[segments.count - 1].length += extraLength
-        return _Checkpoint.encode(
+        return CheckpointFile.encode(
             generation: UInt64(Int(manifest.generation) + generationDelta), createdAtMillis: 0, segments: segments, index: idx)
     }
 
@@ -284,7 +284,7 @@ final class CheckpointTests: XCTestCase {
         model = try CT.contents(e)
         try e.close()
         let good = try CT.readFile(fs, checkpointPath)
-        XCTAssertNoThrow(try good.withUnsafeBytes { try _Checkpoint.decode($0) })
+        XCTAssertNoThrow(try good.withUnsafeBytes { try CheckpointFile.decode($0) })
         var rng = CTRandom(seed: 11)
         var accepted = 0
         for iteration in 0..<3000 {
@@ -308,7 +308,7 @@ final class CheckpointTests: XCTestCase {
                     bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)])) })
                 withUnsafeBytes(of: crc.littleEndian) { for i in 0..<4 { bytes[bytes.count - 4 + i] = $0[i] } }
             }
-            if let cp = try? bytes.withUnsafeBytes({ try _Checkpoint.decode($0) }) {
+            if let cp = try? bytes.withUnsafeBytes({ try CheckpointFile.decode($0) }) {
                 accepted += 1
                 // Whatever it accepts is self-consistent.
                 for (_, d) in cp.index.types {
@@ -331,12 +331,12 @@ final class CheckpointTests: XCTestCase {
         let locations = (0..<n).map {
             RecordLocation(segment: 1, frameOffset: 32, frameLength: 10, valueOffset: 0, sequence: UInt64($0 + 1), valueLength: 1)
         }
-        let d = try XCTUnwrap(_Checkpoint.buildIndex(keys, locations))
+        let d = try XCTUnwrap(CheckpointFile.buildIndex(keys, locations))
         XCTAssertEqual(d.count, n)
         for i in stride(from: 0, to: n, by: 997) { XCTAssertEqual(d[keys[i]]?.sequence, UInt64(i + 1)) }
         var repeated = keys
         repeated[n - 1] = keys[12_345]
-        XCTAssertNil(_Checkpoint.buildIndex(repeated, locations))
+        XCTAssertNil(CheckpointFile.buildIndex(repeated, locations))
     }
 
     func testCheckpointOfALargeTypeGivesTheSameIndexAsAFullReplay() throws {

@@ -308,7 +308,7 @@ final class CompactionTests: XCTestCase {
     }
 
     func testWritesDuringTheCopyAreReplayedFromTheJournal() throws {
-        try checkWritesDuringTheCopyAreKept(journalLimit: _IndexJournal.defaultLimit)
+        try checkWritesDuringTheCopyAreKept(journalLimit: IndexJournal.defaultLimit)
     }
 
     func testWritesDuringTheCopyAreKeptWhenTheJournalOverflows() throws {

@@ -36,7 +36,7 @@ extension Scenarios {
             XCTAssertGreaterThan(fs.count, 1)
             if compression {
                 XCTAssertTrue(fs.allSatisfy { $0.header.compressed }, "every text frame should carry the LZ4 flag")
-                for f in fs { XCTAssertEqual(bytes[f.offset + 9] & _Frame.flagLZ4, _Frame.flagLZ4) }
+                for f in fs { XCTAssertEqual(bytes[f.offset + 9] & LogFrame.flagLZ4, LogFrame.flagLZ4) }
                 XCTAssertTrue(fs.allSatisfy { $0.header.rawLength > $0.header.storedLength })
             } else {
                 XCTAssertTrue(fs.allSatisfy { !$0.header.compressed })

@@ -79,11 +79,11 @@ extension Scenarios {
             (frameLengthField, target.start, "frame length"),
             (target.start + 8, target.start, "frame kind"),
             (target.start + 12, target.start, "frame sequence"),
-            (target.start + UInt64(_Frame.headerSize) + 3, target.start, "payload start"),
+            (target.start + UInt64(LogFrame.headerSize) + 3, target.start, "payload start"),
             ((target.start + target.end) / 2, target.start, "payload middle"),
             (target.end - 1, target.start, "payload end"),
             (3, 0, "segment header magic"),
-            (UInt64(_SegmentHeader.size) - 1, 0, "segment header checksum"),
+            (UInt64(SegmentHeader.size) - 1, 0, "segment header checksum"),
         ]
         for c in cases {
             let copy = h.newStorePath("flip")
@@ -128,8 +128,8 @@ extension Scenarios {
         for n in 0..<9 { try writeRecording(e, workloadTransaction(n), into: &history) }
         try e.close()
         let target = history.entries[4]
-        var offsets = Array(target.start..<(target.start + UInt64(_Frame.headerSize)))  // every header byte
-        offsets += [target.start + UInt64(_Frame.headerSize), (target.start + target.end) / 2, target.end - 1]
+        var offsets = Array(target.start..<(target.start + UInt64(LogFrame.headerSize)))  // every header byte
+        offsets += [target.start + UInt64(LogFrame.headerSize), (target.start + target.end) / 2, target.end - 1]
         for offset in offsets {
             for mask in [0xFF, 0x01, 0x80] as [UInt8] {
                 let copy = h.newStorePath("flip")
@@ -161,10 +161,10 @@ extension Scenarios {
                 let (dir, history) = try smallStore(h)
                 guard let last = history.entries.last else { return XCTFail() }
                 var frame: [UInt8] = []
-                _Frame.append(into: &frame, raw: payload, kind: .commit, sequence: last.sequence + 1, compress: false, threshold: 0)
+                LogFrame.append(into: &frame, raw: payload, kind: .commit, sequence: last.sequence + 1, compress: false, threshold: 0)
                 if lz4 {
                     // Set the flag and a raw length, then fix the checksum.
-                    frame[9] = _Frame.flagLZ4
+                    frame[9] = LogFrame.flagLZ4
                     frame[20] = 0x00
                     frame[21] = 0x10
                     let crc = CRC32C.mask(CRC32C.checksum(Array(frame[4...])))
@@ -175,7 +175,7 @@ extension Scenarios {
                     var next: [UInt8] = []
                     var w = _ByteWriter()
                     RecordOperation.put(type: "After", key: key("a"), value: [1]).encode(into: &w)
-                    _Frame.append(into: &next, raw: w.bytes, kind: .commit, sequence: last.sequence + 2, compress: false, threshold: 0)
+                    LogFrame.append(into: &next, raw: w.bytes, kind: .commit, sequence: last.sequence + 2, compress: false, threshold: 0)
                     try h.fs.appendBytes(segmentPath(dir, 1), next)
                 }
                 let label = "\(what), \(atEnd ? "at the end" : "mid-log") on \(h.name)"

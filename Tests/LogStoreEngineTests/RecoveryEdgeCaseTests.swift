@@ -57,7 +57,7 @@ extension Scenarios {
     }
 
     static func truncatedTrailingRecordIsIgnored(_ h: StoreHarness) throws {
-        for cutBack in [1, 5, UInt64(_Frame.headerSize) + 3] {
+        for cutBack in [1, 5, UInt64(LogFrame.headerSize) + 3] {
             let (dir, history) = try smallStore(h)
             guard let last = history.entries.last else { return XCTFail() }
             try h.fs.truncateFile(segmentPath(dir, 1), to: last.end - cutBack)
@@ -77,7 +77,7 @@ extension Scenarios {
             guard let last = history.entries.last else { return XCTFail() }
             let path = segmentPath(dir, 1)
             let f = try h.fs.open(path, mode: .readWrite)
-            let stored = last.end - last.start - UInt64(_Frame.headerSize)
+            let stored = last.end - last.start - UInt64(LogFrame.headerSize)
             withUnsafeBytes(of: length(stored).littleEndian) { try? f.write($0, at: last.start + 4) }
             try f.close()
             try expectTornTail(h, dir, history, droppedBytes: last.end - last.start, "\(what) on \(h.name)")
@@ -120,8 +120,8 @@ extension Scenarios {
             var w = _ByteWriter()
             RecordOperation.put(type: "Ghost", key: key("g"), value: [1, 2, 3]).encode(into: &w)
             var bytes: [UInt8] = []
-            _Frame.append(into: &bytes, raw: w.bytes, kind: .data, sequence: last.sequence + 1, compress: false, threshold: 0)
-            _Frame.append(into: &bytes, raw: w.bytes, kind: .data, sequence: last.sequence + 1, compress: false, threshold: 0)
+            LogFrame.append(into: &bytes, raw: w.bytes, kind: .data, sequence: last.sequence + 1, compress: false, threshold: 0)
+            LogFrame.append(into: &bytes, raw: w.bytes, kind: .data, sequence: last.sequence + 1, compress: false, threshold: 0)
             try h.fs.appendBytes(segmentPath(dir, 1), bytes)
             let e = try h.open(dir)
             assertSameContents(try dump(e), history.model)
@@ -138,9 +138,9 @@ extension Scenarios {
         var w = _ByteWriter()
         RecordOperation.put(type: "Ghost", key: key("g"), value: [1]).encode(into: &w)
         var bytes: [UInt8] = []
-        _Frame.append(into: &bytes, raw: w.bytes, kind: .data, sequence: last.sequence + 1, compress: false, threshold: 0)
+        LogFrame.append(into: &bytes, raw: w.bytes, kind: .data, sequence: last.sequence + 1, compress: false, threshold: 0)
         let second = UInt64(bytes.count)
-        _Frame.append(into: &bytes, raw: w.bytes, kind: .commit, sequence: last.sequence + 2, compress: false, threshold: 0)
+        LogFrame.append(into: &bytes, raw: w.bytes, kind: .commit, sequence: last.sequence + 2, compress: false, threshold: 0)
         try h.fs.appendBytes(segmentPath(dir, 1), bytes)
         let e = assertThrowsLogStoreError(.corruption, h.name) { try h.open(dir) }
         XCTAssertEqual(e?.path, segmentPath(dir, 1))
@@ -149,7 +149,7 @@ extension Scenarios {
         let (dir2, history2) = try smallStore(h)
         guard let last2 = history2.entries.last else { return XCTFail() }
         var replay: [UInt8] = []
-        _Frame.append(into: &replay, raw: w.bytes, kind: .commit, sequence: last2.sequence, compress: false, threshold: 0)
+        LogFrame.append(into: &replay, raw: w.bytes, kind: .commit, sequence: last2.sequence, compress: false, threshold: 0)
         try h.fs.appendBytes(segmentPath(dir2, 1), replay)
         let e2 = assertThrowsLogStoreError(.corruption, h.name) { try h.open(dir2) }
         XCTAssertEqual(e2?.offset, last2.end)
@@ -193,20 +193,20 @@ extension Scenarios {
     }
 
     static func partialSegmentHeaderOfNewSegmentIsRecreated(_ h: StoreHarness) throws {
-        for size in [0, 1, 10, _SegmentHeader.size - 1, _SegmentHeader.size] {
+        for size in [0, 1, 10, SegmentHeader.size - 1, SegmentHeader.size] {
             let (dir, history) = try smallStore(h)
             let n = try listNewSegment(h, dir)
-            var header = _SegmentHeader(segment: n, baseSequence: 7).encoded()
-            if size == _SegmentHeader.size { header[20] ^= 0xFF }  // full length but torn (bad checksum)
+            var header = SegmentHeader(segment: n, baseSequence: 7).encoded()
+            if size == SegmentHeader.size { header[20] ^= 0xFF }  // full length but torn (bad checksum)
             try h.fs.writeAll(segmentPath(dir, n), Array(header.prefix(size)))
             let e = try h.open(dir)
             assertSameContents(try dump(e), history.model, "header of \(size) bytes")
             XCTAssertEqual(e.manifestInfo.segments, [1, n])
             XCTAssertEqual(e.recoveryReport.truncatedTail?.path, segmentPath(dir, n))
-            XCTAssertEqual(try h.fs.fileSize(segmentPath(dir, n)), UInt64(_SegmentHeader.size))
+            XCTAssertEqual(try h.fs.fileSize(segmentPath(dir, n)), UInt64(SegmentHeader.size))
             try write(e, [.put(type: "New", key: key("n"), value: [2])])
             try e.close()
-            XCTAssertGreaterThan(try h.fs.fileSize(segmentPath(dir, n)), UInt64(_SegmentHeader.size), "new writes go to the recreated segment")
+            XCTAssertGreaterThan(try h.fs.fileSize(segmentPath(dir, n)), UInt64(SegmentHeader.size), "new writes go to the recreated segment")
             let e2 = try h.open(dir)
             XCTAssertNil(e2.recoveryReport.truncatedTail)
             XCTAssertEqual(e2.recoveryReport.transactionsReplayed, history.entries.count + 1)
@@ -261,10 +261,10 @@ extension Scenarios {
     static func interruptedCreationIsFinished(_ h: StoreHarness) throws {
         // Creation writes segment 1's header, then MANIFEST. A crash in between leaves a segment of
         // at most a header and no manifest: that is a store still being created, not damage.
-        for size in [0, 10, _SegmentHeader.size] {
+        for size in [0, 10, SegmentHeader.size] {
             let dir = h.newStorePath("creating")
             try h.fs.createDirectory(atPath: dir)
-            try h.fs.writeAll(segmentPath(dir, 1), Array(_SegmentHeader(segment: 1, baseSequence: 1).encoded().prefix(size)))
+            try h.fs.writeAll(segmentPath(dir, 1), Array(SegmentHeader(segment: 1, baseSequence: 1).encoded().prefix(size)))
             let e = try h.open(dir)
             XCTAssertTrue(e.recoveryReport.created)
             try write(e, workloadTransaction(0))
@@ -336,9 +336,9 @@ extension Scenarios {
         do {
             let (dir, _) = try smallStore(h)
             var bytes = try h.fs.readAll(segmentPath(dir, 1))
-            var header = _SegmentHeader(segment: 1, baseSequence: 1)
+            var header = SegmentHeader(segment: 1, baseSequence: 1)
             header.version = LogStoreFormat.version + 1
-            bytes.replaceSubrange(0..<_SegmentHeader.size, with: header.encoded())
+            bytes.replaceSubrange(0..<SegmentHeader.size, with: header.encoded())
             try h.fs.writeAll(segmentPath(dir, 1), bytes)
             let e = assertThrowsLogStoreError(.unsupportedFormatVersion, h.name) { try h.open(dir) }
             XCTAssertEqual(e?.path, segmentPath(dir, 1))

@@ -27,7 +27,7 @@ extension Scenarios {
         // Each segment's header names it.
         for n in used {
             let bytes = try h.fs.readAll(segmentPath(dir, n))
-            guard case .ok(let header) = bytes.withUnsafeBytes({ _SegmentHeader.decode($0) }) else { return XCTFail("segment \(n) header") }
+            guard case .ok(let header) = bytes.withUnsafeBytes({ SegmentHeader.decode($0) }) else { return XCTFail("segment \(n) header") }
             XCTAssertEqual(header.segment, n)
         }
         try e.close()

@@ -227,31 +227,31 @@ func manifestPath(_ dir: String) -> String { _joinPath(dir, LogStoreFormat.manif
 /// One frame as found by walking a segment file from its header.
 struct FrameInfo {
     var offset: Int
-    var header: _Frame.Header
-    var end: Int { offset + _Frame.headerSize + header.storedLength }
+    var header: LogFrame.Header
+    var end: Int { offset + LogFrame.headerSize + header.storedLength }
 }
 
 /// Walks the frames of a well-formed segment; fails the test on anything unparsable.
 func frames(ofSegment bytes: [UInt8], file: StaticString = #filePath, line: UInt = #line) -> [FrameInfo] {
     var out: [FrameInfo] = []
     bytes.withUnsafeBytes { buf in
-        var offset = _SegmentHeader.size
+        var offset = SegmentHeader.size
         while offset < buf.count {
-            guard case .frame(let h, _) = _Frame.parse(buf, at: offset) else {
+            guard case .frame(let h, _) = LogFrame.parse(buf, at: offset) else {
                 XCTFail("unparsable frame at \(offset)", file: file, line: line)
                 return
             }
             out.append(FrameInfo(offset: offset, header: h))
-            offset += _Frame.headerSize + h.storedLength
+            offset += LogFrame.headerSize + h.storedLength
         }
     }
     return out
 }
 
 /// Rewrites MANIFEST with `change` applied (and a correct checksum).
-func rewriteManifest(_ fs: any FileSystem, _ dir: String, _ change: (inout _Manifest) -> Void) throws {
+func rewriteManifest(_ fs: any FileSystem, _ dir: String, _ change: (inout ManifestFile) -> Void) throws {
     let path = manifestPath(dir)
-    var m = try _Manifest.decode(try fs.readAll(path), path: path)
+    var m = try ManifestFile.decode(try fs.readAll(path), path: path)
     change(&m)
     try fs.writeAll(path, m.encoded())
 }
@@ -371,7 +371,7 @@ func writeRecording(_ e: LogEngine, _ ops: [RecordOperation], into history: inou
     let seq = try write(e, ops)
     let segment = e.manifestInfo.segments.last ?? 0
     let after = try e.fileSystem.fileSize(segmentPath(e.directory, segment))
-    let start = segmentsBefore.last == segment ? before : UInt64(_SegmentHeader.size)
+    let start = segmentsBefore.last == segment ? before : UInt64(SegmentHeader.size)
     history.entries.append(.init(sequence: seq, ops: ops, segment: segment, start: start, end: after))
     apply(ops, to: &history.model)
 }

@@ -170,10 +170,10 @@ final class CodingTests: XCTestCase {
     ) throws -> AttributeValue {
         let tree = try encoder.encode(value)
         XCTAssertEqual(try decoder.decode(T.self, from: tree), value, "tree round trip", file: file, line: line)
-        let bytes = try _AttributeCoding.encodeBytes(value)
+        let bytes = try AttributeCoding.encodeBytes(value)
         XCTAssertEqual(bytes, tree.encoded(), "fast-path bytes differ from AttributeValue.encoded()", file: file, line: line)
         XCTAssertEqual(try AttributeValue.decode(bytes), tree, "engine reads the fast-path bytes", file: file, line: line)
-        XCTAssertEqual(try _AttributeCoding.decode(T.self, fromBytes: bytes[...]), value, "bytes round trip", file: file, line: line)
+        XCTAssertEqual(try AttributeCoding.decode(T.self, fromBytes: bytes[...]), value, "bytes round trip", file: file, line: line)
         return tree
     }
 
@@ -187,7 +187,7 @@ final class CodingTests: XCTestCase {
             XCTAssertEqual(e.code, .decodingFailed, file: file, line: line)
             // The byte fast path reports the same failure.
             do {
-                _ = try _AttributeCoding.decode(T.self, fromBytes: value.encoded()[...])
+                _ = try AttributeCoding.decode(T.self, fromBytes: value.encoded()[...])
                 XCTFail("byte decoding unexpectedly succeeded", file: file, line: line)
             } catch let b as LogStoreError {
                 XCTAssertEqual(b.code, .decodingFailed, file: file, line: line)
@@ -243,7 +243,7 @@ final class CodingTests: XCTestCase {
         let fs = try decoder.decode(Floats.self, from: encoder.encode(Floats(d: -.nan, f: .nan)))
         XCTAssertTrue(fs.d.isNaN && fs.d.sign == .minus)
         XCTAssertTrue(fs.f.isNaN)
-        let negZero = try _AttributeCoding.decode(Floats.self, fromBytes: _AttributeCoding.encodeBytes(Floats(d: -0.0, f: -0.0))[...])
+        let negZero = try AttributeCoding.decode(Floats.self, fromBytes: AttributeCoding.encodeBytes(Floats(d: -0.0, f: -0.0))[...])
         XCTAssertEqual(negZero.d.sign, .minus)
         XCTAssertEqual(negZero.f.sign, .minus)
     }
@@ -321,7 +321,7 @@ final class CodingTests: XCTestCase {
         let nulls: AttributeValue = .map(["a": .null, "b": .null, "c": .null, "d": .array([])])
         XCTAssertEqual(try decoder.decode(OptionalBox.self, from: nulls), OptionalBox(a: nil, b: nil, c: nil, d: []))
         XCTAssertEqual(
-            try _AttributeCoding.decode(OptionalBox.self, fromBytes: nulls.encoded()[...]), OptionalBox(a: nil, b: nil, c: nil, d: []))
+            try AttributeCoding.decode(OptionalBox.self, fromBytes: nulls.encoded()[...]), OptionalBox(a: nil, b: nil, c: nil, d: []))
         // Top-level optionals.
         XCTAssertEqual(try roundTrip(Int?.none), .null)
         XCTAssertEqual(try roundTrip(Int?.some(4)), .int(4))
@@ -354,17 +354,17 @@ final class CodingTests: XCTestCase {
         struct Sparse: Decodable {
             var values: [Int] = []
             init(from decoder: any Decoder) throws {
-                let c = try decoder.container(keyedBy: _PathKey.self)
+                let c = try decoder.container(keyedBy: PathKey.self)
                 for i in stride(from: 1_999, through: 0, by: -37) {
-                    values.append(try c.decode(Int.self, forKey: _PathKey(stringValue: "k\(i)")))
+                    values.append(try c.decode(Int.self, forKey: PathKey(stringValue: "k\(i)")))
                 }
-                XCTAssertFalse(c.contains(_PathKey(stringValue: "k2000")))
-                XCTAssertFalse(c.contains(_PathKey(stringValue: "")))
+                XCTAssertFalse(c.contains(PathKey(stringValue: "k2000")))
+                XCTAssertFalse(c.contains(PathKey(stringValue: "")))
             }
         }
         var stored: [String: AttributeValue] = [:]
         for i in 0..<2_000 { stored["k\(i)"] = .int(Int64(i)) }
-        let sparse = try _AttributeCoding.decode(Sparse.self, fromBytes: AttributeValue.map(stored).encoded()[...])
+        let sparse = try AttributeCoding.decode(Sparse.self, fromBytes: AttributeValue.map(stored).encoded()[...])
         XCTAssertEqual(sparse.values, Array(stride(from: 1_999, through: 0, by: -37)))
     }
 
@@ -403,8 +403,8 @@ final class CodingTests: XCTestCase {
         let dog = Dog(name: "Rex", breed: "Collie")
         let tree = try encoder.encode(dog)
         XCTAssertEqual(tree, .map(["breed": .string("Collie"), "super": .map(["name": .string("Rex")])]))
-        XCTAssertEqual(try _AttributeCoding.encodeBytes(dog), tree.encoded())
-        let back = try _AttributeCoding.decode(Dog.self, fromBytes: tree.encoded()[...])
+        XCTAssertEqual(try AttributeCoding.encodeBytes(dog), tree.encoded())
+        let back = try AttributeCoding.decode(Dog.self, fromBytes: tree.encoded()[...])
         XCTAssertEqual(back.name, "Rex")
         XCTAssertEqual(back.breed, "Collie")
 
@@ -431,21 +431,21 @@ final class CodingTests: XCTestCase {
         m["aaa"] = .bytes([1, 2, 3])
         stored = .map(m)
         XCTAssertEqual(try decoder.decode(Address.self, from: stored), Address(street: "s", zip: 9))
-        XCTAssertEqual(try _AttributeCoding.decode(Address.self, fromBytes: stored.encoded()[...]), Address(street: "s", zip: 9))
+        XCTAssertEqual(try AttributeCoding.decode(Address.self, fromBytes: stored.encoded()[...]), Address(street: "s", zip: 9))
     }
 
     func testModelEvolutionDecodesOlderAndNewerShapes() throws {
         let v1 = ItemV1(id: 7, title: "Lamp", price: 19.99, tags: ["home", "light"])
-        let bytes = try _AttributeCoding.encodeBytes(v1)
+        let bytes = try AttributeCoding.encodeBytes(v1)
         // V2 added optional properties: they decode as nil with no migration.
-        let v2 = try _AttributeCoding.decode(ItemV2.self, fromBytes: bytes[...])
+        let v2 = try AttributeCoding.decode(ItemV2.self, fromBytes: bytes[...])
         XCTAssertEqual(v2, ItemV2(id: 7, title: "Lamp", price: 19.99, tags: ["home", "light"], discount: nil, vendor: nil))
         // V0 knows fewer properties: the extra attributes are ignored.
-        XCTAssertEqual(try _AttributeCoding.decode(ItemV0.self, fromBytes: bytes[...]), ItemV0(id: 7, title: "Lamp"))
+        XCTAssertEqual(try AttributeCoding.decode(ItemV0.self, fromBytes: bytes[...]), ItemV0(id: 7, title: "Lamp"))
         // Going forward and back again: a V2 item with values still reads as V1.
         let newer = ItemV2(id: 8, title: "Desk", price: 100, tags: [], discount: 0.1, vendor: Address(street: "x", zip: 2))
         XCTAssertEqual(
-            try _AttributeCoding.decode(ItemV1.self, fromBytes: _AttributeCoding.encodeBytes(newer)[...]),
+            try AttributeCoding.decode(ItemV1.self, fromBytes: AttributeCoding.encodeBytes(newer)[...]),
             ItemV1(id: 8, title: "Desk", price: 100, tags: []))
         // The tree API behaves the same.
         XCTAssertEqual(try decoder.decode(ItemV2.self, from: encoder.encode(v1)).discount, nil)
@@ -530,30 +530,30 @@ final class CodingTests: XCTestCase {
         let value = Person(
             id: UUID(), name: "n", age: 1, born: Date(timeIntervalSinceReferenceDate: 5), avatar: Data([1]), homepage: nil,
             balance: 1, address: Address(street: "a", zip: 2), tags: ["t"], nickname: "nick")
-        let bytes = try _AttributeCoding.encodeBytes(value)
+        let bytes = try AttributeCoding.encodeBytes(value)
         let framed = [0xAA, 0xBB, 0xCC] + bytes + [0xDD]
         let slice = framed[3..<(3 + bytes.count)]
-        XCTAssertEqual(try _AttributeCoding.decode(Person.self, fromBytes: slice), value)
+        XCTAssertEqual(try AttributeCoding.decode(Person.self, fromBytes: slice), value)
     }
 
     func testMalformedBytesThrowCorruptionAndNeverTrap() throws {
-        let good = try _AttributeCoding.encodeBytes(
+        let good = try AttributeCoding.encodeBytes(
             ItemV2(id: 1, title: "title", price: 2, tags: ["a", "b"], discount: 0.5, vendor: Address(street: "s", zip: 3)))
         // Every truncation.
         for n in 0..<good.count {
-            XCTAssertThrowsError(try _AttributeCoding.decode(ItemV2.self, fromBytes: good[0..<n])) { error in
+            XCTAssertThrowsError(try AttributeCoding.decode(ItemV2.self, fromBytes: good[0..<n])) { error in
                 XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "\(error)")
             }
         }
         // Unsorted map keys.
-        let unsorted: [UInt8] = [_T.map, 2, 1, UInt8(ascii: "b"), _T.null, 1, UInt8(ascii: "a"), _T.null]
-        XCTAssertThrowsError(try _AttributeCoding.decode([String: Int?].self, fromBytes: unsorted[...])) { error in
+        let unsorted: [UInt8] = [TagByte.map, 2, 1, UInt8(ascii: "b"), TagByte.null, 1, UInt8(ascii: "a"), TagByte.null]
+        XCTAssertThrowsError(try AttributeCoding.decode([String: Int?].self, fromBytes: unsorted[...])) { error in
             XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "\(error)")
         }
         // Unknown tag, invalid UTF-8, absurd lengths.
-        for bad: [UInt8] in [[0x7F], [_T.string, 2, 0xFF, 0xFE], [_T.array, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F], [_T.int, 0x80]] {
-            XCTAssertThrowsError(try _AttributeCoding.decode([String].self, fromBytes: bad[...]))
-            XCTAssertThrowsError(try _AttributeCoding.decode(String.self, fromBytes: bad[...]))
+        for bad: [UInt8] in [[0x7F], [TagByte.string, 2, 0xFF, 0xFE], [TagByte.array, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F], [TagByte.int, 0x80]] {
+            XCTAssertThrowsError(try AttributeCoding.decode([String].self, fromBytes: bad[...]))
+            XCTAssertThrowsError(try AttributeCoding.decode(String.self, fromBytes: bad[...]))
         }
         // Random byte flips: any outcome but a trap.
         var rng = SplitMix64(seed: 42)
@@ -562,8 +562,8 @@ final class CodingTests: XCTestCase {
             for _ in 0..<(1 + Int(rng.next() % 3)) {
                 b[Int(rng.next() % UInt64(b.count))] = UInt8(truncatingIfNeeded: rng.next())
             }
-            _ = try? _AttributeCoding.decode(ItemV2.self, fromBytes: b[...])
-            _ = try? _AttributeCoding.decode([String: [Int]].self, fromBytes: b[...])
+            _ = try? AttributeCoding.decode(ItemV2.self, fromBytes: b[...])
+            _ = try? AttributeCoding.decode([String: [Int]].self, fromBytes: b[...])
         }
     }
 
@@ -572,8 +572,8 @@ final class CodingTests: XCTestCase {
     /// `AttributeValue.decode`; and the encoder refuses to write one.
     func testMapKeysEqualAsSwiftStringsButDifferentInBytesAreRejected() throws {
         let nfd = Array("e\u{301}".utf8), nfc = Array("\u{E9}".utf8)
-        let bytes: [UInt8] = [_T.map, 2, UInt8(nfd.count)] + nfd + [_T.int, 2, UInt8(nfc.count)] + nfc + [_T.int, 4]
-        XCTAssertThrowsError(try _AttributeCoding.decode([String: Int].self, fromBytes: bytes[...])) { error in
+        let bytes: [UInt8] = [TagByte.map, 2, UInt8(nfd.count)] + nfd + [TagByte.int, 2, UInt8(nfc.count)] + nfc + [TagByte.int, 4]
+        XCTAssertThrowsError(try AttributeCoding.decode([String: Int].self, fromBytes: bytes[...])) { error in
             XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "\(error)")
         }
         XCTAssertThrowsError(try AttributeValue.decode(bytes)) { error in
@@ -592,22 +592,22 @@ final class CodingTests: XCTestCase {
                 try c.encode(2, forKey: Key(stringValue: "cafe\u{301}"))
             }
         }
-        XCTAssertThrowsError(try _AttributeCoding.encodeBytes(TwoSpellings())) { error in
+        XCTAssertThrowsError(try AttributeCoding.encodeBytes(TwoSpellings())) { error in
             XCTAssertEqual((error as? LogStoreError)?.code, .encodingFailed, "\(error)")
         }
         XCTAssertThrowsError(try AttributeEncoder().encode(TwoSpellings())) { error in
             XCTAssertEqual((error as? LogStoreError)?.code, .encodingFailed, "\(error)")
         }
         // One spelling alone keeps its bytes.
-        let single = try _AttributeCoding.encodeBytes(["cafe\u{301}": 1])
-        XCTAssertEqual(Array(try _AttributeCoding.decode([String: Int].self, fromBytes: single[...]).keys.first!.utf8), Array("cafe\u{301}".utf8))
+        let single = try AttributeCoding.encodeBytes(["cafe\u{301}": 1])
+        XCTAssertEqual(Array(try AttributeCoding.decode([String: Int].self, fromBytes: single[...]).keys.first!.utf8), Array("cafe\u{301}".utf8))
     }
 
     func testDeeplyNestedBytesAreRejectedNotRecursedWithoutBound() throws {
-        var bytes = [UInt8](repeating: _T.array, count: 0)
-        for _ in 0..<10_000 { bytes += [_T.array, 1] }
-        bytes.append(_T.null)
-        XCTAssertThrowsError(try _AttributeCoding.decode([[[Int]]].self, fromBytes: bytes[...])) { error in
+        var bytes = [UInt8](repeating: TagByte.array, count: 0)
+        for _ in 0..<10_000 { bytes += [TagByte.array, 1] }
+        bytes.append(TagByte.null)
+        XCTAssertThrowsError(try AttributeCoding.decode([[[Int]]].self, fromBytes: bytes[...])) { error in
             XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "\(error)")
         }
     }
@@ -624,7 +624,7 @@ final class CodingTests: XCTestCase {
         }
         let tree = try encoder.encode(Twice())
         XCTAssertEqual(tree, .map(["a": .int(1), "b": .int(2)]))
-        XCTAssertEqual(try _AttributeCoding.encodeBytes(Twice()), tree.encoded())
+        XCTAssertEqual(try AttributeCoding.encodeBytes(Twice()), tree.encoded())
     }
 
     func testNestingDeeperThanMaxDepthFailsToEncode() throws {
@@ -634,14 +634,14 @@ final class CodingTests: XCTestCase {
                 XCTAssertEqual((error as? LogStoreError)?.code, .encodingFailed, "\(error)")
                 XCTAssertTrue((error as? LogStoreError)?.underlyingError is EncodingError)
             }
-            XCTAssertThrowsError(try _AttributeCoding.encodeBytes(deep)) { error in
+            XCTAssertThrowsError(try AttributeCoding.encodeBytes(deep)) { error in
                 XCTAssertEqual((error as? LogStoreError)?.code, .encodingFailed, "\(error)")
             }
         }
         // A reference cycle is reported, not a stack overflow.
         let node = Node()
         node.next = node
-        XCTAssertThrowsError(try _AttributeCoding.encodeBytes(node))
+        XCTAssertThrowsError(try AttributeCoding.encodeBytes(node))
         node.next = nil
     }
 
@@ -655,9 +655,9 @@ final class CodingTests: XCTestCase {
                 try c.encode(1)
             }
         }
-        let ok = try _AttributeCoding.encodeBytes(Arrays(depth: AttributeValue.maxDepth - 2))
+        let ok = try AttributeCoding.encodeBytes(Arrays(depth: AttributeValue.maxDepth - 2))
         XCTAssertNoThrow(try AttributeValue.decode(ok))
-        XCTAssertThrowsError(try _AttributeCoding.encodeBytes(Arrays(depth: AttributeValue.maxDepth - 1)))
+        XCTAssertThrowsError(try AttributeCoding.encodeBytes(Arrays(depth: AttributeValue.maxDepth - 1)))
         XCTAssertThrowsError(try encoder.encode(Arrays(depth: AttributeValue.maxDepth - 1)))
     }
 

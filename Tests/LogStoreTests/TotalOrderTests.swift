@@ -150,10 +150,10 @@ final class TotalOrderTests: StoreTestCase {
         for (i, x) in ordered.enumerated() {
             for (j, y) in ordered.enumerated() {
                 let expected = (x == 0 && y == 0) ? 0 : (i < j ? -1 : (i == j ? 0 : 1))
-                XCTAssertEqual(_NumberOrder.compare(x, y), expected, "\(x) vs \(y)")
+                XCTAssertEqual(NumberOrder.compare(x, y), expected, "\(x) vs \(y)")
             }
         }
-        XCTAssertEqual(_NumberOrder.compare(-Double.nan, .nan), 0)
-        XCTAssertEqual(_NumberOrder.compare(Float.nan, -Float.infinity), 1)
+        XCTAssertEqual(NumberOrder.compare(-Double.nan, .nan), 0)
+        XCTAssertEqual(NumberOrder.compare(Float.nan, -Float.infinity), 1)
     }
 }

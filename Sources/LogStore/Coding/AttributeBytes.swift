@@ -19,7 +19,7 @@ internal import LogStoreEngine
 // MARK: - Tags
 
 /// `AttributeValue.Tag` raw values, as plain constants for `switch` over raw bytes.
-enum _T {
+enum TagByte {
     static let null: UInt8 = AttributeValue.Tag.null.rawValue
     static let `false`: UInt8 = AttributeValue.Tag.false.rawValue
     static let `true`: UInt8 = AttributeValue.Tag.true.rawValue
@@ -58,7 +58,7 @@ enum _T {
 /// Used by one thread at a time (whoever owns it for the duration of an encode call); its stored
 /// properties opt out of dynamic exclusivity checks because no access to them ever overlaps
 /// another (every method finishes its access before returning and calls no user code).
-final class _ValueWriter {
+final class ValueWriter {
     @exclusivity(unchecked) private(set) var base: UnsafeMutablePointer<UInt8>
     @exclusivity(unchecked) var count = 0
     @exclusivity(unchecked) private(set) var capacity: Int
@@ -121,7 +121,7 @@ final class _ValueWriter {
     }
 
     /// Appends `other[start..<end]`.
-    @inline(__always) func append(from other: _ValueWriter, start: Int, end: Int) {
+    @inline(__always) func append(from other: ValueWriter, start: Int, end: Int) {
         let n = end - start
         reserve(n)
         (base + count).update(from: other.base + start, count: n)
@@ -138,70 +138,70 @@ final class _ValueWriter {
     }
 
     @inline(__always) func int(_ i: Int64) {
-        u8(_T.int)
+        u8(TagByte.int)
         uvarint(UInt64(bitPattern: (i << 1) ^ (i >> 63)))
     }
 
-    @inline(__always) func bool(_ b: Bool) { u8(b ? _T.true : _T.false) }
+    @inline(__always) func bool(_ b: Bool) { u8(b ? TagByte.true : TagByte.false) }
 
     @inline(__always) func double(_ d: Double) {
-        u8(_T.double)
+        u8(TagByte.double)
         f64(d)
     }
 
     @inline(__always) func string(_ s: String) {
-        u8(_T.string)
+        u8(TagByte.string)
         rawString(s)
     }
 
     @inline(__always) func date(_ d: Date) {
-        u8(_T.date)
+        u8(TagByte.date)
         f64(d.timeIntervalSinceReferenceDate)
     }
 
     @inline(__always) func uuid(_ u: UUID) {
-        u8(_T.uuid)
+        u8(TagByte.uuid)
         withUnsafeBytes(of: u.uuid) { append($0) }
     }
 
     @inline(__always) func bytes(_ d: Data) {
-        u8(_T.bytes)
+        u8(TagByte.bytes)
         uvarint(UInt64(d.count))
         d.withUnsafeBytes { append($0) }
     }
 
     /// An array of scalars; returns the levels nested in it (0 when empty, else 1).
-    @inline(__always) func array<E>(_ a: [E], _ element: (_ValueWriter, E) -> Void) -> Int32 {
-        u8(_T.array)
+    @inline(__always) func array<E>(_ a: [E], _ element: (ValueWriter, E) -> Void) -> Int32 {
+        u8(TagByte.array)
         uvarint(UInt64(a.count))
         for e in a { element(self, e) }
         return a.isEmpty ? 0 : 1
     }
 
     /// Writes a complete `AttributeValue` (the same bytes as `AttributeValue.encoded()`).
-    /// Throws `_TooDeep` past `AttributeValue.maxDepth`.
-    func value(_ v: AttributeValue, depth: Int) throws(_TooDeep) {
-        guard depth < AttributeValue.maxDepth else { throw _TooDeep(path: []) }
+    /// Throws `TooDeep` past `AttributeValue.maxDepth`.
+    func value(_ v: AttributeValue, depth: Int) throws(TooDeep) {
+        guard depth < AttributeValue.maxDepth else { throw TooDeep(path: []) }
         switch v {
-        case .null: u8(_T.null)
+        case .null: u8(TagByte.null)
         case .bool(let b): bool(b)
         case .int(let i): int(i)
         case .double(let d): double(d)
         case .string(let s): string(s)
         case .bytes(let b):
-            u8(_T.bytes)
+            u8(TagByte.bytes)
             uvarint(UInt64(b.count))
             b.withUnsafeBytes { append($0) }
         case .date(let d): date(d)
         case .uuid(let u): uuid(u)
         case .array(let a):
-            u8(_T.array)
+            u8(TagByte.array)
             uvarint(UInt64(a.count))
             for (i, e) in a.enumerated() {
                 do { try value(e, depth: depth + 1) } catch { throw error.prepending(.index(i)) }
             }
         case .map(let m):
-            u8(_T.map)
+            u8(TagByte.map)
             uvarint(UInt64(m.count))
             for k in m.keys.sorted(by: { _utf8Compare($0, $1) < 0 }) {
                 rawString(k)
@@ -214,12 +214,12 @@ final class _ValueWriter {
 }
 
 /// A value nested deeper than `AttributeValue.maxDepth`; `path` is filled in while unwinding.
-struct _TooDeep: Error {
-    var path: [_PathComponent]
+struct TooDeep: Error {
+    var path: [PathComponent]
     /// Set when the value is not too deep but a map has two keys that differ in bytes and are
     /// equal as Swift strings (canonically equivalent): this key, the second of them.
     var equivalentKey: String? = nil
-    func prepending(_ c: _PathComponent) -> _TooDeep { _TooDeep(path: [c] + path, equivalentKey: equivalentKey) }
+    func prepending(_ c: PathComponent) -> TooDeep { TooDeep(path: [c] + path, equivalentKey: equivalentKey) }
 }
 
 /// Compares `a` and `b` by their UTF-8 bytes (the on-disk map key order): <0, 0 or >0.
@@ -242,53 +242,53 @@ func _utf8Compare(_ a: String, _ b: String) -> Int32 {
 // MARK: - Reader
 
 /// Malformed bytes (a value that does not follow the grammar); `offset` is within the item.
-struct _Malformed: Error, CustomStringConvertible {
+struct Malformed: Error, CustomStringConvertible {
     let reason: String
     let offset: Int
     var description: String { "malformed attribute value: \(reason) at byte \(offset)" }
 }
 
 /// Bounds-checked reads over one item's bytes. Every function takes the offset of what it reads
-/// and never traps: out-of-range or malformed input throws `_Malformed`.
-enum _Read {
+/// and never traps: out-of-range or malformed input throws `Malformed`.
+enum BoundedRead {
     @inline(__always)
-    static func u8(_ b: UnsafeRawBufferPointer, _ off: Int) throws(_Malformed) -> UInt8 {
-        guard off >= 0, off < b.count else { throw _Malformed(reason: "truncated value", offset: off) }
+    static func u8(_ b: UnsafeRawBufferPointer, _ off: Int) throws(Malformed) -> UInt8 {
+        guard off >= 0, off < b.count else { throw Malformed(reason: "truncated value", offset: off) }
         return b[off]
     }
 
     /// Unsigned LEB128 at `off`; advances `off`.
     @inline(__always)
-    static func uvarint(_ b: UnsafeRawBufferPointer, _ off: inout Int) throws(_Malformed) -> UInt64 {
+    static func uvarint(_ b: UnsafeRawBufferPointer, _ off: inout Int) throws(Malformed) -> UInt64 {
         let start = off
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
-            guard off < b.count else { throw _Malformed(reason: "truncated varint", offset: start) }
+            guard off < b.count else { throw Malformed(reason: "truncated varint", offset: start) }
             let byte = b[off]
             off += 1
-            if shift == 63 && byte > 1 { throw _Malformed(reason: "varint overflows 64 bits", offset: start) }
+            if shift == 63 && byte > 1 { throw Malformed(reason: "varint overflows 64 bits", offset: start) }
             result |= UInt64(byte & 0x7F) << shift
             if byte & 0x80 == 0 { return result }
             shift += 7
-            if shift > 63 { throw _Malformed(reason: "varint longer than 10 bytes", offset: start) }
+            if shift > 63 { throw Malformed(reason: "varint longer than 10 bytes", offset: start) }
         }
     }
 
     /// A length (uvarint) checked against the bytes left; advances `off`.
     @inline(__always)
-    static func length(_ b: UnsafeRawBufferPointer, _ off: inout Int) throws(_Malformed) -> Int {
+    static func length(_ b: UnsafeRawBufferPointer, _ off: inout Int) throws(Malformed) -> Int {
         let start = off
         let n = try uvarint(b, &off)
         guard n <= UInt64(b.count - off) else {
-            throw _Malformed(reason: "length \(n) exceeds the \(b.count - off) bytes left", offset: start)
+            throw Malformed(reason: "length \(n) exceeds the \(b.count - off) bytes left", offset: start)
         }
         return Int(n)
     }
 
     @inline(__always)
-    static func f64(_ b: UnsafeRawBufferPointer, _ off: Int) throws(_Malformed) -> Double {
-        guard off >= 0, b.count - off >= 8 else { throw _Malformed(reason: "truncated 8-byte value", offset: off) }
+    static func f64(_ b: UnsafeRawBufferPointer, _ off: Int) throws(Malformed) -> Double {
+        guard off >= 0, b.count - off >= 8 else { throw Malformed(reason: "truncated 8-byte value", offset: off) }
         return Double(bitPattern: UInt64(littleEndian: b.loadUnaligned(fromByteOffset: off, as: UInt64.self)))
     }
 
@@ -296,32 +296,32 @@ enum _Read {
     static func zigzag(_ z: UInt64) -> Int64 { Int64(bitPattern: (z >> 1) ^ (0 &- (z & 1))) }
 
     /// The offset just after the value starting at `off` (validates tags, lengths and depth).
-    static func skip(_ b: UnsafeRawBufferPointer, _ off: Int, depth: Int) throws(_Malformed) -> Int {
+    static func skip(_ b: UnsafeRawBufferPointer, _ off: Int, depth: Int) throws(Malformed) -> Int {
         guard depth < AttributeValue.maxDepth else {
-            throw _Malformed(reason: "value nested deeper than \(AttributeValue.maxDepth)", offset: off)
+            throw Malformed(reason: "value nested deeper than \(AttributeValue.maxDepth)", offset: off)
         }
         var o = off
         let tag = try u8(b, o)
         o += 1
         switch tag {
-        case _T.null, _T.false, _T.true: return o
-        case _T.int:
+        case TagByte.null, TagByte.false, TagByte.true: return o
+        case TagByte.int:
             _ = try uvarint(b, &o)
             return o
-        case _T.double, _T.date:
-            guard b.count - o >= 8 else { throw _Malformed(reason: "truncated 8-byte value", offset: o) }
+        case TagByte.double, TagByte.date:
+            guard b.count - o >= 8 else { throw Malformed(reason: "truncated 8-byte value", offset: o) }
             return o + 8
-        case _T.uuid:
-            guard b.count - o >= 16 else { throw _Malformed(reason: "truncated UUID", offset: o) }
+        case TagByte.uuid:
+            guard b.count - o >= 16 else { throw Malformed(reason: "truncated UUID", offset: o) }
             return o + 16
-        case _T.string, _T.bytes:
+        case TagByte.string, TagByte.bytes:
             let n = try length(b, &o)
             return o + n
-        case _T.array:
+        case TagByte.array:
             let n = try length(b, &o)
             for _ in 0..<n { o = try skip(b, o, depth: depth + 1) }
             return o
-        case _T.map:
+        case TagByte.map:
             let n = try length(b, &o)
             for _ in 0..<n {
                 let k = try length(b, &o)
@@ -330,7 +330,7 @@ enum _Read {
             }
             return o
         default:
-            throw _Malformed(reason: "unknown value tag 0x\(String(tag, radix: 16))", offset: off)
+            throw Malformed(reason: "unknown value tag 0x\(String(tag, radix: 16))", offset: off)
         }
     }
 
@@ -367,12 +367,12 @@ enum _Read {
     /// Throws when two keys of one map differ in bytes but are equal as Swift strings (canonically
     /// equivalent, such as NFC and NFD "é"). Such a map is invalid (Docs/FileFormat.md §8): the
     /// encoders never write one, and decoding it into a `[String: _]` would keep one of the two.
-    static func rejectCanonicallyEquivalentKeys(_ b: UnsafeRawBufferPointer, _ entries: ContiguousArray<_Entry>) throws(_Malformed) {
+    static func rejectCanonicallyEquivalentKeys(_ b: UnsafeRawBufferPointer, _ entries: ContiguousArray<MapEntry>) throws(Malformed) {
         var seen = Set<String>(minimumCapacity: entries.count)
         for e in entries {
             let key = String(decoding: UnsafeRawBufferPointer(rebasing: b[e.keyStart..<(e.keyStart + e.keyCount)]), as: UTF8.self)
             if !seen.insert(key).inserted {
-                throw _Malformed(reason: "map key is canonically equivalent to an earlier key with different bytes", offset: e.keyStart)
+                throw Malformed(reason: "map key is canonically equivalent to an earlier key with different bytes", offset: e.keyStart)
             }
         }
     }
@@ -427,7 +427,7 @@ enum _Read {
 
 /// Byte-level entry points the DataStore layer calls to store and load items. Runs on the
 /// caller's thread; stateless.
-enum _AttributeCoding {
+enum AttributeCoding {
     /// Encodes `value` straight into the value grammar (the same bytes as
     /// `AttributeEncoder().encode(value).encoded()`, without building the `AttributeValue` tree).
     ///
@@ -437,9 +437,9 @@ enum _AttributeCoding {
         _ value: T, userInfo: [CodingUserInfoKey: any Sendable] = [:]
     ) throws -> [UInt8] {
         do {
-            return try _EncodingArena.withEncoded(value, userInfo: userInfo) { try $0.bytes() }
+            return try EncodingArena.withEncoded(value, userInfo: userInfo) { try $0.bytes() }
         } catch {
-            throw _CodingErrors.encodingFailed(error, type: T.self)
+            throw CodingErrors.encodingFailed(error, type: T.self)
         }
     }
 
@@ -453,9 +453,9 @@ enum _AttributeCoding {
         userInfo: [CodingUserInfoKey: any Sendable] = [:]
     ) throws -> T {
         do {
-            return try _ByteDecoder.decode(T.self, from: bytes, userInfo: userInfo)
+            return try ByteDecoder.decode(T.self, from: bytes, userInfo: userInfo)
         } catch {
-            throw _CodingErrors.decodingFailed(error, type: T.self, malformedIsCorruption: true)
+            throw CodingErrors.decodingFailed(error, type: T.self, malformedIsCorruption: true)
         }
     }
 }

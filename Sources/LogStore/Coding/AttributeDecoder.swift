@@ -30,12 +30,12 @@ public struct AttributeDecoder: Sendable {
     ///   `DecodingError` (`keyNotFound`, `typeMismatch`, `valueNotFound`, `dataCorrupted`) or the
     ///   error `T`'s `init(from:)` threw.
     public func decode<T: Decodable>(_ type: T.Type, from value: AttributeValue) throws -> T {
-        let w = _ValueWriter(capacity: 256)
+        let w = ValueWriter(capacity: 256)
         do {
             try w.value(value, depth: 0)
-            return try _ByteDecoder.decode(T.self, from: w.bytes[...], userInfo: userInfo)
+            return try ByteDecoder.decode(T.self, from: w.bytes[...], userInfo: userInfo)
         } catch {
-            throw _CodingErrors.decodingFailed(error, type: T.self, malformedIsCorruption: false)
+            throw CodingErrors.decodingFailed(error, type: T.self, malformedIsCorruption: false)
         }
     }
 }
@@ -44,7 +44,7 @@ public struct AttributeDecoder: Sendable {
 
 /// One item's bytes and the user info, shared by every decoder of one `decode` call (on the
 /// caller's thread, for the duration of the call).
-final class _DecodingInput {
+final class DecodingInput {
     let bytes: ArraySlice<UInt8>
     let userInfo: [CodingUserInfoKey: Any]
     /// Coding paths of decoders for absent values (`superDecoder` of a missing key), which have
@@ -59,17 +59,17 @@ final class _DecodingInput {
 }
 
 /// A value that does not decode as the requested type; turned into a `DecodingError` with the
-/// coding path by `_ByteDecoder.fail`.
-enum _Problem: Error {
+/// coding path by `ByteDecoder.fail`.
+enum DecodeProblem: Error {
     case mismatch(Any.Type, expected: String, found: UInt8)
     case null(Any.Type)
     case notRepresentable(Any.Type, String)
     case invalid(String)
-    case malformed(_Malformed)
+    case malformed(Malformed)
 }
 
 /// One map entry: where its key bytes and its value start.
-struct _Entry {
+struct MapEntry {
     let keyStart: Int
     let keyCount: Int
     let value: Int
@@ -77,44 +77,44 @@ struct _Entry {
 
 /// Scalar reads at a value's tag offset; each returns the value and the offset after it.
 /// A negative offset stands for an absent value and reads as null.
-enum _Scalars {
+enum ScalarReads {
     @inline(__always)
-    static func tag(_ b: UnsafeRawBufferPointer, _ off: Int) throws(_Problem) -> UInt8 {
-        if off < 0 { return _T.null }
-        guard off < b.count else { throw .malformed(_Malformed(reason: "truncated value", offset: off)) }
+    static func tag(_ b: UnsafeRawBufferPointer, _ off: Int) throws(DecodeProblem) -> UInt8 {
+        if off < 0 { return TagByte.null }
+        guard off < b.count else { throw .malformed(Malformed(reason: "truncated value", offset: off)) }
         return b[off]
     }
 
     @inline(__always)
-    static func f64(_ b: UnsafeRawBufferPointer, _ off: Int) throws(_Problem) -> Double {
-        do { return try _Read.f64(b, off) } catch { throw .malformed(error) }
+    static func f64(_ b: UnsafeRawBufferPointer, _ off: Int) throws(DecodeProblem) -> Double {
+        do { return try BoundedRead.f64(b, off) } catch { throw .malformed(error) }
     }
 
     @inline(__always)
-    static func int64Payload(_ b: UnsafeRawBufferPointer, _ off: Int) throws(_Problem) -> (Int64, Int) {
+    static func int64Payload(_ b: UnsafeRawBufferPointer, _ off: Int) throws(DecodeProblem) -> (Int64, Int) {
         var o = off + 1
         do {
-            let z = try _Read.uvarint(b, &o)
-            return (_Read.zigzag(z), o)
+            let z = try BoundedRead.uvarint(b, &o)
+            return (BoundedRead.zigzag(z), o)
         } catch { throw .malformed(error) }
     }
 
     @inline(__always)
-    static func bool(_ b: UnsafeRawBufferPointer, _ off: Int) throws(_Problem) -> (Bool, Int) {
+    static func bool(_ b: UnsafeRawBufferPointer, _ off: Int) throws(DecodeProblem) -> (Bool, Int) {
         let t = try tag(b, off)
         switch t {
-        case _T.true: return (true, off + 1)
-        case _T.false: return (false, off + 1)
-        case _T.null: throw .null(Bool.self)
+        case TagByte.true: return (true, off + 1)
+        case TagByte.false: return (false, off + 1)
+        case TagByte.null: throw .null(Bool.self)
         default: throw .mismatch(Bool.self, expected: "Bool", found: t)
         }
     }
 
     @inline(__always)
-    static func integer<I: FixedWidthInteger>(_: I.Type, _ b: UnsafeRawBufferPointer, _ off: Int) throws(_Problem) -> (I, Int) {
+    static func integer<I: FixedWidthInteger>(_: I.Type, _ b: UnsafeRawBufferPointer, _ off: Int) throws(DecodeProblem) -> (I, Int) {
         let t = try tag(b, off)
         switch t {
-        case _T.int:
+        case TagByte.int:
             let (v, next) = try int64Payload(b, off)
             if !I.isSigned && I.bitWidth == 64 {
                 // UInt64 values above Int64.max are stored by bit pattern.
@@ -124,125 +124,125 @@ enum _Scalars {
                 throw .notRepresentable(I.self, "The stored integer \(v) does not fit in \(I.self).")
             }
             return (r, next)
-        case _T.double:
+        case TagByte.double:
             let d = try f64(b, off + 1)
             guard let r = I(exactly: d) else {
                 throw .notRepresentable(I.self, "The stored number \(d) is not exactly representable as \(I.self).")
             }
             return (r, off + 9)
-        case _T.null: throw .null(I.self)
+        case TagByte.null: throw .null(I.self)
         default: throw .mismatch(I.self, expected: "\(I.self)", found: t)
         }
     }
 
     @inline(__always)
-    static func double(_ b: UnsafeRawBufferPointer, _ off: Int) throws(_Problem) -> (Double, Int) {
+    static func double(_ b: UnsafeRawBufferPointer, _ off: Int) throws(DecodeProblem) -> (Double, Int) {
         let t = try tag(b, off)
         switch t {
-        case _T.double: return (try f64(b, off + 1), off + 9)
-        case _T.int:
+        case TagByte.double: return (try f64(b, off + 1), off + 9)
+        case TagByte.int:
             let (v, next) = try int64Payload(b, off)
             return (Double(v), next)
-        case _T.null: throw .null(Double.self)
+        case TagByte.null: throw .null(Double.self)
         default: throw .mismatch(Double.self, expected: "Double", found: t)
         }
     }
 
     @inline(__always)
-    static func float(_ b: UnsafeRawBufferPointer, _ off: Int) throws(_Problem) -> (Float, Int) {
+    static func float(_ b: UnsafeRawBufferPointer, _ off: Int) throws(DecodeProblem) -> (Float, Int) {
         let t = try tag(b, off)
         switch t {
-        case _T.double:
+        case TagByte.double:
             let d = try f64(b, off + 1)
             let f = Float(d)
             if d.isFinite && !f.isFinite {
                 throw .notRepresentable(Float.self, "The stored number \(d) does not fit in Float.")
             }
             return (f, off + 9)
-        case _T.int:
+        case TagByte.int:
             let (v, next) = try int64Payload(b, off)
             return (Float(v), next)
-        case _T.null: throw .null(Float.self)
+        case TagByte.null: throw .null(Float.self)
         default: throw .mismatch(Float.self, expected: "Float", found: t)
         }
     }
 
     @inline(__always)
-    static func string(_ b: UnsafeRawBufferPointer, _ off: Int) throws(_Problem) -> (String, Int) {
+    static func string(_ b: UnsafeRawBufferPointer, _ off: Int) throws(DecodeProblem) -> (String, Int) {
         let t = try tag(b, off)
-        guard t == _T.string else {
-            if t == _T.null { throw .null(String.self) }
+        guard t == TagByte.string else {
+            if t == TagByte.null { throw .null(String.self) }
             throw .mismatch(String.self, expected: "String", found: t)
         }
         var o = off + 1
         let n: Int
-        do { n = try _Read.length(b, &o) } catch { throw .malformed(error) }
-        guard let s = _Read.string(UnsafeRawBufferPointer(rebasing: b[o..<(o + n)])) else {
-            throw .malformed(_Malformed(reason: "invalid UTF-8 in string", offset: off))
+        do { n = try BoundedRead.length(b, &o) } catch { throw .malformed(error) }
+        guard let s = BoundedRead.string(UnsafeRawBufferPointer(rebasing: b[o..<(o + n)])) else {
+            throw .malformed(Malformed(reason: "invalid UTF-8 in string", offset: off))
         }
         return (s, o + n)
     }
 
-    static func date(_ b: UnsafeRawBufferPointer, _ off: Int) throws(_Problem) -> (Date, Int) {
+    static func date(_ b: UnsafeRawBufferPointer, _ off: Int) throws(DecodeProblem) -> (Date, Int) {
         let t = try tag(b, off)
         switch t {
-        case _T.date, _T.double: return (Date(timeIntervalSinceReferenceDate: try f64(b, off + 1)), off + 9)
-        case _T.int:
+        case TagByte.date, TagByte.double: return (Date(timeIntervalSinceReferenceDate: try f64(b, off + 1)), off + 9)
+        case TagByte.int:
             let (v, next) = try int64Payload(b, off)
             return (Date(timeIntervalSinceReferenceDate: Double(v)), next)
-        case _T.null: throw .null(Date.self)
+        case TagByte.null: throw .null(Date.self)
         default: throw .mismatch(Date.self, expected: "Date", found: t)
         }
     }
 
-    static func uuid(_ b: UnsafeRawBufferPointer, _ off: Int) throws(_Problem) -> (UUID, Int) {
+    static func uuid(_ b: UnsafeRawBufferPointer, _ off: Int) throws(DecodeProblem) -> (UUID, Int) {
         let t = try tag(b, off)
         switch t {
-        case _T.uuid:
-            guard b.count - off >= 17 else { throw .malformed(_Malformed(reason: "truncated UUID", offset: off)) }
+        case TagByte.uuid:
+            guard b.count - off >= 17 else { throw .malformed(Malformed(reason: "truncated UUID", offset: off)) }
             var u: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
             withUnsafeMutableBytes(of: &u) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: b[(off + 1)..<(off + 17)])) }
             return (UUID(uuid: u), off + 17)
-        case _T.string:
+        case TagByte.string:
             let (s, next) = try string(b, off)
             guard let u = UUID(uuidString: s) else { throw .invalid("The stored string \"\(s)\" is not a UUID.") }
             return (u, next)
-        case _T.null: throw .null(UUID.self)
+        case TagByte.null: throw .null(UUID.self)
         default: throw .mismatch(UUID.self, expected: "UUID", found: t)
         }
     }
 
     /// `nil` when the value is not `.bytes` (then `Data`'s own `init(from:)` decides).
-    static func data(_ b: UnsafeRawBufferPointer, _ off: Int) throws(_Problem) -> Data? {
-        guard try tag(b, off) == _T.bytes else { return nil }
+    static func data(_ b: UnsafeRawBufferPointer, _ off: Int) throws(DecodeProblem) -> Data? {
+        guard try tag(b, off) == TagByte.bytes else { return nil }
         var o = off + 1
         let n: Int
-        do { n = try _Read.length(b, &o) } catch { throw .malformed(error) }
+        do { n = try BoundedRead.length(b, &o) } catch { throw .malformed(error) }
         return Data(UnsafeRawBufferPointer(rebasing: b[o..<(o + n)]))
     }
 
     /// `nil` when the value is not `.string` (then `URL`'s own `init(from:)` decides).
-    static func url(_ b: UnsafeRawBufferPointer, _ off: Int) throws(_Problem) -> URL? {
-        guard try tag(b, off) == _T.string else { return nil }
+    static func url(_ b: UnsafeRawBufferPointer, _ off: Int) throws(DecodeProblem) -> URL? {
+        guard try tag(b, off) == TagByte.string else { return nil }
         let s = try string(b, off).0
         guard let u = URL(string: s) else { throw .invalid("The stored string \"\(s)\" is not a valid URL.") }
         return u
     }
 
     /// `nil` when the value is not a string or number (then `Decimal`'s own `init(from:)` decides).
-    static func decimal(_ b: UnsafeRawBufferPointer, _ off: Int) throws(_Problem) -> Decimal? {
+    static func decimal(_ b: UnsafeRawBufferPointer, _ off: Int) throws(DecodeProblem) -> Decimal? {
         let t = try tag(b, off)
         switch t {
-        case _T.string:
+        case TagByte.string:
             let s = try string(b, off).0
             if s == "NaN" { return Decimal.nan }
             guard let d = Decimal(string: s, locale: nil) else {
                 throw .invalid("The stored string \"\(s)\" is not a decimal number.")
             }
             return d
-        case _T.int: return Decimal(try int64Payload(b, off).0)
-        case _T.double: return Decimal(try f64(b, off + 1))
-        case _T.null: throw .null(Decimal.self)
+        case TagByte.int: return Decimal(try int64Payload(b, off).0)
+        case TagByte.double: return Decimal(try f64(b, off + 1))
+        case TagByte.null: throw .null(Decimal.self)
         default: return nil
         }
     }

@@ -31,9 +31,9 @@ public struct AttributeEncoder: Sendable {
     ///   error the value's `encode(to:)` threw.
     public func encode<T: Encodable>(_ value: T) throws -> AttributeValue {
         do {
-            return try _EncodingArena.withEncoded(value, userInfo: userInfo) { try $0.attributeValue() }
+            return try EncodingArena.withEncoded(value, userInfo: userInfo) { try $0.attributeValue() }
         } catch {
-            throw _CodingErrors.encodingFailed(error, type: T.self)
+            throw CodingErrors.encodingFailed(error, type: T.self)
         }
     }
 }

@@ -5,20 +5,20 @@ internal import LogStoreEngine
 
 /// One step of a coding path, kept cheap until someone asks for `codingPath` (array indices are
 /// not turned into `"Index 3"` strings unless an error needs them).
-enum _PathComponent {
+enum PathComponent {
     case key(String, Int?)
     case index(Int)
 
-    var codingKey: _PathKey {
+    var codingKey: PathKey {
         switch self {
-        case .key(let s, let i): _PathKey(stringValue: s, intValue: i)
-        case .index(let i): _PathKey(index: i)
+        case .key(let s, let i): PathKey(stringValue: s, intValue: i)
+        case .index(let i): PathKey(index: i)
         }
     }
 }
 
 /// The `CodingKey` the coders put in coding paths they build themselves.
-struct _PathKey: CodingKey, Sendable {
+struct PathKey: CodingKey, Sendable {
     var stringValue: String
     var intValue: Int?
 
@@ -44,7 +44,7 @@ struct _PathKey: CodingKey, Sendable {
     }
 }
 
-extension _TooDeep {
+extension TooDeep {
     /// The `EncodingError` this depth violation stands for.
     var encodingError: EncodingError {
         let why =
@@ -55,7 +55,7 @@ extension _TooDeep {
     }
 }
 
-enum _CodingErrors {
+enum CodingErrors {
     /// `address.street`, `tags[2]`, or `(top level)`.
     static func describe(_ path: [any CodingKey]) -> String {
         if path.isEmpty { return "(top level)" }
@@ -74,7 +74,7 @@ enum _CodingErrors {
     /// Wraps any error out of encoding a `T` in `LogStoreError(.encodingFailed)`.
     static func encodingFailed(_ error: any Error, type: Any.Type) -> LogStoreError {
         if let e = error as? LogStoreError, e.code == .encodingFailed { return e }
-        if let deep = error as? _TooDeep { return encodingFailed(deep.encodingError, type: type) }
+        if let deep = error as? TooDeep { return encodingFailed(deep.encodingError, type: type) }
         let message: String
         switch error {
         case EncodingError.invalidValue(_, let ctx):
@@ -91,7 +91,7 @@ enum _CodingErrors {
     /// for bytes that break the value grammar, when `malformedIsCorruption`).
     static func decodingFailed(_ error: any Error, type: Any.Type, malformedIsCorruption: Bool) -> LogStoreError {
         if let e = error as? LogStoreError, e.code == .decodingFailed || e.code == .corruption { return e }
-        if let deep = error as? _TooDeep {
+        if let deep = error as? TooDeep {
             return LogStoreError(
                 .decodingFailed,
                 "Cannot decode \(type): the attribute value is nested deeper than \(AttributeValue.maxDepth) levels "
@@ -117,7 +117,7 @@ enum _CodingErrors {
                 + "Make the property's type match the stored data, or convert old values in a custom "
                 + "init(from:), or rewrite the stored items."
         case DecodingError.dataCorrupted(let ctx):
-            if let m = ctx.underlyingError as? _Malformed {
+            if let m = ctx.underlyingError as? Malformed {
                 return LogStoreError(
                     malformedIsCorruption ? .corruption : .decodingFailed,
                     "\(subject): the item's bytes are damaged (\(m)) at `\(describe(ctx.codingPath))`. "

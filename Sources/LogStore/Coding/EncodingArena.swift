@@ -1,4 +1,4 @@
-// The machinery behind AttributeEncoder and _AttributeCoding.encodeBytes.
+// The machinery behind AttributeEncoder and AttributeCoding.encodeBytes.
 //
 // One encode call fills one arena. Map keys and scalar values are written at once, in the value
 // grammar (AttributeBytes.swift, Docs/FileFormat.md "Values"), into a scratch buffer; containers
@@ -12,7 +12,7 @@ internal import Foundation
 internal import LogStoreEngine
 
 /// A map entry, an array element or the root value. Offsets are into the arena's `scratch`.
-struct _EEntry {
+struct EEntry {
     /// The container holding this entry, or -1 for the root.
     var owner: Int32
     /// The owner's next entry (in key order for sorted maps, else in encoding order), or -1.
@@ -37,7 +37,7 @@ struct _EEntry {
 }
 
 /// A keyed (map) or unkeyed (array) container: a linked list of entries.
-struct _EContainer {
+struct EContainer {
     var isMap: Bool
     /// Maps: whether the list is in key order with unique keys (kept so up to `sortedLimit`
     /// entries; larger maps are sorted by `bytes()`).
@@ -55,20 +55,20 @@ struct _EContainer {
 }
 
 /// The state of one encode call. Used by one thread at a time (the caller's, for the duration
-/// of the call) and never shared while in use; idle arenas wait in `_ArenaPool` so that their
+/// of the call) and never shared while in use; idle arenas wait in `ArenaPool` so that their
 /// buffers are reused. Its stored properties opt out of dynamic exclusivity checks: every access
 /// is a short read, append or field store that never overlaps another access (no access spans a
 /// call back into user code), which is the invariant those checks would verify.
-final class _EncodingArena {
+final class EncodingArena {
     /// Maps with more entries than this are sorted once at the end instead of on insertion.
     static let sortedLimit: Int32 = 32
 
-    @exclusivity(unchecked) var entries: [_EEntry] = []
-    @exclusivity(unchecked) var containers: [_EContainer] = []
+    @exclusivity(unchecked) var entries: [EEntry] = []
+    @exclusivity(unchecked) var containers: [EContainer] = []
     /// Keys and scalar values, encoded as soon as `encode(to:)` hands them over.
-    let scratch = _ValueWriter(capacity: 512)
+    let scratch = ValueWriter(capacity: 512)
     /// The final value, written by `bytes()`.
-    let out = _ValueWriter(capacity: 512)
+    let out = ValueWriter(capacity: 512)
     /// A stack of entry numbers used while sorting large maps in `bytes()`.
     @exclusivity(unchecked) var order: [Int32] = []
     @exclusivity(unchecked) var userInfo: [CodingUserInfoKey: Any] = [:]
@@ -97,13 +97,13 @@ final class _EncodingArena {
     /// Encodes `value` with an arena from the pool and passes it (its root is entry 0) to `body`.
     /// The arena goes back to the pool afterwards: `body` must not keep it.
     static func withEncoded<T: Encodable, R>(
-        _ value: T, userInfo: [CodingUserInfoKey: any Sendable], _ body: (_EncodingArena) throws -> R
+        _ value: T, userInfo: [CodingUserInfoKey: any Sendable], _ body: (EncodingArena) throws -> R
     ) throws -> R {
-        let arena = _ArenaPool.shared.take()
-        defer { _ArenaPool.shared.give(arena) }
+        let arena = ArenaPool.shared.take()
+        defer { ArenaPool.shared.give(arena) }
         if !userInfo.isEmpty { arena.userInfo = userInfo.mapValues { $0 as Any } }
         arena.entries.append(
-            _EEntry(
+            EEntry(
                 owner: -1, next: -1, child: -1, innerDepth: 0, index: -1, keyStart: 0, keyUTF8: 0, keyEnd: 0, prefix: 0,
                 valueStart: 0, valueEnd: 0))
         if let inner = arena.appendFast(value) {
@@ -129,7 +129,7 @@ final class _EncodingArena {
     @inline(__always) @discardableResult
     func link(_ c: Int, keyStart: Int, valueStart: Int, innerDepth: Int32) -> Int {
         let e = entries.count
-        var entry = _EEntry(
+        var entry = EEntry(
             owner: Int32(truncatingIfNeeded: c), next: -1, child: -1, innerDepth: innerDepth, index: -1,
             keyStart: valueStart, keyUTF8: valueStart, keyEnd: valueStart, prefix: 0,
             valueStart: valueStart, valueEnd: scratch.count)
@@ -253,7 +253,7 @@ final class _EncodingArena {
         let existing = Int(entries[e].child)
         if existing >= 0 && containers[existing].isMap == isMap { return existing }
         let c = containers.count
-        containers.append(_EContainer(isMap: isMap, entry: Int32(truncatingIfNeeded: e)))
+        containers.append(EContainer(isMap: isMap, entry: Int32(truncatingIfNeeded: e)))
         entries[e].child = Int32(truncatingIfNeeded: c)
         entries[e].valueEnd = entries[e].valueStart
         return c
@@ -270,7 +270,7 @@ final class _EncodingArena {
                     debugDescription:
                         "The value is nested deeper than \(AttributeValue.maxDepth) levels (a reference cycle?)."))
         }
-        try value.encode(to: _ArenaEncoder(arena: self, entry: e, depth: depth))
+        try value.encode(to: ArenaEncoder(arena: self, entry: e, depth: depth))
     }
 
     /// Writes the types the format stores natively, the primitives (which reach generic `encode`
@@ -344,7 +344,7 @@ final class _EncodingArena {
         var cur = e
         while entries[cur].owner >= 0 {
             let index = entries[cur].index
-            path.append(index >= 0 ? _PathKey(index: index) : _PathKey(stringValue: key(cur)))
+            path.append(index >= 0 ? PathKey(index: index) : PathKey(stringValue: key(cur)))
             cur = Int(containers[Int(entries[cur].owner)].entry)
         }
         return path.reversed()
@@ -353,7 +353,7 @@ final class _EncodingArena {
     // MARK: Output
 
     /// The encoded value (the same bytes as `attributeValue().encoded()`).
-    func bytes() throws(_TooDeep) -> [UInt8] {
+    func bytes() throws(TooDeep) -> [UInt8] {
         out.count = 0
         try write(entry: 0, depth: 0)
         return [UInt8](unsafeUninitializedCapacity: out.count) { buffer, initialized in
@@ -363,41 +363,41 @@ final class _EncodingArena {
     }
 
     /// The encoded value as a tree (a repeated map key keeps its last value).
-    func attributeValue() throws(_TooDeep) -> AttributeValue {
+    func attributeValue() throws(TooDeep) -> AttributeValue {
         try value(entry: 0, depth: 0)
     }
 
     /// Writes entry `e`'s value (and, with `withKey`, its key first).
-    private func write(entry e: Int, depth: Int, withKey: Bool = false) throws(_TooDeep) {
+    private func write(entry e: Int, depth: Int, withKey: Bool = false) throws(TooDeep) {
         let child = Int(entries[e].child)
         if withKey {
             let keyEnd = entries[e].keyEnd
             if child < 0 && keyEnd == entries[e].valueStart && entries[e].valueEnd > keyEnd {
                 // Key and scalar value were written together: one copy.
-                guard depth + Int(entries[e].innerDepth) < AttributeValue.maxDepth else { throw _TooDeep(path: []) }
+                guard depth + Int(entries[e].innerDepth) < AttributeValue.maxDepth else { throw TooDeep(path: []) }
                 out.append(from: scratch, start: entries[e].keyStart, end: entries[e].valueEnd)
                 return
             }
             out.append(from: scratch, start: entries[e].keyStart, end: keyEnd)
         }
         if child >= 0 { return try writeContainer(child, depth: depth) }
-        guard depth + Int(entries[e].innerDepth) < AttributeValue.maxDepth else { throw _TooDeep(path: []) }
+        guard depth + Int(entries[e].innerDepth) < AttributeValue.maxDepth else { throw TooDeep(path: []) }
         let start = entries[e].valueStart
         let end = entries[e].valueEnd
         if end > start {
             out.append(from: scratch, start: start, end: end)
         } else {
-            out.u8(_T.map)
+            out.u8(TagByte.map)
             out.u8(0)
         }
     }
 
-    private func writeContainer(_ c: Int, depth: Int) throws(_TooDeep) {
-        guard depth < AttributeValue.maxDepth else { throw _TooDeep(path: []) }
+    private func writeContainer(_ c: Int, depth: Int) throws(TooDeep) {
+        guard depth < AttributeValue.maxDepth else { throw TooDeep(path: []) }
         let n = Int(containers[c].count)
         var i = Int(containers[c].first)
         if !containers[c].isMap {
-            out.u8(_T.array)
+            out.u8(TagByte.array)
             out.uvarint(UInt64(n))
             var index = 0
             while i >= 0 {
@@ -409,7 +409,7 @@ final class _EncodingArena {
         }
         try checkEquivalentKeys(c)
         if containers[c].isSorted {
-            out.u8(_T.map)
+            out.u8(TagByte.map)
             out.uvarint(UInt64(n))
             while i >= 0 {
                 do { try write(entry: i, depth: depth + 1, withKey: true) } catch { throw error.prepending(.key(key(i), nil)) }
@@ -434,7 +434,7 @@ final class _EncodingArena {
         }
         var unique = n
         for j in base..<(end - 1) where compareKeys(Int(order[j]), Int(order[j + 1])) == 0 { unique -= 1 }
-        out.u8(_T.map)
+        out.u8(TagByte.map)
         out.uvarint(UInt64(unique))
         for j in base..<end {
             let e = Int(order[j])
@@ -446,7 +446,7 @@ final class _EncodingArena {
     /// Throws when map `c` has two keys that differ in bytes but are equal as Swift strings (a
     /// `CodingKey` pair such as NFC and NFD "é"): the decoders reject such a map, so it is never
     /// written. Maps whose keys are all ASCII (nearly all) are checked by their key prefixes only.
-    private func checkEquivalentKeys(_ c: Int) throws(_TooDeep) {
+    private func checkEquivalentKeys(_ c: Int) throws(TooDeep) {
         var i = Int(containers[c].first)
         var nonASCII = false
         while i >= 0 && !nonASCII {
@@ -468,16 +468,16 @@ final class _EncodingArena {
         while i >= 0 {
             let k = key(i)
             if let other = seen.updateValue(i, forKey: k), compareKeys(other, i) != 0 {
-                throw _TooDeep(path: [], equivalentKey: k)
+                throw TooDeep(path: [], equivalentKey: k)
             }
             i = Int(entries[i].next)
         }
     }
 
-    private func value(entry e: Int, depth: Int) throws(_TooDeep) -> AttributeValue {
+    private func value(entry e: Int, depth: Int) throws(TooDeep) -> AttributeValue {
         let child = Int(entries[e].child)
         if child >= 0 {
-            guard depth < AttributeValue.maxDepth else { throw _TooDeep(path: []) }
+            guard depth < AttributeValue.maxDepth else { throw TooDeep(path: []) }
             var i = Int(containers[child].first)
             if containers[child].isMap {
                 try checkEquivalentKeys(child)
@@ -497,30 +497,30 @@ final class _EncodingArena {
             }
             return .array(array)
         }
-        guard depth + Int(entries[e].innerDepth) < AttributeValue.maxDepth else { throw _TooDeep(path: []) }
+        guard depth + Int(entries[e].innerDepth) < AttributeValue.maxDepth else { throw TooDeep(path: []) }
         let start = entries[e].valueStart
         let end = entries[e].valueEnd
         guard end > start else { return .map([:]) }
-        // These bytes were written by _ValueWriter just now, so they always decode.
+        // These bytes were written by ValueWriter just now, so they always decode.
         return (try? AttributeValue.decode(UnsafeRawBufferPointer(start: scratch.base + start, count: end - start))) ?? .null
     }
 }
 
 /// Idle encoding arenas, reused so that encoding an item allocates little more than its result.
 /// `@unchecked Sendable`: `arenas` is only touched with `lock` held.
-final class _ArenaPool: @unchecked Sendable {
-    static let shared = _ArenaPool()
+final class ArenaPool: @unchecked Sendable {
+    static let shared = ArenaPool()
     private let lock = NSLock()
-    private var arenas: [_EncodingArena] = []
+    private var arenas: [EncodingArena] = []
 
-    func take() -> _EncodingArena {
+    func take() -> EncodingArena {
         lock.lock()
         let arena = arenas.popLast()
         lock.unlock()
-        return arena ?? _EncodingArena()
+        return arena ?? EncodingArena()
     }
 
-    func give(_ arena: _EncodingArena) {
+    func give(_ arena: EncodingArena) {
         guard arena.isWorthKeeping else { return }
         arena.reset()
         lock.lock()
@@ -533,8 +533,8 @@ final class _ArenaPool: @unchecked Sendable {
 
 /// The `Encoder` handed to `encode(to:)`: a destination entry in the arena (a small value, so
 /// passing it as `any Encoder` allocates nothing).
-struct _ArenaEncoder: Encoder {
-    let arena: _EncodingArena
+struct ArenaEncoder: Encoder {
+    let arena: EncodingArena
     let entry: Int
     let depth: Int
 
@@ -543,34 +543,34 @@ struct _ArenaEncoder: Encoder {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
         KeyedEncodingContainer(
-            _ArenaKeyedEncoder<Key>(arena: arena, container: arena.container(for: entry, isMap: true), depth: depth))
+            ArenaKeyedEncoder<Key>(arena: arena, container: arena.container(for: entry, isMap: true), depth: depth))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        _ArenaUnkeyedEncoder(arena: arena, container: arena.container(for: entry, isMap: false), depth: depth)
+        ArenaUnkeyedEncoder(arena: arena, container: arena.container(for: entry, isMap: false), depth: depth)
     }
 
     func singleValueContainer() -> any SingleValueEncodingContainer {
-        _ArenaSingleValueEncoder(arena: arena, entry: entry, depth: depth)
+        ArenaSingleValueEncoder(arena: arena, entry: entry, depth: depth)
     }
 }
 
-struct _ArenaKeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
-    let arena: _EncodingArena
+struct ArenaKeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
+    let arena: EncodingArena
     let container: Int
     let depth: Int
 
     var codingPath: [any CodingKey] { arena.codingPath(Int(arena.containers[container].entry)) }
 
     @inline(__always)
-    private func put(_ key: Key, _ write: (_ValueWriter) -> Void) {
+    private func put(_ key: Key, _ write: (ValueWriter) -> Void) {
         let keyStart = arena.writeKey(key.stringValue)
         let start = arena.scratch.count
         write(arena.scratch)
         arena.link(container, keyStart: keyStart, valueStart: start, innerDepth: 0)
     }
 
-    mutating func encodeNil(forKey key: Key) throws { put(key) { $0.u8(_T.null) } }
+    mutating func encodeNil(forKey key: Key) throws { put(key) { $0.u8(TagByte.null) } }
     mutating func encode(_ value: Bool, forKey key: Key) throws { put(key) { $0.bool(value) } }
     mutating func encode(_ value: String, forKey key: Key) throws { put(key) { $0.string(value) } }
     mutating func encode(_ value: Double, forKey key: Key) throws { put(key) { $0.double(value) } }
@@ -602,27 +602,27 @@ struct _ArenaKeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
     ) -> KeyedEncodingContainer<NestedKey> {
         let e = arena.link(container, keyStart: arena.writeKey(key.stringValue), valueStart: arena.scratch.count, innerDepth: 0)
         return KeyedEncodingContainer(
-            _ArenaKeyedEncoder<NestedKey>(arena: arena, container: arena.container(for: e, isMap: true), depth: depth + 1))
+            ArenaKeyedEncoder<NestedKey>(arena: arena, container: arena.container(for: e, isMap: true), depth: depth + 1))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
         let e = arena.link(container, keyStart: arena.writeKey(key.stringValue), valueStart: arena.scratch.count, innerDepth: 0)
-        return _ArenaUnkeyedEncoder(arena: arena, container: arena.container(for: e, isMap: false), depth: depth + 1)
+        return ArenaUnkeyedEncoder(arena: arena, container: arena.container(for: e, isMap: false), depth: depth + 1)
     }
 
     mutating func superEncoder() -> any Encoder {
         let e = arena.link(container, keyStart: arena.writeKey("super"), valueStart: arena.scratch.count, innerDepth: 0)
-        return _ArenaEncoder(arena: arena, entry: e, depth: depth + 1)
+        return ArenaEncoder(arena: arena, entry: e, depth: depth + 1)
     }
 
     mutating func superEncoder(forKey key: Key) -> any Encoder {
         let e = arena.link(container, keyStart: arena.writeKey(key.stringValue), valueStart: arena.scratch.count, innerDepth: 0)
-        return _ArenaEncoder(arena: arena, entry: e, depth: depth + 1)
+        return ArenaEncoder(arena: arena, entry: e, depth: depth + 1)
     }
 }
 
-struct _ArenaUnkeyedEncoder: UnkeyedEncodingContainer {
-    let arena: _EncodingArena
+struct ArenaUnkeyedEncoder: UnkeyedEncodingContainer {
+    let arena: EncodingArena
     let container: Int
     let depth: Int
 
@@ -630,13 +630,13 @@ struct _ArenaUnkeyedEncoder: UnkeyedEncodingContainer {
     var count: Int { Int(arena.containers[container].count) }
 
     @inline(__always)
-    private func put(_ write: (_ValueWriter) -> Void) {
+    private func put(_ write: (ValueWriter) -> Void) {
         let start = arena.scratch.count
         write(arena.scratch)
         arena.link(container, keyStart: -1, valueStart: start, innerDepth: 0)
     }
 
-    mutating func encodeNil() throws { put { $0.u8(_T.null) } }
+    mutating func encodeNil() throws { put { $0.u8(TagByte.null) } }
     mutating func encode(_ value: Bool) throws { put { $0.bool(value) } }
     mutating func encode(_ value: String) throws { put { $0.string(value) } }
     mutating func encode(_ value: Double) throws { put { $0.double(value) } }
@@ -665,35 +665,35 @@ struct _ArenaUnkeyedEncoder: UnkeyedEncodingContainer {
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
         let e = arena.link(container, keyStart: -1, valueStart: arena.scratch.count, innerDepth: 0)
         return KeyedEncodingContainer(
-            _ArenaKeyedEncoder<NestedKey>(arena: arena, container: arena.container(for: e, isMap: true), depth: depth + 1))
+            ArenaKeyedEncoder<NestedKey>(arena: arena, container: arena.container(for: e, isMap: true), depth: depth + 1))
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
         let e = arena.link(container, keyStart: -1, valueStart: arena.scratch.count, innerDepth: 0)
-        return _ArenaUnkeyedEncoder(arena: arena, container: arena.container(for: e, isMap: false), depth: depth + 1)
+        return ArenaUnkeyedEncoder(arena: arena, container: arena.container(for: e, isMap: false), depth: depth + 1)
     }
 
     mutating func superEncoder() -> any Encoder {
         let e = arena.link(container, keyStart: -1, valueStart: arena.scratch.count, innerDepth: 0)
-        return _ArenaEncoder(arena: arena, entry: e, depth: depth + 1)
+        return ArenaEncoder(arena: arena, entry: e, depth: depth + 1)
     }
 }
 
-struct _ArenaSingleValueEncoder: SingleValueEncodingContainer {
-    let arena: _EncodingArena
+struct ArenaSingleValueEncoder: SingleValueEncodingContainer {
+    let arena: EncodingArena
     let entry: Int
     let depth: Int
 
     var codingPath: [any CodingKey] { arena.codingPath(entry) }
 
     @inline(__always)
-    private func put(_ write: (_ValueWriter) -> Void) {
+    private func put(_ write: (ValueWriter) -> Void) {
         let start = arena.scratch.count
         write(arena.scratch)
         arena.setScalar(entry, start: start, innerDepth: 0)
     }
 
-    mutating func encodeNil() throws { put { $0.u8(_T.null) } }
+    mutating func encodeNil() throws { put { $0.u8(TagByte.null) } }
     mutating func encode(_ value: Bool) throws { put { $0.bool(value) } }
     mutating func encode(_ value: String) throws { put { $0.string(value) } }
     mutating func encode(_ value: Double) throws { put { $0.double(value) } }

@@ -66,11 +66,11 @@ extension DataStoreReadAccessor {
     }
 
     func _dynamicView() throws -> any RecordReader {
-        if let r = self as? _ReadAccessor {
+        if let r = self as? ReadAccessor {
             try r.checkValid()
             return r.view
         }
-        if let w = self as? _ReadWriteAccessor {
+        if let w = self as? ReadWriteAccessor {
             try w.reader.checkValid()
             return w.txn
         }
@@ -81,7 +81,7 @@ extension DataStoreReadAccessor {
 extension DataStoreReadWriteAccessor {
     /// Inserts `item`, or replaces the stored item of its type with the same id.
     public func insert(_ item: DynamicItem) throws {
-        guard let w = self as? _ReadWriteAccessor else {
+        guard let w = self as? ReadWriteAccessor else {
             throw LogStoreError(.invalidArgument, "Dynamic access needs an accessor from a LogStore data store.")
         }
         try w.reader.checkValid()
@@ -91,7 +91,7 @@ extension DataStoreReadWriteAccessor {
     /// Deletes the item of the type named `itemType` with `id`; true when it existed.
     @discardableResult
     public func deleteDynamicItem(ofType itemType: String, id: AttributeValue) throws -> Bool {
-        guard let w = self as? _ReadWriteAccessor else {
+        guard let w = self as? ReadWriteAccessor else {
             throw LogStoreError(.invalidArgument, "Dynamic access needs an accessor from a LogStore data store.")
         }
         try w.reader.checkValid()
@@ -104,11 +104,11 @@ extension DynamicItem {
     /// an attribute nests deeper than `AttributeValue.maxDepth`, before writing anything: such
     /// bytes would not decode. Bounded recursion (at most `maxDepth` levels).
     static func encodedAttributes(_ item: DynamicItem) throws -> [UInt8] {
-        let w = _ValueWriter(capacity: 256)
+        let w = ValueWriter(capacity: 256)
         do {
             try w.value(.map(item.attributes), depth: 0)
         } catch {
-            throw _CodingErrors.encodingFailed(error, type: DynamicItem.self)
+            throw CodingErrors.encodingFailed(error, type: DynamicItem.self)
         }
         return w.bytes
     }

@@ -19,7 +19,7 @@ extension AttributeValue {
 
     /// Total order used by attribute sorts (see ``DataStoreRequest/setSort(whereAttribute:ascending:)``)
     /// and attribute filters' number equality: kinds by ``sortRank``; numbers (`.int` and
-    /// `.double` together) and dates in ``_NumberOrder``'s exact total order (NaN last, `-0.0 ==
+    /// `.double` together) and dates in ``NumberOrder``'s exact total order (NaN last, `-0.0 ==
     /// 0.0`); strings by Swift's `<` (canonically equivalent strings are equal); arrays
     /// element by element; all maps equal. Transitive, so sorting and the bounded heap agree.
     static func compare(_ a: AttributeValue?, _ b: AttributeValue?) -> Int {
@@ -54,12 +54,12 @@ extension AttributeValue {
         switch (a, b) {
         case (.bool(let x), .bool(let y)): return x == y ? 0 : (!x ? -1 : 1)
         case (.int(let x), .int(let y)): return x == y ? 0 : (x < y ? -1 : 1)
-        case (.int(let x), .double(let y)): return _NumberOrder.compare(x, y)
-        case (.double(let x), .int(let y)): return -_NumberOrder.compare(y, x)
-        case (.double(let x), .double(let y)): return _NumberOrder.compare(x, y)
+        case (.int(let x), .double(let y)): return NumberOrder.compare(x, y)
+        case (.double(let x), .int(let y)): return -NumberOrder.compare(y, x)
+        case (.double(let x), .double(let y)): return NumberOrder.compare(x, y)
         case (.string(let x), .string(let y)): return x == y ? 0 : (x < y ? -1 : 1)
         case (.bytes(let x), .bytes(let y)): return x == y ? 0 : (x.lexicographicallyPrecedes(y) ? -1 : 1)
-        case (.date(let x), .date(let y)): return _NumberOrder.compareDates(x, y)
+        case (.date(let x), .date(let y)): return NumberOrder.compareDates(x, y)
         case (.uuid(let x), .uuid(let y)):
             let kx = ItemKey.uuid(x), ky = ItemKey.uuid(y)
             return kx == ky ? 0 : (kx < ky ? -1 : 1)

@@ -16,7 +16,7 @@ import Foundation
 ///   rounds integers above 2^53), so the order is transitive across `.int` and `.double`.
 ///
 /// Pure functions; any thread. Results: -1, 0 or 1.
-enum _NumberOrder {
+enum NumberOrder {
     /// Compares two floating-point values in the total order above.
     static func compare<F: BinaryFloatingPoint>(_ x: F, _ y: F) -> Int {
         if x.isNaN { return y.isNaN ? 0 : 1 }

@@ -206,7 +206,7 @@ public final class LogDataStore: DataStore {
     @discardableResult
     public func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T {
         let view = try currentBackend().readView()
-        let accessor = _ReadAccessor(view: view)
+        let accessor = ReadAccessor(view: view)
         defer { accessor.isValid = false }
         return try block(accessor)
     }
@@ -239,7 +239,7 @@ public final class LogDataStore: DataStore {
     @discardableResult
     public func writeSync<T>(_ block: (any DataStoreReadWriteAccessor) throws -> T) throws -> T {
         try writeTransaction { txn in
-            let accessor = _ReadWriteAccessor(txn: txn)
+            let accessor = ReadWriteAccessor(txn: txn)
             defer { accessor.invalidate() }
             return try block(accessor)
         }
@@ -282,11 +282,11 @@ public final class LogDataStore: DataStore {
             self.asyncQueueThread.withLock { $0 = me }
             defer { self.asyncQueueThread.withLock { $0 = nil } }
             // The block's value is known when `write` returns; durability may be reported before or
-            // after that, on another thread. `_Rendezvous` fires `done` once both are known.
-            let rendezvous = _Rendezvous<T>(done)
+            // after that, on another thread. `Rendezvous` fires `done` once both are known.
+            let rendezvous = Rendezvous<T>(done)
             do {
                 let value = try backend.write({ txn in
-                    let accessor = _ReadWriteAccessor(txn: txn)
+                    let accessor = ReadWriteAccessor(txn: txn)
                     defer { accessor.invalidate() }
                     return try block(accessor)
                 }, onDurable: { error in rendezvous.durable(error) })
@@ -299,7 +299,7 @@ public final class LogDataStore: DataStore {
 }
 
 /// Joins a write's value with its durability notification; calls `done` once, on a global queue.
-final class _Rendezvous<T: Sendable>: Sendable {
+final class Rendezvous<T: Sendable>: Sendable {
     struct State {
         var value: T?
         var durable: Bool = false

@@ -137,7 +137,7 @@ public struct StoreScan: Sendable {
     /// See ``storedPayloadBytes``.
     public var rawPayloadBytes: UInt64 = 0
 
-    var index: [String: [RecordKey: _ScanEntry]] = [:]
+    var index: [String: [RecordKey: ScanEntry]] = [:]
 
     /// Creates an empty scan of `directory` (``StoreScanner`` fills it in).
     public init(directory: String) { self.directory = directory }
@@ -181,9 +181,9 @@ public struct StoreScan: Sendable {
         segmentSize: Int = LogStoreOptions().segmentSize, maxFramePayload: Int = LogStoreOptions().maxFramePayload
     ) -> UInt64 {
         let frames = max(1, (liveRawBytes + UInt64(maxFramePayload) - 1) / UInt64(max(1, maxFramePayload)))
-        let body = liveBytes + frames * UInt64(_Frame.headerSize)
+        let body = liveBytes + frames * UInt64(LogFrame.headerSize)
         let segments = max(1, (body + UInt64(segmentSize) - 1) / UInt64(max(1, segmentSize)))
-        return body + segments * UInt64(_SegmentHeader.size)
+        return body + segments * UInt64(SegmentHeader.size)
     }
 
     /// The live keys of `type` with where the log says each is stored, sorted by key.
@@ -194,7 +194,7 @@ public struct StoreScan: Sendable {
 }
 
 /// What the scanner remembers about one live record.
-struct _ScanEntry: Sendable {
+struct ScanEntry: Sendable {
     var location: RecordLocation
     /// CRC-32C of the value bytes (to compare with what the engine reads back).
     var valueCRC: UInt32

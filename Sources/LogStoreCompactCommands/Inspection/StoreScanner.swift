@@ -52,14 +52,14 @@ public struct StoreScanner: Sendable {
     /// Throws only when the directory itself cannot be listed (`.io`, `.permissionDenied`,
     /// `.notAStore` if it is a file); damage of any kind is reported in ``StoreScan/issues``.
     public func scan(progress: ((Progress) -> Void)? = nil) throws -> StoreScan {
-        var run = _ScanRun(directory: directory, fs: fileSystem, decodeValues: decodeValues, progress: progress)
+        var run = ScanRun(directory: directory, fs: fileSystem, decodeValues: decodeValues, progress: progress)
         try run.run()
         return run.scan
     }
 }
 
 /// The state of one scan. Internal; see ``StoreScanner``.
-struct _ScanRun {
+struct ScanRun {
     let directory: String
     let fs: any FileSystem
     let decodeValues: Bool
@@ -121,7 +121,7 @@ struct _ScanRun {
                 let f = try fs.open(manifestPath, mode: .readOnly)
                 defer { try? f.close() }
                 let bytes = try f.read(at: 0, count: Int(try f.size()))
-                let m = try _Manifest.decode(bytes, path: manifestPath)
+                let m = try ManifestFile.decode(bytes, path: manifestPath)
                 scan.manifest = .init(version: m.version, generation: m.generation, nextSegment: m.nextSegment, segments: m.segments)
                 order = m.segments
             } catch let e as LogStoreError {
@@ -156,8 +156,8 @@ struct _ScanRun {
                     let f = try fs.open(path, mode: .readOnly)
                     defer { try? f.close() }
                     let bytes = try f.read(at: 0, count: Int(try f.size()))
-                    let decoded: Result<_Checkpoint, _DecodeError> = bytes.withUnsafeBytes { buf in
-                        do throws(_DecodeError) { return .success(try _Checkpoint.decode(buf)) } catch { return .failure(error) }
+                    let decoded: Result<CheckpointFile, _DecodeError> = bytes.withUnsafeBytes { buf in
+                        do throws(_DecodeError) { return .success(try CheckpointFile.decode(buf)) } catch { return .failure(error) }
                     }
                     switch decoded {
                     case .success(let cp):
@@ -220,7 +220,7 @@ struct _ScanRun {
     mutating func scanSegmentBytes(_ buf: UnsafeRawBufferPointer, path: String, isLast: Bool, seg: inout StoreScan.Segment) {
         let number = seg.number
         let compacted: Bool
-        switch _SegmentHeader.decode(buf) {
+        switch SegmentHeader.decode(buf) {
         case .ok(let h):
             seg.baseSequence = h.baseSequence
             compacted = h.isCompacted
@@ -234,7 +234,7 @@ struct _ScanRun {
             seg.damaged = true
             return
         case .notASegment(let why):
-            if isLast && buf.count <= _SegmentHeader.size {
+            if isLast && buf.count <= SegmentHeader.size {
                 issue(.warning, .tornTail, path, 0, "segment header torn while the segment was being created (\(why)); the next open rewrites it")
             } else {
                 issue(.damage, .segmentHeader, path, 0, "bad segment header: \(why); the whole segment is unusable")
@@ -242,17 +242,17 @@ struct _ScanRun {
             }
             return
         }
-        scan.overheadBytes += UInt64(_SegmentHeader.size)
+        scan.overheadBytes += UInt64(SegmentHeader.size)
 
         /// Set at the first damage: the scan keeps reading (to name every damaged place) but, like
         /// strict recovery, replays nothing after it into the index.
         var damaged = false
-        var nextReport = _SegmentHeader.size + (8 << 20)
+        var nextReport = SegmentHeader.size + (8 << 20)
         let segmentStart = bytesDone
         // The frame rules are recovery's own (SegmentReader); the scanner reports instead of throwing.
         // Its closures never throw, so neither does the read.
         let outcome = try? SegmentReader.read(
-            buf, from: _SegmentHeader.size, compacted: compacted, isLast: isLast, lastSequence: applied,
+            buf, from: SegmentHeader.size, compacted: compacted, isLast: isLast, lastSequence: applied,
             onTransaction: { frames in
                 let last = frames[frames.count - 1]
                 if last.frameOffset >= nextReport {
@@ -266,7 +266,7 @@ struct _ScanRun {
                     seg.rawPayloadBytes += UInt64(f.header.rawLength)
                     self.scan.storedPayloadBytes += UInt64(f.header.storedLength)
                     self.scan.rawPayloadBytes += UInt64(f.header.rawLength)
-                    self.scan.overheadBytes += UInt64(_Frame.headerSize)
+                    self.scan.overheadBytes += UInt64(LogFrame.headerSize)
                 }
                 guard self.replayTransaction(frames, buf: buf, segment: number, path: path, apply: !damaged) else { return false }
                 let sequence = last.header.sequence
@@ -300,23 +300,23 @@ struct _ScanRun {
         }
     }
 
-    struct _Op {
+    struct Op {
         var tag: RecordOperation.Tag
         var type: String
         var key: RecordKey
-        var entry: _ScanEntry
+        var entry: ScanEntry
     }
 
     /// Decodes one committed transaction and, when `apply`, replays it into the index.
     /// Returns false (after recording an issue) if its payloads do not decompress or decode.
     mutating func replayTransaction(_ frames: [SegmentReader.Frame], buf: UnsafeRawBufferPointer, segment: UInt32, path: String, apply: Bool) -> Bool {
-        var ops: [_Op] = []
+        var ops: [Op] = []
         let sequence = frames[0].header.sequence
         for f in frames {
             let stored = UnsafeRawBufferPointer(rebasing: buf[f.payloadOffset..<(f.payloadOffset + f.header.storedLength)])
             var decompressed: [UInt8]? = nil
             if f.header.compressed {
-                guard let out = _LZ4.decompress(stored, rawLength: f.header.rawLength) else {
+                guard let out = LZ4.decompress(stored, rawLength: f.header.rawLength) else {
                     issue(.damage, .frame, path, f.frameOffset, "LZ4 payload does not decompress to its announced \(f.header.rawLength) bytes; transaction \(sequence) is unusable")
                     return false
                 }
@@ -326,7 +326,7 @@ struct _ScanRun {
             let ok: Bool = {
                 func each(_ payload: UnsafeRawBufferPointer) -> Bool {
                     do {
-                        try _DecodedRecord.decodeAll(payload) { rec in
+                        try DecodedRecord.decodeAll(payload) { rec in
                             scan.records += 1
                             let size = Self.encodedSize(rec)
                             var crc: UInt32 = 0
@@ -345,8 +345,8 @@ struct _ScanRun {
                             let loc = RecordLocation(
                                 segment: segment, frameOffset: UInt32(f.frameOffset), frameLength: UInt32(f.header.storedLength),
                                 valueOffset: UInt32(rec.valueOffset), sequence: sequence, valueLength: UInt32(rec.valueLength))
-                            ops.append(_Op(tag: rec.op, type: rec.type, key: rec.key,
-                                           entry: _ScanEntry(location: loc, valueCRC: crc, rawSize: size, storedShare: Double(size) * share)))
+                            ops.append(Op(tag: rec.op, type: rec.type, key: rec.key,
+                                           entry: ScanEntry(location: loc, valueCRC: crc, rawSize: size, storedShare: Double(size) * share)))
                         }
                         return true
                     } catch let e as LogStoreError {
@@ -381,7 +381,7 @@ struct _ScanRun {
     }
 
     /// The size of a record as the engine encodes it (minimal varints).
-    static func encodedSize(_ rec: _DecodedRecord) -> Int {
+    static func encodedSize(_ rec: DecodedRecord) -> Int {
         func varint(_ n: Int) -> Int {
             var n = UInt64(n)
             var size = 1

@@ -1,7 +1,7 @@
 internal import CLZ4
 
 /// The engine's only door to liblz4 (LZ4 block format, no frame header). No C type leaves this file.
-package enum _LZ4 {
+package enum LZ4 {
     /// Compresses `input`; returns nil when the result would not be smaller than the input.
     package static func compress(_ input: UnsafeRawBufferPointer) -> [UInt8]? {
         guard input.count > 0, input.count <= Int(LZ4_MAX_INPUT_SIZE) else { return nil }

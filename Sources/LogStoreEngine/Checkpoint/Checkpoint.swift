@@ -29,7 +29,7 @@ import Synchronization
 /// checked against the bytes left before anything is allocated, and every location must lie
 /// inside the segment prefix the checkpoint itself declares. Section tags are part of the file
 /// format: never renumber or reuse them.
-package struct _Checkpoint {
+package struct CheckpointFile {
     package static let magic: [UInt8] = [0x89, 0x4C, 0x53, 0x43, 0x50, 0x0D, 0x0A, 0x1A]
     package static let headerSize = 8 + 2 + 2 + 8 + 8 + 8
     /// Section tags. Part of the file format: never renumber or reuse.
@@ -55,17 +55,17 @@ package struct _Checkpoint {
     package var sequence: UInt64
     package var createdAtMillis: UInt64
     package var segments: [Segment]
-    package var index: _IndexState
+    package var index: IndexState
 
     /// What the engine remembers about a checkpoint it wrote or loaded.
-    func mark(fileBytes: UInt64) -> _CheckpointMark {
-        _CheckpointMark(
+    func mark(fileBytes: UInt64) -> CheckpointMark {
+        CheckpointMark(
             generation: generation, sequence: sequence, createdAtMillis: createdAtMillis,
             segments: segments.map(\.number), positionOffset: segments.last?.length ?? 0, fileBytes: fileBytes)
     }
 
     /// Encodes a checkpoint of `index` (whose locations must all lie in `segments`).
-    package static func encode(generation: UInt64, createdAtMillis: UInt64, segments: [Segment], index: _IndexState) -> [UInt8] {
+    package static func encode(generation: UInt64, createdAtMillis: UInt64, segments: [Segment], index: IndexState) -> [UInt8] {
         let total = index.totalCount
         var w = _ByteWriter(capacity: 64 + segments.count * 20 + total * 24)
         w.append(contentsOf: magic)
@@ -107,7 +107,7 @@ package struct _Checkpoint {
 
     /// Decodes and checks a checkpoint. Throws `_DecodeError` (what is wrong and at which offset)
     /// for anything that is not a well-formed checkpoint of this format version or older.
-    package static func decode(_ buf: UnsafeRawBufferPointer) throws(_DecodeError) -> _Checkpoint {
+    package static func decode(_ buf: UnsafeRawBufferPointer) throws(_DecodeError) -> CheckpointFile {
         guard buf.count >= headerSize + 1 + 9 + 4 else {
             throw _DecodeError("file is \(buf.count) bytes, too short for a checkpoint", at: 0)
         }
@@ -130,7 +130,7 @@ package struct _Checkpoint {
 
         var segments: [Segment] = []
         var sawSegments = false
-        var index = _IndexState()
+        var index = IndexState()
         index.sequence = sequence
         var entries: UInt64 = 0
         while true {
@@ -143,7 +143,7 @@ package struct _Checkpoint {
                 sawSegments = true
                 let countAt = r.offset
                 let count = try r.uvarint()
-                guard count >= 1, count <= UInt64(_Manifest.maxSegments), count <= UInt64(r.remaining / 20) else {
+                guard count >= 1, count <= UInt64(ManifestFile.maxSegments), count <= UInt64(r.remaining / 20) else {
                     throw _DecodeError("segment count \(count) is zero or exceeds the file", at: countAt)
                 }
                 var seen = Set<UInt32>()
@@ -151,7 +151,7 @@ package struct _Checkpoint {
                     let at = r.offset
                     let s = Segment(number: try r.u32(), length: try r.u64(), rawBytes: try r.u64())
                     guard seen.insert(s.number).inserted else { throw _DecodeError("segment \(s.number) listed twice", at: at) }
-                    guard s.length >= UInt64(_SegmentHeader.size), s.length <= UInt64(UInt32.max) + UInt64(_Frame.maxPayload) else {
+                    guard s.length >= UInt64(SegmentHeader.size), s.length <= UInt64(UInt32.max) + UInt64(LogFrame.maxPayload) else {
                         throw _DecodeError("segment \(s.number) length \(s.length) is implausible", at: at)
                     }
                     segments.append(s)
@@ -188,7 +188,7 @@ package struct _Checkpoint {
                 }
                 guard r.isAtEnd else { throw _DecodeError("bytes after the end section", at: r.offset) }
                 guard sawSegments else { throw _DecodeError("no segments section", at: tagAt) }
-                return _Checkpoint(
+                return CheckpointFile(
                     version: version, generation: generation, sequence: sequence, createdAtMillis: createdAt,
                     segments: segments, index: index)
             }
@@ -246,7 +246,7 @@ package struct _Checkpoint {
             sortedKeys.append(keys[Int(i)])
             sortedLocations.append(locations[Int(i)])
         }
-        let built = _Parts(count: parts)
+        let built = Parts(count: parts)
         let (gatheredKeys, gatheredLocations, cuts) = (sortedKeys, sortedLocations, bounds)
         DispatchQueue.concurrentPerform(iterations: parts) { p in
             var d = TreeDictionary<RecordKey, RecordLocation>()
@@ -301,14 +301,14 @@ package struct _Checkpoint {
         }
         let segment = segments[Int(segmentIndex)]
         let limit = UInt64(UInt32.max)
-        guard frameOffset >= UInt64(_SegmentHeader.size), frameOffset <= limit, frameLength <= UInt64(_Frame.maxPayload),
-            frameOffset + UInt64(_Frame.headerSize) + frameLength <= segment.length
+        guard frameOffset >= UInt64(SegmentHeader.size), frameOffset <= limit, frameLength <= UInt64(LogFrame.maxPayload),
+            frameOffset + UInt64(LogFrame.headerSize) + frameLength <= segment.length
         else {
             throw _DecodeError(
                 "frame \(frameOffset)+\(frameLength) lies outside segment \(segment.number)'s \(segment.length) bytes", at: at)
         }
-        guard valueOffset <= UInt64(_Frame.maxPayload), valueLength <= UInt64(_Frame.maxPayload),
-            valueOffset + valueLength <= UInt64(_Frame.maxPayload)
+        guard valueOffset <= UInt64(LogFrame.maxPayload), valueLength <= UInt64(LogFrame.maxPayload),
+            valueOffset + valueLength <= UInt64(LogFrame.maxPayload)
         else { throw _DecodeError("value \(valueOffset)+\(valueLength) is implausible", at: at) }
         guard seq >= 1, seq <= sequence else { throw _DecodeError("record sequence \(seq) is outside 1...\(sequence)", at: at) }
         return RecordLocation(
@@ -319,7 +319,7 @@ package struct _Checkpoint {
 
 /// The engine's memory of the newest checkpoint on disk (for statistics and to skip rewriting an
 /// unchanged one).
-struct _CheckpointMark: Sendable, Equatable {
+struct CheckpointMark: Sendable, Equatable {
     package var generation: UInt64
     package var sequence: UInt64
     package var createdAtMillis: UInt64
@@ -331,7 +331,7 @@ struct _CheckpointMark: Sendable, Equatable {
 }
 
 /// The parts of an index built on several threads. Sendable: every slot is behind the mutex.
-final class _Parts: Sendable {
+final class Parts: Sendable {
     private let slots: Mutex<[TreeDictionary<RecordKey, RecordLocation>?]>
     package init(count: Int) { slots = Mutex([TreeDictionary<RecordKey, RecordLocation>?](repeating: nil, count: count)) }
     package func set(_ i: Int, _ d: TreeDictionary<RecordKey, RecordLocation>?) { slots.withLock { $0[i] = d } }

@@ -2,9 +2,9 @@ import Foundation
 import Logging
 
 /// What recovery made of the CHECKPOINT file.
-enum _CheckpointLoad {
+enum CheckpointLoad {
     /// Usable: its index, and the covered segments before the resume position, already opened.
-    case adopted(_Checkpoint, opened: [UInt32: _Segment])
+    case adopted(CheckpointFile, opened: [UInt32: SegmentFile])
     /// Not usable; the whole log is replayed. `witness`: the last sequence the checkpoint says was
     /// committed and synced, when it decoded (a checkpoint is written only after the log it covers
     /// is durable, so the log must reach that sequence).
@@ -26,10 +26,10 @@ extension LogEngine {
         checkpointLock.lock()
         defer { checkpointLock.unlock() }
         struct Capture {
-            var index: _IndexState
-            var manifest: _Manifest
-            var info: [UInt32: _SegmentInfo]
-            var tail: _Segment
+            var index: IndexState
+            var manifest: ManifestFile
+            var info: [UInt32: SegmentInfo]
+            var tail: SegmentFile
             var tailOffset: UInt64
         }
         let capture = state.withLock { s -> Capture? in
@@ -43,11 +43,11 @@ extension LogEngine {
             return Capture(index: s.head.index, manifest: s.manifest, info: s.segmentInfo, tail: s.tail, tailOffset: s.tailOffset)
         }
         guard let capture else { return }
-        var segments: [_Checkpoint.Segment] = []
+        var segments: [CheckpointFile.Segment] = []
         for n in capture.manifest.segments {
             guard var info = capture.info[n] else { return }
             if n == capture.tail.number { info.length = capture.tailOffset }
-            segments.append(_Checkpoint.Segment(number: n, length: info.length, rawBytes: info.rawBytes))
+            segments.append(CheckpointFile.Segment(number: n, length: info.length, rawBytes: info.rawBytes))
         }
         guard segments.last?.number == capture.tail.number else { return }
         do {
@@ -62,7 +62,7 @@ extension LogEngine {
             throw p
         }
         let created = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
-        let bytes = _Checkpoint.encode(
+        let bytes = CheckpointFile.encode(
             generation: capture.manifest.generation, createdAtMillis: created, segments: segments, index: capture.index)
         let tmp = _joinPath(directory, LogStoreFormat.checkpointFileName + ".tmp")
         let f = try fileSystem.open(tmp, mode: .createOrTruncate)
@@ -77,7 +77,7 @@ extension LogEngine {
         }
         try fileSystem.rename(from: tmp, to: _joinPath(directory, LogStoreFormat.checkpointFileName))
         try fileSystem.syncDirectory(atPath: directory)
-        let mark = _CheckpointMark(
+        let mark = CheckpointMark(
             generation: capture.manifest.generation, sequence: capture.index.sequence, createdAtMillis: created,
             segments: capture.manifest.segments, positionOffset: capture.tailOffset, fileBytes: UInt64(bytes.count))
         state.withLock { $0.lastCheckpoint = mark }
@@ -102,7 +102,7 @@ extension LogEngine {
 
     /// Reads, decodes and checks `CHECKPOINT` against `manifest` and the segment files.
     /// Never throws: anything wrong makes it `.rejected` with the reason.
-    static func loadCheckpoint(directory: String, fs: any FileSystem, manifest: _Manifest, options: LogStoreOptions) -> _CheckpointLoad {
+    static func loadCheckpoint(directory: String, fs: any FileSystem, manifest: ManifestFile, options: LogStoreOptions) -> CheckpointLoad {
         let path = _joinPath(directory, LogStoreFormat.checkpointFileName)
         let bytes: [UInt8]
         do {
@@ -114,10 +114,10 @@ extension LogEngine {
         } catch {
             return .rejected("checkpoint unreadable: \(error)", witness: nil)
         }
-        let decoded: Result<_Checkpoint, _DecodeError> = bytes.withUnsafeBytes { buf in
-            do throws(_DecodeError) { return .success(try _Checkpoint.decode(buf)) } catch { return .failure(error) }
+        let decoded: Result<CheckpointFile, _DecodeError> = bytes.withUnsafeBytes { buf in
+            do throws(_DecodeError) { return .success(try CheckpointFile.decode(buf)) } catch { return .failure(error) }
         }
-        let cp: _Checkpoint
+        let cp: CheckpointFile
         switch decoded {
         case .success(let c): cp = c
         case .failure(let e): return .rejected("checkpoint damaged at offset \(e.offset): \(e.reason)", witness: nil)
@@ -132,7 +132,7 @@ extension LogEngine {
                 "checkpoint covers segments \(covered) but the manifest lists \(manifest.segments) (generation \(cp.generation) vs \(manifest.generation)): the log was compacted after it was written",
                 witness: witness)
         }
-        var opened: [UInt32: _Segment] = [:]
+        var opened: [UInt32: SegmentFile] = [:]
         for (i, s) in cp.segments.enumerated() {
             let isPosition = i == cp.segments.count - 1
             let segPath = _joinPath(directory, LogStoreFormat.segmentFileName(s.number))
@@ -150,15 +150,15 @@ extension LogEngine {
                         "segment \(s.number) holds \(size) bytes, but the checkpoint recorded \(s.length) committed, synced bytes of it: it was truncated",
                         path: segPath, witness: witness)
                 }
-                let header = try f.read(at: 0, count: _SegmentHeader.size)
-                guard case .ok(let h) = header.withUnsafeBytes({ _SegmentHeader.decode($0) }), h.segment == s.number else {
+                let header = try f.read(at: 0, count: SegmentHeader.size)
+                guard case .ok(let h) = header.withUnsafeBytes({ SegmentHeader.decode($0) }), h.segment == s.number else {
                     try? f.close()
                     return .rejected("segment \(s.number) has a bad header", witness: witness)
                 }
                 if isPosition || options.recovery != .strict {
                     try f.close()
                 } else {
-                    opened[s.number] = _Segment(number: s.number, file: f, baseSequence: h.baseSequence, compacted: h.isCompacted)
+                    opened[s.number] = SegmentFile(number: s.number, file: f, baseSequence: h.baseSequence, compacted: h.isCompacted)
                 }
             } catch {
                 return .rejected("segment \(s.number) unreadable: \(error)", witness: witness)

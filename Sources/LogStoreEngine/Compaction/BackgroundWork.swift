@@ -6,7 +6,7 @@ import Foundation
 /// directory, which must never happen once another process may own it).
 ///
 /// `@unchecked Sendable`: every mutable field is read and written only while `cond` is locked.
-final class _BackgroundWork: @unchecked Sendable {
+final class BackgroundWork: @unchecked Sendable {
     enum Job: Hashable {
         case compaction
         case checkpoint

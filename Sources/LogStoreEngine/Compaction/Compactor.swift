@@ -91,7 +91,7 @@ extension LogEngine {
     }
 
     /// One live record of the segments being compacted.
-    struct _LiveRecord {
+    struct LiveRecord {
         var type: Int
         var key: RecordKey
         var location: RecordLocation
@@ -122,17 +122,17 @@ extension LogEngine {
         // includes every transaction of the sealed segments, so each of their records is either
         // live in it or superseded) and start journaling the index changes made after it.
         try writer.acquire()
-        let manifest: _Manifest
-        let view: _ViewState
+        let manifest: ManifestFile
+        let view: ViewState
         do {
             defer { writer.release() }
             try checkWritable()
             if includingTail {
                 let (sequence, offset) = state.withLock { ($0.head.index.sequence, $0.tailOffset) }
-                if offset > UInt64(_SegmentHeader.size) { try rollOverLocked(nextSequence: sequence + 1) }
+                if offset > UInt64(SegmentHeader.size) { try rollOverLocked(nextSequence: sequence + 1) }
             }
             (manifest, view) = state.withLock { s in
-                s.compactionJournal = _IndexJournal(limit: journalLimit.withLock { $0 })
+                s.compactionJournal = IndexJournal(limit: journalLimit.withLock { $0 })
                 return (s.manifest, s.head)
             }
         }
@@ -153,7 +153,7 @@ extension LogEngine {
         var position: [UInt32: Int] = [:]
         for (i, n) in prefix.enumerated() { position[n] = i }
         var types: [String] = []
-        var records: [_LiveRecord] = []
+        var records: [LiveRecord] = []
         var liveRaw: UInt64 = 0
         for (type, d) in view.index.types {
             let t = types.count
@@ -161,7 +161,7 @@ extension LogEngine {
             let typeBytes = type.utf8.count
             for (key, loc) in d {
                 guard let i = position[loc.segment] else { continue }
-                records.append(_LiveRecord(type: t, key: key, location: loc))
+                records.append(LiveRecord(type: t, key: key, location: loc))
                 liveRaw += UInt64(
                     Self.recordSize(typeBytes: typeBytes, keyBytes: key.count, location: loc, compacted: oldSegments[i].compacted))
             }
@@ -183,7 +183,7 @@ extension LogEngine {
 
         // Copy them into new segments (unlisted until the switch: a crash leaves strays that
         // recovery removes).
-        var out = _CompactionOutput(engine: self, count: records.count)
+        var out = CompactionOutput(engine: self, count: records.count)
         do {
             var frameID: UInt64 = .max
             var raw: [UInt8] = []
@@ -251,7 +251,7 @@ extension LogEngine {
     /// Points every record of `index` that is still at its copied location at its copy; records
     /// overwritten or deleted since keep their newer state.
     static func repoint(
-        _ index: inout _IndexState, records: [_LiveRecord], types: [String], byType: [[Int]],
+        _ index: inout IndexState, records: [LiveRecord], types: [String], byType: [[Int]],
         to locations: [RecordLocation]
     ) {
         for (t, indices) in byType.enumerated() where !indices.isEmpty {
@@ -270,9 +270,9 @@ extension LogEngine {
     /// mark the replaced segments obsolete. Discards the output on any failure before the
     /// manifest rename. Returns the new generation and how long the writer lock was held.
     func switchGeneration(
-        prefix: [UInt32], oldSegments: [_Segment], output out: _CompactionOutput,
-        remapped: _IndexState,
-        records: [_LiveRecord], types: [String], byType: [[Int]]
+        prefix: [UInt32], oldSegments: [SegmentFile], output out: CompactionOutput,
+        remapped: IndexState,
+        records: [LiveRecord], types: [String], byType: [[Int]]
     ) throws -> (UInt64, Duration) {
         do {
             try writer.acquire()
@@ -376,20 +376,20 @@ extension LogEngine {
 /// frames of at most `maxFramePayload` raw bytes (LZ4-compressed when that is smaller), each
 /// frame's sequence the largest of its records; segments roll over at `segmentSize`.
 /// Not thread-safe; used by one compaction.
-struct _CompactionOutput {
+struct CompactionOutput {
     let engine: LogEngine
     /// Finished segments with their info, in order.
-    var segments: [(segment: _Segment, info: _SegmentInfo)] = []
+    var segments: [(segment: SegmentFile, info: SegmentInfo)] = []
     /// New location per copied record (by record index).
     var locations: [RecordLocation]
-    private var current: _Segment? = nil
-    private var currentInfo = _SegmentInfo(length: 0, rawBytes: 0)
+    private var current: SegmentFile? = nil
+    private var currentInfo = SegmentInfo(length: 0, rawBytes: 0)
     private var buffer: [UInt8] = []
     private var bufferStart: UInt64 = 0
     private var frame = _ByteWriter()
     private var frameRecords: [(index: Int, valueOffset: Int, sequence: UInt64, valueLength: Int)] = []
     private var lastFrameSequence: UInt64 = 0
-    private var created: [_Segment] = []
+    private var created: [SegmentFile] = []
 
     init(engine: LogEngine, count: Int) {
         self.engine = engine
@@ -400,16 +400,16 @@ struct _CompactionOutput {
     }
 
     mutating func add(index: Int, type: String, key: RecordKey, sequence: UInt64, value: UnsafeRawBufferPointer) throws {
-        let size = _CompactedRecord.size(typeBytes: type.utf8.count, keyBytes: key.count, sequence: sequence, valueBytes: value.count)
+        let size = CompactedRecord.size(typeBytes: type.utf8.count, keyBytes: key.count, sequence: sequence, valueBytes: value.count)
         if frame.count > 0 && frame.count + size > engine.options.maxFramePayload { try flushFrame() }
-        let at = _CompactedRecord.encode(type: type, key: key, sequence: sequence, value: value, into: &frame)
+        let at = CompactedRecord.encode(type: type, key: key, sequence: sequence, value: value, into: &frame)
         frameRecords.append((index, at, sequence, value.count))
     }
 
     private mutating func flushFrame() throws {
         guard let last = frameRecords.last else { return }
         var bytes: [UInt8] = []
-        let stored = _Frame.append(
+        let stored = LogFrame.append(
             into: &bytes, raw: frame.bytes, kind: .commit, sequence: last.sequence,
             compress: engine.options.compression, threshold: engine.options.compressionThreshold)
         let (segment, offset) = try place(bytes, rawBytes: frame.count, baseSequence: frameRecords[0].sequence)
@@ -426,12 +426,12 @@ struct _CompactionOutput {
     /// Appends a frame to the current segment (starting a new one when it would pass the
     /// segment size); returns where it landed.
     private mutating func place(_ bytes: [UInt8], rawBytes: Int, baseSequence: UInt64) throws -> (UInt32, UInt32) {
-        if current != nil, currentInfo.length > UInt64(_SegmentHeader.size),
+        if current != nil, currentInfo.length > UInt64(SegmentHeader.size),
             currentInfo.length + UInt64(bytes.count) > UInt64(engine.options.segmentSize)
         {
             try finishSegment()
         }
-        let segment: _Segment
+        let segment: SegmentFile
         if let current {
             segment = current
         } else {
@@ -441,11 +441,11 @@ struct _CompactionOutput {
             }
             segment = try LogEngine.createSegment(
                 number, baseSequence: baseSequence, directory: engine.directory, fs: engine.fileSystem,
-                flags: _SegmentHeader.flagCompacted)
+                flags: SegmentHeader.flagCompacted)
             created.append(segment)
             current = segment
-            currentInfo = _SegmentInfo(length: UInt64(_SegmentHeader.size), rawBytes: 0)
-            bufferStart = UInt64(_SegmentHeader.size)
+            currentInfo = SegmentInfo(length: UInt64(SegmentHeader.size), rawBytes: 0)
+            bufferStart = UInt64(SegmentHeader.size)
         }
         let offset = currentInfo.length
         buffer.append(contentsOf: bytes)
@@ -477,7 +477,7 @@ struct _CompactionOutput {
         try flushFrame()
         if marker > lastFrameSequence {
             var bytes: [UInt8] = []
-            _Frame.append(into: &bytes, raw: [], kind: .commit, sequence: marker, compress: false, threshold: 0)
+            LogFrame.append(into: &bytes, raw: [], kind: .commit, sequence: marker, compress: false, threshold: 0)
             _ = try place(bytes, rawBytes: 0, baseSequence: marker)
             lastFrameSequence = marker
         }
@@ -493,9 +493,9 @@ struct _CompactionOutput {
     }
 }
 
-/// The index changes appended while a compaction copies (`_EngineState.compactionJournal`), in
+/// The index changes appended while a compaction copies (`EngineState.compactionJournal`), in
 /// order. Replaying them onto the copied state gives the head state.
-struct _IndexJournal: Sendable {
+struct IndexJournal: Sendable {
     enum Change: Sendable {
         case put(String, RecordKey, RecordLocation)
         case delete(String, RecordKey)
@@ -520,7 +520,7 @@ struct _IndexJournal: Sendable {
         changes.append(contentsOf: c)
     }
 
-    func apply(to index: inout _IndexState) {
+    func apply(to index: inout IndexState) {
         for c in changes {
             switch c {
             case .put(let t, let k, let loc): index.put(t, k, loc)

@@ -84,7 +84,7 @@ extension LogEngine {
     /// copy the state. Works after ``close()`` too (describing the state at close).
     public func storageStats() -> StorageStats {
         let (view, manifest, info, mark) = state.withLock { s in (s.head, s.manifest, s.segmentInfo, s.lastCheckpoint) }
-        let header = UInt64(_SegmentHeader.size)
+        let header = UInt64(SegmentHeader.size)
         var position: [UInt32: Int] = [:]
         for (i, n) in manifest.segments.enumerated() { position[n] = i }
         var liveRaw = [UInt64](repeating: 0, count: manifest.segments.count)
@@ -104,7 +104,7 @@ extension LogEngine {
         }
         var segments: [StorageStats.Segment] = []
         for (i, n) in manifest.segments.enumerated() {
-            let inf = info[n] ?? _SegmentInfo(length: header, rawBytes: 0)
+            let inf = info[n] ?? SegmentInfo(length: header, rawBytes: 0)
             let payload = inf.length > header ? inf.length - header : 0
             var live: UInt64 = 0
             if inf.rawBytes > 0 {
@@ -148,10 +148,10 @@ extension LogEngine {
     static func recordSize(typeBytes: Int, keyBytes: Int, location loc: RecordLocation, compacted: Bool) -> Int {
         let valueBytes = Int(loc.valueLength)
         if compacted {
-            return _CompactedRecord.size(typeBytes: typeBytes, keyBytes: keyBytes, sequence: loc.sequence, valueBytes: valueBytes)
+            return CompactedRecord.size(typeBytes: typeBytes, keyBytes: keyBytes, sequence: loc.sequence, valueBytes: valueBytes)
         }
-        return 1 + _CompactedRecord.uvarintSize(UInt64(typeBytes)) + typeBytes + _CompactedRecord.uvarintSize(UInt64(keyBytes))
-            + keyBytes + _CompactedRecord.uvarintSize(UInt64(valueBytes)) + valueBytes
+        return 1 + CompactedRecord.uvarintSize(UInt64(typeBytes)) + typeBytes + CompactedRecord.uvarintSize(UInt64(keyBytes))
+            + keyBytes + CompactedRecord.uvarintSize(UInt64(valueBytes)) + valueBytes
     }
 
     /// Whether background compaction should run: enough dead bytes in sealed segments, both as a

@@ -6,9 +6,9 @@ import HashTreeCollections
 /// same data, for as long as you hold it, even while writers commit and compaction replaces
 /// segments (the files it needs stay open until the snapshot is released).
 public struct EngineSnapshot: RecordReader, Sendable {
-    package let index: _IndexState
-    let segments: [UInt32: _Segment]
-    let cache: _FrameCache?
+    package let index: IndexState
+    let segments: [UInt32: SegmentFile]
+    let cache: FrameCache?
 
     /// See ``RecordReader/sequence``.
     public var sequence: UInt64 { index.sequence }

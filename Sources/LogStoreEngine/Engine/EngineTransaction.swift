@@ -6,7 +6,7 @@
 /// that runs the body.
 public final class EngineTransaction: RecordReader {
     let base: any RecordReader
-    var overlay = _Overlay()
+    var overlay = Overlay()
     let limits: LogStoreOptions
     var isValid = true
 

@@ -7,7 +7,7 @@ import Foundation
 /// one `fdatasync` and no thread hand-off). Asynchronous committers register a callback instead.
 ///
 /// `@unchecked Sendable`: every mutable field is read and written only while `cond` is locked.
-final class _GroupCommit: @unchecked Sendable {
+final class GroupCommit: @unchecked Sendable {
     private let cond = NSCondition()
     private var appended: UInt64
     private var synced: UInt64

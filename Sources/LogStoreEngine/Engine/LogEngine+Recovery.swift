@@ -1,16 +1,16 @@
 import Logging
 
 /// What recovery hands to the engine.
-struct _Recovered {
-    var index: _IndexState
-    var segments: [UInt32: _Segment]
-    var manifest: _Manifest
-    var tail: _Segment
+struct Recovered {
+    var index: IndexState
+    var segments: [UInt32: SegmentFile]
+    var manifest: ManifestFile
+    var tail: SegmentFile
     var tailOffset: UInt64
     var report: RecoveryReport
-    var segmentInfo: [UInt32: _SegmentInfo]
+    var segmentInfo: [UInt32: SegmentInfo]
     /// The checkpoint recovery started from, if one was used.
-    var checkpoint: _CheckpointMark?
+    var checkpoint: CheckpointMark?
     /// Log bytes replayed (after the checkpoint, if one was used).
     var bytesAfterCheckpoint: UInt64
 }
@@ -96,7 +96,7 @@ extension LogEngine {
             path: directory)
     }
 
-    static func recover(directory: String, fs: any FileSystem, options: LogStoreOptions) throws -> _Recovered {
+    static func recover(directory: String, fs: any FileSystem, options: LogStoreOptions) throws -> Recovered {
         var report = RecoveryReport()
         let names = try fs.contentsOfDirectory(atPath: directory)
         let manifestPath = _joinPath(directory, LogStoreFormat.manifestFileName)
@@ -105,36 +105,36 @@ extension LogEngine {
         // The evidence that LogStore wrote this directory: segment files that start with a LogStore
         // segment header. A MANIFEST that is missing, empty or garbled beside such files is a
         // damaged store (salvage rebuilds the list), not a foreign directory.
-        let segmentHeaders: [UInt32: _SegmentHeader] = Dictionary(uniqueKeysWithValues: onDisk.compactMap { n in
+        let segmentHeaders: [UInt32: SegmentHeader] = Dictionary(uniqueKeysWithValues: onDisk.compactMap { n in
             readSegmentHeader(fs, _joinPath(directory, LogStoreFormat.segmentFileName(n))).map { (n, $0) }
         })
         var manifestProblem: LogStoreError? = nil
-        var decoded: _Manifest? = nil
+        var decoded: ManifestFile? = nil
         if names.contains(LogStoreFormat.manifestFileName) {
             let f = try fs.open(manifestPath, mode: .readOnly)
             let bytes = try f.read(at: 0, count: Int(try f.size()))
             try f.close()
             do {
-                decoded = try _Manifest.decode(bytes, path: manifestPath)
+                decoded = try ManifestFile.decode(bytes, path: manifestPath)
             } catch let e as LogStoreError where (e.code == .notAStore || e.code == .corruption) && !segmentHeaders.isEmpty {
                 manifestProblem = e
             }
         }
 
-        var manifest: _Manifest
+        var manifest: ManifestFile
         if let decoded {
             manifest = decoded
         } else if manifestProblem == nil && isNewOrInterruptedCreation(onDisk, directory, fs) {
             // A new store, or one whose creation was interrupted before its manifest existed.
             let segment = try createFirstSegment(directory: directory, fs: fs)
-            manifest = _Manifest(generation: 1, nextSegment: 2, segments: [1])
+            manifest = ManifestFile(generation: 1, nextSegment: 2, segments: [1])
             try writeManifest(manifest, directory: directory, fs: fs)
             report.created = true
-            var index = _IndexState()
+            var index = IndexState()
             index.sequence = 0
-            return _Recovered(index: index, segments: [1: segment], manifest: manifest, tail: segment,
-                              tailOffset: UInt64(_SegmentHeader.size), report: report,
-                              segmentInfo: [1: _SegmentInfo(length: UInt64(_SegmentHeader.size), rawBytes: 0)],
+            return Recovered(index: index, segments: [1: segment], manifest: manifest, tail: segment,
+                              tailOffset: UInt64(SegmentHeader.size), report: report,
+                              segmentInfo: [1: SegmentInfo(length: UInt64(SegmentHeader.size), rawBytes: 0)],
                               checkpoint: nil, bytesAfterCheckpoint: 0)
         } else if segmentHeaders.isEmpty {
             // Files named like segments, but none is one (a photo called 000001.log): not ours.
@@ -150,7 +150,7 @@ extension LogEngine {
             let usable = onDisk.filter { $0 < UInt32.max && segmentHeaders[$0] != nil }
             let compacted = Set(usable.filter { segmentHeaders[$0]?.isCompacted == true })
             let order = usable.filter { compacted.contains($0) } + usable.filter { !compacted.contains($0) }
-            manifest = _Manifest(generation: 1, nextSegment: (usable.last ?? 0) + 1, segments: order)
+            manifest = ManifestFile(generation: 1, nextSegment: (usable.last ?? 0) + 1, segments: order)
             let why = manifestProblem.map { "MANIFEST damaged (\($0.message))" } ?? "MANIFEST missing"
             report.dropped.append(.init(path: manifestPath, offset: 0, bytes: 0, reason: "\(why); segments taken in file-number order, compacted ones first"))
             for n in onDisk where !usable.contains(n) {
@@ -183,15 +183,15 @@ extension LogEngine {
             if !report.removedFiles.isEmpty { try fs.syncDirectory(atPath: directory) }
         }
 
-        var index = _IndexState()
-        var segments: [UInt32: _Segment] = [:]
-        var info: [UInt32: _SegmentInfo] = [:]
-        var tail: _Segment? = nil
+        var index = IndexState()
+        var segments: [UInt32: SegmentFile] = [:]
+        var info: [UInt32: SegmentInfo] = [:]
+        var tail: SegmentFile? = nil
         var tailOffset: UInt64 = 0
         // With a usable checkpoint, replay starts in its last covered segment at its length.
         var first = 0
         var resumeAt: UInt64 = 0
-        var checkpoint: _CheckpointMark? = nil
+        var checkpoint: CheckpointMark? = nil
         /// The last sequence CHECKPOINT says was committed and synced: the log must reach it.
         var witness: UInt64? = nil
         if names.contains(LogStoreFormat.checkpointFileName) {
@@ -199,7 +199,7 @@ extension LogEngine {
             case .adopted(let cp, let opened):
                 index = cp.index
                 segments = opened
-                for c in cp.segments { info[c.number] = _SegmentInfo(length: c.length, rawBytes: c.rawBytes) }
+                for c in cp.segments { info[c.number] = SegmentInfo(length: c.length, rawBytes: c.rawBytes) }
                 first = cp.segments.count - 1
                 resumeAt = cp.segments[first].length
                 checkpoint = cp.mark(fileBytes: 0)
@@ -231,9 +231,9 @@ extension LogEngine {
                     // manifest first, or a lost directory entry): recreate it empty.
                     let seg = try createSegment(number, baseSequence: index.sequence == .max ? .max : index.sequence + 1, directory: directory, fs: fs)
                     segments[number] = seg
-                    info[number] = _SegmentInfo(length: UInt64(_SegmentHeader.size), rawBytes: 0)
+                    info[number] = SegmentInfo(length: UInt64(SegmentHeader.size), rawBytes: 0)
                     tail = seg
-                    tailOffset = UInt64(_SegmentHeader.size)
+                    tailOffset = UInt64(SegmentHeader.size)
                     report.truncatedTail = .init(path: path, offset: 0, bytes: 0, reason: "segment listed in MANIFEST was never created; recreated empty")
                     continue
                 }
@@ -248,9 +248,9 @@ extension LogEngine {
             guard size <= UInt64(UInt32.max) else {
                 throw LogStoreError(.corruption, "Segment is \(size) bytes; LogStore never writes segments of 4 GiB or more, so this file is not one of its segments.", path: path, offset: UInt64(UInt32.max))
             }
-            var segInfo = info[number] ?? _SegmentInfo(length: 0, rawBytes: 0)
+            var segInfo = info[number] ?? SegmentInfo(length: 0, rawBytes: 0)
             let sequenceBefore = index.sequence
-            let result: _ScanResult
+            let result: ScanResult
             if from == 0 {
                 let bytes = try file.read(at: 0, count: Int(size))
                 report.segmentsScanned += 1
@@ -261,8 +261,8 @@ extension LogEngine {
                 }
             } else {
                 // Resuming after a checkpoint, which checked this header and length.
-                let headerBytes = try file.read(at: 0, count: _SegmentHeader.size)
-                guard case .ok(let header) = headerBytes.withUnsafeBytes({ _SegmentHeader.decode($0) }), from <= size else {
+                let headerBytes = try file.read(at: 0, count: SegmentHeader.size)
+                guard case .ok(let header) = headerBytes.withUnsafeBytes({ SegmentHeader.decode($0) }), from <= size else {
                     throw LogStoreError(.corruption, "Segment header or length changed while the store was being opened.", path: path)
                 }
                 let bytes = try file.read(at: from, count: Int(size - from))
@@ -273,17 +273,17 @@ extension LogEngine {
                                     index: &index, info: &segInfo, report: &report, options: options)
                 }
             }
-            let seg: _Segment
+            let seg: SegmentFile
             switch result {
             case .recreateHeader:
                 let base = index.sequence == .max ? .max : index.sequence + 1
                 try file.truncate(to: 0)
-                try file.write(_SegmentHeader(segment: number, baseSequence: base).encoded(), at: 0)
+                try file.write(SegmentHeader(segment: number, baseSequence: base).encoded(), at: 0)
                 try file.sync()
                 report.truncatedTail = .init(path: path, offset: 0, bytes: size, reason: "segment header torn while the segment was being created")
-                tailOffset = UInt64(_SegmentHeader.size)
-                segInfo = _SegmentInfo(length: UInt64(_SegmentHeader.size), rawBytes: 0)
-                seg = _Segment(number: number, file: file, baseSequence: base)
+                tailOffset = UInt64(SegmentHeader.size)
+                segInfo = SegmentInfo(length: UInt64(SegmentHeader.size), rawBytes: 0)
+                seg = SegmentFile(number: number, file: file, baseSequence: base)
             case .end(let validEnd, let header):
                 if isLast && validEnd < size && options.recovery == .strict {
                     try file.truncate(to: validEnd)
@@ -291,7 +291,7 @@ extension LogEngine {
                 }
                 tailOffset = validEnd
                 segInfo.length = validEnd
-                seg = _Segment(number: number, file: file, baseSequence: header?.baseSequence ?? sequenceBefore + 1,
+                seg = SegmentFile(number: number, file: file, baseSequence: header?.baseSequence ?? sequenceBefore + 1,
                                compacted: header?.isCompacted ?? false)
             }
             info[number] = segInfo
@@ -332,17 +332,17 @@ extension LogEngine {
         if report.checkpointUsed, let size = try? fileSize(fs, _joinPath(directory, LogStoreFormat.checkpointFileName)) {
             checkpoint?.fileBytes = size
         }
-        return _Recovered(index: index, segments: segments, manifest: manifest, tail: tail, tailOffset: tailOffset, report: report,
+        return Recovered(index: index, segments: segments, manifest: manifest, tail: tail, tailOffset: tailOffset, report: report,
                           segmentInfo: info, checkpoint: checkpoint, bytesAfterCheckpoint: report.bytesReplayed)
     }
 
     /// The segment header at the start of `path`, or nil if the file cannot be read or does not
     /// start with a valid LogStore segment header.
-    static func readSegmentHeader(_ fs: any FileSystem, _ path: String) -> _SegmentHeader? {
+    static func readSegmentHeader(_ fs: any FileSystem, _ path: String) -> SegmentHeader? {
         guard let f = try? fs.open(path, mode: .readOnly) else { return nil }
         defer { try? f.close() }
-        guard let bytes = try? f.read(at: 0, count: _SegmentHeader.size),
-            case .ok(let h) = bytes.withUnsafeBytes({ _SegmentHeader.decode($0) })
+        guard let bytes = try? f.read(at: 0, count: SegmentHeader.size),
+            case .ok(let h) = bytes.withUnsafeBytes({ SegmentHeader.decode($0) })
         else { return nil }
         return h
     }
@@ -355,18 +355,18 @@ extension LogEngine {
         if onDisk.isEmpty { return true }
         guard onDisk == [1], let f = try? fs.open(_joinPath(directory, LogStoreFormat.segmentFileName(1)), mode: .readOnly) else { return false }
         defer { try? f.close() }
-        guard let size = try? f.size(), size <= UInt64(_SegmentHeader.size), let bytes = try? f.read(at: 0, count: Int(size)) else { return false }
+        guard let size = try? f.size(), size <= UInt64(SegmentHeader.size), let bytes = try? f.read(at: 0, count: Int(size)) else { return false }
         return bytes.allSatisfy { $0 == 0 } || firstSegmentHeader.starts(with: bytes)
     }
 
     /// The header a new store's segment 1 starts with (deterministic: segment 1, base sequence 1).
-    static let firstSegmentHeader = _SegmentHeader(segment: 1, baseSequence: 1).encoded()
+    static let firstSegmentHeader = SegmentHeader(segment: 1, baseSequence: 1).encoded()
 
     /// Creates a new store's segment 1 under a temporary name and renames it into place once its
     /// header is synced, so `000001.log` never exists with a torn header: a short file of that
     /// name without MANIFEST is then either an older build's interrupted creation (a prefix of
     /// the header, or zeros) or a foreign file, never something to overwrite by guess.
-    static func createFirstSegment(directory: String, fs: any FileSystem) throws -> _Segment {
+    static func createFirstSegment(directory: String, fs: any FileSystem) throws -> SegmentFile {
         let path = _joinPath(directory, LogStoreFormat.segmentFileName(1))
         let tmp = path + ".tmp"
         let f = try fs.open(tmp, mode: .createOrTruncate)
@@ -375,7 +375,7 @@ extension LogEngine {
         try f.close()
         try fs.rename(from: tmp, to: path)
         try fs.syncDirectory(atPath: directory)
-        return _Segment(number: 1, file: try fs.open(path, mode: .readWrite), baseSequence: 1)
+        return SegmentFile(number: 1, file: try fs.open(path, mode: .readWrite), baseSequence: 1)
     }
 
     static func fileSize(_ fs: any FileSystem, _ path: String) throws -> UInt64 {
@@ -384,10 +384,10 @@ extension LogEngine {
         return try f.size()
     }
 
-    enum _ScanResult {
+    enum ScanResult {
         /// Valid data ends here (the tail after it, if any, is cut or reported); the segment's
         /// header if it could be read.
-        case end(UInt64, _SegmentHeader?)
+        case end(UInt64, SegmentHeader?)
         /// The last segment's header is torn and it holds nothing: rewrite it.
         case recreateHeader
     }
@@ -403,16 +403,16 @@ extension LogEngine {
     /// sequence number above every earlier one. Compacted segments (header flag): commit frames
     /// only, of `putAt` records, frame sequences non-decreasing (several frames can share the
     /// last record's sequence); the index's sequence becomes the largest seen.
-    static func scanSegment(_ buf: UnsafeRawBufferPointer, base: Int, header known: _SegmentHeader?, number: UInt32,
-                            path: String, isLast: Bool, index: inout _IndexState, info: inout _SegmentInfo,
-                            report: inout RecoveryReport, options: LogStoreOptions) throws -> _ScanResult {
-        let segmentHeader: _SegmentHeader
+    static func scanSegment(_ buf: UnsafeRawBufferPointer, base: Int, header known: SegmentHeader?, number: UInt32,
+                            path: String, isLast: Bool, index: inout IndexState, info: inout SegmentInfo,
+                            report: inout RecoveryReport, options: LogStoreOptions) throws -> ScanResult {
+        let segmentHeader: SegmentHeader
         var offset: Int
         if let known {
             segmentHeader = known
             offset = 0
         } else {
-            switch _SegmentHeader.decode(buf) {
+            switch SegmentHeader.decode(buf) {
             case .ok(let h):
                 guard h.segment == number else {
                     if options.recovery == .salvage {
@@ -425,14 +425,14 @@ extension LogEngine {
             case .newerVersion(let v):
                 throw LogStoreError(.unsupportedFormatVersion, "The segment was written by a newer LogStore (format version \(v); this build reads up to \(LogStoreFormat.version)). Upgrade LogStore to open it.", path: path, offset: 8)
             case .notASegment(let why):
-                if isLast && buf.count <= _SegmentHeader.size && options.recovery == .strict { return .recreateHeader }
+                if isLast && buf.count <= SegmentHeader.size && options.recovery == .strict { return .recreateHeader }
                 if options.recovery == .salvage {
                     report.dropped.append(.init(path: path, offset: 0, bytes: UInt64(buf.count), reason: "bad segment header: \(why)"))
                     return .end(UInt64(buf.count), nil)
                 }
                 throw LogStoreError(.corruption, "Bad segment header: \(why).", path: path, offset: 0)
             }
-            offset = _SegmentHeader.size
+            offset = SegmentHeader.size
         }
         let compacted = segmentHeader.isCompacted
 
@@ -486,13 +486,13 @@ extension LogEngine {
     /// `putAt` anywhere else is corruption.
     static func apply(_ frames: [SegmentReader.Frame],
                       buf: UnsafeRawBufferPointer, base: Int, segment: UInt32, compacted: Bool,
-                      index: inout _IndexState) throws {
+                      index: inout IndexState) throws {
         for f in frames {
             let stored = UnsafeRawBufferPointer(rebasing: buf[f.payloadOffset..<(f.payloadOffset + f.header.storedLength)])
             let seq = f.header.sequence
             let frameOffset = UInt32(base + f.frameOffset)
             func each(_ payload: UnsafeRawBufferPointer) throws {
-                try _DecodedRecord.decodeAll(payload) { rec in
+                try DecodedRecord.decodeAll(payload) { rec in
                     if compacted != (rec.op == .putAt) {
                         throw LogStoreError(
                             .corruption,
@@ -517,7 +517,7 @@ extension LogEngine {
                 }
             }
             if f.header.compressed {
-                let raw = try _Frame.rawPayload(f.header, stored)
+                let raw = try LogFrame.rawPayload(f.header, stored)
                 try raw.withUnsafeBytes { try each($0) }
             } else {
                 try each(stored)

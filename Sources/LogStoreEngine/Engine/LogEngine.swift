@@ -23,70 +23,70 @@ public final class LogEngine: Sendable {
     public let recoveryReport: RecoveryReport
 
     let lock: any FileSystemLock
-    let cache: _FrameCache
-    let writer = _WriterLock()
-    let state: _Protected<_EngineState>
-    let group: _GroupCommit
+    let cache: FrameCache
+    let writer = WriterLock()
+    let state: Protected<EngineState>
+    let group: GroupCommit
     let logger: Logger?
     /// Background compaction and checkpoints; `close()` waits for them.
-    let background = _BackgroundWork()
+    let background = BackgroundWork()
     /// Serializes compactions (one at a time, background or `compact()`).
     let compactionLock = NSLock()
     /// Serializes checkpoint writes.
     let checkpointLock = NSLock()
     /// Most index changes a compaction journals while it copies (tests lower it).
-    let journalLimit = _Protected(_IndexJournal.defaultLimit)
+    let journalLimit = Protected(IndexJournal.defaultLimit)
     /// Writes that failed with `.diskFull` since the last one that succeeded.
-    let diskFull = _Protected(0)
+    let diskFull = Protected(0)
     /// When background compaction may run again after failing for lack of space.
-    let compactionBackoff = _Protected(DiskFullBackoff())
+    let compactionBackoff = Protected(DiskFullBackoff())
 
-    struct _EngineState: Sendable {
+    struct EngineState: Sendable {
         /// What readers see: durable under the store's durability.
-        var published: _ViewState
+        var published: ViewState
         /// What the next write transaction starts from (includes appended, not yet synced commits).
-        var head: _ViewState
+        var head: ViewState
         /// Appended commits waiting for `fdatasync` before they are published (synchronous mode).
-        var pending: [(UInt64, _ViewState)] = []
-        var manifest: _Manifest
-        var tail: _Segment
+        var pending: [(UInt64, ViewState)] = []
+        var manifest: ManifestFile
+        var tail: SegmentFile
         var tailOffset: UInt64
         /// Per listed segment: valid length and raw payload bytes.
-        var segmentInfo: [UInt32: _SegmentInfo]
+        var segmentInfo: [UInt32: SegmentInfo]
         /// Log bytes appended since the last checkpoint was captured.
         var bytesSinceCheckpoint: UInt64 = 0
         /// The newest checkpoint on disk (loaded at open or written since), if any.
-        var lastCheckpoint: _CheckpointMark?
+        var lastCheckpoint: CheckpointMark?
         /// While a compaction copies: the index changes appended since the state it copies, so
         /// the switch can replay them onto the re-pointed copy instead of re-pointing the head
         /// under the writer lock. Set and cleared under the writer lock.
-        var compactionJournal: _IndexJournal?
+        var compactionJournal: IndexJournal?
         var poisoned: LogStoreError?
         var closed = false
     }
 
-    struct _ViewState: Sendable {
-        var index: _IndexState
-        var segments: [UInt32: _Segment]
+    struct ViewState: Sendable {
+        var index: IndexState
+        var segments: [UInt32: SegmentFile]
     }
 
     init(directory: String, fileSystem: any FileSystem, options: LogStoreOptions, lock: any FileSystemLock,
-         recovered: _Recovered) {
+         recovered: Recovered) {
         self.directory = directory
         self.fileSystem = fileSystem
         self.options = options
         self.lock = lock
         self.logger = options.logger
         self.recoveryReport = recovered.report
-        let cache = _FrameCache(capacity: options.cacheSize)
+        let cache = FrameCache(capacity: options.cacheSize)
         self.cache = cache
-        let view = _ViewState(index: recovered.index, segments: recovered.segments)
-        let state = _Protected(_EngineState(
+        let view = ViewState(index: recovered.index, segments: recovered.segments)
+        let state = Protected(EngineState(
             published: view, head: view, manifest: recovered.manifest, tail: recovered.tail,
             tailOffset: recovered.tailOffset, segmentInfo: recovered.segmentInfo,
             bytesSinceCheckpoint: recovered.bytesAfterCheckpoint, lastCheckpoint: recovered.checkpoint))
         self.state = state
-        self.group = _GroupCommit(
+        self.group = GroupCommit(
             sequence: recovered.index.sequence,
             sync: {
                 let tail = state.withLock { $0.tail }
@@ -94,7 +94,7 @@ public final class LogEngine: Sendable {
             },
             didSync: { seq in
                 state.withLock { s in
-                    var last: _ViewState? = nil
+                    var last: ViewState? = nil
                     while let first = s.pending.first, first.0 <= seq {
                         last = first.1
                         s.pending.removeFirst()
@@ -121,7 +121,7 @@ public final class LogEngine: Sendable {
     /// The latest published (durable) state. O(1); never blocks on writers.
     /// Throws `.notOpen` after ``close()``.
     public func snapshot() throws -> EngineSnapshot {
-        let view = try state.withLock { s -> _ViewState in
+        let view = try state.withLock { s -> ViewState in
             if s.closed { throw Self.closedError() }
             return s.published
         }
@@ -170,7 +170,7 @@ public final class LogEngine: Sendable {
     func writeWithoutWaiting<T>(_ body: (EngineTransaction) throws -> T) throws -> (T, UInt64?) {
         try writer.acquire()
         defer { writer.release() }
-        let head = try state.withLock { s -> _ViewState in
+        let head = try state.withLock { s -> ViewState in
             if s.closed { throw Self.closedError() }
             if let p = s.poisoned { throw p }
             return s.head
@@ -265,14 +265,14 @@ public final class LogEngine: Sendable {
                 path: tail.path)
         }
         let seq = head.index.sequence + 1
-        var encoded = _TransactionEncoder.encode(ops, sequence: seq, options: options)
+        var encoded = TransactionEncoder.encode(ops, sequence: seq, options: options)
         // Locations address segments with 32-bit offsets; segments stay below 2 GiB because a
         // transaction is at most 1 GiB and a segment rolls over at most at 1 GiB.
-        guard encoded.bytes.count <= _Frame.maxPayload else {
+        guard encoded.bytes.count <= LogFrame.maxPayload else {
             throw LogStoreError(.itemTooLarge, "The transaction encodes to \(encoded.bytes.count) bytes; one transaction may hold at most 1 GiB. Split it into several writes (or merge a very large child store in parts).")
         }
         var rolledOver = false
-        if offset > UInt64(_SegmentHeader.size), offset + UInt64(encoded.bytes.count) > UInt64(options.segmentSize) {
+        if offset > UInt64(SegmentHeader.size), offset + UInt64(encoded.bytes.count) > UInt64(options.segmentSize) {
             try rollOverLocked(nextSequence: seq)
             (head, tail, offset) = state.withLock { ($0.head, $0.tail, $0.tailOffset) }
             rolledOver = true
@@ -291,7 +291,7 @@ public final class LogEngine: Sendable {
         // Index the new records.
         var index = head.index
         let journaling = state.withLock { $0.compactionJournal != nil }
-        var changes: [_IndexJournal.Change] = []
+        var changes: [IndexJournal.Change] = []
         for i in ops.indices {
             switch ops[i] {
             case .put(let t, let k, _):
@@ -317,8 +317,8 @@ public final class LogEngine: Sendable {
             s.head.index = index
             if journaling { s.compactionJournal?.record(changes) }
             s.tailOffset = newOffset
-            s.segmentInfo[tail.number, default: _SegmentInfo(length: 0, rawBytes: 0)].length = newOffset
-            s.segmentInfo[tail.number, default: _SegmentInfo(length: 0, rawBytes: 0)].rawBytes += encoded.rawBytes
+            s.segmentInfo[tail.number, default: SegmentInfo(length: 0, rawBytes: 0)].length = newOffset
+            s.segmentInfo[tail.number, default: SegmentInfo(length: 0, rawBytes: 0)].rawBytes += encoded.rawBytes
             s.bytesSinceCheckpoint += UInt64(encoded.bytes.count)
             if durability == .synchronous {
                 s.pending.append((seq, s.head))
@@ -359,7 +359,7 @@ public final class LogEngine: Sendable {
         }
         // Compaction reserves segment numbers without the writer lock: take the number and the
         // manifest in one step so neither side hands out a number twice.
-        var (next, manifest) = state.withLock { s -> (_Manifest, _Manifest) in
+        var (next, manifest) = state.withLock { s -> (ManifestFile, ManifestFile) in
             let previous = s.manifest
             var m = s.manifest
             m.segments.append(m.nextSegment)
@@ -369,7 +369,7 @@ public final class LogEngine: Sendable {
         }
         let number = next.segments[next.segments.count - 1]
         next.generation += 1
-        let segment: _Segment
+        let segment: SegmentFile
         do {
             segment = try Self.createSegment(number, baseSequence: nextSequence, directory: directory, fs: fileSystem)
         } catch {
@@ -400,8 +400,8 @@ public final class LogEngine: Sendable {
             next.nextSegment = max(next.nextSegment, s.manifest.nextSegment)
             s.manifest = next
             s.tail = segment
-            s.tailOffset = UInt64(_SegmentHeader.size)
-            s.segmentInfo[number] = _SegmentInfo(length: UInt64(_SegmentHeader.size), rawBytes: 0)
+            s.tailOffset = UInt64(SegmentHeader.size)
+            s.segmentInfo[number] = SegmentInfo(length: UInt64(SegmentHeader.size), rawBytes: 0)
             s.head.segments[number] = segment
             // The new segment holds nothing published yet, but readers of later states need it.
             for i in s.pending.indices { s.pending[i].1.segments[number] = segment }
@@ -422,7 +422,7 @@ public final class LogEngine: Sendable {
         }
     }
 
-    static func writeManifest(_ m: _Manifest, directory: String, fs: any FileSystem) throws {
+    static func writeManifest(_ m: ManifestFile, directory: String, fs: any FileSystem) throws {
         let tmp = _joinPath(directory, LogStoreFormat.manifestFileName + ".tmp")
         let f = try fs.open(tmp, mode: .createOrTruncate)
         try f.write(m.encoded(), at: 0)
@@ -433,13 +433,13 @@ public final class LogEngine: Sendable {
     }
 
     static func createSegment(_ number: UInt32, baseSequence: UInt64, directory: String, fs: any FileSystem,
-                              flags: UInt16 = 0) throws -> _Segment {
+                              flags: UInt16 = 0) throws -> SegmentFile {
         let path = _joinPath(directory, LogStoreFormat.segmentFileName(number))
         let f = try fs.open(path, mode: .createOrTruncate)
-        try f.write(_SegmentHeader(flags: flags, segment: number, baseSequence: baseSequence).encoded(), at: 0)
+        try f.write(SegmentHeader(flags: flags, segment: number, baseSequence: baseSequence).encoded(), at: 0)
         try f.sync()
         try fs.syncDirectory(atPath: directory)
-        return _Segment(number: number, file: f, baseSequence: baseSequence, compacted: flags & _SegmentHeader.flagCompacted != 0)
+        return SegmentFile(number: number, file: f, baseSequence: baseSequence, compacted: flags & SegmentHeader.flagCompacted != 0)
     }
 
     // MARK: Closing
@@ -502,8 +502,8 @@ public final class LogEngine: Sendable {
     }
 }
 
-/// Encodes a transaction's operations into frames (see `_Frame`), and where each put's value lands.
-enum _TransactionEncoder {
+/// Encodes a transaction's operations into frames (see `LogFrame`), and where each put's value lands.
+enum TransactionEncoder {
     struct Output {
         var bytes: [UInt8]
         /// Sum of the frames' raw (uncompressed) payload lengths.
@@ -515,7 +515,7 @@ enum _TransactionEncoder {
 
     static func encode(_ ops: [RecordOperation], sequence: UInt64, options: LogStoreOptions) -> Output {
         var out: [UInt8] = []
-        out.reserveCapacity(ops.reduce(0) { $0 + $1.encodedSizeBound } + _Frame.headerSize * 2)
+        out.reserveCapacity(ops.reduce(0) { $0 + $1.encodedSizeBound } + LogFrame.headerSize * 2)
         var placements = [RecordLocation](repeating: RecordLocation(segment: 0, frameOffset: 0, frameLength: 0, valueOffset: 0, sequence: 0, valueLength: 0), count: ops.count)
         var frame = _ByteWriter(capacity: min(options.maxFramePayload, 64 << 10))
         var inFrame: [Int] = []
@@ -523,7 +523,7 @@ enum _TransactionEncoder {
         func flush(last: Bool) {
             let start = out.count
             rawBytes += UInt64(frame.count)
-            let stored = _Frame.append(
+            let stored = LogFrame.append(
                 into: &out, raw: frame.bytes, kind: last ? .commit : .data, sequence: sequence,
                 compress: options.compression, threshold: options.compressionThreshold)
             for i in inFrame {

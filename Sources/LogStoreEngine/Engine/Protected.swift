@@ -1,10 +1,10 @@
 import Synchronization
 
 /// A value behind a mutex, in a class so closures can share it.
-final class _Protected<Value: Sendable>: Sendable {
+final class Protected<Value: Sendable>: Sendable {
     private let mutex: Mutex<Value>
     init(_ value: Value) { mutex = Mutex(value) }
-    /// Runs `body` with exclusive access. Never call back into the same `_Protected` from `body`.
+    /// Runs `body` with exclusive access. Never call back into the same `Protected` from `body`.
     func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
         try mutex.withLock { v in try body(&v) }
     }

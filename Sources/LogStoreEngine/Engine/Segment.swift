@@ -6,7 +6,7 @@ import Synchronization
 /// Compaction marks the segments it replaced with ``markObsolete(removingThrough:)``: the file is
 /// removed when the last view (engine state or snapshot) that reads it lets go of it. A crash
 /// before that leaves an unlisted segment file, which recovery removes.
-final class _Segment: Sendable {
+final class SegmentFile: Sendable {
     let number: UInt32
     let file: any FileSystemFile
     /// From the segment header: the first sequence number the segment may hold.
@@ -37,7 +37,7 @@ final class _Segment: Sendable {
 
 /// A bounded cache of decompressed frame payloads, keyed by (segment, frame offset).
 /// Thread-safe (one mutex); FIFO eviction by bytes.
-final class _FrameCache: Sendable {
+final class FrameCache: Sendable {
     struct State {
         var frames: [UInt64: [UInt8]] = [:]
         var order: [UInt64] = []
@@ -72,10 +72,10 @@ final class _FrameCache: Sendable {
     func removeAll() { state.withLock { $0 = State() } }
 }
 
-extension _Segment {
+extension SegmentFile {
     /// Reads, checks and (if needed) decompresses the frame at `loc`; returns its raw payload.
     /// Throws `.corruption` naming the file and offset if anything is wrong.
-    func readFrame(_ loc: RecordLocation, cache: _FrameCache?) throws -> [UInt8] {
+    func readFrame(_ loc: RecordLocation, cache: FrameCache?) throws -> [UInt8] {
         if let cache, let hit = cache.get(loc.frameID) { return hit }
         do {
             return try readFrameUncached(loc, cache: cache)
@@ -84,17 +84,17 @@ extension _Segment {
         }
     }
 
-    private func readFrameUncached(_ loc: RecordLocation, cache: _FrameCache?) throws -> [UInt8] {
-        let total = _Frame.headerSize + Int(loc.frameLength)
+    private func readFrameUncached(_ loc: RecordLocation, cache: FrameCache?) throws -> [UInt8] {
+        let total = LogFrame.headerSize + Int(loc.frameLength)
         let bytes = try file.read(at: UInt64(loc.frameOffset), count: total)
         let raw: [UInt8] = try bytes.withUnsafeBytes { buf in
-            switch _Frame.parse(buf, at: 0) {
+            switch LogFrame.parse(buf, at: 0) {
             case .frame(let header, let payloadOffset):
                 guard header.storedLength == Int(loc.frameLength) else {
                     throw LogStoreError(.corruption, "Frame length changed since it was indexed.", path: path, offset: UInt64(loc.frameOffset))
                 }
                 do {
-                    return try _Frame.rawPayload(header, UnsafeRawBufferPointer(rebasing: buf[payloadOffset...]))
+                    return try LogFrame.rawPayload(header, UnsafeRawBufferPointer(rebasing: buf[payloadOffset...]))
                 } catch var e as LogStoreError {
                     e.path = path
                     e.offset = UInt64(loc.frameOffset)
@@ -109,7 +109,7 @@ extension _Segment {
     }
 
     /// The value bytes of the record at `loc`.
-    func readValue(_ loc: RecordLocation, cache: _FrameCache?) throws -> ArraySlice<UInt8> {
+    func readValue(_ loc: RecordLocation, cache: FrameCache?) throws -> ArraySlice<UInt8> {
         let raw = try readFrame(loc, cache: cache)
         let start = Int(loc.valueOffset)
         let end = start + Int(loc.valueLength)
@@ -122,7 +122,7 @@ extension _Segment {
 
 /// What the engine knows about one listed segment's bytes (for storage statistics, compaction
 /// decisions and checkpoints).
-struct _SegmentInfo: Sendable, Equatable {
+struct SegmentInfo: Sendable, Equatable {
     /// Valid bytes: the file size of a sealed segment, the append offset of the tail.
     var length: UInt64
     /// Sum of the raw (uncompressed) payload lengths of its committed frames.

@@ -6,7 +6,7 @@ import Glibc
 
 /// Serializes write transactions and detects a write started from inside another write on the
 /// same thread (which would otherwise deadlock).
-final class _WriterLock: Sendable {
+final class WriterLock: Sendable {
     private let lock = NSLock()
     private let owner = Mutex<UInt?>(nil)
 

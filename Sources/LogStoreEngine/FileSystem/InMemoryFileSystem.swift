@@ -95,7 +95,7 @@ public final class InMemoryFileSystem: FileSystem {
                 return n
             }
         }
-        return _InMemoryFile(node: node, path: p, writable: mode != .readOnly)
+        return InMemoryFile(node: node, path: p, writable: mode != .readOnly)
     }
 
     /// See ``FileSystem/removeFile(atPath:)``.
@@ -127,13 +127,13 @@ public final class InMemoryFileSystem: FileSystem {
             s.locks.insert(p)
             if s.files[p] == nil { s.files[p] = Node() }
         }
-        return _InMemoryLock(fs: self, path: p)
+        return InMemoryLock(fs: self, path: p)
     }
 
     func unlock(_ p: String) { state.withLock { s in _ = s.locks.remove(p) } }
 }
 
-final class _InMemoryLock: FileSystemLock {
+final class InMemoryLock: FileSystemLock {
     let fs: InMemoryFileSystem
     let path: String
     let held = Mutex(true)
@@ -147,7 +147,7 @@ final class _InMemoryLock: FileSystemLock {
     }
 }
 
-final class _InMemoryFile: FileSystemFile {
+final class InMemoryFile: FileSystemFile {
     let node: InMemoryFileSystem.Node
     let path: String
     let writable: Bool

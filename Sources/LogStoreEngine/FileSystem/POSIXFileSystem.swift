@@ -69,7 +69,7 @@ public struct POSIXFileSystem: FileSystem {
         }
         let fd = Glibc.open(path, flags | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw _ioError("open", errno, path) }
-        return _POSIXFile(fd: fd, path: path)
+        return POSIXFile(fd: fd, path: path)
     }
 
     /// See ``FileSystem/removeFile(atPath:)``.
@@ -124,7 +124,7 @@ public struct POSIXFileSystem: FileSystem {
             Glibc.close(dirFD)
             throw error
         }
-        return _POSIXLock(fds: [fd, dirFD])
+        return POSIXLock(fds: [fd, dirFD])
     }
 
     /// `flock(LOCK_EX | LOCK_NB)`; `.locked` (naming the lock file `path`) if another holder has it.
@@ -143,7 +143,7 @@ public struct POSIXFileSystem: FileSystem {
 
 /// An open POSIX descriptor. Sendable: the descriptor is immutable and `pread`/`pwrite` are
 /// thread-safe; `closed` is guarded by its mutex.
-final class _POSIXFile: FileSystemFile {
+final class POSIXFile: FileSystemFile {
     let fd: Int32
     let path: String
     private let closed = Mutex(false)
@@ -221,7 +221,7 @@ final class _POSIXFile: FileSystemFile {
 }
 
 /// Held `flock`s (the lock file's and its directory's). Sendable: `fds` is guarded by the mutex.
-final class _POSIXLock: FileSystemLock {
+final class POSIXLock: FileSystemLock {
     private let fds: Mutex<[Int32]>
     init(fds: [Int32]) { self.fds = Mutex(fds) }
     deinit { unlock() }

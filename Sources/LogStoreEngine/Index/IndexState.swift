@@ -5,7 +5,7 @@ package import HashTreeCollections
 /// A value type built on persistent hash tries (`TreeDictionary`): copying it is O(1) and a copy
 /// is never affected by later changes to the original, which is how readers get snapshots while
 /// the writer appends.
-package struct _IndexState: Sendable {
+package struct IndexState: Sendable {
     package var types: [String: TreeDictionary<RecordKey, RecordLocation>] = [:]
     /// The sequence number of the last transaction applied.
     package var sequence: UInt64 = 0

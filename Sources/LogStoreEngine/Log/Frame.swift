@@ -9,7 +9,7 @@
 ///
 /// A transaction is one or more frames with the same sequence number in consecutive positions of
 /// one segment; it exists only if its commit frame is valid.
-package enum _Frame {
+package enum LogFrame {
     package static let headerSize = 24
 
     /// The frame kind on disk. Part of the file format: never renumber or reuse.
@@ -40,7 +40,7 @@ package enum _Frame {
     ) -> Int {
         var payload: [UInt8]? = nil
         if compress && raw.count >= threshold {
-            payload = raw.withUnsafeBytes { _LZ4.compress($0) }
+            payload = raw.withUnsafeBytes { LZ4.compress($0) }
         }
         let compressed = payload != nil
         let body = payload ?? raw
@@ -107,7 +107,7 @@ package enum _Frame {
     /// The frame's records as raw bytes (decompressed if needed). Throws `.corruption` if LZ4 fails.
     package static func rawPayload(_ header: Header, _ stored: UnsafeRawBufferPointer) throws -> [UInt8] {
         if !header.compressed { return Array(stored) }
-        guard let out = _LZ4.decompress(stored, rawLength: header.rawLength) else {
+        guard let out = LZ4.decompress(stored, rawLength: header.rawLength) else {
             throw LogStoreError(.corruption, "LZ4 payload does not decompress to its announced \(header.rawLength) bytes.")
         }
         return out

@@ -5,7 +5,7 @@
 ///     magic:8 = 89 'L' 'S' 'M' 'F' 0D 0A 1A   version:u16le   flags:u16le = 0
 ///     generation:u64le   nextSegment:u32le   count:u32le   segment:u32le * count
 ///     crc:u32le   (masked CRC-32C of every byte before it)
-package struct _Manifest: Equatable, Sendable {
+package struct ManifestFile: Equatable, Sendable {
     package static let magic: [UInt8] = [0x89, 0x4C, 0x53, 0x4D, 0x46, 0x0D, 0x0A, 0x1A]
     package static let maxSegments = 1 << 20
 
@@ -40,7 +40,7 @@ package struct _Manifest: Equatable, Sendable {
 
     /// Decodes and checks a manifest; throws `.corruption`, `.notAStore` or
     /// `.unsupportedFormatVersion` naming `path`.
-    package static func decode(_ bytes: [UInt8], path: String) throws -> _Manifest {
+    package static func decode(_ bytes: [UInt8], path: String) throws -> ManifestFile {
         try bytes.withUnsafeBytes { buf in
             guard buf.count >= 8, buf.prefix(8).elementsEqual(magic) else {
                 throw LogStoreError(.notAStore, "MANIFEST does not start with LogStore's magic bytes; this directory was not written by LogStore.", path: path, offset: 0)
@@ -76,7 +76,7 @@ package struct _Manifest: Equatable, Sendable {
                 guard !segments.isEmpty, segments.allSatisfy({ $0 < next }), Set(segments).count == segments.count else {
                     throw _DecodeError("segment list is empty, repeats a segment or names one >= nextSegment", at: 28)
                 }
-                return _Manifest(version: version, generation: generation, nextSegment: next, segments: segments)
+                return ManifestFile(version: version, generation: generation, nextSegment: next, segments: segments)
             } catch let e as _DecodeError {
                 throw LogStoreError(.corruption, "MANIFEST is damaged: \(e.reason). Run `logstore-compact salvage` to recover the segments' data.", path: path, offset: UInt64(e.offset))
             }

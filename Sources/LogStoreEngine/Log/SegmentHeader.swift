@@ -4,7 +4,7 @@
 ///     segment:u32le   baseSequence:u64le   reserved:u32le = 0   crc:u32le (masked CRC-32C of bytes 0..<28)
 ///     flags := bit 0 (0x0001): compacted (written by compaction: only commit frames of `putAt`
 ///              records, frame sequences non-decreasing; see Docs/Compaction.md); other bits 0
-package struct _SegmentHeader: Equatable {
+package struct SegmentHeader: Equatable {
     package static let size = 32
     package static let magic: [UInt8] = [0x89, 0x4C, 0x53, 0x45, 0x47, 0x0D, 0x0A, 0x1A]
     /// Header flag: the segment was written by compaction. Part of the file format.
@@ -39,7 +39,7 @@ package struct _SegmentHeader: Equatable {
     }
 
     package enum DecodeResult {
-        case ok(_SegmentHeader)
+        case ok(SegmentHeader)
         case notASegment(String)
         case newerVersion(UInt16)
     }
@@ -60,7 +60,7 @@ package struct _SegmentHeader: Equatable {
             guard version <= LogStoreFormat.version else { return .newerVersion(version) }
             guard version >= 1 else { return .notASegment("format version 0") }
             guard flags & ~flagCompacted == 0 else { return .notASegment("unknown header flags 0x\(String(flags, radix: 16))") }
-            return .ok(_SegmentHeader(version: version, flags: flags, segment: segment, baseSequence: base))
+            return .ok(SegmentHeader(version: version, flags: flags, segment: segment, baseSequence: base))
         } catch {
             return .notASegment(error.reason)
         }

@@ -31,7 +31,7 @@
 package struct SegmentReader {
     /// One frame of a transaction: its header and where it and its payload start in the buffer.
     package struct Frame {
-        package var header: _Frame.Header
+        package var header: LogFrame.Header
         package var frameOffset: Int
         package var payloadOffset: Int
 
@@ -130,7 +130,7 @@ package struct SegmentReader {
         do {
             scan: while offset < buf.count {
                 let resume: Int?
-                switch _Frame.parse(buf, at: offset) {
+                switch LogFrame.parse(buf, at: offset) {
                 case .truncated(let why):
                     resume = try damage(.frame, offset, "truncated frame: \(why)", validFramesFrom: offset + 1)
                 case .invalid(let why):
@@ -179,9 +179,9 @@ package struct SegmentReader {
     /// Cheap header checks come before the CRC, so the search is linear in the bytes after `start`.
     package static func nextValidFrame(_ buf: UnsafeRawBufferPointer, from start: Int, skippingTransaction skip: UInt64? = nil) -> Int? {
         var p = max(start, 0)
-        while buf.count - p >= _Frame.headerSize {
-            if _Frame.Kind(rawValue: buf[p + 8]) != nil, buf[p + 9] & ~_Frame.flagLZ4 == 0, buf[p + 10] == 0, buf[p + 11] == 0,
-                case .frame(let header, let payloadOffset) = _Frame.parse(buf, at: p)
+        while buf.count - p >= LogFrame.headerSize {
+            if LogFrame.Kind(rawValue: buf[p + 8]) != nil, buf[p + 9] & ~LogFrame.flagLZ4 == 0, buf[p + 10] == 0, buf[p + 11] == 0,
+                case .frame(let header, let payloadOffset) = LogFrame.parse(buf, at: p)
             {
                 if header.sequence != skip { return p }
                 p = payloadOffset + header.storedLength

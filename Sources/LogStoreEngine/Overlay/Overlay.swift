@@ -7,7 +7,7 @@ import HashTreeCollections
 /// - `shadowed` holds only keys present in the base, and is empty when `cleared`;
 /// - a key is in at most one of `puts` and (`shadowed` minus `puts`);
 /// - visible count = (cleared ? 0 : base.count − shadowed.count) + puts.count.
-struct _Overlay: Sendable {
+struct Overlay: Sendable {
     /// A value held by the overlay: in memory, or in the overlay's spill file.
     enum Value: Sendable {
         case inline([UInt8])
@@ -26,7 +26,7 @@ struct _Overlay: Sendable {
     /// Bytes of values held in memory.
     var valueBytes = 0
     /// Where spilled values live (child stores only).
-    var spill: _SpillFile? = nil
+    var spill: SpillFile? = nil
 
     func read(_ v: Value) throws -> ArraySlice<UInt8> {
         switch v {
@@ -156,7 +156,7 @@ struct _Overlay: Sendable {
     }
 
     /// Moves every in-memory value to `spill` (appending), leaving references.
-    mutating func spillValues(to file: _SpillFile) throws {
+    mutating func spillValues(to file: SpillFile) throws {
         spill = file
         var newTypes = types
         for (t, c) in types {

@@ -12,20 +12,20 @@ import Logging
 public final class OverlayStore: StoreBackend {
     struct State: Sendable {
         var base: any RecordReader & Sendable
-        var overlay = _Overlay()
+        var overlay = Overlay()
         var sequence: UInt64 = 0
         var closed = false
         var failure: LogStoreError? = nil
     }
-    let state: _Protected<State>
-    let writer = _WriterLock()
+    let state: Protected<State>
+    let writer = WriterLock()
     let options: LogStoreOptions
     let spillDirectory: String
     let fileSystem: any FileSystem
 
     /// Creates an overlay over `base`. O(1). Spill files go to `spillDirectory` on `fileSystem`.
     public init(base: any RecordReader & Sendable, options: LogStoreOptions, spillDirectory: String, fileSystem: any FileSystem) {
-        state = _Protected(State(base: base))
+        state = Protected(State(base: base))
         self.options = options
         self.spillDirectory = spillDirectory
         self.fileSystem = fileSystem
@@ -95,7 +95,7 @@ public final class OverlayStore: StoreBackend {
     /// Moves in-memory values to the spill file. Caller holds the writer lock.
     func spill() throws {
         let existing = state.withLock { $0.overlay.spill }
-        let file = try existing ?? _SpillFile(directory: spillDirectory, fs: fileSystem)
+        let file = try existing ?? SpillFile(directory: spillDirectory, fs: fileSystem)
         var overlay = state.withLock { $0.overlay }
         try overlay.spillValues(to: file)
         state.withLock { $0.overlay = overlay }
@@ -118,7 +118,7 @@ public final class OverlayStore: StoreBackend {
 
     /// Every change since the base, with delete-all expanded to deletes of the keys the base held
     /// (what the child saw), in (type, key) order.
-    func changes(base: any RecordReader, overlay: _Overlay) throws -> [Change] {
+    func changes(base: any RecordReader, overlay: Overlay) throws -> [Change] {
         var changes: [Change] = []
         for type in overlay.types.keys.sorted() {
             guard let c = overlay.types[type] else { continue }
@@ -165,7 +165,7 @@ public final class OverlayStore: StoreBackend {
     public func rebase(onto newBase: any RecordReader & Sendable) {
         state.withLock { s in
             s.base = newBase
-            s.overlay = _Overlay()
+            s.overlay = Overlay()
             s.sequence += 1
         }
     }
@@ -183,7 +183,7 @@ public final class OverlayStore: StoreBackend {
         state.withLock { s in
             s.closed = true
             s.overlay.spill?.remove()
-            s.overlay = _Overlay()
+            s.overlay = Overlay()
         }
     }
 }

@@ -2,7 +2,7 @@
 /// `Sendable`; valid as long as it is held.
 public struct OverlayView: RecordReader, Sendable {
     let base: any RecordReader & Sendable
-    let overlay: _Overlay
+    let overlay: Overlay
     /// See ``RecordReader/sequence``: the child's own write counter.
     public let sequence: UInt64
 

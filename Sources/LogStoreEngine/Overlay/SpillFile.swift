@@ -8,7 +8,7 @@ import Synchronization
 ///     entry := crc:u32le (masked CRC-32C of value) length:u32le value
 ///
 /// Thread-safe: appends are serialized by `end`'s mutex; reads are positional.
-final class _SpillFile: Sendable {
+final class SpillFile: Sendable {
     let fs: any FileSystem
     let file: any FileSystemFile
     let path: String

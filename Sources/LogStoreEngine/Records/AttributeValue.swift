@@ -82,13 +82,13 @@ extension AttributeValue {
     }
 
     /// A container being written by `encode(into:)`: its remaining elements, in write order.
-    private enum _PendingElements {
+    private enum PendingElements {
         case array(ArraySlice<AttributeValue>)
         case map(ArraySlice<(String, AttributeValue)>)
     }
 
     func encode(into w: inout _ByteWriter) {
-        var stack: [_PendingElements] = []
+        var stack: [PendingElements] = []
         var next: AttributeValue? = self
         while true {
             if let v = next {

@@ -16,7 +16,7 @@ public enum RecordOperation: Sendable, Equatable {
         /// `deleteAll`
         case deleteAll = 0x03
         /// `putAt`: a put that carries its own sequence number. Written only by compaction, and
-        /// only into compacted segments (see ``_CompactedRecord``); never produced by a write.
+        /// only into compacted segments (see ``CompactedRecord``); never produced by a write.
         case putAt = 0x04
     }
 
@@ -69,7 +69,7 @@ public enum RecordOperation: Sendable, Equatable {
 }
 
 /// A record decoded from a frame payload, with the position of its value bytes in the payload.
-package struct _DecodedRecord {
+package struct DecodedRecord {
     package var op: RecordOperation.Tag
     package var type: String
     package var key: RecordKey
@@ -86,7 +86,7 @@ package struct _DecodedRecord {
 /// It is a `put` that keeps the sequence number of the transaction that originally wrote the
 /// record, so the index's `RecordLocation.sequence` survives compaction. Valid only inside a
 /// compacted segment (segment header flag `compacted`), where every record is a `putAt`.
-package enum _CompactedRecord {
+package enum CompactedRecord {
     /// Appends a `putAt`; returns the offset of the value bytes within `w`.
     package static func encode(type: String, key: RecordKey, sequence: UInt64, value: UnsafeRawBufferPointer,
                        into w: inout _ByteWriter) -> Int {
@@ -118,10 +118,10 @@ package enum _CompactedRecord {
     }
 }
 
-extension _DecodedRecord {
+extension DecodedRecord {
     /// Decodes every record of a frame payload (the grammar of ``RecordOperation/encode(into:)``,
     /// repeated to the end of the payload).
-    package static func decodeAll(_ payload: UnsafeRawBufferPointer, _ body: (_DecodedRecord) throws -> Void) throws {
+    package static func decodeAll(_ payload: UnsafeRawBufferPointer, _ body: (DecodedRecord) throws -> Void) throws {
         var r = _ByteReader(payload)
         var typeCache: (bytes: [UInt8], string: String)? = nil
         while !r.isAtEnd {
@@ -155,19 +155,19 @@ extension _DecodedRecord {
                     let len = try r.length()
                     let valueAt = r.offset
                     _ = try r.bytes(len)
-                    try body(_DecodedRecord(op: op, type: type, key: key, valueOffset: valueAt, valueLength: len))
+                    try body(DecodedRecord(op: op, type: type, key: key, valueOffset: valueAt, valueLength: len))
                 case .delete:
                     let key = RecordKey(try r.lengthPrefixed())
-                    try body(_DecodedRecord(op: op, type: type, key: key, valueOffset: 0, valueLength: 0))
+                    try body(DecodedRecord(op: op, type: type, key: key, valueOffset: 0, valueLength: 0))
                 case .deleteAll:
-                    try body(_DecodedRecord(op: op, type: type, key: RecordKey([]), valueOffset: 0, valueLength: 0))
+                    try body(DecodedRecord(op: op, type: type, key: RecordKey([]), valueOffset: 0, valueLength: 0))
                 case .putAt:
                     let key = RecordKey(try r.lengthPrefixed())
                     let sequence = try r.uvarint()
                     let len = try r.length()
                     let valueAt = r.offset
                     _ = try r.bytes(len)
-                    try body(_DecodedRecord(op: op, type: type, key: key, valueOffset: valueAt, valueLength: len, sequence: sequence))
+                    try body(DecodedRecord(op: op, type: type, key: key, valueOffset: valueAt, valueLength: len, sequence: sequence))
                 }
             } catch let e as _DecodeError {
                 throw LogStoreError(.corruption, "Malformed record: \(e.reason).", offset: UInt64(e.offset))

@@ -10,7 +10,7 @@ import LogStoreEngine
 /// 2. no sort but a limit: walk keys in key order, stop after `offset + limit` matches;
 /// 3. otherwise: scan the type in file order, check the attribute filter on the stored record
 ///    before decoding, decode, evaluate the predicate, then sort (bounded heap with a limit).
-enum _QueryExecutor {
+enum QueryExecutor {
     struct Match<Item> {
         var key: RecordKey
         var item: Item
@@ -31,7 +31,7 @@ enum _QueryExecutor {
     }
 
     static func decode<Item: DataStoreItem>(_ type: Item.Type, _ bytes: ArraySlice<UInt8>) throws -> Item {
-        try _AttributeCoding.decode(Item.self, fromBytes: bytes)
+        try AttributeCoding.decode(Item.self, fromBytes: bytes)
     }
 
     static func passesFilter(_ filter: (String, AttributeValue)?, _ bytes: ArraySlice<UInt8>) throws -> Bool {
@@ -70,7 +70,7 @@ enum _QueryExecutor {
         }
 
         // Plan 3: scan, then order.
-        let descriptors = request.sortDescriptors.map(_NumberOrder.comparator)
+        let descriptors = request.sortDescriptors.map(NumberOrder.comparator)
         let attributeSort = request.attributeSort
         let less: (Match<Item>, Match<Item>) throws -> Bool = { a, b in
             if let s = attributeSort {
@@ -88,7 +88,7 @@ enum _QueryExecutor {
             return a.key < b.key
         }
         var all: [Match<Item>] = []
-        var top = needed.map { _TopK<Match<Item>>(k: $0, by: less) }
+        var top = needed.map { TopK<Match<Item>>(k: $0, by: less) }
         try view.forEach(ofType: type) { key, bytes in
             guard try passesFilter(filter, bytes) else { return true }
             let item = try decode(Item.self, bytes)
@@ -108,7 +108,7 @@ enum _QueryExecutor {
     /// The keys at positions offset..<needed in key order.
     static func selectKeys(_ keys: [RecordKey], offset: Int, needed: Int?) throws -> ArraySlice<RecordKey> {
         if let needed, needed < keys.count / 4 {
-            var top = _TopK<RecordKey>(k: needed, by: { $0 < $1 })
+            var top = TopK<RecordKey>(k: needed, by: { $0 < $1 })
             for k in keys { try top.insert(k) }
             return try top.sorted().dropFirst(offset)
         }

@@ -2,7 +2,7 @@ import LogStoreEngine
 
 /// The read accessor handed to read blocks: a view plus a validity flag.
 /// Not thread-safe by design (see ``DataStoreReadAccessor``): used on the block's thread only.
-final class _ReadAccessor: DataStoreReadAccessor {
+final class ReadAccessor: DataStoreReadAccessor {
     let view: any RecordReader
     var isValid = true
 
@@ -16,35 +16,35 @@ final class _ReadAccessor: DataStoreReadAccessor {
 
     func items<Item: DataStoreItem>(forRequest request: DataStoreRequest<Item>) throws -> [Item] {
         try checkValid()
-        return try _QueryExecutor.items(request, in: view)
+        return try QueryExecutor.items(request, in: view)
     }
 
     func firstItem<Item: DataStoreItem>(forRequest request: DataStoreRequest<Item>) throws -> Item? {
         try checkValid()
         var r = request
         r.limit = 1
-        return try _QueryExecutor.items(r, in: view).first
+        return try QueryExecutor.items(r, in: view).first
     }
 
     func countItems<Item: DataStoreItem>(forRequest request: DataStoreRequest<Item>) throws -> Int {
         try checkValid()
-        return try _QueryExecutor.count(request, in: view)
+        return try QueryExecutor.count(request, in: view)
     }
 
     func item<Item: DataStoreItem>(ofType type: Item.Type, id: Item.ID) throws -> Item? {
         try checkValid()
-        return try _QueryExecutor.item(type, id: id, in: view)
+        return try QueryExecutor.item(type, id: id, in: view)
     }
 }
 
 /// The read-write accessor handed to write blocks: wraps the engine transaction.
-final class _ReadWriteAccessor: DataStoreReadWriteAccessor {
+final class ReadWriteAccessor: DataStoreReadWriteAccessor {
     let txn: EngineTransaction
-    let reader: _ReadAccessor
+    let reader: ReadAccessor
 
     init(txn: EngineTransaction) {
         self.txn = txn
-        reader = _ReadAccessor(view: txn)
+        reader = ReadAccessor(view: txn)
     }
 
     func invalidate() { reader.isValid = false }
@@ -65,7 +65,7 @@ final class _ReadWriteAccessor: DataStoreReadWriteAccessor {
     func insert<Item: DataStoreItem>(_ item: Item) throws {
         try reader.checkValid()
         let key = try ItemKey.make(item.id)
-        let bytes = try _AttributeCoding.encodeBytes(item)
+        let bytes = try AttributeCoding.encodeBytes(item)
         try txn.put(type: Item.itemType, key: key, value: bytes)
     }
 

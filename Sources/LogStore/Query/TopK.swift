@@ -2,9 +2,9 @@
 /// request with a limit sorts in O(n log k) time and O(k) memory instead of sorting everything.
 ///
 /// `areInIncreasingOrder` must be a strict weak order (the executor's comparisons are total:
-/// ``_NumberOrder`` for numbers, ties broken by key); otherwise the kept elements need not be the
+/// ``NumberOrder`` for numbers, ties broken by key); otherwise the kept elements need not be the
 /// first `k` of a full sort.
-struct _TopK<Element> {
+struct TopK<Element> {
     let k: Int
     let less: (Element, Element) throws -> Bool
     private(set) var heap: [Element] = []
