@@ -2,9 +2,9 @@ public import LogStoreEngine
 
 extension LogDataStore {
     /// What recovery did when ``setup()`` opened the store: whether the store was created, how
-    /// many transactions and bytes were replayed, the torn tail cut off (``RecoveryReport/truncatedTail``),
-    /// damaged bytes a `.salvage` open dropped (``RecoveryReport/dropped``), and whether a
-    /// checkpoint was used or why not (``RecoveryReport/checkpointRejectedReason``).
+    /// many transactions and bytes were replayed, the torn tail cut off (`RecoveryReport.truncatedTail`),
+    /// damaged bytes a `.salvage` open dropped (`RecoveryReport.dropped`), and whether a
+    /// checkpoint was used or why not (`RecoveryReport.checkpointRejectedReason`).
     ///
     /// Set by a successful ``setup()`` of a directory or in-memory store and kept until
     /// ``tearDown()``; nil before `setup()`, after `tearDown()`, and always for a child store
