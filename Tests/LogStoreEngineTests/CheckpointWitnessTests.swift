@@ -74,6 +74,15 @@ final class CheckpointWitnessTests: XCTestCase {
         assertRefusedNaming(dir, segment, "one byte")
     }
 
+    func testCheckpointWithoutManifestOrSegmentsIsRefusedNotOpenedAsANewStore() throws {
+        let (dir, _) = try closedStore()
+        for name in try FileManager.default.contentsOfDirectory(atPath: dir) where name != "CHECKPOINT" && name != "LOCK" {
+            try FileManager.default.removeItem(atPath: dir + "/" + name)
+        }
+        assertRefusedNaming(dir, dir + "/CHECKPOINT", "only CHECKPOINT left")
+        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir)), ["CHECKPOINT", "LOCK"], "nothing created")
+    }
+
     func testIntactStoreWithItsCheckpointOpensWithEveryItem() throws {
         let (dir, _) = try closedStore()
         let e = try LogEngine.open(directory: dir, options: Self.options)

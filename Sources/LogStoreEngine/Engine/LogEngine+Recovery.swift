@@ -124,7 +124,7 @@ extension LogEngine {
         var manifest: ManifestFile
         if let decoded {
             manifest = decoded
-        } else if manifestProblem == nil && isNewOrInterruptedCreation(onDisk, directory, fs) {
+        } else if manifestProblem == nil && !names.contains(LogStoreFormat.checkpointFileName) && isNewOrInterruptedCreation(onDisk, directory, fs) {
             // A new store, or one whose creation was interrupted before its manifest existed.
             let segment = try createFirstSegment(directory: directory, fs: fs)
             manifest = ManifestFile(generation: 1, nextSegment: 2, segments: [1])
@@ -136,6 +136,12 @@ extension LogEngine {
                               tailOffset: UInt64(SegmentHeader.size), report: report,
                               segmentInfo: [1: SegmentInfo(length: UInt64(SegmentHeader.size), rawBytes: 0)],
                               checkpoint: nil, bytesAfterCheckpoint: 0)
+        } else if segmentHeaders.isEmpty && names.contains(LogStoreFormat.checkpointFileName) {
+            // A checkpoint is written only after the log it covers is synced: its log is gone.
+            throw LogStoreError(
+                .corruption,
+                "CHECKPOINT is here but MANIFEST and every segment file are missing: the store's log was deleted. \(LogStoreError.corruptionNextStep)",
+                path: _joinPath(directory, LogStoreFormat.checkpointFileName))
         } else if segmentHeaders.isEmpty {
             // Files named like segments, but none is one (a photo called 000001.log): not ours.
             throw LogStoreError(
