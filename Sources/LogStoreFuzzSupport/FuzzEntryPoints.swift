@@ -249,6 +249,11 @@ public enum FuzzEntryPoints {
         do {
             engine = try LogEngine.open(directory: dir, fileSystem: fs, options: options)
         } catch {
+            // Without MANIFEST, a directory whose segment-named files carry no LogStore segment
+            // header was not written by LogStore: `.notAStore`, and only then.
+            let headers = ((try? fs.contentsOfDirectory(atPath: dir)) ?? []).filter { LogStoreFormat.segmentNumber(fromFileName: $0) != nil }
+                .compactMap { LogEngine.readSegmentHeader(fs, _joinPath(dir, $0)) }
+            if !withManifest, headers.isEmpty, (error as? LogStoreError)?.code == .notAStore { return }
             try expectCorruption(error, "open", allowing: [.unsupportedFormatVersion])
             return
         }

@@ -344,7 +344,7 @@ extension LogEngine {
 
     /// The segment header at the start of `path`, or nil if the file cannot be read or does not
     /// start with a valid LogStore segment header.
-    static func readSegmentHeader(_ fs: any FileSystem, _ path: String) -> SegmentHeader? {
+    package static func readSegmentHeader(_ fs: any FileSystem, _ path: String) -> SegmentHeader? {
         guard let f = try? fs.open(path, mode: .readOnly) else { return nil }
         defer { try? f.close() }
         guard let bytes = try? f.read(at: 0, count: SegmentHeader.size),
