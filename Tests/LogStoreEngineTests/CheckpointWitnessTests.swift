@@ -83,6 +83,26 @@ final class CheckpointWitnessTests: XCTestCase {
         XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir)), ["CHECKPOINT", "LOCK"], "nothing created")
     }
 
+    func testOlderCopyOfManifestIsRefusedAndItsUnlistedSegmentsAreNotDeleted() throws {
+        // Keep MANIFEST as it was early on, write on (new segments), close (checkpoint of the
+        // newer generation), then put the old MANIFEST back.
+        let dir = root + "/older-manifest"
+        let e = try LogEngine.open(directory: dir, options: Self.options)
+        try e.commit([.put(type: "Item", key: RecordKey([1]), value: AttributeValue.int(1).encoded())])
+        let oldManifest = try Data(contentsOf: URL(fileURLWithPath: dir + "/MANIFEST"))
+        for t in 0..<40 {
+            try e.commit((0..<250).map { i in
+                .put(type: "Item", key: RecordKey(Array("i\(t * 250 + i)".utf8)), value: AttributeValue.int(Int64(t * 250 + i)).encoded())
+            })
+        }
+        XCTAssertGreaterThan(e.manifestInfo.segments.count, 1)
+        try e.close()
+        let before = Set(try FileManager.default.contentsOfDirectory(atPath: dir))
+        try oldManifest.write(to: URL(fileURLWithPath: dir + "/MANIFEST"))
+        assertRefusedNaming(dir, dir + "/MANIFEST", "older MANIFEST")
+        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir)), before, "no segment was deleted as a stray")
+    }
+
     func testIntactStoreWithItsCheckpointOpensWithEveryItem() throws {
         let (dir, _) = try closedStore()
         let e = try LogEngine.open(directory: dir, options: Self.options)

@@ -124,7 +124,12 @@ extension LogEngine {
         }
         let witness = cp.sequence
         guard cp.generation <= manifest.generation else {
-            return .rejected("checkpoint generation \(cp.generation) is newer than the manifest's \(manifest.generation)", witness: witness)
+            // Manifests are installed before anything is written under them, so a checkpoint of a
+            // newer generation proves MANIFEST was replaced by an older copy: the segments it does
+            // not list hold the newest data and must not be taken for strays.
+            return .contradicted(
+                "MANIFEST is generation \(manifest.generation), older than the checkpoint's \(cp.generation), which was written after it: MANIFEST was replaced by an older copy, and segments it does not list may hold committed data",
+                path: _joinPath(directory, LogStoreFormat.manifestFileName), witness: witness)
         }
         let covered = cp.segments.map(\.number)
         guard covered.count <= manifest.segments.count, Array(manifest.segments.prefix(covered.count)) == covered else {

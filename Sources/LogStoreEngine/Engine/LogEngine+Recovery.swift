@@ -171,24 +171,6 @@ extension LogEngine {
                 path: manifestPath, offset: manifestProblem?.offset, underlying: manifestProblem)
         }
 
-        // Remove what interrupted operations left behind (never in salvage mode: it only reads).
-        if options.recovery == .strict {
-            let listed = Set(manifest.segments)
-            for name in names {
-                let stray: Bool
-                if let n = LogStoreFormat.segmentNumber(fromFileName: name) {
-                    stray = !listed.contains(n)
-                } else {
-                    stray = name.hasSuffix(".tmp")
-                }
-                if stray {
-                    try fs.removeFile(atPath: _joinPath(directory, name))
-                    report.removedFiles.append(name)
-                }
-            }
-            if !report.removedFiles.isEmpty { try fs.syncDirectory(atPath: directory) }
-        }
-
         var index = IndexState()
         var segments: [UInt32: SegmentFile] = [:]
         var info: [UInt32: SegmentInfo] = [:]
@@ -226,6 +208,26 @@ extension LogEngine {
                 report.dropped.append(.init(path: path, offset: 0, bytes: 0, reason: message))
             }
         }
+        // Remove what interrupted operations left behind (never in salvage mode: it only reads).
+        // Only now: the checkpoint above has vouched that MANIFEST is not an older copy, whose
+        // unlisted segments would be the newest data rather than strays.
+        if options.recovery == .strict {
+            let listed = Set(manifest.segments)
+            for name in names {
+                let stray: Bool
+                if let n = LogStoreFormat.segmentNumber(fromFileName: name) {
+                    stray = !listed.contains(n)
+                } else {
+                    stray = name.hasSuffix(".tmp")
+                }
+                if stray {
+                    try fs.removeFile(atPath: _joinPath(directory, name))
+                    report.removedFiles.append(name)
+                }
+            }
+            if !report.removedFiles.isEmpty { try fs.syncDirectory(atPath: directory) }
+        }
+
         for i in first..<manifest.segments.count {
             let number = manifest.segments[i]
             let isLast = i == manifest.segments.count - 1
