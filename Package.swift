@@ -63,6 +63,7 @@ let package = Package(
             name: "LogStore",
             dependencies: [
                 "LogStoreEngine",
+                .product(name: "HashTreeCollections", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
             ],
             swiftSettings: strict

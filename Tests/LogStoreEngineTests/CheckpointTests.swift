@@ -45,7 +45,7 @@ final class CheckpointTests: XCTestCase {
         return transactions + 2
     }
 
-    func index(_ e: LogEngine) -> IndexState { e.state.withLock { $0.head.index } }
+    func index(_ e: LogEngine) -> IndexState { e.state.withLock { $0.views.head.index } }
 
     func assertSameIndex(_ a: IndexState, _ b: IndexState, file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertEqual(a.sequence, b.sequence, "sequence", file: file, line: line)
@@ -101,7 +101,7 @@ final class CheckpointTests: XCTestCase {
         XCTAssertFalse(full.recoveryReport.checkpointUsed)
         assertSameIndex(index(full), viaCheckpoint)
         XCTAssertEqual(full.storageStats().segments, statsViaCheckpoint.segments)
-        XCTAssertEqual(full.state.withLock { $0.tailOffset }, fromCheckpoint.state.withLock { $0.tailOffset })
+        XCTAssertEqual(full.state.withLock { $0.log.tailOffset }, fromCheckpoint.state.withLock { $0.log.tailOffset })
         XCTAssertGreaterThan(full.recoveryReport.bytesReplayed, fromCheckpoint.recoveryReport.bytesReplayed)
         try full.close()
     }
@@ -224,7 +224,7 @@ final class CheckpointTests: XCTestCase {
 
     /// Writes a well-formed checkpoint that disagrees with the store in one way.
     func craftedCheckpoint(_ e: LogEngine, generationDelta: Int = 0, extraLength: UInt64 = 0) -> [UInt8] {
-        let (idx, manifest, info) = e.state.withLock { ($0.head.index, $0.manifest, $0.segmentInfo) }
+        let (idx, manifest, info) = e.state.withLock { ($0.views.head.index, $0.log.manifest, $0.log.segmentInfo) }
         var segments = manifest.segments.map { n in
             CheckpointFile.Segment(number: n, length: info[n]?.length ?? 0, rawBytes: info[n]?.rawBytes ?? 0)
         }

@@ -257,13 +257,13 @@ final class CompactionTests: XCTestCase {
         }
         var rng = CTRandom(seed: 12)
         let e = try LogEngine.open(directory: dir, fileSystem: fs, options: CT.smallOptions())
-        e.journalLimit.withLock { $0 = journalLimit }
+        e.compactor.journalLimit.withLock { $0 = journalLimit }
         var model = try overwriteHeavily(e, keys: 200, rounds: 3, valueSize: 300, rng: &rng)
         try e.write { t in for i in 0..<30 { try t.put(type: "Other", key: CT.key(i), value: [1]) } }
         model["Other"] = Dictionary(uniqueKeysWithValues: (0..<30).map { (CT.key($0), [UInt8(1)]) })
         // The compaction's output segments are numbered from the manifest's nextSegment on,
         // after the new tail that sealing the current one creates.
-        let next = e.state.withLock { $0.manifest.nextSegment }
+        let next = e.state.withLock { $0.log.manifest.nextSegment }
         output.withLock { $0 = Set((next + 1)..<(next + 10)) }
         let during = Mutex<CT.Model?>(nil)
         let before = model

@@ -11,7 +11,6 @@ extension LogDataStore {
     /// (a child's `setup()` recovers nothing: its parent did). A later `setup()` replaces it with
     /// the report of that open. A value: it does not change after it is returned. Any thread.
     public var recoveryReport: RecoveryReport? {
-        guard case .some(let backend) = state.withLock({ $0.backend }) else { return nil }
-        return (backend as? LogEngine)?.recoveryReport
+        state.withLock { $0.backend }?.recoveryReport
     }
 }

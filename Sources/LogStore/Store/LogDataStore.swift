@@ -29,7 +29,7 @@ public final class LogDataStore: DataStore {
     }
 
     struct State: Sendable {
-        var backend: (any StoreBackend)?
+        var backend: StoreBackend?
         var children: [WeakChild] = []
         /// Set when a parent was torn down under this child.
         var failure: LogStoreError?
@@ -101,41 +101,32 @@ public final class LogDataStore: DataStore {
         }
     }
 
-    func makeBackend() throws -> any StoreBackend {
+    func makeBackend() throws -> StoreBackend {
         switch kind {
         case .directory(let url):
-            return try LogEngine.open(directory: url.path, fileSystem: POSIXFileSystem(), options: options)
+            return .engine(try LogEngine.open(directory: url.path, fileSystem: POSIXFileSystem(), options: options))
         case .memory(let fs):
-            return try LogEngine.open(directory: "/store", fileSystem: fs, options: options)
+            return .engine(try LogEngine.open(directory: "/store", fileSystem: fs, options: options))
         case .custom(let path, let fs):
-            return try LogEngine.open(directory: path, fileSystem: fs, options: options)
+            return .engine(try LogEngine.open(directory: path, fileSystem: fs, options: options))
         case .child(let parent):
-            let (base, engine) = try parent.viewForChild()
-            return OverlayStore(base: base, options: options, spillDirectory: engine.directory, fileSystem: engine.fileSystem)
+            return .child(try parent.makeChildStore(options: options))
         }
     }
 
-    /// The parent's current view and the engine at the root of the store tree.
-    func viewForChild() throws -> (any RecordReader & Sendable, LogEngine) {
-        let backend = try currentBackend()
-        let view = try backend.readView()
-        return (view, try rootEngine())
-    }
-
+    /// The engine at the root of this store's tree (for a child, its root parent's). Throws
+    /// `.notOpen` or `.parentClosed` if a store on the way is not usable.
     func rootEngine() throws -> LogEngine {
-        switch kind {
-        case .child(let parent): return try parent.rootEngine()
-        default:
-            guard let engine = try currentBackend() as? LogEngine else { throw Self.notOpenError() }
-            return engine
-        }
+        if case .child(let parent) = kind { return try parent.rootEngine() }
+        guard case .engine(let e) = try currentBackend() else { throw Self.notOpenError() }
+        return e
     }
 
     static func notOpenError() -> LogStoreError {
         LogStoreError(.notOpen, "The store is not set up. Call setup() before using it (and not after tearDown()).")
     }
 
-    func currentBackend() throws -> any StoreBackend {
+    func currentBackend() throws -> StoreBackend {
         try state.withLock { s in
             if let f = s.failure { throw f }
             guard let b = s.backend else { throw Self.notOpenError() }
@@ -153,23 +144,23 @@ public final class LogDataStore: DataStore {
             // The backend stays in `state` until it is closed (a closing engine refuses use with
             // `.notOpen`), so a `setup()` meanwhile returns at once instead of waiting here.
             defer { state.withLock { $0.backend = nil } }
-            let (backend, children) = state.withLock { s -> ((any StoreBackend)?, [WeakChild]) in
+            let (backend, children) = state.withLock { s -> (StoreBackend?, [WeakChild]) in
                 defer { s.children = [] }
                 return (s.backend, s.children)
             }
-            let closed = LogStoreError(.parentClosed, "The parent of this child store was torn down. Make a new child store from a set-up parent.")
+            let closed = Self.parentClosedError()
             for c in children { c.store?.invalidate(closed) }
             try backend?.close()
         }
     }
 
     func invalidate(_ error: LogStoreError) {
-        let (backend, children) = state.withLock { s -> ((any StoreBackend)?, [WeakChild]) in
+        let (backend, children) = state.withLock { s -> (StoreBackend?, [WeakChild]) in
             if s.failure == nil { s.failure = error }
             defer { s.children = [] }
             return (s.backend, s.children)
         }
-        (backend as? OverlayStore)?.invalidate(error)
+        backend?.invalidate(error)
         for c in children { c.store?.invalidate(error) }
     }
 
@@ -194,7 +185,7 @@ public final class LogDataStore: DataStore {
             throw LogStoreError(.reentrantWrite, "flush() was called from inside a write block of the same store; it would wait for itself. Flush after the block returns.")
         }
         drainAsyncQueue()
-        if let engine = try currentBackend() as? LogEngine { try engine.flush() }
+        try currentBackend().flush()
     }
 
     // MARK: Reading
@@ -271,7 +262,7 @@ public final class LogDataStore: DataStore {
         asyncQueue.async {
             // Look the backend up when the block runs: the store may have been torn down and set
             // up again since the write was queued.
-            let backend: any StoreBackend
+            let backend: StoreBackend
             do {
                 backend = try self.currentBackend()
             } catch {

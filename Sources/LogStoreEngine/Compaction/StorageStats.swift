@@ -83,7 +83,7 @@ extension LogEngine {
     /// O(records) (it walks the index, reading nothing from disk); takes the state lock only to
     /// copy the state. Works after ``close()`` too (describing the state at close).
     public func storageStats() -> StorageStats {
-        let (view, manifest, info, mark) = state.withLock { s in (s.head, s.manifest, s.segmentInfo, s.lastCheckpoint) }
+        let (view, manifest, info, mark) = state.withLock { s in (s.views.head, s.log.manifest, s.log.segmentInfo, s.lastCheckpoint) }
         let header = UInt64(SegmentHeader.size)
         var position: [UInt32: Int] = [:]
         for (i, n) in manifest.segments.enumerated() { position[n] = i }

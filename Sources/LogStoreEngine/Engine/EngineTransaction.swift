@@ -6,11 +6,15 @@
 /// that runs the body.
 public final class EngineTransaction: RecordReader {
     let base: any RecordReader
-    var overlay = Overlay()
+    /// What the body changed so far.
+    package private(set) var changes = ChangeSet()
     let limits: LogStoreOptions
-    var isValid = true
+    /// Cleared when the body returns: every later call throws `.accessorExpired`.
+    package var isValid = true
 
-    init(base: any RecordReader, limits: LogStoreOptions) {
+    /// A transaction over `base`, checking values against `limits`. For the engine, and for
+    /// backends of the DataStore layer (child stores) that run write bodies of their own.
+    package init(base: any RecordReader, limits: LogStoreOptions) {
         self.base = base
         self.limits = limits
     }
@@ -24,30 +28,30 @@ public final class EngineTransaction: RecordReader {
     /// The sequence number of the state the transaction started from.
     public var sequence: UInt64 { base.sequence }
     /// See ``RecordReader/itemTypes``.
-    public var itemTypes: [String] { overlay.itemTypes(base: base) }
+    public var itemTypes: [String] { changes.itemTypes(base: base) }
     /// See ``RecordReader/count(ofType:)``.
-    public func count(ofType type: String) -> Int { overlay.count(type, base: base) }
+    public func count(ofType type: String) -> Int { changes.count(type, base: base) }
     /// See ``RecordReader/contains(type:key:)``.
-    public func contains(type: String, key: RecordKey) -> Bool { overlay.contains(type, key, base: base) }
+    public func contains(type: String, key: RecordKey) -> Bool { changes.contains(type, key, base: base) }
     /// See ``RecordReader/value(type:key:)``.
     public func value(type: String, key: RecordKey) throws -> ArraySlice<UInt8>? {
         try check()
-        return try overlay.value(type, key, base: base)
+        return try changes.value(type, key, base: base)
     }
     /// See ``RecordReader/forEach(ofType:_:)``.
     public func forEach(ofType type: String, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
         try check()
-        try overlay.forEach(type, base: base, body)
+        try changes.forEach(type, base: base, body)
     }
     /// See ``RecordReader/keys(ofType:)``.
-    public func keys(ofType type: String) -> [RecordKey] { overlay.keys(type, base: base) }
+    public func keys(ofType type: String) -> [RecordKey] { changes.keys(type, base: base) }
 
     /// Inserts or replaces record `key` of `type`. Throws `.itemTooLarge`, `.keyTooLarge` or
     /// `.invalidArgument` when a limit of ``LogStoreOptions`` is exceeded.
     public func put(type: String, key: RecordKey, value: [UInt8]) throws {
         try check()
         try LogEngine.validate(type: type, key: key, valueSize: value.count, options: limits)
-        overlay.put(type, key, value, base: base)
+        changes.put(type, key, value, base: base)
     }
 
     /// Deletes record `key` of `type`; returns whether it existed.
@@ -55,7 +59,7 @@ public final class EngineTransaction: RecordReader {
     public func delete(type: String, key: RecordKey) throws -> Bool {
         try check()
         try LogEngine.validate(type: type, key: key, valueSize: 0, options: limits)
-        return overlay.delete(type, key, base: base)
+        return changes.delete(type, key, base: base)
     }
 
     /// Deletes every record of `type`; returns how many there were.
@@ -63,7 +67,7 @@ public final class EngineTransaction: RecordReader {
     public func deleteAll(type: String) throws -> Int {
         try check()
         try LogEngine.validate(type: type, key: RecordKey([]), valueSize: 0, options: limits)
-        return overlay.deleteAll(type, base: base)
+        return changes.deleteAll(type, base: base)
     }
 
     /// The state the transaction started from (without its own changes): the store's head
@@ -71,5 +75,5 @@ public final class EngineTransaction: RecordReader {
     public var baseView: any RecordReader { base }
 
     /// Whether the transaction changed anything.
-    public var hasChanges: Bool { !overlay.isEmpty }
+    public var hasChanges: Bool { !changes.isEmpty }
 }

@@ -6,6 +6,10 @@ import Foundation
 /// the sync in flight, or becomes the leader and runs the next sync itself (so a lone writer pays
 /// one `fdatasync` and no thread hand-off). Asynchronous committers register a callback instead.
 ///
+/// It only counts: which sequence numbers are appended and which are synced. What a sync means for
+/// readers is the engine's business: the thread that waited for its commit publishes what the
+/// sync covered (`LogEngine.waitDurable(_:)`), and whoever sees a sync fail poisons the store.
+///
 /// `@unchecked Sendable`: every mutable field is read and written only while `cond` is locked.
 final class GroupCommit: @unchecked Sendable {
     private let cond = NSCondition()
@@ -15,20 +19,14 @@ final class GroupCommit: @unchecked Sendable {
     private var failure: LogStoreError?
     private var callbacks: [(UInt64, @Sendable ((any Error)?) -> Void)] = []
 
-    /// Makes everything appended so far durable. Runs on the leader's thread, without `cond`.
-    let sync: @Sendable () throws -> Void
-    /// Called (with `cond` held) after a successful sync up to a sequence number.
-    let didSync: @Sendable (UInt64) -> Void
-    /// Called (with `cond` held) once, when a sync fails.
-    let didFail: @Sendable (LogStoreError) -> Void
+    /// Makes everything appended so far durable (the engine's `fdatasync` of the tail). Runs on
+    /// the leader's thread, without `cond`.
+    private let sync: @Sendable () throws -> Void
 
-    init(sequence: UInt64, sync: @escaping @Sendable () throws -> Void,
-         didSync: @escaping @Sendable (UInt64) -> Void, didFail: @escaping @Sendable (LogStoreError) -> Void) {
+    init(sequence: UInt64, sync: @escaping @Sendable () throws -> Void) {
         appended = sequence
         synced = sequence
         self.sync = sync
-        self.didSync = didSync
-        self.didFail = didFail
     }
 
     /// Records that transactions up to `seq` are written to the OS.
@@ -50,15 +48,19 @@ final class GroupCommit: @unchecked Sendable {
         return appended > synced
     }
 
-    /// Blocks until `seq` is durable. Throws `.storePoisoned` if a sync failed.
-    func waitDurable(_ seq: UInt64) throws {
+    /// Blocks until `seq` is durable; returns how far the log is durable now (at least `seq`), so
+    /// the caller can publish everything that sync covered. Throws `.storePoisoned` if a sync
+    /// failed, or the error given to ``fail(_:)``.
+    @discardableResult
+    func waitDurable(_ seq: UInt64) throws -> UInt64 {
         cond.lock()
         while true {
             // Synced first: a commit that reached the disk succeeded, even if the store was closed
             // or a later sync failed afterwards.
             if synced >= seq {
+                let now = synced
                 cond.unlock()
-                return
+                return now
             }
             if let failure {
                 cond.unlock()
@@ -73,6 +75,7 @@ final class GroupCommit: @unchecked Sendable {
     }
 
     /// Calls `callback` (on some thread) once `seq` is durable, or with the error if a sync fails.
+    /// The callback runs without `cond` held.
     func notifyDurable(_ seq: UInt64, _ callback: @escaping @Sendable ((any Error)?) -> Void) {
         cond.lock()
         if synced >= seq {
@@ -88,7 +91,7 @@ final class GroupCommit: @unchecked Sendable {
         callbacks.append((seq, callback))
         let start = !syncing
         cond.unlock()
-        if start { DispatchQueue.global().async { try? self.waitDurable(seq) } }
+        if start { DispatchQueue.global().async { _ = try? self.waitDurable(seq) } }
     }
 
     /// Runs one sync as leader. Called and returns with `cond` locked.
@@ -108,16 +111,12 @@ final class GroupCommit: @unchecked Sendable {
         var ready: [@Sendable ((any Error)?) -> Void] = []
         var errorForCallbacks: LogStoreError? = nil
         if let error {
-            if failure == nil {
-                failure = error
-                didFail(error)
-            }
+            if failure == nil { failure = error }
             ready = callbacks.map { $0.1 }
             callbacks.removeAll()
             errorForCallbacks = failure
         } else {
             synced = max(synced, target)
-            didSync(synced)
             var rest: [(UInt64, @Sendable ((any Error)?) -> Void)] = []
             for c in callbacks {
                 if c.0 <= synced { ready.append(c.1) } else { rest.append(c) }
@@ -130,7 +129,7 @@ final class GroupCommit: @unchecked Sendable {
         if !ready.isEmpty || more {
             cond.unlock()
             for r in ready { r(errorForCallbacks) }
-            if more { DispatchQueue.global().async { try? self.waitDurable(nextTarget) } }
+            if more { DispatchQueue.global().async { _ = try? self.waitDurable(nextTarget) } }
             cond.lock()
         }
     }

@@ -128,7 +128,7 @@ extension LogEngine {
             // A new store, or one whose creation was interrupted before its manifest existed.
             let segment = try createFirstSegment(directory: directory, fs: fs)
             manifest = ManifestFile(generation: 1, nextSegment: 2, segments: [1])
-            try writeManifest(manifest, directory: directory, fs: fs)
+            try AtomicFileReplace.replaceOrThrow(LogStoreFormat.manifestFileName, in: directory, with: manifest.encoded(), fs: fs)
             report.created = true
             var index = IndexState()
             index.sequence = 0
@@ -237,7 +237,7 @@ extension LogEngine {
                 if isLast && options.recovery == .strict {
                     // A listed last segment with no file (a roll-over by an older build that wrote the
                     // manifest first, or a lost directory entry): recreate it empty.
-                    let seg = try createSegment(number, baseSequence: index.sequence == .max ? .max : index.sequence + 1, directory: directory, fs: fs)
+                    let seg = try LogWriter(directory: directory, fileSystem: fs).createSegment(number, baseSequence: index.sequence == .max ? .max : index.sequence + 1)
                     segments[number] = seg
                     info[number] = SegmentInfo(length: UInt64(SegmentHeader.size), rawBytes: 0)
                     tail = seg
@@ -375,15 +375,9 @@ extension LogEngine {
     /// name without MANIFEST is then either an older build's interrupted creation (a prefix of
     /// the header, or zeros) or a foreign file, never something to overwrite by guess.
     static func createFirstSegment(directory: String, fs: any FileSystem) throws -> SegmentFile {
-        let path = _joinPath(directory, LogStoreFormat.segmentFileName(1))
-        let tmp = path + ".tmp"
-        let f = try fs.open(tmp, mode: .createOrTruncate)
-        try f.write(firstSegmentHeader, at: 0)
-        try f.sync()
-        try f.close()
-        try fs.rename(from: tmp, to: path)
-        try fs.syncDirectory(atPath: directory)
-        return SegmentFile(number: 1, file: try fs.open(path, mode: .readWrite), baseSequence: 1)
+        let name = LogStoreFormat.segmentFileName(1)
+        try AtomicFileReplace.replaceOrThrow(name, in: directory, with: firstSegmentHeader, fs: fs)
+        return SegmentFile(number: 1, file: try fs.open(_joinPath(directory, name), mode: .readWrite), baseSequence: 1)
     }
 
     static func fileSize(_ fs: any FileSystem, _ path: String) throws -> UInt64 {

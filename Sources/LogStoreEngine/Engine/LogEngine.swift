@@ -25,49 +25,37 @@ public final class LogEngine: Sendable {
     let lock: any FileSystemLock
     let cache: FrameCache
     let writer = WriterLock()
+    /// Everything that changes as the store is used, under one lock so that a checkpoint or a
+    /// compaction captures the log position and the views together.
     let state: Protected<EngineState>
+    /// Appended and synced sequence numbers, and who runs the next `fdatasync`.
     let group: GroupCommit
+    /// The file side of the log: appends, roll-overs, manifests.
+    let log: LogWriter
+    /// Compaction: its lock, its back-off and the algorithm.
+    let compactor = Compactor()
+    /// Checkpoint writing.
+    let checkpointer = Checkpointer()
     let logger: Logger?
     /// Background compaction and checkpoints; `close()` waits for them.
     let background = BackgroundWork()
-    /// Serializes compactions (one at a time, background or `compact()`).
-    let compactionLock = NSLock()
-    /// Serializes checkpoint writes.
-    let checkpointLock = NSLock()
-    /// Most index changes a compaction journals while it copies (tests lower it).
-    let journalLimit = Protected(IndexJournal.defaultLimit)
     /// Writes that failed with `.diskFull` since the last one that succeeded.
     let diskFull = Protected(0)
-    /// When background compaction may run again after failing for lack of space.
-    let compactionBackoff = Protected(DiskFullBackoff())
 
     struct EngineState: Sendable {
-        /// What readers see: durable under the store's durability.
-        var published: ViewState
-        /// What the next write transaction starts from (includes appended, not yet synced commits).
-        var head: ViewState
-        /// Appended commits waiting for `fdatasync` before they are published (synchronous mode).
-        var pending: [(UInt64, ViewState)] = []
-        var manifest: ManifestFile
-        var tail: SegmentFile
-        var tailOffset: UInt64
-        /// Per listed segment: valid length and raw payload bytes.
-        var segmentInfo: [UInt32: SegmentInfo]
-        /// Log bytes appended since the last checkpoint was captured.
-        var bytesSinceCheckpoint: UInt64 = 0
+        /// What readers see and what writers start from (``EngineViews``).
+        var views: EngineViews
+        /// The manifest, the tail and where the next append goes (``LogState``).
+        var log: LogState
         /// The newest checkpoint on disk (loaded at open or written since), if any.
         var lastCheckpoint: CheckpointMark?
         /// While a compaction copies: the index changes appended since the state it copies, so
         /// the switch can replay them onto the re-pointed copy instead of re-pointing the head
         /// under the writer lock. Set and cleared under the writer lock.
         var compactionJournal: IndexJournal?
+        /// Set once by ``LogEngine/poison(_:)``: every later write throws it.
         var poisoned: LogStoreError?
         var closed = false
-    }
-
-    struct ViewState: Sendable {
-        var index: IndexState
-        var segments: [UInt32: SegmentFile]
     }
 
     init(directory: String, fileSystem: any FileSystem, options: LogStoreOptions, lock: any FileSystemLock,
@@ -78,36 +66,18 @@ public final class LogEngine: Sendable {
         self.lock = lock
         self.logger = options.logger
         self.recoveryReport = recovered.report
-        let cache = FrameCache(capacity: options.cacheSize)
-        self.cache = cache
-        let view = ViewState(index: recovered.index, segments: recovered.segments)
+        self.cache = FrameCache(capacity: options.cacheSize)
+        self.log = LogWriter(directory: directory, fileSystem: fileSystem)
         let state = Protected(EngineState(
-            published: view, head: view, manifest: recovered.manifest, tail: recovered.tail,
-            tailOffset: recovered.tailOffset, segmentInfo: recovered.segmentInfo,
-            bytesSinceCheckpoint: recovered.bytesAfterCheckpoint, lastCheckpoint: recovered.checkpoint))
+            views: EngineViews(ViewState(index: recovered.index, segments: recovered.segments)),
+            log: LogState(
+                manifest: recovered.manifest, tail: recovered.tail, tailOffset: recovered.tailOffset,
+                segmentInfo: recovered.segmentInfo, bytesSinceCheckpoint: recovered.bytesAfterCheckpoint),
+            lastCheckpoint: recovered.checkpoint))
         self.state = state
-        self.group = GroupCommit(
-            sequence: recovered.index.sequence,
-            sync: {
-                let tail = state.withLock { $0.tail }
-                try tail.file.sync()
-            },
-            didSync: { seq in
-                state.withLock { s in
-                    var last: ViewState? = nil
-                    while let first = s.pending.first, first.0 <= seq {
-                        last = first.1
-                        s.pending.removeFirst()
-                    }
-                    if let last { s.published = last }
-                }
-            },
-            didFail: { error in
-                state.withLock { s in
-                    if s.poisoned == nil { s.poisoned = error }
-                    s.pending.removeAll()
-                }
-            })
+        self.group = GroupCommit(sequence: recovered.index.sequence, sync: {
+            try state.withLock { $0.log.tail }.file.sync()
+        })
         if options.durability == .buffered { scheduleBackgroundSync() }
         scheduleCompactionCheck()
     }
@@ -123,7 +93,7 @@ public final class LogEngine: Sendable {
     public func snapshot() throws -> EngineSnapshot {
         let view = try state.withLock { s -> ViewState in
             if s.closed { throw Self.closedError() }
-            return s.published
+            return s.views.published
         }
         return EngineSnapshot(index: view.index, segments: view.segments, cache: cache)
     }
@@ -133,6 +103,10 @@ public final class LogEngine: Sendable {
     }
 
     // MARK: Writing
+
+    /// Whether the calling thread is inside a write body of this engine (where starting another
+    /// write, `flush()` or `close()` would wait for itself). Any thread.
+    public var isWritingOnCurrentThread: Bool { writer.heldByCurrentThread }
 
     /// Runs `body` as one write transaction and commits what it changed.
     ///
@@ -159,7 +133,10 @@ public final class LogEngine: Sendable {
                          onDurable: @escaping @Sendable ((any Error)?) -> Void) throws -> T {
         let (result, seq) = try writeWithoutWaiting(body)
         if let seq, options.durability == .synchronous {
-            group.notifyDurable(seq, onDurable)
+            group.notifyDurable(seq) { [weak self] error in
+                if let self { self.didSync(seq, error) }
+                onDurable(error)
+            }
         } else {
             onDurable(nil)
         }
@@ -171,9 +148,8 @@ public final class LogEngine: Sendable {
         try writer.acquire()
         defer { writer.release() }
         let head = try state.withLock { s -> ViewState in
-            if s.closed { throw Self.closedError() }
-            if let p = s.poisoned { throw p }
-            return s.head
+            try Self.checkWritable(s)
+            return s.views.head
         }
         let base = EngineSnapshot(index: head.index, segments: head.segments, cache: cache)
         let txn = EngineTransaction(base: base, limits: options)
@@ -181,7 +157,7 @@ public final class LogEngine: Sendable {
         let result = try body(txn)
         txn.isValid = false
         guard txn.hasChanges else { return (result, nil) }
-        let seq = try appendLocked(try txn.overlay.operations())
+        let seq = try appendLocked(try txn.changes.operations())
         return (result, seq)
     }
 
@@ -199,19 +175,40 @@ public final class LogEngine: Sendable {
         let seq: UInt64? = try {
             try writer.acquire()
             defer { writer.release() }
-            try state.withLock { s in
-                if s.closed { throw Self.closedError() }
-                if let p = s.poisoned { throw p }
-            }
+            try checkWritable()
             return operations.isEmpty ? nil : try appendLocked(operations)
         }()
-        guard let seq else { return state.withLock { $0.head.index.sequence } }
+        guard let seq else { return state.withLock { $0.views.head.index.sequence } }
         try waitDurable(seq)
         return seq
     }
 
+    /// Waits until commit `seq` is durable (in `.synchronous` mode) and publishes it.
     func waitDurable(_ seq: UInt64) throws {
-        if options.durability == .synchronous { try group.waitDurable(seq) }
+        if options.durability == .synchronous { try syncThrough(seq) }
+    }
+
+    /// Makes commits up to `seq` durable (running or joining one `fdatasync`), then publishes
+    /// what that sync covered: the thread that committed decides when its commit becomes visible.
+    /// Poisons the store if the sync failed.
+    func syncThrough(_ seq: UInt64) throws {
+        let synced: UInt64
+        do {
+            synced = try group.waitDurable(seq)
+        } catch {
+            didSync(seq, error)
+            throw error
+        }
+        didSync(synced, nil)
+    }
+
+    /// What a finished sync means: publish up to `seq`, or poison the store if it failed.
+    func didSync(_ seq: UInt64, _ error: (any Error)?) {
+        guard let error else {
+            state.withLock { $0.views.publish(upTo: seq) }
+            return
+        }
+        if let e = error as? LogStoreError, e.code == .storePoisoned { poison(e) }
     }
 
     /// Makes every commit so far durable (`fdatasync`), whatever the durability mode.
@@ -219,7 +216,35 @@ public final class LogEngine: Sendable {
     public func flush() throws {
         let closed = state.withLock { $0.closed }
         if closed { throw Self.closedError() }
-        try group.waitDurable(group.lastAppended)
+        try syncThrough(group.lastAppended)
+    }
+
+    /// Marks the store unusable: every later write, compaction and checkpoint throws the first
+    /// error poisoned with, commits waiting for a sync fail with it, and none of them is
+    /// published. Used whenever the engine can no longer tell what is on disk (a failed
+    /// `fdatasync`, a torn append it could not undo, a manifest that may or may not be in place).
+    /// Returns the error in force, for the caller to throw. Any thread; idempotent.
+    @discardableResult
+    func poison(_ error: LogStoreError) -> LogStoreError {
+        let first = state.withLock { s -> LogStoreError in
+            if s.poisoned == nil {
+                s.poisoned = error
+                s.views.dropPending()
+            }
+            return s.poisoned ?? error
+        }
+        group.fail(first)
+        return first
+    }
+
+    /// Throws if the store is closed or poisoned.
+    func checkWritable() throws {
+        try state.withLock { try Self.checkWritable($0) }
+    }
+
+    static func checkWritable(_ s: EngineState) throws {
+        if s.closed { throw closedError() }
+        if let p = s.poisoned { throw p }
     }
 
     static func validate(type: String, key: RecordKey, valueSize: Int, options: LogStoreOptions) throws {
@@ -256,7 +281,7 @@ public final class LogEngine: Sendable {
     }
 
     func appendLockedOnce(_ ops: [RecordOperation]) throws -> UInt64 {
-        var (head, tail, offset) = state.withLock { ($0.head, $0.tail, $0.tailOffset) }
+        var (head, tail, offset) = state.withLock { ($0.views.head, $0.log.tail, $0.log.tailOffset) }
         // Only a damaged or foreign log gets here (a store makes one transaction at a time).
         guard head.index.sequence < UInt64.max else {
             throw LogStoreError(
@@ -274,19 +299,19 @@ public final class LogEngine: Sendable {
         var rolledOver = false
         if offset > UInt64(SegmentHeader.size), offset + UInt64(encoded.bytes.count) > UInt64(options.segmentSize) {
             try rollOverLocked(nextSequence: seq)
-            (head, tail, offset) = state.withLock { ($0.head, $0.tail, $0.tailOffset) }
+            (head, tail, offset) = state.withLock { ($0.views.head, $0.log.tail, $0.log.tailOffset) }
             rolledOver = true
         }
         do {
-            try tail.file.write(encoded.bytes, at: offset)
+            try log.append(encoded.bytes, to: tail, at: offset)
         } catch {
-            // Undo a partial append so the log never holds a torn frame we know about.
-            do { try tail.file.truncate(to: offset) } catch {
-                let p = LogStoreError(.storePoisoned, "A failed append could not be undone; reopen the store (recovery will cut the torn tail).", path: tail.path, underlying: error)
-                state.withLock { $0.poisoned = p }
-                group.fail(p)
+            switch error {
+            case .notWritten(let e):
+                throw e
+            case .torn(let e, let undo):
+                poison(LogStoreError(.storePoisoned, "A failed append could not be undone; reopen the store (recovery will cut the torn tail).", path: tail.path, underlying: undo))
+                throw e
             }
-            throw error
         }
         // Index the new records.
         var index = head.index
@@ -310,22 +335,14 @@ public final class LogEngine: Sendable {
         }
         index.sequence = seq
         index._checkInvariants()
-        let newOffset = offset + UInt64(encoded.bytes.count)
-        let durability = options.durability
+        head.index = index
+        let visibleNow = options.durability != .synchronous
         let checkpointEvery = UInt64(options.checkpointInterval)
         let checkpointDue = state.withLock { s -> Bool in
-            s.head.index = index
+            s.views.append(head, visibleNow: visibleNow)
             if journaling { s.compactionJournal?.record(changes) }
-            s.tailOffset = newOffset
-            s.segmentInfo[tail.number, default: SegmentInfo(length: 0, rawBytes: 0)].length = newOffset
-            s.segmentInfo[tail.number, default: SegmentInfo(length: 0, rawBytes: 0)].rawBytes += encoded.rawBytes
-            s.bytesSinceCheckpoint += UInt64(encoded.bytes.count)
-            if durability == .synchronous {
-                s.pending.append((seq, s.head))
-            } else {
-                s.published = s.head
-            }
-            return checkpointEvery > 0 && s.bytesSinceCheckpoint >= checkpointEvery
+            s.log.appended(bytes: encoded.bytes.count, rawBytes: encoded.rawBytes)
+            return checkpointEvery > 0 && s.log.bytesSinceCheckpoint >= checkpointEvery
         }
         group.noteAppended(seq)
         if rolledOver { scheduleCompactionCheck() }
@@ -333,24 +350,11 @@ public final class LogEngine: Sendable {
         return seq
     }
 
-    /// Seals the tail segment (fsync) and starts a new one: the segment file with its header
-    /// first (fsync, fsync dir), then the manifest listing it (write-temp, fsync, rename, fsync
-    /// dir). A crash or a failure (a full disk) before the rename leaves an unlisted segment file
-    /// that recovery removes, and the engine keeps appending to the segment the manifest on disk
-    /// still names as the last one. (Manifest first would leave a failed roll-over appending to a
-    /// segment that is no longer last on disk, where a later torn write reads as corruption.)
+    /// Seals the tail segment and starts a new one (``LogWriter/rollOver(from:to:replacing:baseSequence:)``),
+    /// then makes it the tail of the log state and of every view. Caller holds the writer lock.
     func rollOverLocked(nextSequence: UInt64) throws {
-        let tail = state.withLock { $0.tail }
-        do {
-            try tail.file.sync()
-        } catch {
-            let p = LogStoreError(.storePoisoned, "fdatasync of a full segment failed; reopen the store.", path: tail.path, underlying: error)
-            state.withLock { $0.poisoned = p }
-            group.fail(p)
-            throw p
-        }
         // Only a damaged or foreign MANIFEST gets here (no store makes 4 billion segments).
-        let limits = state.withLock { ($0.manifest.nextSegment, $0.manifest.generation) }
+        let limits = state.withLock { ($0.log.manifest.nextSegment, $0.log.manifest.generation) }
         guard limits.0 < UInt32.max, limits.1 < UInt64.max else {
             throw LogStoreError(
                 .corruption,
@@ -359,87 +363,39 @@ public final class LogEngine: Sendable {
         }
         // Compaction reserves segment numbers without the writer lock: take the number and the
         // manifest in one step so neither side hands out a number twice.
-        var (next, manifest) = state.withLock { s -> (ManifestFile, ManifestFile) in
-            let previous = s.manifest
-            var m = s.manifest
-            m.segments.append(m.nextSegment)
-            m.nextSegment += 1
-            s.manifest.nextSegment = m.nextSegment
-            return (m, previous)
+        let (tail, previous, next) = state.withLock { s -> (SegmentFile, ManifestFile, ManifestFile) in
+            let previous = s.log.manifest
+            var next = previous
+            next.segments.append(s.log.reserveSegmentNumber())
+            next.nextSegment = s.log.manifest.nextSegment
+            next.generation += 1
+            return (s.log.tail, previous, next)
         }
         let number = next.segments[next.segments.count - 1]
-        next.generation += 1
         let segment: SegmentFile
         do {
-            segment = try Self.createSegment(number, baseSequence: nextSequence, directory: directory, fs: fileSystem)
+            segment = try log.rollOver(from: tail, to: next, replacing: previous, baseSequence: nextSequence)
         } catch {
-            discardFailedSegment(number)
-            throw error
-        }
-        do {
-            try Self.writeManifest(next, directory: directory, fs: fileSystem)
-        } catch {
-            // If the rename happened (only the directory fsync failed), the manifest on disk names
-            // the new segment but this engine would keep appending to the old one: refuse writes.
-            let path = _joinPath(directory, LogStoreFormat.manifestFileName)
-            let installed = (try? fileSystem.open(path, mode: .readOnly)).map { f in
-                defer { try? f.close() }
-                return (try? f.read(at: 0, count: 1 << 16)) ?? []
-            } != manifest.encoded()
-            if installed {
-                let p = LogStoreError(.storePoisoned, "A segment roll-over failed after the new MANIFEST was written; reopen the store.", path: path, underlying: error)
-                state.withLock { $0.poisoned = p }
-                group.fail(p)
-                throw p
+            switch error {
+            case .sealFailed(let e):
+                state.withLock { $0.log.giveBack(number) }
+                throw poison(LogStoreError(.storePoisoned, "fdatasync of a full segment failed; reopen the store.", path: tail.path, underlying: e))
+            case .notInstalled(let e):
+                state.withLock { $0.log.giveBack(number) }
+                throw e
+            case .mayBeInstalled(let e):
+                // The manifest on disk may name the new segment while this engine would keep
+                // appending to the old one: refuse writes until a reopen reads what is there.
+                throw poison(LogStoreError(
+                    .storePoisoned, "A segment roll-over failed after the new MANIFEST was written; reopen the store.",
+                    path: _joinPath(directory, LogStoreFormat.manifestFileName), underlying: e))
             }
-            try? segment.file.close()
-            discardFailedSegment(number)
-            throw error
         }
         state.withLock { s in
-            next.nextSegment = max(next.nextSegment, s.manifest.nextSegment)
-            s.manifest = next
-            s.tail = segment
-            s.tailOffset = UInt64(SegmentHeader.size)
-            s.segmentInfo[number] = SegmentInfo(length: UInt64(SegmentHeader.size), rawBytes: 0)
-            s.head.segments[number] = segment
-            // The new segment holds nothing published yet, but readers of later states need it.
-            for i in s.pending.indices { s.pending[i].1.segments[number] = segment }
-            s.published.segments[number] = segment
+            s.log.rolledOver(to: segment, manifest: next)
+            s.views.install(segment: segment)
         }
         logger?.debug("rolled over to segment \(number)", metadata: ["store": "\(directory)"])
-    }
-
-    /// Undoes the file side of a roll-over that failed before its manifest was installed (a full
-    /// disk, typically): removes the new segment file and gives its number back if no later number
-    /// was handed out, so failed attempts leave no empty segment files and burn no numbers. Best
-    /// effort: a file that cannot be removed is unlisted, and the next open removes it.
-    func discardFailedSegment(_ number: UInt32) {
-        try? fileSystem.removeFile(atPath: _joinPath(directory, LogStoreFormat.segmentFileName(number)))
-        try? fileSystem.syncDirectory(atPath: directory)
-        state.withLock { s in
-            if s.manifest.nextSegment == number &+ 1 { s.manifest.nextSegment = number }
-        }
-    }
-
-    static func writeManifest(_ m: ManifestFile, directory: String, fs: any FileSystem) throws {
-        let tmp = _joinPath(directory, LogStoreFormat.manifestFileName + ".tmp")
-        let f = try fs.open(tmp, mode: .createOrTruncate)
-        try f.write(m.encoded(), at: 0)
-        try f.sync()
-        try f.close()
-        try fs.rename(from: tmp, to: _joinPath(directory, LogStoreFormat.manifestFileName))
-        try fs.syncDirectory(atPath: directory)
-    }
-
-    static func createSegment(_ number: UInt32, baseSequence: UInt64, directory: String, fs: any FileSystem,
-                              flags: UInt16 = 0) throws -> SegmentFile {
-        let path = _joinPath(directory, LogStoreFormat.segmentFileName(number))
-        let f = try fs.open(path, mode: .createOrTruncate)
-        try f.write(SegmentHeader(flags: flags, segment: number, baseSequence: baseSequence).encoded(), at: 0)
-        try f.sync()
-        try fs.syncDirectory(atPath: directory)
-        return SegmentFile(number: number, file: f, baseSequence: baseSequence, compacted: flags & SegmentHeader.flagCompacted != 0)
     }
 
     // MARK: Closing
@@ -469,10 +425,10 @@ public final class LogEngine: Sendable {
         var firstError: (any Error)? = nil
         let poisoned = state.withLock { $0.poisoned }
         if options.durability != .none && poisoned == nil && group.pendingSync {
-            do { try group.waitDurable(group.lastAppended) } catch { firstError = error }
+            do { try syncThrough(group.lastAppended) } catch { firstError = error }
         }
         if options.checkpointOnClose && firstError == nil && state.withLock({ $0.poisoned }) == nil {
-            do { try writeCheckpoint() } catch let e as LogStoreError where e.code == .storePoisoned {
+            do { try checkpointer.write(self) } catch let e as LogStoreError where e.code == .storePoisoned {
                 firstError = e
             } catch {
                 logger?.warning("checkpoint on close failed; the next open replays the whole log", metadata: ["store": "\(directory)", "error": "\(error)"])
@@ -489,7 +445,7 @@ public final class LogEngine: Sendable {
         let nanos = max(1_000_000, interval.components.seconds * 1_000_000_000 + interval.components.attoseconds / 1_000_000_000)
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanos))) { [weak self] in
             guard let self, !self.isClosed else { return }
-            if self.group.pendingSync { try? self.group.waitDurable(self.group.lastAppended) }
+            if self.group.pendingSync { try? self.syncThrough(self.group.lastAppended) }
             self.scheduleBackgroundSync()
         }
     }
@@ -498,52 +454,6 @@ public final class LogEngine: Sendable {
 
     /// The segment numbers in replay order, and the generation of the manifest.
     public var manifestInfo: (generation: UInt64, segments: [UInt32]) {
-        state.withLock { ($0.manifest.generation, $0.manifest.segments) }
-    }
-}
-
-/// Encodes a transaction's operations into frames (see `LogFrame`), and where each put's value lands.
-enum TransactionEncoder {
-    struct Output {
-        var bytes: [UInt8]
-        /// Sum of the frames' raw (uncompressed) payload lengths.
-        var rawBytes: UInt64 = 0
-        /// Per operation (puts only meaningful): frame offset relative to `bytes`, frame stored
-        /// length, value offset in the frame's raw payload, value length.
-        var placements: [RecordLocation]
-    }
-
-    static func encode(_ ops: [RecordOperation], sequence: UInt64, options: LogStoreOptions) -> Output {
-        var out: [UInt8] = []
-        out.reserveCapacity(ops.reduce(0) { $0 + $1.encodedSizeBound } + LogFrame.headerSize * 2)
-        var placements = [RecordLocation](repeating: RecordLocation(segment: 0, frameOffset: 0, frameLength: 0, valueOffset: 0, sequence: 0, valueLength: 0), count: ops.count)
-        var frame = _ByteWriter(capacity: min(options.maxFramePayload, 64 << 10))
-        var inFrame: [Int] = []
-        var rawBytes: UInt64 = 0
-        func flush(last: Bool) {
-            let start = out.count
-            rawBytes += UInt64(frame.count)
-            let stored = LogFrame.append(
-                into: &out, raw: frame.bytes, kind: last ? .commit : .data, sequence: sequence,
-                compress: options.compression, threshold: options.compressionThreshold)
-            for i in inFrame {
-                placements[i].frameOffset = UInt32(start)
-                placements[i].frameLength = UInt32(stored)
-            }
-            inFrame.removeAll(keepingCapacity: true)
-            frame = _ByteWriter(capacity: min(options.maxFramePayload, 64 << 10))
-        }
-        for (i, op) in ops.enumerated() {
-            if frame.count > 0 && frame.count + op.encodedSizeBound > options.maxFramePayload {
-                flush(last: false)
-            }
-            if let at = op.encode(into: &frame), case .put(_, _, let v) = op {
-                placements[i].valueOffset = UInt32(at)
-                placements[i].valueLength = UInt32(v.count)
-            }
-            inFrame.append(i)
-        }
-        flush(last: true)
-        return Output(bytes: out, rawBytes: rawBytes, placements: placements)
+        state.withLock { ($0.log.manifest.generation, $0.log.manifest.segments) }
     }
 }

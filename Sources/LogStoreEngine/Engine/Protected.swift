@@ -1,11 +1,11 @@
 import Synchronization
 
 /// A value behind a mutex, in a class so closures can share it.
-final class Protected<Value: Sendable>: Sendable {
+package final class Protected<Value: Sendable>: Sendable {
     private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
+    package init(_ value: Value) { mutex = Mutex(value) }
     /// Runs `body` with exclusive access. Never call back into the same `Protected` from `body`.
-    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+    package func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
         try mutex.withLock { v in try body(&v) }
     }
 }

@@ -6,9 +6,12 @@ import Glibc
 
 /// Serializes write transactions and detects a write started from inside another write on the
 /// same thread (which would otherwise deadlock).
-final class WriterLock: Sendable {
+package final class WriterLock: Sendable {
     private let lock = NSLock()
     private let owner = Mutex<UInt?>(nil)
+
+    /// An unlocked lock.
+    package init() {}
 
     static func currentThread() -> UInt {
         #if canImport(Glibc)
@@ -19,9 +22,10 @@ final class WriterLock: Sendable {
     }
 
     /// Whether the calling thread holds the lock.
-    var heldByCurrentThread: Bool { owner.withLock { $0 == Self.currentThread() } }
+    package var heldByCurrentThread: Bool { owner.withLock { $0 == Self.currentThread() } }
 
-    func acquire() throws {
+    /// Takes the lock, waiting for the holder. Throws `.reentrantWrite` if this thread holds it.
+    package func acquire() throws {
         let me = Self.currentThread()
         if owner.withLock({ $0 == me }) {
             throw LogStoreError(
@@ -32,7 +36,8 @@ final class WriterLock: Sendable {
         owner.withLock { $0 = me }
     }
 
-    func release() {
+    /// Releases the lock taken by ``acquire()`` on this thread.
+    package func release() {
         owner.withLock { $0 = nil }
         lock.unlock()
     }

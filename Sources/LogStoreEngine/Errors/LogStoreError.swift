@@ -9,6 +9,10 @@
 /// `LogStoreError`: it reaches the caller as the same value.
 public struct LogStoreError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     /// What kind of failure this is. Compare with the static members, e.g. `error.code == .corruption`.
+    ///
+    /// The engine declares the codes of storage failures; layers above add their own in
+    /// extensions (the DataStore layer's child-store codes are in `LogStore`), so a code's
+    /// meaning lives next to the code that throws it. Raw values never change.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         /// Stable identifier, also used in the CLI's `--json` output.
         public let rawValue: String
@@ -49,18 +53,12 @@ public struct LogStoreError: Error, Sendable, CustomStringConvertible, CustomDeb
         public static let decodingFailed = Code("decodingFailed")
         /// An argument is invalid (for example a negative offset).
         public static let invalidArgument = Code("invalidArgument")
-        /// `merge(_:)` was given a store that is not a child of this store.
-        public static let notAChild = Code("notAChild")
-        /// `merge(_:policy: .failOnConflict)` found items changed on both sides; see
-        /// ``LogStoreError/conflicts``.
-        public static let mergeConflict = Code("mergeConflict")
-        /// A child store's parent was torn down; the child can no longer be used.
-        public static let parentClosed = Code("parentClosed")
         /// An accessor was used outside the block that received it.
         public static let accessorExpired = Code("accessorExpired")
     }
 
-    /// One item changed on both sides of a merge.
+    /// One item changed on both sides of a merge (a `mergeConflict` of the DataStore layer; kept
+    /// here because ``LogStoreError/conflicts`` stores it).
     public struct Conflict: Hashable, Sendable, CustomStringConvertible {
         /// The item type (entity) name.
         public var itemType: String
@@ -85,7 +83,7 @@ public struct LogStoreError: Error, Sendable, CustomStringConvertible, CustomDeb
     public var offset: UInt64?
     /// The cause, when another error caused this one.
     public var underlyingError: (any Error)?
-    /// For ``Code/mergeConflict``: the conflicting items.
+    /// For the DataStore layer's `mergeConflict` code: the conflicting items.
     public var conflicts: [Conflict]
 
     /// Creates an error. Library code uses this; users normally only read errors.

@@ -16,6 +16,19 @@ extension LogDataStore {
         return child
     }
 
+    /// The backend of a new child of this store: a ``ChildStore`` over this store's current view,
+    /// spilling into the root store's directory.
+    func makeChildStore(options: LogStoreOptions) throws -> ChildStore {
+        let view = try currentBackend().readView()
+        let root = try rootEngine()
+        return ChildStore(base: view, options: options, spillDirectory: root.directory, fileSystem: root.fileSystem)
+    }
+
+    /// The error a child store throws once its parent was torn down.
+    static func parentClosedError() -> LogStoreError {
+        LogStoreError(.parentClosed, "The parent of this child store was torn down. Make a new child store from a set-up parent.")
+    }
+
     /// See ``DataStore/merge(_:)``.
     public func merge(_ child: any DataStore) throws {
         try merge(child, policy: .childWins)
@@ -32,8 +45,8 @@ extension LogDataStore {
         guard let child = child as? LogDataStore, case .child(let parent) = child.kind, parent === self else {
             throw LogStoreError(.notAChild, "merge(_:) was given a store that is not a child of this store. Merge a child into the store that made it (makeChildDataStore()).")
         }
-        guard let overlay = try child.currentBackend() as? OverlayStore else {
-            throw LogStoreError(.notAChild, "The child store has no overlay.")
+        guard case .child(let overlay) = try child.currentBackend() else {
+            throw LogStoreError(.notAChild, "The store given to merge(_:) is not backed by a child store.")
         }
         let backend = try currentBackend()
         if backend.isWritingOnCurrentThread || overlay.isWritingOnCurrentThread {

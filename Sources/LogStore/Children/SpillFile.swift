@@ -1,19 +1,22 @@
 import Foundation
+import LogStoreEngine
 import Synchronization
 
 /// A child store's temporary value log, used once its changes outgrow memory
-/// (``LogStoreOptions/childSpillThreshold``). Lives in the parent's directory as
-/// `child-<uuid>.tmp`; removed on close, and by recovery on the next open after a crash.
+/// (``LogStoreOptions/childSpillThreshold``). Lives in the root store's directory as
+/// `child-<uuid>.tmp`; removed when the child is torn down, merged away or released, and by
+/// recovery on the next open after a crash.
 ///
 ///     entry := crc:u32le (masked CRC-32C of value) length:u32le value
 ///
-/// Thread-safe: appends are serialized by `end`'s mutex; reads are positional.
-final class SpillFile: Sendable {
+/// Thread-safe: appends are serialized by `end`'s mutex; reads are positional, from any thread.
+final class SpillFile: ExternalValues {
     let fs: any FileSystem
     let file: any FileSystemFile
     let path: String
     let end = Mutex<UInt64>(0)
 
+    /// Creates a new, empty spill file in `directory`. Throws the file system's errors.
     init(directory: String, fs: any FileSystem) throws {
         self.fs = fs
         path = _joinPath(directory, "child-\(UUID().uuidString).tmp")
@@ -25,7 +28,8 @@ final class SpillFile: Sendable {
         remove()
     }
 
-    func append(_ bytes: [UInt8]) throws -> (UInt64, UInt32) {
+    /// See `ExternalValues.append(_:)`.
+    func append(_ bytes: [UInt8]) throws -> (offset: UInt64, length: UInt32) {
         var w = _ByteWriter(capacity: bytes.count + 8)
         w.u32(CRC32C.mask(CRC32C.checksum(bytes)))
         w.u32(UInt32(bytes.count))
@@ -38,6 +42,7 @@ final class SpillFile: Sendable {
         }
     }
 
+    /// See `ExternalValues.read(offset:length:)`.
     func read(offset: UInt64, length: UInt32) throws -> [UInt8] {
         guard offset >= 8 else { throw LogStoreError(.corruption, "Bad spill offset.", path: path, offset: offset) }
         let raw = try file.read(at: offset - 8, count: Int(length) + 8)

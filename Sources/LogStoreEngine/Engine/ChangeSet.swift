@@ -1,39 +1,47 @@
-import HashTreeCollections
+package import HashTreeCollections
 
-/// Changes layered over a ``RecordReader``: what a write transaction (and a child store) has
-/// done that its base does not show yet.
+/// Changes layered over a ``RecordReader``: what a write transaction has done that its base does
+/// not show yet. The DataStore layer's child stores keep their changes in one too, with values
+/// moved out of memory to a file of their own (``ExternalValues``).
+///
+/// A value with persistent (O(1) copy) maps; not thread-safe while mutated.
 ///
 /// Invariants (checked by `_checkInvariants()` under `LOGSTORE_CHECK_INVARIANTS`):
 /// - `shadowed` holds only keys present in the base, and is empty when `cleared`;
 /// - a key is in at most one of `puts` and (`shadowed` minus `puts`);
 /// - visible count = (cleared ? 0 : base.count − shadowed.count) + puts.count.
-struct Overlay: Sendable {
-    /// A value held by the overlay: in memory, or in the overlay's spill file.
-    enum Value: Sendable {
+package struct ChangeSet: Sendable {
+    /// A value held by the change set: in memory, or in its ``externalValues`` store.
+    package enum Value: Sendable {
         case inline([UInt8])
-        case spilled(offset: UInt64, length: UInt32)
+        case external(offset: UInt64, length: UInt32)
     }
-    struct TypeChanges: Sendable {
+    package struct TypeChanges: Sendable {
         /// Every base record of the type is hidden (a delete-all happened).
-        var cleared = false
+        package var cleared = false
         /// New or replaced values.
-        var puts: TreeDictionary<RecordKey, Value> = [:]
+        package var puts: TreeDictionary<RecordKey, Value> = [:]
         /// Base keys hidden by a delete or a put.
-        var shadowed: TreeSet<RecordKey> = []
+        package var shadowed: TreeSet<RecordKey> = []
+        init(cleared: Bool = false) { self.cleared = cleared }
     }
-    /// Persistent maps: copying an overlay (to snapshot a child store) is O(1).
-    var types: TreeDictionary<String, TypeChanges> = [:]
+    /// Persistent maps: copying a change set (to snapshot a child store) is O(1).
+    package private(set) var types: TreeDictionary<String, TypeChanges> = [:]
     /// Bytes of values held in memory.
-    var valueBytes = 0
-    /// Where spilled values live (child stores only).
-    var spill: SpillFile? = nil
+    package private(set) var valueBytes = 0
+    /// Where `.external` values live, once ``moveValues(to:)`` was called.
+    package private(set) var externalValues: (any ExternalValues)? = nil
 
-    func read(_ v: Value) throws -> ArraySlice<UInt8> {
+    /// An empty change set.
+    package init() {}
+
+    /// The bytes of `v`. Throws `.corruption` if an external value is damaged or missing.
+    package func read(_ v: Value) throws -> ArraySlice<UInt8> {
         switch v {
         case .inline(let b): return b[...]
-        case .spilled(let offset, let length):
-            guard let spill else { throw LogStoreError(.corruption, "A spilled child-store value has no spill file.") }
-            return try spill.read(offset: offset, length: length)[...]
+        case .external(let offset, let length):
+            guard let externalValues else { throw LogStoreError(.corruption, "A change set refers to a value stored outside memory, but has no store for such values.") }
+            return try externalValues.read(offset: offset, length: length)[...]
         }
     }
 
@@ -42,27 +50,27 @@ struct Overlay: Sendable {
         return 0
     }
 
-    var isEmpty: Bool { types.isEmpty }
+    package var isEmpty: Bool { types.isEmpty }
 
-    func count(_ type: String, base: any RecordReader) -> Int {
+    package func count(_ type: String, base: any RecordReader) -> Int {
         guard let c = types[type] else { return base.count(ofType: type) }
         return (c.cleared ? 0 : base.count(ofType: type) - c.shadowed.count) + c.puts.count
     }
 
-    func contains(_ type: String, _ key: RecordKey, base: any RecordReader) -> Bool {
+    package func contains(_ type: String, _ key: RecordKey, base: any RecordReader) -> Bool {
         guard let c = types[type] else { return base.contains(type: type, key: key) }
         if c.puts[key] != nil { return true }
         return !c.cleared && !c.shadowed.contains(key) && base.contains(type: type, key: key)
     }
 
-    func value(_ type: String, _ key: RecordKey, base: any RecordReader) throws -> ArraySlice<UInt8>? {
+    package func value(_ type: String, _ key: RecordKey, base: any RecordReader) throws -> ArraySlice<UInt8>? {
         guard let c = types[type] else { return try base.value(type: type, key: key) }
         if let v = c.puts[key] { return try read(v) }
         if c.cleared || c.shadowed.contains(key) { return nil }
         return try base.value(type: type, key: key)
     }
 
-    mutating func put(_ type: String, _ key: RecordKey, _ value: [UInt8], base: any RecordReader) {
+    package mutating func put(_ type: String, _ key: RecordKey, _ value: [UInt8], base: any RecordReader) {
         // Take the changes out so they are uniquely referenced: mutating a copy that the dictionary
         // still holds would copy `puts`/`shadowed` on every call (quadratic transactions).
         var c = types.removeValue(forKey: type) ?? TypeChanges()
@@ -73,7 +81,7 @@ struct Overlay: Sendable {
     }
 
     @discardableResult
-    mutating func delete(_ type: String, _ key: RecordKey, base: any RecordReader) -> Bool {
+    package mutating func delete(_ type: String, _ key: RecordKey, base: any RecordReader) -> Bool {
         var c = types.removeValue(forKey: type) ?? TypeChanges()  // unique, see put
         var existed = false
         if let old = c.puts.removeValue(forKey: key) {
@@ -89,7 +97,7 @@ struct Overlay: Sendable {
     }
 
     @discardableResult
-    mutating func deleteAll(_ type: String, base: any RecordReader) -> Int {
+    package mutating func deleteAll(_ type: String, base: any RecordReader) -> Int {
         let n = count(type, base: base)
         var c = types[type] ?? TypeChanges()
         for v in c.puts.values { valueBytes -= Self.size(v) }
@@ -98,7 +106,7 @@ struct Overlay: Sendable {
         return n
     }
 
-    func forEach(_ type: String, base: any RecordReader, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
+    package func forEach(_ type: String, base: any RecordReader, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
         guard let c = types[type] else { return try base.forEach(ofType: type, body) }
         var stopped = false
         if !c.cleared {
@@ -115,7 +123,7 @@ struct Overlay: Sendable {
         for (k, v) in c.puts where try !body(k, try read(v)) { return }
     }
 
-    func keys(_ type: String, base: any RecordReader) -> [RecordKey] {
+    package func keys(_ type: String, base: any RecordReader) -> [RecordKey] {
         guard let c = types[type] else { return base.keys(ofType: type) }
         var out: [RecordKey] = []
         if !c.cleared { out = base.keys(ofType: type).filter { !c.shadowed.contains($0) } }
@@ -123,7 +131,7 @@ struct Overlay: Sendable {
         return out
     }
 
-    func itemTypes(base: any RecordReader) -> [String] {
+    package func itemTypes(base: any RecordReader) -> [String] {
         var set = Set(base.itemTypes)
         for (t, _) in types { set.insert(t) }
         return set.filter { count($0, base: base) > 0 }.sorted()
@@ -131,7 +139,7 @@ struct Overlay: Sendable {
 
     /// The log operations that turn the base into base+overlay: per type (sorted), a delete-all if
     /// cleared, then deletes, then puts, each in key order (deterministic output).
-    func operations() throws -> [RecordOperation] {
+    package func operations() throws -> [RecordOperation] {
         var ops: [RecordOperation] = []
         for type in types.keys.sorted() {
             guard let c = types[type] else { continue }
@@ -145,7 +153,7 @@ struct Overlay: Sendable {
     }
 
     /// Applies log operations made against the view base+self.
-    mutating func apply(_ ops: [RecordOperation], base: any RecordReader) {
+    package mutating func apply(_ ops: [RecordOperation], base: any RecordReader) {
         for op in ops {
             switch op {
             case .put(let t, let k, let v): put(t, k, v, base: base)
@@ -155,21 +163,33 @@ struct Overlay: Sendable {
         }
     }
 
-    /// Moves every in-memory value to `spill` (appending), leaving references.
-    mutating func spillValues(to file: SpillFile) throws {
-        spill = file
+    /// Moves every in-memory value to `store` (appending), leaving references; later reads go
+    /// through `store`. Pass the same store on every call (values moved earlier are read from the
+    /// newest one). Throws what `store.append` throws, in which case values moved so far stay
+    /// in memory too (the change set is unchanged).
+    package mutating func moveValues(to store: any ExternalValues) throws {
         var newTypes = types
         for (t, c) in types {
             var nc = c
             for (k, v) in c.puts {
                 if case .inline(let bytes) = v {
-                    let (offset, length) = try file.append(bytes)
-                    nc.puts[k] = .spilled(offset: offset, length: length)
+                    let (offset, length) = try store.append(bytes)
+                    nc.puts[k] = .external(offset: offset, length: length)
                 }
             }
             newTypes[t] = nc
         }
+        externalValues = store
         types = newTypes
         valueBytes = 0
     }
+}
+
+/// Where a ``ChangeSet`` keeps values moved out of memory (a child store's spill file).
+/// Implementations must be safe to read from any thread while one writer appends.
+package protocol ExternalValues: Sendable {
+    /// Stores `bytes`; returns where to read them back.
+    func append(_ bytes: [UInt8]) throws -> (offset: UInt64, length: UInt32)
+    /// The bytes stored at `offset`. Throws `.corruption` if they do not check out.
+    func read(offset: UInt64, length: UInt32) throws -> [UInt8]
 }

@@ -1,0 +1,83 @@
+import HashTreeCollections
+import LogStoreEngine
+
+/// The merge protocol: how a parent takes a child's changes (`LogDataStore.merge(_:policy:)`).
+///
+/// 1. The parent starts a write transaction (its writer lock).
+/// 2. Inside it, ``ChildStore/beginMerge()`` takes the child's writer lock and returns the child's
+///    base and its changes; the parent replays them (minus conflicts, by policy) as that one
+///    transaction.
+/// 3. Once the transaction is durable, ``ChildStore/endMerge(rebaseOnto:)`` rebases the child onto
+///    the parent's new state and releases the child's lock.
+///
+/// Lock order: the parent's writer lock, then the child's (as a parent write body that writes to
+/// the child would take them). The child's lock is held from step 2 to 3, so no child write slips
+/// in between. Both locks are taken and released in this module.
+extension ChildStore {
+    /// One change of the child relative to its base, as the parent should replay it.
+    struct Change: Sendable {
+        /// The item type.
+        var type: String
+        /// The record key.
+        var key: RecordKey
+        /// The new value, or nil for a delete.
+        var value: [UInt8]?
+    }
+
+    /// Every change since the base, with delete-all expanded to deletes of the keys the base held
+    /// (what the child saw), in (type, key) order.
+    static func changes(base: any RecordReader, changes set: ChangeSet) throws -> [Change] {
+        var changes: [Change] = []
+        for type in set.types.keys.sorted() {
+            guard let c = set.types[type] else { continue }
+            var deleted: [RecordKey] = []
+            if c.cleared {
+                deleted = base.keys(ofType: type).filter { c.puts[$0] == nil }
+            } else {
+                deleted = c.shadowed.filter { c.puts[$0] == nil }
+            }
+            for k in deleted.sorted() { changes.append(Change(type: type, key: k, value: nil)) }
+            for k in c.puts.keys.sorted() {
+                if let v = c.puts[k] { changes.append(Change(type: type, key: k, value: Array(try set.read(v)))) }
+            }
+        }
+        return changes
+    }
+
+    /// Starts a merge: takes this child's writer lock (so it cannot change until
+    /// ``endMerge(rebaseOnto:)``) and returns its base and its changes. Throws `.reentrantWrite`
+    /// if the calling thread is inside a write of this child, `.notOpen`/`.parentClosed` if it is
+    /// unusable (then the lock is not held). Every successful call must be paired with
+    /// ``endMerge(rebaseOnto:)`` on the same thread.
+    func beginMerge() throws -> (base: any RecordReader & Sendable, changes: [Change]) {
+        try writer.acquire()
+        do {
+            let (base, set) = try state.withLock { s in
+                try checkUsable(s)
+                return (s.base, s.changes)
+            }
+            return (base, try Self.changes(base: base, changes: set))
+        } catch {
+            writer.release()
+            throw error
+        }
+    }
+
+    /// Ends a merge started by ``beginMerge()``: rebases onto `newBase` (when given) and releases
+    /// the writer lock.
+    func endMerge(rebaseOnto newBase: (any RecordReader & Sendable)?) {
+        if let newBase { rebase(onto: newBase) }
+        writer.release()
+    }
+
+    /// Replaces the base with `newBase` and empties the changes (after a merge, or to start over).
+    /// Views taken before keep reading the old changes; the spill file goes away with the last one.
+    func rebase(onto newBase: any RecordReader & Sendable) {
+        state.withLock { s in
+            s.base = newBase
+            s.changes = ChangeSet()
+            s.spillFile = nil
+            s.sequence += 1
+        }
+    }
+}

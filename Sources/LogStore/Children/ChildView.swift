@@ -1,0 +1,20 @@
+import LogStoreEngine
+
+/// An immutable view of a child store: its base (a view of its parent) plus its changes at one
+/// moment. `Sendable`; reads the same data for as long as it is held (a spill file it reads stays
+/// open until the last view that needs it is released).
+struct ChildView: RecordReader, Sendable {
+    let base: any RecordReader & Sendable
+    let changes: ChangeSet
+    /// See `RecordReader.sequence`: the child's own write counter.
+    let sequence: UInt64
+
+    var itemTypes: [String] { changes.itemTypes(base: base) }
+    func count(ofType type: String) -> Int { changes.count(type, base: base) }
+    func contains(type: String, key: RecordKey) -> Bool { changes.contains(type, key, base: base) }
+    func value(type: String, key: RecordKey) throws -> ArraySlice<UInt8>? { try changes.value(type, key, base: base) }
+    func forEach(ofType type: String, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
+        try changes.forEach(type, base: base, body)
+    }
+    func keys(ofType type: String) -> [RecordKey] { changes.keys(type, base: base) }
+}

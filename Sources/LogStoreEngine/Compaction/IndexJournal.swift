@@ -1,0 +1,37 @@
+/// The index changes appended while a compaction copies (`EngineState.compactionJournal`), in
+/// order. Replaying them onto the copied state gives the head state.
+struct IndexJournal: Sendable {
+    enum Change: Sendable {
+        case put(String, RecordKey, RecordLocation)
+        case delete(String, RecordKey)
+        case deleteAll(String)
+    }
+    /// The default `limit`.
+    static let defaultLimit = 1 << 22
+    /// Beyond this many changes the journal gives up (memory) and the switch re-points the head.
+    let limit: Int
+    private(set) var changes: [Change] = []
+    private(set) var overflowed = false
+
+    init(limit: Int = defaultLimit) { self.limit = limit }
+
+    mutating func record(_ c: [Change]) {
+        if overflowed { return }
+        if changes.count + c.count > limit {
+            overflowed = true
+            changes = []
+            return
+        }
+        changes.append(contentsOf: c)
+    }
+
+    func apply(to index: inout IndexState) {
+        for c in changes {
+            switch c {
+            case .put(let t, let k, let loc): index.put(t, k, loc)
+            case .delete(let t, let k): index.delete(t, k)
+            case .deleteAll(let t): index.deleteAll(t)
+            }
+        }
+    }
+}

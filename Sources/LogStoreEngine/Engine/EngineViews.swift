@@ -1,0 +1,92 @@
+/// One state of the store a reader or writer can start from: the index and the open segment
+/// files it points into.
+struct ViewState: Sendable {
+    var index: IndexState
+    var segments: [UInt32: SegmentFile]
+}
+
+/// The states the engine hands out, and the rules for when a commit becomes visible.
+///
+/// - ``head``: what the next write transaction starts from. It includes every appended commit,
+///   synced or not.
+/// - ``published``: what ``LogEngine/snapshot()`` returns. It includes only commits that are
+///   durable under the store's ``Durability``, so a reader never sees a commit a power loss could
+///   take back (in `.synchronous` mode).
+/// - Between them, in `.synchronous` mode: the heads of appended commits that wait for their
+///   `fdatasync`, in sequence order.
+///
+/// Its only mutators are ``append(_:visibleNow:)`` (a commit was appended),
+/// ``publish(upTo:)`` (a sync made commits durable), ``install(segment:)`` (a roll-over added a
+/// segment) and ``install(compacted:)`` (a compaction re-pointed the head), plus
+/// ``dropPending()`` when the store is poisoned. Invariants: `published.index.sequence <=
+/// head.index.sequence`; pending sequences ascend and lie in (published, head].
+///
+/// A value inside `LogEngine.EngineState`: guarded by the engine's state lock.
+struct EngineViews: Sendable {
+    private(set) var published: ViewState
+    private(set) var head: ViewState
+    private var pending: [(sequence: UInt64, view: ViewState)] = []
+
+    init(_ view: ViewState) {
+        published = view
+        head = view
+    }
+
+    /// A commit was appended and `newHead` includes it. With `visibleNow` (durability `.buffered`
+    /// or `.none`) readers see it at once; otherwise it waits for ``publish(upTo:)``.
+    mutating func append(_ newHead: ViewState, visibleNow: Bool) {
+        head = newHead
+        if visibleNow {
+            published = newHead
+            pending.removeAll()
+        } else {
+            pending.append((newHead.index.sequence, newHead))
+        }
+        _checkInvariants()
+    }
+
+    /// Commits up to `sequence` are durable: publish the newest pending state they cover.
+    /// Never moves `published` backwards (a later sync may have published more already).
+    mutating func publish(upTo sequence: UInt64) {
+        var last: ViewState? = nil
+        while let first = pending.first, first.sequence <= sequence {
+            last = first.view
+            pending.removeFirst()
+        }
+        if let last, last.index.sequence > published.index.sequence { published = last }
+        _checkInvariants()
+    }
+
+    /// A roll-over made `segment` the new tail: every state from now on may point into it (the
+    /// published one holds nothing in it yet, but the states published after it will).
+    mutating func install(segment: SegmentFile) {
+        head.segments[segment.number] = segment
+        for i in pending.indices { pending[i].view.segments[segment.number] = segment }
+        published.segments[segment.number] = segment
+    }
+
+    /// A compaction switched generations: `newHead` is the head re-pointed at the compacted
+    /// segments, at the same sequence. States equal to the old head switch with it; older
+    /// published or pending states keep the old segments (and their files) until replaced.
+    mutating func install(compacted newHead: ViewState) {
+        let sequence = head.index.sequence
+        assert(newHead.index.sequence == sequence, "a compaction must install a head at the same sequence")
+        if published.index.sequence == sequence { published = newHead }
+        for i in pending.indices where pending[i].sequence == sequence { pending[i].view = newHead }
+        head = newHead
+    }
+
+    /// The store was poisoned: commits waiting for a sync will never be published.
+    mutating func dropPending() { pending.removeAll() }
+
+    func _checkInvariants() {
+        #if LOGSTORE_CHECK_INVARIANTS
+        precondition(published.index.sequence <= head.index.sequence, "published state is ahead of the head")
+        var previous = published.index.sequence
+        for p in pending {
+            precondition(p.sequence > previous && p.sequence <= head.index.sequence, "pending states out of order")
+            previous = p.sequence
+        }
+        #endif
+    }
+}

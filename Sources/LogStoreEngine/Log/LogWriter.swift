@@ -1,0 +1,183 @@
+/// The log's bookkeeping: the manifest in force, the tail segment, where the next append goes,
+/// and what is known about each listed segment.
+///
+/// A value inside `LogEngine.EngineState`, guarded by the engine's state lock, so that a
+/// checkpoint or a compaction captures it together with the views it belongs to. Its mutators are
+/// the four things that happen to a log: ``appended(bytes:rawBytes:)``, a roll-over
+/// (``reserveSegmentNumber()``, then ``rolledOver(to:manifest:)`` or ``giveBack(_:)``), and a
+/// compaction switch (``compacted(to:removing:adding:)``).
+struct LogState: Sendable {
+    var manifest: ManifestFile
+    var tail: SegmentFile
+    /// Where the next transaction is appended: the tail's valid length.
+    private(set) var tailOffset: UInt64
+    /// Per listed segment: valid length and raw payload bytes.
+    private(set) var segmentInfo: [UInt32: SegmentInfo]
+    /// Log bytes appended since the last checkpoint was captured.
+    var bytesSinceCheckpoint: UInt64
+
+    init(manifest: ManifestFile, tail: SegmentFile, tailOffset: UInt64, segmentInfo: [UInt32: SegmentInfo], bytesSinceCheckpoint: UInt64) {
+        self.manifest = manifest
+        self.tail = tail
+        self.tailOffset = tailOffset
+        self.segmentInfo = segmentInfo
+        self.bytesSinceCheckpoint = bytesSinceCheckpoint
+    }
+
+    /// A transaction of `bytes` stored bytes (`rawBytes` uncompressed) was written at `tailOffset`.
+    mutating func appended(bytes: Int, rawBytes: UInt64) {
+        tailOffset += UInt64(bytes)
+        segmentInfo[tail.number, default: SegmentInfo(length: 0, rawBytes: 0)].length = tailOffset
+        segmentInfo[tail.number, default: SegmentInfo(length: 0, rawBytes: 0)].rawBytes += rawBytes
+        bytesSinceCheckpoint += UInt64(bytes)
+    }
+
+    /// Hands out the next segment number. Roll-over (under the writer lock) and compaction (without
+    /// it) both draw from here, so no number is handed out twice.
+    mutating func reserveSegmentNumber() -> UInt32 {
+        defer { manifest.nextSegment += 1 }
+        return manifest.nextSegment
+    }
+
+    /// A roll-over or compaction that reserved `number` failed before anything listed it: take the
+    /// number back if no later one was handed out, so failed attempts burn no numbers.
+    mutating func giveBack(_ number: UInt32) {
+        if manifest.nextSegment == number &+ 1 { manifest.nextSegment = number }
+    }
+
+    /// A roll-over installed `next` (listing `segment` last): `segment` is the new, empty tail.
+    mutating func rolledOver(to segment: SegmentFile, manifest next: ManifestFile) {
+        var next = next
+        next.nextSegment = max(next.nextSegment, manifest.nextSegment)
+        manifest = next
+        tail = segment
+        tailOffset = UInt64(SegmentHeader.size)
+        segmentInfo[segment.number] = SegmentInfo(length: tailOffset, rawBytes: 0)
+    }
+
+    /// A compaction installed `next`: the segments of `prefix` are replaced by `output`.
+    mutating func compacted(to next: ManifestFile, removing prefix: [UInt32], adding output: [(segment: SegmentFile, info: SegmentInfo)]) {
+        var next = next
+        next.nextSegment = max(next.nextSegment, manifest.nextSegment)
+        manifest = next
+        for n in prefix { segmentInfo[n] = nil }
+        for o in output { segmentInfo[o.segment.number] = o.info }
+    }
+}
+
+/// The file side of the log: appending frames to the tail, sealing it and starting the next
+/// segment, and installing manifests. It holds no state of its own (that is ``LogState``); each
+/// method is one step of the commit protocol (Docs/Design.md, "Commit protocol") and reports
+/// failures as the step that failed, so the engine decides what the failure means for the store.
+///
+/// Runs on the caller's thread (the writer, or a compaction). `Sendable`: immutable.
+struct LogWriter: Sendable {
+    let directory: String
+    let fileSystem: any FileSystem
+
+    /// How an append failed.
+    enum AppendFailure: Error {
+        /// Nothing of the transaction is in the log (the partial write was cut off again).
+        case notWritten(any Error)
+        /// A partial write could not be cut off: the tail may hold a torn frame after `offset`.
+        case torn(any Error, undo: any Error)
+    }
+
+    /// Writes one encoded transaction at `offset` of `tail`. On failure cuts off what part of it
+    /// was written, so the log never holds a torn frame this engine knows about.
+    func append(_ bytes: [UInt8], to tail: SegmentFile, at offset: UInt64) throws(AppendFailure) {
+        do {
+            try tail.file.write(bytes, at: offset)
+        } catch {
+            do { try tail.file.truncate(to: offset) } catch let undo { throw .torn(error, undo: undo) }
+            throw .notWritten(error)
+        }
+    }
+
+    /// How a roll-over failed.
+    enum RollOverFailure: Error {
+        /// fdatasync of the full tail failed: commits in it may not be durable.
+        case sealFailed(any Error)
+        /// The new segment or manifest could not be written; the old manifest is in force, the
+        /// new segment file was removed (best effort; the next open removes what is left).
+        case notInstalled(any Error)
+        /// The new manifest may be in place (it was renamed, or the rename's outcome is unknown)
+        /// but is not known to be durable: appending to either segment could now be wrong.
+        case mayBeInstalled(any Error)
+    }
+
+    /// Seals `tail` (fsync) and starts segment `next.segments.last` with base sequence
+    /// `baseSequence`: the segment file with its header first (fsync, fsync directory), then
+    /// `next`, replacing `previous` (``AtomicFileReplace``). Returns the new segment, open for
+    /// appending.
+    ///
+    /// Segment first: a crash or failure before the manifest's rename leaves an unlisted segment
+    /// file (removed here, or by the next open) and a log whose last listed segment is still the
+    /// one being appended to. (Manifest first would leave a failed roll-over appending to a segment
+    /// that is no longer last on disk, where a later torn write reads as corruption.)
+    func rollOver(from tail: SegmentFile, to next: ManifestFile, replacing previous: ManifestFile, baseSequence: UInt64) throws(RollOverFailure) -> SegmentFile {
+        do { try tail.file.sync() } catch { throw .sealFailed(error) }
+        let number = next.segments[next.segments.count - 1]
+        let segment: SegmentFile
+        do {
+            segment = try createSegment(number, baseSequence: baseSequence)
+        } catch {
+            removeSegmentFile(number)
+            throw .notInstalled(error)
+        }
+        switch installManifest(next, replacing: previous) {
+        case .success:
+            return segment
+        case .failure(.notInstalled(let e)):
+            try? segment.file.close()
+            removeSegmentFile(number)
+            throw .notInstalled(e)
+        case .failure(.mayBeInstalled(let e)):
+            throw .mayBeInstalled(e)
+        }
+    }
+
+    /// How installing a manifest failed.
+    enum ManifestFailure: Error {
+        /// The previous manifest is still in place.
+        case notInstalled(any Error)
+        /// The new manifest is in place, or may be, but is not known to be durable.
+        case mayBeInstalled(any Error)
+    }
+
+    /// Replaces MANIFEST with `next`. A rename that reports an error counts as not installed only
+    /// if MANIFEST still reads as `previous`.
+    func installManifest(_ next: ManifestFile, replacing previous: ManifestFile?) -> Result<Void, ManifestFailure> {
+        do {
+            try AtomicFileReplace.replace(LogStoreFormat.manifestFileName, in: directory, with: next.encoded(), fs: fileSystem)
+            return .success(())
+        } catch {
+            switch error {
+            case .beforeRename(let e):
+                return .failure(.notInstalled(e))
+            case .rename(let e):
+                let old = previous.map { AtomicFileReplace.holds(LogStoreFormat.manifestFileName, in: directory, $0.encoded(), fs: fileSystem) } ?? false
+                return .failure(old ? .notInstalled(e) : .mayBeInstalled(e))
+            case .directorySync(let e):
+                return .failure(.mayBeInstalled(e))
+            }
+        }
+    }
+
+    /// Creates segment file `number` holding only its header (fsync, fsync directory).
+    func createSegment(_ number: UInt32, baseSequence: UInt64, flags: UInt16 = 0) throws -> SegmentFile {
+        let path = _joinPath(directory, LogStoreFormat.segmentFileName(number))
+        let f = try fileSystem.open(path, mode: .createOrTruncate)
+        try f.write(SegmentHeader(flags: flags, segment: number, baseSequence: baseSequence).encoded(), at: 0)
+        try f.sync()
+        try fileSystem.syncDirectory(atPath: directory)
+        return SegmentFile(number: number, file: f, baseSequence: baseSequence, compacted: flags & SegmentHeader.flagCompacted != 0)
+    }
+
+    /// Removes an unlisted segment file (a failed roll-over's or compaction's). Best effort: a file
+    /// left behind is unlisted, and the next open removes it.
+    func removeSegmentFile(_ number: UInt32) {
+        try? fileSystem.removeFile(atPath: _joinPath(directory, LogStoreFormat.segmentFileName(number)))
+        try? fileSystem.syncDirectory(atPath: directory)
+    }
+}

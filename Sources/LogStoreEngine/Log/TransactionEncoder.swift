@@ -1,0 +1,45 @@
+/// Encodes a transaction's operations into frames (see `LogFrame`), and where each put's value lands.
+enum TransactionEncoder {
+    struct Output {
+        var bytes: [UInt8]
+        /// Sum of the frames' raw (uncompressed) payload lengths.
+        var rawBytes: UInt64 = 0
+        /// Per operation (puts only meaningful): frame offset relative to `bytes`, frame stored
+        /// length, value offset in the frame's raw payload, value length.
+        var placements: [RecordLocation]
+    }
+
+    static func encode(_ ops: [RecordOperation], sequence: UInt64, options: LogStoreOptions) -> Output {
+        var out: [UInt8] = []
+        out.reserveCapacity(ops.reduce(0) { $0 + $1.encodedSizeBound } + LogFrame.headerSize * 2)
+        var placements = [RecordLocation](repeating: RecordLocation(segment: 0, frameOffset: 0, frameLength: 0, valueOffset: 0, sequence: 0, valueLength: 0), count: ops.count)
+        var frame = _ByteWriter(capacity: min(options.maxFramePayload, 64 << 10))
+        var inFrame: [Int] = []
+        var rawBytes: UInt64 = 0
+        func flush(last: Bool) {
+            let start = out.count
+            rawBytes += UInt64(frame.count)
+            let stored = LogFrame.append(
+                into: &out, raw: frame.bytes, kind: last ? .commit : .data, sequence: sequence,
+                compress: options.compression, threshold: options.compressionThreshold)
+            for i in inFrame {
+                placements[i].frameOffset = UInt32(start)
+                placements[i].frameLength = UInt32(stored)
+            }
+            inFrame.removeAll(keepingCapacity: true)
+            frame = _ByteWriter(capacity: min(options.maxFramePayload, 64 << 10))
+        }
+        for (i, op) in ops.enumerated() {
+            if frame.count > 0 && frame.count + op.encodedSizeBound > options.maxFramePayload {
+                flush(last: false)
+            }
+            if let at = op.encode(into: &frame), case .put(_, _, let v) = op {
+                placements[i].valueOffset = UInt32(at)
+                placements[i].valueLength = UInt32(v.count)
+            }
+            inFrame.append(i)
+        }
+        flush(last: true)
+        return Output(bytes: out, rawBytes: rawBytes, placements: placements)
+    }
+}
