@@ -103,6 +103,31 @@ final class CheckpointWitnessTests: XCTestCase {
         XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir)), before, "no segment was deleted as a stray")
     }
 
+    func testOlderCopyOfManifestWithoutAnyCheckpointIsRefusedAndNothingIsDeleted() throws {
+        // The same, with CHECKPOINT gone too: the unlisted segments themselves are the evidence
+        // (a segment a roll-over left behind never holds a transaction).
+        let dir = root + "/older-manifest-no-checkpoint"
+        let e = try LogEngine.open(directory: dir, options: Self.options)
+        try e.commit([.put(type: "Item", key: RecordKey([1]), value: AttributeValue.int(1).encoded())])
+        let oldManifest = try Data(contentsOf: URL(fileURLWithPath: dir + "/MANIFEST"))
+        for t in 0..<40 {
+            try e.commit((0..<250).map { i in
+                .put(type: "Item", key: RecordKey(Array("i\(t * 250 + i)".utf8)), value: AttributeValue.int(Int64(t * 250 + i)).encoded())
+            })
+        }
+        try e.close()
+        try FileManager.default.removeItem(atPath: dir + "/CHECKPOINT")
+        let before = Set(try FileManager.default.contentsOfDirectory(atPath: dir))
+        try oldManifest.write(to: URL(fileURLWithPath: dir + "/MANIFEST"))
+        assertRefusedNaming(dir, dir + "/" + LogStoreFormat.segmentFileName(2), "older MANIFEST, no checkpoint")
+        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir)), before, "no segment was deleted as a stray")
+        var salvage = Self.options
+        salvage.recovery = .salvage
+        let s = try LogEngine.open(directory: dir, options: salvage)
+        XCTAssertEqual(try s.snapshot().count(ofType: "Item"), 10_001, "salvage finds every item in the unlisted segments")
+        try s.close()
+    }
+
     func testIntactStoreWithItsCheckpointOpensWithEveryItem() throws {
         let (dir, _) = try closedStore()
         let e = try LogEngine.open(directory: dir, options: Self.options)

@@ -208,6 +208,25 @@ extension LogEngine {
                 report.dropped.append(.init(path: path, offset: 0, bytes: 0, reason: message))
             }
         }
+        // An unlisted segment numbered from MANIFEST's next number on that holds more than its
+        // header was not left by an interrupted roll-over (which never appends before its manifest
+        // is in place) nor by a compaction (whose output is flagged compacted): MANIFEST is an
+        // older copy, or another store's, and that segment holds committed data.
+        let orphans = onDisk.filter { n in
+            guard !manifest.segments.contains(n), n >= manifest.nextSegment, segmentHeaders[n]?.isCompacted != true else { return false }
+            let size = (try? fileSize(fs, _joinPath(directory, LogStoreFormat.segmentFileName(n)))) ?? 0
+            return size > UInt64(SegmentHeader.size)
+        }
+        if let orphan = orphans.first {
+            let path = _joinPath(directory, LogStoreFormat.segmentFileName(orphan))
+            let message = "Segment \(orphan) holds transactions but MANIFEST (generation \(manifest.generation), next segment \(manifest.nextSegment)) does not list it: MANIFEST is an older copy or another store's, and the newest data is in unlisted segments \(orphans)."
+            guard options.recovery == .salvage else {
+                throw LogStoreError(.corruption, message + " " + LogStoreError.corruptionNextStep, path: path)
+            }
+            manifest.segments += orphans.filter { segmentHeaders[$0] != nil }
+            manifest.nextSegment = max(manifest.nextSegment, (orphans.last ?? 0) &+ 1)
+            report.dropped.append(.init(path: path, offset: 0, bytes: 0, reason: message + " Salvage replays them after the listed segments."))
+        }
         // Remove what interrupted operations left behind (never in salvage mode: it only reads).
         // Only now: the checkpoint above has vouched that MANIFEST is not an older copy, whose
         // unlisted segments would be the newest data rather than strays.
