@@ -8,7 +8,10 @@ extension FuzzEntryPoints {
     ///
     /// Input: `mode:u8 bytes`. Mode bits: 0 set = the last 4 bytes are replaced by the right
     /// checksum; 1 set = the bytes also become the CHECKPOINT file of a small store (one
-    /// segment, two committed transactions), which is then opened.
+    /// segment, two committed transactions), which is then opened; 2 set = before that, if the
+    /// bytes hold a version 2 store section where a checkpoint puts it, it is set to that store's
+    /// id (and the checksum fixed again), so the checkpoint is checked against the store's files
+    /// instead of being refused as another store's.
     ///
     /// Checks: decode fails only with a decode error (never traps); a decoded checkpoint has
     /// every location inside the segments it lists and re-encodes to a checkpoint that decodes to
@@ -31,14 +34,15 @@ extension FuzzEntryPoints {
                     throw FuzzPropertyViolation("checkpoint decoded a location outside its segments or newer than its sequence: \(loc)")
                 }
             }
-            let again = CheckpointFile.encode(generation: cp.generation, createdAtMillis: cp.createdAtMillis, segments: cp.segments, index: cp.index)
+            let id = cp.storeId ?? StoreID(bytes: Array(repeating: 0, count: 16))
+            let again = CheckpointFile.encode(generation: cp.generation, createdAtMillis: cp.createdAtMillis, segments: cp.segments, index: cp.index, storeId: id)
             let back: CheckpointFile
             do {
                 back = try again.withUnsafeBytes { (b) throws(_DecodeError) in try CheckpointFile.decode(b) }
             } catch {
                 throw FuzzPropertyViolation("a decoded checkpoint re-encodes to bytes that do not decode: \(error)")
             }
-            guard back.generation == cp.generation, back.sequence == cp.sequence, back.segments == cp.segments,
+            guard back.generation == cp.generation, back.sequence == cp.sequence, back.segments == cp.segments, back.storeId == id,
                 back.index.types == cp.index.types, back.index.sequence == cp.index.sequence
             else {
                 throw FuzzPropertyViolation("checkpoint changed in an encode/decode round trip")
@@ -55,6 +59,18 @@ extension FuzzEntryPoints {
             try engine.commit([.put(type: "a", key: RecordKey([1]), value: [1, 1]), .put(type: "b", key: RecordKey([2]), value: [2])])
             try engine.commit([.put(type: "a", key: RecordKey([3]), value: [3]), .delete(type: "b", key: RecordKey([2]))])
             try engine.close()
+            let idAt = CheckpointFile.headerSize + 1
+            if mode & 4 != 0, bytes.count >= idAt + 16 + 4, bytes[idAt - 1] == CheckpointFile.Tag.store.rawValue {
+                let manifestPath = _joinPath("/store", LogStoreFormat.manifestFileName)
+                let f = try fs.open(manifestPath, mode: .readOnly)
+                let m = try ManifestFile.decode(try f.read(at: 0, count: Int(try f.size())), path: manifestPath)
+                try f.close()
+                if let id = m.storeId { bytes.replaceSubrange(idAt..<(idAt + 16), with: id.bytes) }
+                if mode & 1 != 0 {
+                    let crc = bytes.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)]))) }
+                    for i in 0..<4 { bytes[bytes.count - 4 + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
+                }
+            }
             try writeFile(fs, _joinPath("/store", LogStoreFormat.checkpointFileName), bytes)
         } catch {
             throw FuzzPropertyViolation("setting up the in-memory store failed: \(error)")

@@ -56,14 +56,34 @@ extension FuzzEntryPoints {
             try fs.createDirectory(atPath: dir)
             try writeFile(fs, _joinPath(dir, LogStoreFormat.manifestFileName), bytes)
             for s in m.segments {
-                try writeFile(fs, _joinPath(dir, LogStoreFormat.segmentFileName(s)), SegmentHeader(segment: s, baseSequence: 1).encoded())
+                let header = SegmentHeader(version: m.version, segment: s, baseSequence: 1, storeId: m.storeId)
+                try writeFile(fs, _joinPath(dir, LogStoreFormat.segmentFileName(s)), header.encoded())
             }
         } catch {
             throw FuzzPropertyViolation("setting up the in-memory store failed: \(error)")
         }
+        // Version 2 records each sealed segment's length and last sequence: header-only files match
+        // only a manifest that says so; any other claim is damage the open must report.
+        let consistent = m.version < 2 || m.sealed.values.allSatisfy { $0.length == UInt64(SegmentHeader.sizeV2) && $0.lastSequence == 0 }
+        // A version 1 store is upgraded at open: one more segment (unless its counters are at
+        // their limit, which the open must report as damage).
+        let upgradable = m.nextSegment < UInt32.max && m.generation < UInt64.max
+        if !consistent || (m.version < 2 && !upgradable) {
+            do {
+                let e = try LogEngine.open(directory: dir, fileSystem: fs, options: options)
+                try? e.close()
+                throw FuzzPropertyViolation("a store whose MANIFEST contradicts its segment files (or cannot be upgraded) opened")
+            } catch let v as FuzzPropertyViolation {
+                throw v
+            } catch {
+                try expectCorruption(error, "open with a contradicting MANIFEST")
+                return
+            }
+        }
+        let expected = m.version < 2 ? m.segments + [m.nextSegment] : m.segments
         do {
             let engine = try LogEngine.open(directory: dir, fileSystem: fs, options: options)
-            guard engine.manifestInfo.segments == m.segments else {
+            guard engine.manifestInfo.segments == expected else {
                 throw FuzzPropertyViolation("the open store lists segments \(engine.manifestInfo.segments), its MANIFEST \(m.segments)")
             }
             try engine.commit([.put(type: "t", key: RecordKey([1]), value: [1])])
@@ -77,7 +97,7 @@ extension FuzzEntryPoints {
                     try engine.close()
                     return
                 }
-                guard engine.manifestInfo.segments.count == m.segments.count + 1 else {
+                guard engine.manifestInfo.segments.count == expected.count + 1 else {
                     throw FuzzPropertyViolation("a commit larger than the segment size did not roll over (segments \(engine.manifestInfo.segments))")
                 }
             }

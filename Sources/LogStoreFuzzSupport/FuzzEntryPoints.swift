@@ -33,7 +33,7 @@ public enum FuzzEntryPoints {
 
     /// The frame decoder: `LogFrame.parse`, `LogFrame.rawPayload` and `DecodedRecord.decodeAll`.
     ///
-    /// Input: `mode:u8 bytes`. Mode bits 0-1:
+    /// Input: `mode:u8 bytes`. Mode bit 2 set: frames of format version 1, else 2. Mode bits 0-1:
     /// - 0: `bytes` is a run of frames, parsed one after the other as recovery does;
     /// - 1: the same, but each frame's CRC is recomputed first, so the fuzzer gets past the
     ///   checksum to the LZ4 and record decoders;
@@ -51,21 +51,22 @@ public enum FuzzEntryPoints {
             try checkPayload(bytes, context: "raw payload")
             return
         }
-        if mode & 1 != 0 { fixFrameChecksums(&bytes, from: 0) }
+        let version: UInt16 = mode & 4 != 0 ? 1 : 2
+        if mode & 1 != 0 { fixFrameChecksums(&bytes, from: 0, version: version) }
         try bytes.withUnsafeBytes { buf in
             var offset = 0
             var frames = 0
             while offset < buf.count, frames < 64 {
-                switch LogFrame.parse(buf, at: offset) {
+                switch LogFrame.parse(buf, at: offset, version: version) {
                 case .truncated, .invalid:
                     return
                 case .frame(let header, let payloadOffset):
                     frames += 1
                     let end = payloadOffset + header.storedLength
-                    guard payloadOffset == offset + LogFrame.headerSize, end <= buf.count, header.storedLength >= 0 else {
+                    guard payloadOffset == offset + LogFrame.headerSize(version: version), end <= buf.count, header.storedLength >= 0 else {
                         throw FuzzPropertyViolation("parse accepted a frame at \(offset) whose payload \(payloadOffset)..<\(end) leaves the \(buf.count)-byte buffer")
                     }
-                    guard SegmentReader.nextValidFrame(buf, from: offset) != nil else {
+                    guard SegmentReader.nextValidFrame(buf, from: offset, version: version) != nil else {
                         throw FuzzPropertyViolation("validFrameFollows(from: \(offset)) misses the valid frame that starts there")
                     }
                     let stored = UnsafeRawBufferPointer(rebasing: buf[payloadOffset..<end])
@@ -81,7 +82,7 @@ public enum FuzzEntryPoints {
                         throw FuzzPropertyViolation("rawPayload returned \(raw.count) bytes, the header announces \(header.rawLength)")
                     }
                     try checkPayload(raw, context: "frame at \(offset)")
-                    try checkReframing(raw, header: header)
+                    try checkReframing(raw, header: header, version: version)
                     offset = end
                 }
             }
@@ -149,12 +150,15 @@ public enum FuzzEntryPoints {
     }
 
     /// Frames `raw` again (plain and LZ4) and checks that both parse back to the same payload.
-    static func checkReframing(_ raw: [UInt8], header: LogFrame.Header) throws {
+    static func checkReframing(_ raw: [UInt8], header: LogFrame.Header, version: UInt16) throws {
         for compress in [false, true] {
             var out: [UInt8] = []
-            let stored = LogFrame.append(into: &out, raw: raw, kind: header.kind, sequence: header.sequence, compress: compress, threshold: 0)
+            let stored = LogFrame.append(
+                into: &out, raw: raw, kind: header.kind, sequence: header.sequence, compress: compress, threshold: 0,
+                version: version, syncedThrough: header.syncedThrough)
             let ok: Bool = out.withUnsafeBytes { buf in
-                guard case .frame(let h, let p) = LogFrame.parse(buf, at: 0), h.kind == header.kind, h.sequence == header.sequence,
+                guard case .frame(let h, let p) = LogFrame.parse(buf, at: 0, version: version), h.kind == header.kind, h.sequence == header.sequence,
+                    h.syncedThrough == header.syncedThrough,
                     h.rawLength == raw.count, h.storedLength == stored, p + stored == buf.count,
                     let back = try? LogFrame.rawPayload(h, UnsafeRawBufferPointer(rebasing: buf[p...]))
                 else { return false }
@@ -168,11 +172,12 @@ public enum FuzzEntryPoints {
 
     /// Recomputes the CRC of each frame in `bytes` starting at `from`, following the length fields,
     /// as far as whole frames fit.
-    static func fixFrameChecksums(_ bytes: inout [UInt8], from start: Int) {
+    static func fixFrameChecksums(_ bytes: inout [UInt8], from start: Int, version: UInt16) {
+        let headerSize = LogFrame.headerSize(version: version)
         var offset = start
-        while bytes.count - offset >= LogFrame.headerSize {
+        while bytes.count - offset >= headerSize {
             let length = bytes.withUnsafeBytes { Int($0.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian) }
-            let end = offset + LogFrame.headerSize + length
+            let end = offset + headerSize + length
             guard length <= LogFrame.maxPayload, end <= bytes.count else { return }
             let crc = bytes.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[(offset + 4)..<end]))) }
             for i in 0..<4 { bytes[offset + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }

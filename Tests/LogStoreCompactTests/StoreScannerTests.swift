@@ -60,11 +60,12 @@ final class StoreScannerTests: XCTestCase {
     func frameOffsets(_ path: String) throws -> [Int] {
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         var offsets: [Int] = []
-        var o = 32
-        while o + 24 <= bytes.count {
+        // Format v2: a 48-byte segment header, 28-byte frame headers.
+        var o = SegmentHeader.sizeV2
+        while o + LogFrame.headerSizeV2 <= bytes.count {
             offsets.append(o)
             let length = Int(bytes[o + 4]) | Int(bytes[o + 5]) << 8 | Int(bytes[o + 6]) << 16 | Int(bytes[o + 7]) << 24
-            o += 24 + length
+            o += LogFrame.headerSizeV2 + length
         }
         return offsets
     }

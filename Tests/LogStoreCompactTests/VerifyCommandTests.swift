@@ -100,21 +100,28 @@ final class VerifyCommandTests: XCTestCase {
         XCTAssertEqual(issue["offset"] as? Int, committedEnd)
     }
 
-    func testVerifyOfAnInterruptedRollOverWarnsThatTheLastSegmentIsMissing() throws {
+    /// Format v2: a roll-over lists a segment only once its file is durable, so a listed last
+    /// segment without a file is damage (format v1 builds listed it first; the engine recreated it).
+    func testVerifyReportsAListedLastSegmentWithoutItsFileAsDamage() throws {
         let store = try makeStore()
         let path = store.dir + "/MANIFEST"
         var manifest = try ManifestFile.decode([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), path: path)
-        // Roll-over writes the manifest naming the new segment, then creates the file: stop between.
+        if let tail = manifest.segments.last {
+            let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: store.dir + "/" + LogStoreFormat.segmentFileName(tail))[.size] as? Int)
+            manifest.sealed[tail] = ManifestFile.Sealed(length: UInt64(size), lastSequence: 0)
+        }
         manifest.segments.append(manifest.nextSegment)
         manifest.nextSegment += 1
         manifest.generation += 1
         try Data(manifest.encoded()).write(to: URL(fileURLWithPath: path))
 
         let run = runTool(["verify", store.dir, "--json", "--progress", "none"])
-        XCTAssertEqual(run.code, 0, run.stdout)
+        XCTAssertEqual(run.code, 1, run.stdout)
         let json = try run.json()
-        XCTAssertEqual(issues(json).map { $0["kind"] as? String }, ["file", "index"])
-        XCTAssertEqual(json["warnings"] as? Int, 2)
+        XCTAssertEqual(issues(json).first?["kind"] as? String, "file")
+        XCTAssertThrowsError(try LogEngine.open(directory: store.dir, options: StoreFixture.options())) { error in
+            XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "\(error)")
+        }
     }
 
     func testVerifyReportsAValueThatIsNotAnAttributeValueUnlessToldNotToDecode() throws {
@@ -127,7 +134,7 @@ final class VerifyCommandTests: XCTestCase {
         XCTAssertEqual(run.code, 1)
         let issue = try XCTUnwrap(issues(try run.json()).first)
         XCTAssertEqual(issue["kind"] as? String, "value")
-        XCTAssertEqual(issue["offset"] as? UInt64, 32, "the frame right after the segment header")
+        XCTAssertEqual(issue["offset"] as? UInt64, UInt64(SegmentHeader.sizeV2), "the frame right after the segment header")
         XCTAssertEqual(runTool(["verify", dir, "--no-values", "--progress", "none"]).code, 0)
     }
 

@@ -230,7 +230,8 @@ final class CheckpointTests: XCTestCase {
         }
         segments[segments.count - 1].length += extraLength
         return CheckpointFile.encode(
-            generation: UInt64(Int(manifest.generation) + generationDelta), createdAtMillis: 0, segments: segments, index: idx)
+            generation: UInt64(Int(manifest.generation) + generationDelta), createdAtMillis: 0, segments: segments, index: idx,
+            storeId: manifest.storeId ?? StoreID(bytes: Array(repeating: 0, count: 16)))
     }
 
     func testCheckpointThatDisagreesWithTheLogIsRejected() throws {

@@ -13,6 +13,10 @@ final class CorruptionTests: XCTestCase {
         try Scenarios.flippedByteInMiddleOfLastSegment(.posix(self))
     }
 
+    func testFlippedByteInUnsyncedTailIsCutWithEverythingAfterIt() throws {
+        try Scenarios.flippedByteInUnsyncedTailIsCutWithEverythingAfterIt(.posix(self))
+    }
+
     func testUndecodableCommittedFrameIsCorruption() throws { try Scenarios.undecodableCommittedFrameIsCorruption(.posix(self)) }
     // flippedByteAnywhereInLastSegment (every byte) runs on the in-memory file system only, for speed.
 
@@ -79,11 +83,11 @@ extension Scenarios {
             (frameLengthField, target.start, "frame length"),
             (target.start + 8, target.start, "frame kind"),
             (target.start + 12, target.start, "frame sequence"),
-            (target.start + UInt64(LogFrame.headerSize) + 3, target.start, "payload start"),
+            (target.start + UInt64(LogFrame.headerSizeV2) + 3, target.start, "payload start"),
             ((target.start + target.end) / 2, target.start, "payload middle"),
             (target.end - 1, target.start, "payload end"),
             (3, 0, "segment header magic"),
-            (UInt64(SegmentHeader.size) - 1, 0, "segment header checksum"),
+            (UInt64(SegmentHeader.sizeV2) - 1, 0, "segment header checksum"),
         ]
         for c in cases {
             let copy = h.newStorePath("flip")
@@ -119,17 +123,19 @@ extension Scenarios {
         }
     }
 
+    /// Damage before a point a later frame vouches was synced (every commit is synced here) is
+    /// corruption, never a torn tail.
     static func flippedByteInMiddleOfLastSegment(_ h: StoreHarness) throws {
         var options = LogStoreOptions.replayOnly
-        options.durability = .none
+        options.durability = .synchronous
         let dir = h.newStorePath("mid")
         var history = History()
         let e = try h.open(dir, options: options)
         for n in 0..<9 { try writeRecording(e, workloadTransaction(n), into: &history) }
         try e.close()
         let target = history.entries[4]
-        var offsets = Array(target.start..<(target.start + UInt64(LogFrame.headerSize)))  // every header byte
-        offsets += [target.start + UInt64(LogFrame.headerSize), (target.start + target.end) / 2, target.end - 1]
+        var offsets = Array(target.start..<(target.start + UInt64(LogFrame.headerSizeV2)))  // every header byte
+        offsets += [target.start + UInt64(LogFrame.headerSizeV2), (target.start + target.end) / 2, target.end - 1]
         for offset in offsets {
             for mask in [0xFF, 0x01, 0x80] as [UInt8] {
                 let copy = h.newStorePath("flip")
@@ -194,12 +200,13 @@ extension Scenarios {
         }
     }
 
-    /// Every byte of a small last segment, flipped in turn: damage before the last transaction is
-    /// always reported as corruption, damage inside it is always a torn tail, salvage always
+    /// Every byte of a small last segment whose commits were each synced, flipped in turn: damage
+    /// before the last transaction is always reported as corruption (a later frame vouches it was
+    /// synced), damage inside it is always a torn tail, salvage always
     /// opens, and nothing traps.
     static func flippedByteAnywhereInLastSegment(_ h: StoreHarness) throws {
         var o = LogStoreOptions.replayOnly
-        o.durability = .none
+        o.durability = .synchronous
         let (dir, history) = try smallStore(h, count: 3, options: o)
         guard let last = history.entries.last else { return XCTFail() }
         let original = try h.fs.readAll(segmentPath(dir, 1))
@@ -227,5 +234,26 @@ extension Scenarios {
                 try e.close()
             }
         }
+    }
+
+    /// Format v2, issue 12: with `.none` nothing after the open is known durable, so damage in the
+    /// middle of the tail is an unsynced tail: the store opens, cut at the damage, with every later
+    /// (never synced) transaction, and the report says how many were cut.
+    static func flippedByteInUnsyncedTailIsCutWithEverythingAfterIt(_ h: StoreHarness) throws {
+        var options = LogStoreOptions.replayOnly
+        options.durability = .none
+        let dir = h.newStorePath("unsynced")
+        var history = History()
+        let e = try h.open(dir, options: options)
+        for n in 0..<9 { try writeRecording(e, workloadTransaction(n), into: &history) }
+        try e.close()
+        let target = history.entries[4]
+        try h.fs.flipByte(segmentPath(dir, 1), at: (target.start + target.end) / 2, mask: 0x01)
+        let r = try h.open(dir, options: options)
+        assertSameContents(try dump(r), history.contents { $0.sequence < target.sequence }, "unsynced tail on \(h.name)")
+        XCTAssertEqual(r.recoveryReport.truncatedTail?.offset, target.start)
+        // The four whole transactions after it, plus the damaged one if it had frames before the damage.
+        XCTAssertTrue((4...5).contains(r.recoveryReport.transactionsCut), "\(r.recoveryReport.transactionsCut) cut")
+        try r.close()
     }
 }

@@ -25,7 +25,7 @@ final class DiskFullLitterTests: XCTestCase {
     var big: [RecordOperation] { [.put(type: "Big", key: RecordKey(Array("big".utf8)), value: [UInt8](repeating: 7, count: 20_000))] }
 
     func testWritesOnAFullDiskLeaveNoEmptySegmentFilesAndBurnNoSegmentNumbers() throws {
-        for budget in [0, 10, SegmentHeader.size, SegmentHeader.size + 20] {
+        for budget in [0, 10, SegmentHeader.sizeV2, SegmentHeader.sizeV2 + 20] {
             let memory = InMemoryFileSystem()
             let full = DiskFullFileSystem(memory)
             let e = try storeNearlyFull(full, "/full-\(budget)")

@@ -67,7 +67,7 @@ extension Scenarios {
         // Roll-over writes a segment header, then a MANIFEST (through a temporary file), then the
         // transaction. These budgets stop the disk before, inside and after each of them.
         let manifestSize = ManifestFile(generation: 2, nextSegment: 3, segments: [1, 2]).encoded().count
-        let header = SegmentHeader.size
+        let header = SegmentHeader.sizeV2
         let budgets: Set<Int> = [0, header / 2, header, header + manifestSize / 2, manifestSize, header + manifestSize, header + manifestSize + 100]
         for budget in budgets.sorted() {
             for tearLastAppend in [false, true] {

@@ -73,7 +73,8 @@ final class FuzzFailCaseTests: XCTestCase {
         try engine.close()
         // Append a commit frame (sequence 2): 10 stored bytes claiming 512 MiB of raw payload.
         var frame: [UInt8] = [0, 0, 0, 0]
-        frame += le(UInt32(10), 4) + [0x02, 0x01, 0, 0] + le(UInt64(2), 8) + le(UInt32(512 << 20), 4) + [UInt8](repeating: 0x1F, count: 10)
+        // (Format v2 frame header: ... rawLength, syncedThrough.)
+        frame += le(UInt32(10), 4) + [0x02, 0x01, 0, 0] + le(UInt64(2), 8) + le(UInt32(512 << 20), 4) + le(UInt32(0), 4) + [UInt8](repeating: 0x1F, count: 10)
         let crc = frame.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[4...]))) }
         frame.replaceSubrange(0..<4, with: le(crc, 4))
         let f = try fs.open("/s/" + LogStoreFormat.segmentFileName(1), mode: .readWrite)
@@ -169,9 +170,10 @@ final class FuzzFailCaseTests: XCTestCase {
             options.segmentSize = 64 << 10
             options.compression = false
             try LogEngine.open(directory: "/s", fileSystem: fs, options: options).close()
-            var m: [UInt8] = [0x89, 0x4C, 0x53, 0x4D, 0x46, 0x0D, 0x0A, 0x1A, 1, 0, 0, 0]
-            m += le(generation, 8) + le(nextSegment, 4) + le(UInt32(1), 4) + le(UInt32(1), 4)
-            m += le(CRC32C.mask(CRC32C.checksum(m)), 4)
+            var manifest = try ManifestFile.decode(try fs.readAll("/s/MANIFEST"), path: "/s/MANIFEST")
+            manifest.generation = generation
+            manifest.nextSegment = nextSegment
+            let m = manifest.encoded()
             let f = try fs.open("/s/MANIFEST", mode: .createOrTruncate)
             try f.write(m, at: 0)
             try f.close()
@@ -198,16 +200,21 @@ final class FuzzFailCaseTests: XCTestCase {
         var options = LogStoreOptions()
         options.durability = .none
         options.compression = false
-        try LogEngine.open(directory: "/s", fileSystem: fs, options: options).close()
-        // A commit frame (sequence UInt64.max) holding put t/01 = [9]: op, type, key, value.
+        // A format v1 store (v1 sequence rules: any larger number follows) whose segment holds a
+        // commit frame (sequence UInt64.max) with put t/01 = [9]: op, type, key, value. Opening
+        // upgrades it to v2; the sequence stays at its limit.
         let payload: [UInt8] = [0x01, 0x01, 0x74, 0x01, 0x01, 0x01, 0x09]
         var frame: [UInt8] = [0, 0, 0, 0]
         frame += le(UInt32(payload.count), 4) + [0x02, 0x00, 0, 0] + le(UInt64.max, 8) + le(UInt32(payload.count), 4) + payload
         let crc = frame.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[4...]))) }
         frame.replaceSubrange(0..<4, with: le(crc, 4))
-        let f = try fs.open("/s/" + LogStoreFormat.segmentFileName(1), mode: .readWrite)
-        try f.write(frame, at: try f.size())
+        try fs.createDirectory(atPath: "/s")
+        let f = try fs.open("/s/" + LogStoreFormat.segmentFileName(1), mode: .createOrTruncate)
+        try f.write(SegmentHeader(version: 1, segment: 1, baseSequence: 1).encoded() + frame, at: 0)
         try f.close()
+        let m = try fs.open("/s/MANIFEST", mode: .createOrTruncate)
+        try m.write(ManifestFile(version: 1, generation: 1, nextSegment: 2, segments: [1]).encoded(), at: 0)
+        try m.close()
 
         let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
         defer { try? engine.close() }

@@ -13,6 +13,7 @@ final class InMemoryFileSystemTests: XCTestCase {
     func testTornMultiFrameTransactionIsNeverPartiallyVisible() throws { try Scenarios.tornMultiFrameTransaction(h, everyByte: false) }
     func testFlippedByteInNonTailSegmentIsCorruption() throws { try Scenarios.flippedByteInNonTailSegment(h) }
     func testFlippedByteInMiddleOfLastSegmentIsCorruption() throws { try Scenarios.flippedByteInMiddleOfLastSegment(h) }
+    func testFlippedByteInUnsyncedTailIsCutWithEverythingAfterIt() throws { try Scenarios.flippedByteInUnsyncedTailIsCutWithEverythingAfterIt(h) }
     func testUndecodableCommittedFrameIsCorruption() throws { try Scenarios.undecodableCommittedFrameIsCorruption(h) }
     func testFlippedByteAnywhereInLastSegment() throws { try Scenarios.flippedByteAnywhereInLastSegment(h) }
     func testSecondOpenIsLocked() throws { try Scenarios.secondOpenIsLocked(h) }
@@ -30,9 +31,10 @@ final class InMemoryFileSystemTests: XCTestCase {
     func testChecksumMismatchInTailIsTruncated() throws { try Scenarios.checksumMismatchInTailIsTruncated(h) }
     func testMissingCommitMarkerDropsTransaction() throws { try Scenarios.missingCommitMarkerDropsTransaction(h) }
     func testFrameOfAnotherTransactionAfterMissingCommitIsCorruption() throws { try Scenarios.frameOfAnotherTransactionAfterMissingCommitIsCorruption(h) }
+    func testFrameOfAnotherTransactionAfterMissingCommitWithoutSyncClaimIsCut() throws { try Scenarios.frameOfAnotherTransactionAfterMissingCommitWithoutSyncClaimIsCut(h) }
     func testZeroFilledTailIsIgnored() throws { try Scenarios.zeroFilledTailIsIgnored(h) }
-    func testPartialSegmentHeaderOfNewSegmentIsRecreated() throws { try Scenarios.partialSegmentHeaderOfNewSegmentIsRecreated(h) }
-    func testListedSegmentMissingIsRecreated() throws { try Scenarios.listedSegmentMissingIsRecreated(h) }
+    func testPartialSegmentHeaderOfListedSegmentIsCorruption() throws { try Scenarios.partialSegmentHeaderOfListedSegmentIsCorruption(h) }
+    func testListedLastSegmentMissingIsCorruption() throws { try Scenarios.listedLastSegmentMissingIsCorruption(h) }
     func testListedNonTailSegmentMissingIsCorruption() throws { try Scenarios.listedNonTailSegmentMissingIsCorruption(h) }
     func testMissingManifestWithSegmentsIsCorruption() throws { try Scenarios.missingManifestWithSegmentsIsCorruption(h) }
     func testInterruptedCreationIsFinished() throws { try Scenarios.interruptedCreationIsFinished(h) }

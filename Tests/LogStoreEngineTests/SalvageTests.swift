@@ -23,7 +23,7 @@ final class SalvageTests: XCTestCase {
         let seg1 = segmentPath(dir, 1)
         let fr = frames(ofSegment: try h.fs.readAll(seg1))
         XCTAssertGreaterThan(fr.count, 5)
-        try h.fs.flipByte(seg1, at: UInt64(fr[2].offset + LogFrame.headerSize + 10))
+        try h.fs.flipByte(seg1, at: UInt64(fr[2].offset + LogFrame.headerSizeV2 + 10))
         assertThrowsLogStoreError(.corruption) { try h.open(dir, options: o) }
 
         var salvage = o

@@ -228,21 +228,21 @@ func manifestPath(_ dir: String) -> String { _joinPath(dir, LogStoreFormat.manif
 struct FrameInfo {
     var offset: Int
     var header: LogFrame.Header
-    var end: Int { offset + LogFrame.headerSize + header.storedLength }
+    var end: Int { offset + LogFrame.headerSizeV2 + header.storedLength }
 }
 
 /// Walks the frames of a well-formed segment; fails the test on anything unparsable.
 func frames(ofSegment bytes: [UInt8], file: StaticString = #filePath, line: UInt = #line) -> [FrameInfo] {
     var out: [FrameInfo] = []
     bytes.withUnsafeBytes { buf in
-        var offset = SegmentHeader.size
+        var offset = SegmentHeader.sizeV2
         while offset < buf.count {
-            guard case .frame(let h, _) = LogFrame.parse(buf, at: offset) else {
+            guard case .frame(let h, _) = LogFrame.parse(buf, at: offset, version: 2) else {
                 XCTFail("unparsable frame at \(offset)", file: file, line: line)
                 return
             }
             out.append(FrameInfo(offset: offset, header: h))
-            offset += LogFrame.headerSize + h.storedLength
+            offset += LogFrame.headerSizeV2 + h.storedLength
         }
     }
     return out
@@ -371,7 +371,7 @@ func writeRecording(_ e: LogEngine, _ ops: [RecordOperation], into history: inou
     let seq = try write(e, ops)
     let segment = e.manifestInfo.segments.last ?? 0
     let after = try e.fileSystem.fileSize(segmentPath(e.directory, segment))
-    let start = segmentsBefore.last == segment ? before : UInt64(SegmentHeader.size)
+    let start = segmentsBefore.last == segment ? before : UInt64(SegmentHeader.sizeV2)
     history.entries.append(.init(sequence: seq, ops: ops, segment: segment, start: start, end: after))
     apply(ops, to: &history.model)
 }

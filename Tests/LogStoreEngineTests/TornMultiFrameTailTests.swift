@@ -27,7 +27,7 @@ final class TornMultiFrameTailTests: XCTestCase {
         var frames: [Int] = []
         while offset < bytes.count {
             frames.append(offset)
-            offset += LogFrame.headerSize + Int(bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian })
+            offset += LogFrame.headerSizeV2 + Int(bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian })
         }
         XCTAssertGreaterThan(frames.count, 2, "precondition: transaction 2 spans several frames")
         let f = try POSIXFileSystem().open(path, mode: .readWrite)

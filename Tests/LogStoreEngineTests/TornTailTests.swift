@@ -113,8 +113,8 @@ extension Scenarios {
                 for f in txFrames {
                     let o = UInt64(f.offset)
                     let end = UInt64(f.end)
-                    cuts.formUnion([o, o + 1, o + 4, o + 8, o + UInt64(LogFrame.headerSize) - 1, o + UInt64(LogFrame.headerSize),
-                                    o + UInt64(LogFrame.headerSize) + 1, (o + end) / 2, end - 1, end])
+                    cuts.formUnion([o, o + 1, o + 4, o + 8, o + UInt64(LogFrame.headerSizeV2) - 1, o + UInt64(LogFrame.headerSizeV2),
+                                    o + UInt64(LogFrame.headerSizeV2) + 1, (o + end) / 2, end - 1, end])
                 }
             }
             for cut in cuts.sorted() { try checkCut(h, dir: dir, history: history, cut: cut, options: options) }

@@ -47,6 +47,8 @@ public struct StoreScan: Sendable {
         public var nextSegment: UInt32
         /// Live segments in replay order.
         public var segments: [UInt32]
+        /// Format version 2: the store's id (32 hex digits); nil for version 1.
+        public var storeId: String? = nil
     }
 
     /// One scanned segment.
@@ -181,9 +183,9 @@ public struct StoreScan: Sendable {
         segmentSize: Int = LogStoreOptions().segmentSize, maxFramePayload: Int = LogStoreOptions().maxFramePayload
     ) -> UInt64 {
         let frames = max(1, (liveRawBytes + UInt64(maxFramePayload) - 1) / UInt64(max(1, maxFramePayload)))
-        let body = liveBytes + frames * UInt64(LogFrame.headerSize)
+        let body = liveBytes + frames * UInt64(LogFrame.headerSizeV2)
         let segments = max(1, (body + UInt64(segmentSize) - 1) / UInt64(max(1, segmentSize)))
-        return body + segments * UInt64(SegmentHeader.size)
+        return body + segments * UInt64(SegmentHeader.sizeV2)
     }
 
     /// The live keys of `type` with where the log says each is stored, sorted by key.

@@ -68,6 +68,8 @@ struct ScanRun {
     /// The sequence number of the last transaction replayed into the index (the engine's
     /// `index.sequence`).
     var applied: UInt64 = 0
+    /// MANIFEST as decoded (for the version 2 checks: store id, sealed lengths).
+    var manifestFile: ManifestFile? = nil
     var bytesDone: UInt64 = 0
     var bytesTotal: UInt64 = 0
 
@@ -122,7 +124,9 @@ struct ScanRun {
                 defer { try? f.close() }
                 let bytes = try f.read(at: 0, count: Int(try f.size()))
                 let m = try ManifestFile.decode(bytes, path: manifestPath)
-                scan.manifest = .init(version: m.version, generation: m.generation, nextSegment: m.nextSegment, segments: m.segments)
+                scan.manifest = .init(version: m.version, generation: m.generation, nextSegment: m.nextSegment, segments: m.segments,
+                                      storeId: m.storeId?.description)
+                manifestFile = m
                 order = m.segments
             } catch let e as LogStoreError {
                 let kind: StoreIssue.Kind = e.code == .unsupportedFormatVersion ? .unsupportedVersion : e.code == .corruption || e.code == .notAStore ? .manifest : .file
@@ -192,7 +196,7 @@ struct ScanRun {
         var seg = StoreScan.Segment(number: number, path: path, fileSize: 0)
         defer { scan.segments.append(seg) }
         guard fs.itemKind(atPath: path) == .file else {
-            if isLast && scan.manifest != nil {
+            if isLast && scan.manifest != nil && (manifestFile?.version ?? 1) < 2 {
                 issue(.warning, .file, path, nil, "the last segment listed in MANIFEST was never created (interrupted roll-over); the next open creates it")
             } else {
                 issue(.damage, .file, path, nil, "segment \(number) is listed in MANIFEST but its file is missing")
@@ -212,6 +216,11 @@ struct ScanRun {
         }
         seg.fileSize = UInt64(bytes.count)
         scan.segmentBytes += UInt64(bytes.count)
+        if let sealed = manifestFile?.sealed[seg.number], sealed.length != UInt64(bytes.count) {
+            issue(.damage, .file, path, Int(min(sealed.length, UInt64(bytes.count))),
+                  "sealed segment \(seg.number) is \(bytes.count) bytes, but MANIFEST recorded \(sealed.length) when it was sealed (transactions up to \(sealed.lastSequence)): it changed after it was sealed")
+            seg.damaged = true
+        }
         bytes.withUnsafeBytes { buf in scanSegmentBytes(buf, path: path, isLast: isLast, seg: &seg) }
         bytesDone += UInt64(bytes.count)
         report(path)
@@ -220,10 +229,17 @@ struct ScanRun {
     mutating func scanSegmentBytes(_ buf: UnsafeRawBufferPointer, path: String, isLast: Bool, seg: inout StoreScan.Segment) {
         let number = seg.number
         let compacted: Bool
+        let version: UInt16
         switch SegmentHeader.decode(buf) {
         case .ok(let h):
             seg.baseSequence = h.baseSequence
             compacted = h.isCompacted
+            version = h.version
+            if let id = h.storeId, let mine = manifestFile?.storeId, id != mine {
+                issue(.damage, .segmentHeader, path, 24, "the segment belongs to store \(id), not to this store (\(mine)); it was copied here from another store")
+                seg.damaged = true
+                return
+            }
             guard h.segment == number else {
                 issue(.damage, .segmentHeader, path, 12, "the header names segment \(h.segment) but the file is segment \(number); the whole segment is unusable")
                 seg.damaged = true
@@ -234,7 +250,7 @@ struct ScanRun {
             seg.damaged = true
             return
         case .notASegment(let why):
-            if isLast && buf.count <= SegmentHeader.size {
+            if isLast && buf.count <= SegmentHeader.maxSize && (manifestFile?.version ?? 1) < 2 {
                 issue(.warning, .tornTail, path, 0, "segment header torn while the segment was being created (\(why)); the next open rewrites it")
             } else {
                 issue(.damage, .segmentHeader, path, 0, "bad segment header: \(why); the whole segment is unusable")
@@ -242,17 +258,19 @@ struct ScanRun {
             }
             return
         }
-        scan.overheadBytes += UInt64(SegmentHeader.size)
+        let headerSize = SegmentHeader.size(version: version)
+        scan.overheadBytes += UInt64(headerSize)
 
         /// Set at the first damage: the scan keeps reading (to name every damaged place) but, like
         /// strict recovery, replays nothing after it into the index.
         var damaged = false
-        var nextReport = SegmentHeader.size + (8 << 20)
+        var nextReport = headerSize + (8 << 20)
         let segmentStart = bytesDone
         // The frame rules are recovery's own (SegmentReader); the scanner reports instead of throwing.
         // Its closures never throw, so neither does the read.
         let outcome = try? SegmentReader.read(
-            buf, from: SegmentHeader.size, compacted: compacted, isLast: isLast, lastSequence: applied,
+            buf, from: headerSize, version: version, compacted: compacted, isLast: isLast, lastSequence: applied,
+            lastIsExact: !scan.hasDamage,
             onTransaction: { frames in
                 let last = frames[frames.count - 1]
                 if last.frameOffset >= nextReport {
@@ -266,7 +284,7 @@ struct ScanRun {
                     seg.rawPayloadBytes += UInt64(f.header.rawLength)
                     self.scan.storedPayloadBytes += UInt64(f.header.storedLength)
                     self.scan.rawPayloadBytes += UInt64(f.header.rawLength)
-                    self.scan.overheadBytes += UInt64(LogFrame.headerSize)
+                    self.scan.overheadBytes += UInt64(LogFrame.headerSize(version: version))
                 }
                 guard self.replayTransaction(frames, buf: buf, segment: number, path: path, apply: !damaged) else { return false }
                 let sequence = last.header.sequence

@@ -13,6 +13,8 @@ import Synchronization
 ///                   generation:u64le   sequence:u64le   createdAtMillis:u64le
 ///     section    := 0x01 segments          -- exactly once, before every type section
 ///                 | 0x02 type              -- once per item type that has records
+///                 | 0x03 store             -- version 2: exactly once, first
+///     store      := storeId:16             -- the store's id (MANIFEST, segment headers)
 ///     segments   := count:uvarint (segment:u32le length:u64le rawBytes:u64le) * count
 ///     type       := name:string count:uvarint entry * count            (count >= 1)
 ///     entry      := key:bytes segmentIndex:uvarint frameOffset:uvarint frameLength:uvarint
@@ -36,6 +38,7 @@ package struct CheckpointFile {
     package enum Tag: UInt8 {
         case segments = 0x01
         case type = 0x02
+        case store = 0x03
         case end = 0xFF
     }
 
@@ -56,6 +59,8 @@ package struct CheckpointFile {
     package var createdAtMillis: UInt64
     package var segments: [Segment]
     package var index: IndexState
+    /// Version 2: the store this checkpoint belongs to (nil in version 1 checkpoints).
+    package var storeId: StoreID? = nil
 
     /// What the engine remembers about a checkpoint it wrote or loaded.
     func mark(fileBytes: UInt64) -> CheckpointMark {
@@ -65,7 +70,7 @@ package struct CheckpointFile {
     }
 
     /// Encodes a checkpoint of `index` (whose locations must all lie in `segments`).
-    package static func encode(generation: UInt64, createdAtMillis: UInt64, segments: [Segment], index: IndexState) -> [UInt8] {
+    package static func encode(generation: UInt64, createdAtMillis: UInt64, segments: [Segment], index: IndexState, storeId: StoreID) -> [UInt8] {
         let total = index.totalCount
         var w = _ByteWriter(capacity: 64 + segments.count * 20 + total * 24)
         w.append(contentsOf: magic)
@@ -74,6 +79,8 @@ package struct CheckpointFile {
         w.u64(generation)
         w.u64(index.sequence)
         w.u64(createdAtMillis)
+        w.u8(Tag.store.rawValue)
+        w.append(contentsOf: storeId.bytes)
         w.u8(Tag.segments.rawValue)
         w.uvarint(UInt64(segments.count))
         var position: [UInt32: UInt64] = [:]
@@ -129,6 +136,7 @@ package struct CheckpointFile {
         let createdAt = try r.u64()
 
         var segments: [Segment] = []
+        var storeId: StoreID? = nil
         var sawSegments = false
         var index = IndexState()
         index.sequence = sequence
@@ -138,7 +146,11 @@ package struct CheckpointFile {
             let raw = try r.u8()
             guard let tag = Tag(rawValue: raw) else { throw _DecodeError("unknown section tag 0x\(String(raw, radix: 16))", at: tagAt) }
             switch tag {
+            case .store:
+                guard version >= 2, storeId == nil, !sawSegments else { throw _DecodeError("store section out of place", at: tagAt) }
+                storeId = StoreID(bytes: Array(try r.bytes(16)))
             case .segments:
+                guard version < 2 || storeId != nil else { throw _DecodeError("version 2 checkpoint without a store section", at: tagAt) }
                 guard !sawSegments else { throw _DecodeError("second segments section", at: tagAt) }
                 sawSegments = true
                 let countAt = r.offset
@@ -151,7 +163,7 @@ package struct CheckpointFile {
                     let at = r.offset
                     let s = Segment(number: try r.u32(), length: try r.u64(), rawBytes: try r.u64())
                     guard seen.insert(s.number).inserted else { throw _DecodeError("segment \(s.number) listed twice", at: at) }
-                    guard s.length >= UInt64(SegmentHeader.size), s.length <= UInt64(UInt32.max) + UInt64(LogFrame.maxPayload) else {
+                    guard s.length >= UInt64(SegmentHeader.sizeV1), s.length <= UInt64(UInt32.max) + UInt64(LogFrame.maxPayload) else {
                         throw _DecodeError("segment \(s.number) length \(s.length) is implausible", at: at)
                     }
                     segments.append(s)
@@ -190,7 +202,7 @@ package struct CheckpointFile {
                 guard sawSegments else { throw _DecodeError("no segments section", at: tagAt) }
                 return CheckpointFile(
                     version: version, generation: generation, sequence: sequence, createdAtMillis: createdAt,
-                    segments: segments, index: index)
+                    segments: segments, index: index, storeId: storeId)
             }
         }
     }
@@ -301,8 +313,8 @@ package struct CheckpointFile {
         }
         let segment = segments[Int(segmentIndex)]
         let limit = UInt64(UInt32.max)
-        guard frameOffset >= UInt64(SegmentHeader.size), frameOffset <= limit, frameLength <= UInt64(LogFrame.maxPayload),
-            frameOffset + UInt64(LogFrame.headerSize) + frameLength <= segment.length
+        guard frameOffset >= UInt64(SegmentHeader.sizeV1), frameOffset <= limit, frameLength <= UInt64(LogFrame.maxPayload),
+            frameOffset + UInt64(LogFrame.headerSizeV1) + frameLength <= segment.length
         else {
             throw _DecodeError(
                 "frame \(frameOffset)+\(frameLength) lies outside segment \(segment.number)'s \(segment.length) bytes", at: at)

@@ -33,7 +33,8 @@ final class Checkpointer: Sendable {
             s.log.bytesSinceCheckpoint = 0
             return Capture(index: s.views.head.index, log: s.log)
         }
-        guard let capture else { return }
+        // A writable store runs on a version 2 manifest (recovery upgrades older ones).
+        guard let capture, let storeId = capture.log.manifest.storeId else { return }
         let tail = capture.log.tail
         var segments: [CheckpointFile.Segment] = []
         for n in capture.log.manifest.segments {
@@ -52,7 +53,8 @@ final class Checkpointer: Sendable {
         }
         let created = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
         let bytes = CheckpointFile.encode(
-            generation: capture.log.manifest.generation, createdAtMillis: created, segments: segments, index: capture.index)
+            generation: capture.log.manifest.generation, createdAtMillis: created, segments: segments, index: capture.index,
+            storeId: storeId)
         try AtomicFileReplace.replaceOrThrow(LogStoreFormat.checkpointFileName, in: engine.directory, with: bytes, fs: engine.fileSystem)
         let mark = CheckpointMark(
             generation: capture.log.manifest.generation, sequence: capture.index.sequence, createdAtMillis: created,

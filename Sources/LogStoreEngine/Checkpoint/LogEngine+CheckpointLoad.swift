@@ -39,6 +39,12 @@ extension LogEngine {
         case .success(let c): cp = c
         case .failure(let e): return .rejected("checkpoint damaged at offset \(e.offset): \(e.reason)", witness: nil)
         }
+        guard cp.storeId == manifest.storeId else {
+            // Another store's checkpoint (or one from before the upgrade to format v2): not this
+            // log's index, and no witness of what this log committed.
+            let what = cp.storeId.map { "store \($0)" } ?? "a format version \(cp.version) store"
+            return .rejected("CHECKPOINT belongs to \(what), not to this store (\(manifest.storeId.map { "\($0)" } ?? "format version \(manifest.version)"))", witness: nil)
+        }
         let witness = cp.sequence
         guard cp.generation <= manifest.generation else {
             // Manifests are installed before anything is written under them, so a checkpoint of a
@@ -72,15 +78,19 @@ extension LogEngine {
                         "segment \(s.number) holds \(size) bytes, but the checkpoint recorded \(s.length) committed, synced bytes of it: it was truncated",
                         path: segPath, witness: witness)
                 }
-                let header = try f.read(at: 0, count: SegmentHeader.size)
+                let header = try f.read(at: 0, count: SegmentHeader.maxSize)
                 guard case .ok(let h) = header.withUnsafeBytes({ SegmentHeader.decode($0) }), h.segment == s.number else {
                     try? f.close()
                     return .rejected("segment \(s.number) has a bad header", witness: witness)
                 }
+                if let id = h.storeId, id != manifest.storeId {
+                    try? f.close()
+                    return .rejected("segment \(s.number) belongs to store \(id), not to this store", witness: nil)
+                }
                 if isPosition || options.recovery != .strict {
                     try f.close()
                 } else {
-                    opened[s.number] = SegmentFile(number: s.number, file: f, baseSequence: h.baseSequence, compacted: h.isCompacted)
+                    opened[s.number] = SegmentFile(number: s.number, file: f, header: h)
                 }
             } catch {
                 return .rejected("segment \(s.number) unreadable: \(error)", witness: witness)

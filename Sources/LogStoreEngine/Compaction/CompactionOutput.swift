@@ -1,13 +1,21 @@
 import Foundation
 
+/// One segment a compaction wrote.
+struct CompactedSegment {
+    var segment: SegmentFile
+    var info: SegmentInfo
+    /// The sequence of its last frame: what MANIFEST records as the log's sequence at its end.
+    var lastSequence: UInt64
+}
+
 /// Writes compacted segments: `putAt` records in ascending sequence order, grouped into commit
 /// frames of at most `maxFramePayload` raw bytes (LZ4-compressed when that is smaller), each
 /// frame's sequence the largest of its records; segments roll over at `segmentSize`.
 /// Not thread-safe; used by one compaction.
 struct CompactionOutput {
     let engine: LogEngine
-    /// Finished segments with their info, in order.
-    var segments: [(segment: SegmentFile, info: SegmentInfo)] = []
+    /// Finished segments with their info and the log's last sequence at their end, in order.
+    var segments: [CompactedSegment] = []
     /// New location per copied record (by record index).
     var locations: [RecordLocation]
     private var current: SegmentFile? = nil
@@ -54,7 +62,7 @@ struct CompactionOutput {
     /// Appends a frame to the current segment (starting a new one when it would pass the
     /// segment size); returns where it landed.
     private mutating func place(_ bytes: [UInt8], rawBytes: Int, baseSequence: UInt64) throws -> (UInt32, UInt32) {
-        if current != nil, currentInfo.length > UInt64(SegmentHeader.size),
+        if let current, currentInfo.length > UInt64(current.headerSize),
             currentInfo.length + UInt64(bytes.count) > UInt64(engine.options.segmentSize)
         {
             try finishSegment()
@@ -64,11 +72,12 @@ struct CompactionOutput {
             segment = current
         } else {
             let number = engine.state.withLock { $0.log.reserveSegmentNumber() }
-            segment = try engine.log.createSegment(number, baseSequence: baseSequence, flags: SegmentHeader.flagCompacted)
+            let storeId = engine.state.withLock { $0.log.manifest.storeId }
+            segment = try engine.log.createSegment(number, baseSequence: baseSequence, storeId: storeId, flags: SegmentHeader.flagCompacted)
             created.append(segment)
             current = segment
-            currentInfo = SegmentInfo(length: UInt64(SegmentHeader.size), rawBytes: 0)
-            bufferStart = UInt64(SegmentHeader.size)
+            currentInfo = SegmentInfo(length: UInt64(segment.headerSize), rawBytes: 0)
+            bufferStart = UInt64(segment.headerSize)
         }
         let offset = currentInfo.length
         buffer.append(contentsOf: bytes)
@@ -89,7 +98,7 @@ struct CompactionOutput {
         guard let segment = current else { return }
         try flushBuffer()
         try segment.file.sync()
-        segments.append((segment, currentInfo))
+        segments.append(CompactedSegment(segment: segment, info: currentInfo, lastSequence: lastFrameSequence))
         current = nil
     }
 

@@ -53,8 +53,8 @@ final class Compactor: Sendable {
             defer { engine.writer.release() }
             try engine.checkWritable()
             if includingTail {
-                let (sequence, offset) = engine.state.withLock { ($0.views.head.index.sequence, $0.log.tailOffset) }
-                if offset > UInt64(SegmentHeader.size) { try engine.rollOverLocked(nextSequence: sequence + 1) }
+                let (sequence, offset, tail) = engine.state.withLock { ($0.views.head.index.sequence, $0.log.tailOffset, $0.log.tail) }
+                if offset > UInt64(tail.headerSize) { try engine.rollOverLocked(nextSequence: sequence + 1) }
             }
             (manifest, view) = engine.state.withLock { s in
                 s.compactionJournal = IndexJournal(limit: journalLimit.withLock { $0 })
@@ -223,6 +223,8 @@ final class Compactor: Sendable {
         var next = manifest
         next.generation += 1
         next.segments = out.segments.map(\.segment.number) + manifest.segments.dropFirst(prefix.count)
+        for n in prefix { next.sealed[n] = nil }
+        for o in out.segments { next.sealed[o.segment.number] = ManifestFile.Sealed(length: o.info.length, lastSequence: o.lastSequence) }
         // From a rename on, the file system may show the new generation: adopt it whatever
         // happens next, and keep both generations' files if it is not known to be durable.
         var notDurable: (any Error)? = nil

@@ -84,7 +84,6 @@ extension LogEngine {
     /// copy the state. Works after ``close()`` too (describing the state at close).
     public func storageStats() -> StorageStats {
         let (view, manifest, info, mark) = state.withLock { s in (s.views.head, s.log.manifest, s.log.segmentInfo, s.lastCheckpoint) }
-        let header = UInt64(SegmentHeader.size)
         var position: [UInt32: Int] = [:]
         for (i, n) in manifest.segments.enumerated() { position[n] = i }
         var liveRaw = [UInt64](repeating: 0, count: manifest.segments.count)
@@ -104,6 +103,7 @@ extension LogEngine {
         }
         var segments: [StorageStats.Segment] = []
         for (i, n) in manifest.segments.enumerated() {
+            let header = UInt64(view.segments[n]?.headerSize ?? SegmentHeader.sizeV2)
             let inf = info[n] ?? SegmentInfo(length: header, rawBytes: 0)
             let payload = inf.length > header ? inf.length - header : 0
             var live: UInt64 = 0

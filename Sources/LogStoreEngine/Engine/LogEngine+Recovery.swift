@@ -126,15 +126,17 @@ extension LogEngine {
             manifest = decoded
         } else if manifestProblem == nil && !names.contains(LogStoreFormat.checkpointFileName) && isNewOrInterruptedCreation(onDisk, directory, fs) {
             // A new store, or one whose creation was interrupted before its manifest existed.
-            let segment = try createFirstSegment(directory: directory, fs: fs)
-            manifest = ManifestFile(generation: 1, nextSegment: 2, segments: [1])
+            let storeId = StoreID.random()
+            let segment = try createFirstSegment(directory: directory, fs: fs, storeId: storeId)
+            manifest = ManifestFile(generation: 1, nextSegment: 2, segments: [1], storeId: storeId)
             try AtomicFileReplace.replaceOrThrow(LogStoreFormat.manifestFileName, in: directory, with: manifest.encoded(), fs: fs)
             report.created = true
             var index = IndexState()
             index.sequence = 0
+            let start = UInt64(segment.headerSize)
             return Recovered(index: index, segments: [1: segment], manifest: manifest, tail: segment,
-                              tailOffset: UInt64(SegmentHeader.size), report: report,
-                              segmentInfo: [1: SegmentInfo(length: UInt64(SegmentHeader.size), rawBytes: 0)],
+                              tailOffset: start, report: report,
+                              segmentInfo: [1: SegmentInfo(length: start, rawBytes: 0)],
                               checkpoint: nil, bytesAfterCheckpoint: 0)
         } else if segmentHeaders.isEmpty && names.contains(LogStoreFormat.checkpointFileName) {
             // A checkpoint is written only after the log it covers is synced: its log is gone.
@@ -156,7 +158,12 @@ extension LogEngine {
             let usable = onDisk.filter { $0 < UInt32.max && segmentHeaders[$0] != nil }
             let compacted = Set(usable.filter { segmentHeaders[$0]?.isCompacted == true })
             let order = usable.filter { compacted.contains($0) } + usable.filter { !compacted.contains($0) }
-            manifest = ManifestFile(generation: 1, nextSegment: (usable.last ?? 0) + 1, segments: order)
+            // The store is the one most segment headers name (a foreign segment is then dropped).
+            var votes: [StoreID: Int] = [:]
+            for n in usable { if let id = segmentHeaders[n]?.storeId { votes[id, default: 0] += 1 } }
+            let id = votes.max { $0.value < $1.value || ($0.value == $1.value && $0.key.description < $1.key.description) }?.key
+            manifest = ManifestFile(version: id == nil ? 1 : LogStoreFormat.version, generation: 1, nextSegment: (usable.last ?? 0) + 1,
+                                    segments: order, storeId: id)
             let why = manifestProblem.map { "MANIFEST damaged (\($0.message))" } ?? "MANIFEST missing"
             report.dropped.append(.init(path: manifestPath, offset: 0, bytes: 0, reason: "\(why); segments taken in file-number order, compacted ones first"))
             for n in onDisk where !usable.contains(n) {
@@ -215,7 +222,18 @@ extension LogEngine {
         let orphans = onDisk.filter { n in
             guard !manifest.segments.contains(n), n >= manifest.nextSegment, segmentHeaders[n]?.isCompacted != true else { return false }
             let size = (try? fileSize(fs, _joinPath(directory, LogStoreFormat.segmentFileName(n)))) ?? 0
-            return size > UInt64(SegmentHeader.size)
+            return size > UInt64(segmentHeaders[n]?.size ?? SegmentHeader.maxSize)
+        }
+        // Format v2: MANIFEST and the segments name their store. A MANIFEST none of the version 2
+        // segments here belongs to is another store's (or the segments are), whatever it lists.
+        if let id = manifest.storeId {
+            let ids = Set(segmentHeaders.values.compactMap(\.storeId))
+            if !ids.isEmpty && !ids.contains(id) && options.recovery == .strict {
+                throw LogStoreError(
+                    .corruption,
+                    "MANIFEST belongs to store \(id), but the segment files here belong to \(ids.map(\.description).sorted().joined(separator: ", ")): MANIFEST was replaced by another store's. \(LogStoreError.corruptionNextStep)",
+                    path: manifestPath)
+            }
         }
         if let orphan = orphans.first {
             let path = _joinPath(directory, LogStoreFormat.segmentFileName(orphan))
@@ -253,14 +271,16 @@ extension LogEngine {
             let from: UInt64 = i == first ? resumeAt : 0
             let path = _joinPath(directory, LogStoreFormat.segmentFileName(number))
             guard fs.itemKind(atPath: path) == .file else {
-                if isLast && options.recovery == .strict {
+                // Format v1 only: a v2 roll-over makes the segment durable before MANIFEST lists it.
+                if isLast && options.recovery == .strict && manifest.version < 2 {
                     // A listed last segment with no file (a roll-over by an older build that wrote the
                     // manifest first, or a lost directory entry): recreate it empty.
-                    let seg = try LogWriter(directory: directory, fileSystem: fs).createSegment(number, baseSequence: index.sequence == .max ? .max : index.sequence + 1)
+                    let seg = try LogWriter(directory: directory, fileSystem: fs).createSegment(
+                        number, baseSequence: index.sequence == .max ? .max : index.sequence + 1, storeId: manifest.storeId)
                     segments[number] = seg
-                    info[number] = SegmentInfo(length: UInt64(SegmentHeader.size), rawBytes: 0)
+                    info[number] = SegmentInfo(length: UInt64(seg.headerSize), rawBytes: 0)
                     tail = seg
-                    tailOffset = UInt64(SegmentHeader.size)
+                    tailOffset = UInt64(seg.headerSize)
                     report.truncatedTail = .init(path: path, offset: 0, bytes: 0, reason: "segment listed in MANIFEST was never created; recreated empty")
                     continue
                 }
@@ -268,27 +288,40 @@ extension LogEngine {
                     report.dropped.append(.init(path: path, offset: 0, bytes: 0, reason: "segment file missing"))
                     continue
                 }
-                throw LogStoreError(.corruption, "Segment \(number) is listed in MANIFEST but its file is missing.", path: path)
+                let what = manifest.sealed[number].map { "\($0.length) bytes of transactions up to \($0.lastSequence)" } ?? "its transactions"
+                throw LogStoreError(.corruption, "Segment \(number) is listed in MANIFEST but its file is missing: \(what) are lost. \(LogStoreError.corruptionNextStep)", path: path)
             }
             let file = try fs.open(path, mode: isLast && options.recovery == .strict ? .readWrite : .readOnly)
             let size = try file.size()
             guard size <= UInt64(UInt32.max) else {
                 throw LogStoreError(.corruption, "Segment is \(size) bytes; LogStore never writes segments of 4 GiB or more, so this file is not one of its segments.", path: path, offset: UInt64(UInt32.max))
             }
+            if let sealed = manifest.sealed[number], size != sealed.length {
+                // A sealed segment never changes: any other size is damage to durable data.
+                let what = size < sealed.length
+                    ? "it is \(sealed.length - size) bytes shorter than the \(sealed.length) MANIFEST recorded when it was sealed: committed transactions up to \(sealed.lastSequence) are cut"
+                    : "it is \(size - sealed.length) bytes longer than the \(sealed.length) MANIFEST recorded when it was sealed"
+                let message = "Sealed segment \(number) changed after it was sealed: \(what)."
+                guard options.recovery == .salvage else {
+                    throw LogStoreError(.corruption, message + " " + LogStoreError.corruptionNextStep, path: path, offset: min(size, sealed.length))
+                }
+                report.dropped.append(.init(path: path, offset: min(size, sealed.length), bytes: size > sealed.length ? size - sealed.length : sealed.length - size, reason: message))
+            }
             var segInfo = info[number] ?? SegmentInfo(length: 0, rawBytes: 0)
             let sequenceBefore = index.sequence
+            let droppedBefore = report.dropped.count
             let result: ScanResult
             if from == 0 {
                 let bytes = try file.read(at: 0, count: Int(size))
                 report.segmentsScanned += 1
                 report.bytesReplayed += UInt64(bytes.count)
                 result = try bytes.withUnsafeBytes { buf in
-                    try scanSegment(buf, base: 0, header: nil, number: number, path: path, isLast: isLast,
+                    try scanSegment(buf, base: 0, header: nil, number: number, path: path, isLast: isLast, storeId: manifest.storeId,
                                     index: &index, info: &segInfo, report: &report, options: options)
                 }
             } else {
                 // Resuming after a checkpoint, which checked this header and length.
-                let headerBytes = try file.read(at: 0, count: SegmentHeader.size)
+                let headerBytes = try file.read(at: 0, count: SegmentHeader.maxSize)
                 guard case .ok(let header) = headerBytes.withUnsafeBytes({ SegmentHeader.decode($0) }), from <= size else {
                     throw LogStoreError(.corruption, "Segment header or length changed while the store was being opened.", path: path)
                 }
@@ -296,7 +329,7 @@ extension LogEngine {
                 report.segmentsScanned += 1
                 report.bytesReplayed += UInt64(bytes.count)
                 result = try bytes.withUnsafeBytes { buf in
-                    try scanSegment(buf, base: Int(from), header: header, number: number, path: path, isLast: isLast,
+                    try scanSegment(buf, base: Int(from), header: header, number: number, path: path, isLast: isLast, storeId: manifest.storeId,
                                     index: &index, info: &segInfo, report: &report, options: options)
                 }
             }
@@ -304,13 +337,14 @@ extension LogEngine {
             switch result {
             case .recreateHeader:
                 let base = index.sequence == .max ? .max : index.sequence + 1
+                let header = SegmentHeader(segment: number, baseSequence: base, storeId: manifest.storeId)
                 try file.truncate(to: 0)
-                try file.write(SegmentHeader(segment: number, baseSequence: base).encoded(), at: 0)
+                try file.write(header.encoded(), at: 0)
                 try file.sync()
                 report.truncatedTail = .init(path: path, offset: 0, bytes: size, reason: "segment header torn while the segment was being created")
-                tailOffset = UInt64(SegmentHeader.size)
-                segInfo = SegmentInfo(length: UInt64(SegmentHeader.size), rawBytes: 0)
-                seg = SegmentFile(number: number, file: file, baseSequence: base)
+                tailOffset = UInt64(header.size)
+                segInfo = SegmentInfo(length: UInt64(header.size), rawBytes: 0)
+                seg = SegmentFile(number: number, file: file, header: header)
             case .end(let validEnd, let header):
                 if isLast && validEnd < size && options.recovery == .strict {
                     try file.truncate(to: validEnd)
@@ -319,7 +353,16 @@ extension LogEngine {
                 tailOffset = validEnd
                 segInfo.length = validEnd
                 seg = SegmentFile(number: number, file: file, baseSequence: header?.baseSequence ?? sequenceBefore + 1,
-                               compacted: header?.isCompacted ?? false)
+                               compacted: header?.isCompacted ?? false, version: header?.version ?? 1)
+            }
+            if let sealed = manifest.sealed[number], sealed.lastSequence != 0, index.sequence != sealed.lastSequence,
+                report.dropped.count == droppedBefore
+            {
+                let message = "Sealed segment \(number) ends at transaction \(index.sequence), but MANIFEST recorded \(sealed.lastSequence) when it was sealed: the segment was replaced or damaged."
+                guard options.recovery == .salvage else {
+                    throw LogStoreError(.corruption, message + " " + LogStoreError.corruptionNextStep, path: path)
+                }
+                report.dropped.append(.init(path: path, offset: 0, bytes: 0, reason: message))
             }
             info[number] = segInfo
             segments[number] = seg
@@ -332,7 +375,7 @@ extension LogEngine {
             tail = seg
             tailOffset = info[last]?.length ?? 0
         }
-        guard let tail else {
+        guard var tail else {
             throw LogStoreError(.corruption, "No usable segment; run `logstore-compact salvage`.", path: directory)
         }
         if options.recovery == .strict {
@@ -355,6 +398,48 @@ extension LogEngine {
                 report.dropped.append(.init(path: checkpointPath, offset: 0, bytes: 0, reason: message))
             }
         }
+        if options.recovery == .strict && manifest.version < 2 {
+            // Upgrade a format v1 store once, atomically: seal its tail where recovery left it
+            // (cut and synced above), start a version 2 segment, and list both in a version 2
+            // MANIFEST with a new store id and every sealed segment's length. A crash before the
+            // MANIFEST rename leaves the v1 store as it was (plus an unlisted empty segment that
+            // the next open removes); after it, the store is v2. v1 segments keep v1 rules.
+            guard manifest.nextSegment < UInt32.max, manifest.generation < UInt64.max else {
+                throw LogStoreError(
+                    .corruption,
+                    "MANIFEST's next segment number (\(manifest.nextSegment)) or generation (\(manifest.generation)) is at its limit, so the store cannot be upgraded to format version \(LogStoreFormat.version). \(LogStoreError.corruptionNextStep)",
+                    path: manifestPath)
+            }
+            var next = manifest
+            next.version = LogStoreFormat.version
+            next.storeId = StoreID.random()
+            next.generation += 1
+            for n in manifest.segments {
+                let length = try fileSize(fs, _joinPath(directory, LogStoreFormat.segmentFileName(n)))
+                next.sealed[n] = ManifestFile.Sealed(length: length, lastSequence: n == tail.number ? index.sequence : 0)
+            }
+            let number = next.nextSegment
+            next.segments.append(number)
+            next.nextSegment += 1
+            let writer = LogWriter(directory: directory, fileSystem: fs)
+            let segment: SegmentFile
+            do {
+                segment = try writer.rollOver(from: tail, to: next, replacing: manifest, baseSequence: index.sequence &+ 1)
+            } catch {
+                throw LogStoreError(
+                    .io, "Upgrading the store from format version \(manifest.version) to \(LogStoreFormat.version) failed; the store is unchanged. Free space or fix permissions and open it again.",
+                    path: manifestPath, underlying: error.underlying)
+            }
+            segments[number] = segment
+            info[number] = SegmentInfo(length: UInt64(segment.headerSize), rawBytes: 0)
+            tail = segment
+            tailOffset = UInt64(segment.headerSize)
+            report.upgradedFromVersion = manifest.version
+            options.logger?.notice(
+                "upgraded the store from format version \(manifest.version) to \(LogStoreFormat.version)",
+                metadata: ["store": "\(directory)", "storeId": "\(next.storeId.map(\.description) ?? "")", "newSegment": "\(number)"])
+            manifest = next
+        }
         report.lastSequence = index.sequence
         if report.checkpointUsed, let size = try? fileSize(fs, _joinPath(directory, LogStoreFormat.checkpointFileName)) {
             checkpoint?.fileBytes = size
@@ -368,7 +453,7 @@ extension LogEngine {
     package static func readSegmentHeader(_ fs: any FileSystem, _ path: String) -> SegmentHeader? {
         guard let f = try? fs.open(path, mode: .readOnly) else { return nil }
         defer { try? f.close() }
-        guard let bytes = try? f.read(at: 0, count: SegmentHeader.size),
+        guard let bytes = try? f.read(at: 0, count: SegmentHeader.maxSize),
             case .ok(let h) = bytes.withUnsafeBytes({ SegmentHeader.decode($0) })
         else { return nil }
         return h
@@ -382,21 +467,26 @@ extension LogEngine {
         if onDisk.isEmpty { return true }
         guard onDisk == [1], let f = try? fs.open(_joinPath(directory, LogStoreFormat.segmentFileName(1)), mode: .readOnly) else { return false }
         defer { try? f.close() }
-        guard let size = try? f.size(), size <= UInt64(SegmentHeader.size), let bytes = try? f.read(at: 0, count: Int(size)) else { return false }
-        return bytes.allSatisfy { $0 == 0 } || firstSegmentHeader.starts(with: bytes)
+        guard let size = try? f.size(), size <= UInt64(SegmentHeader.maxSize), let bytes = try? f.read(at: 0, count: Int(size)) else { return false }
+        if bytes.allSatisfy({ $0 == 0 }) || firstSegmentHeaderV1.starts(with: bytes) { return true }
+        // This build renames segment 1 into place whole: its header and nothing else.
+        guard case .ok(let h) = bytes.withUnsafeBytes({ SegmentHeader.decode($0) }) else { return false }
+        return h.segment == 1 && h.baseSequence == 1 && !h.isCompacted && bytes.count == h.size
     }
 
-    /// The header a new store's segment 1 starts with (deterministic: segment 1, base sequence 1).
-    static let firstSegmentHeader = SegmentHeader(segment: 1, baseSequence: 1).encoded()
+    /// The header a format v1 build wrote first into a new store's segment 1 (deterministic), a
+    /// prefix of which an interrupted creation by such a build leaves.
+    static let firstSegmentHeaderV1 = SegmentHeader(version: 1, segment: 1, baseSequence: 1).encoded()
 
     /// Creates a new store's segment 1 under a temporary name and renames it into place once its
     /// header is synced, so `000001.log` never exists with a torn header: a short file of that
     /// name without MANIFEST is then either an older build's interrupted creation (a prefix of
     /// the header, or zeros) or a foreign file, never something to overwrite by guess.
-    static func createFirstSegment(directory: String, fs: any FileSystem) throws -> SegmentFile {
+    static func createFirstSegment(directory: String, fs: any FileSystem, storeId: StoreID) throws -> SegmentFile {
         let name = LogStoreFormat.segmentFileName(1)
-        try AtomicFileReplace.replaceOrThrow(name, in: directory, with: firstSegmentHeader, fs: fs)
-        return SegmentFile(number: 1, file: try fs.open(_joinPath(directory, name), mode: .readWrite), baseSequence: 1)
+        let header = SegmentHeader(segment: 1, baseSequence: 1, storeId: storeId)
+        try AtomicFileReplace.replaceOrThrow(name, in: directory, with: header.encoded(), fs: fs)
+        return SegmentFile(number: 1, file: try fs.open(_joinPath(directory, name), mode: .readWrite), header: header)
     }
 
     static func fileSize(_ fs: any FileSystem, _ path: String) throws -> UInt64 {
@@ -425,7 +515,7 @@ extension LogEngine {
     /// only, of `putAt` records, frame sequences non-decreasing (several frames can share the
     /// last record's sequence); the index's sequence becomes the largest seen.
     static func scanSegment(_ buf: UnsafeRawBufferPointer, base: Int, header known: SegmentHeader?, number: UInt32,
-                            path: String, isLast: Bool, index: inout IndexState, info: inout SegmentInfo,
+                            path: String, isLast: Bool, storeId: StoreID?, index: inout IndexState, info: inout SegmentInfo,
                             report: inout RecoveryReport, options: LogStoreOptions) throws -> ScanResult {
         let segmentHeader: SegmentHeader
         var offset: Int
@@ -442,25 +532,34 @@ extension LogEngine {
                     }
                     throw LogStoreError(.corruption, "Segment header names segment \(h.segment), but the file is segment \(number).", path: path, offset: 12)
                 }
+                if let id = h.storeId, id != storeId {
+                    let message = "Segment \(number) belongs to store \(id), not to this store (\(storeId.map(\.description) ?? "format version 1")): it was copied here from another store."
+                    if options.recovery == .salvage {
+                        report.dropped.append(.init(path: path, offset: 0, bytes: UInt64(buf.count), reason: message))
+                        return .end(UInt64(buf.count), nil)
+                    }
+                    throw LogStoreError(.corruption, message + " " + LogStoreError.corruptionNextStep, path: path, offset: 24)
+                }
                 segmentHeader = h
             case .newerVersion(let v):
                 throw LogStoreError(.unsupportedFormatVersion, "The segment was written by a newer LogStore (format version \(v); this build reads up to \(LogStoreFormat.version)). Upgrade LogStore to open it.", path: path, offset: 8)
             case .notASegment(let why):
-                if isLast && buf.count <= SegmentHeader.size && options.recovery == .strict { return .recreateHeader }
+                if isLast && buf.count <= SegmentHeader.maxSize && options.recovery == .strict && storeId == nil { return .recreateHeader }
                 if options.recovery == .salvage {
                     report.dropped.append(.init(path: path, offset: 0, bytes: UInt64(buf.count), reason: "bad segment header: \(why)"))
                     return .end(UInt64(buf.count), nil)
                 }
                 throw LogStoreError(.corruption, "Bad segment header: \(why).", path: path, offset: 0)
             }
-            offset = SegmentHeader.size
+            offset = segmentHeader.size
         }
         let compacted = segmentHeader.isCompacted
 
         // The frame rules live in SegmentReader (shared with the scanner behind verify and stats);
         // what recovery adds is what it does with each transaction and each damage.
         let outcome = try SegmentReader.read(
-            buf, from: offset, compacted: compacted, isLast: isLast, lastSequence: index.sequence,
+            buf, from: offset, base: base, version: segmentHeader.version, compacted: compacted, isLast: isLast,
+            lastSequence: index.sequence, lastIsExact: report.dropped.isEmpty,
             onTransaction: { frames in
                 let first = frames[0]
                 let end = frames[frames.count - 1].payloadOffset + frames[frames.count - 1].header.storedLength
@@ -497,7 +596,12 @@ extension LogEngine {
                 return .resume
             })
         if let torn = outcome.tornTail {
-            report.truncatedTail = .init(path: path, offset: UInt64(base + torn.validEnd), bytes: UInt64(buf.count - torn.validEnd), reason: torn.reason)
+            var reason = torn.reason
+            if torn.transactionsCut > 0 {
+                reason += "; \(torn.transactionsCut) later transaction(s) that were never synced are cut with it"
+            }
+            report.truncatedTail = .init(path: path, offset: UInt64(base + torn.validEnd), bytes: UInt64(buf.count - torn.validEnd), reason: reason)
+            report.transactionsCut = torn.transactionsCut + (torn.lostTransaction == nil ? 0 : 1)
         }
         return .end(UInt64(base + outcome.validEnd), segmentHeader)
     }

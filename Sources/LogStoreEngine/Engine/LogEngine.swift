@@ -76,7 +76,9 @@ public final class LogEngine: Sendable {
             lastCheckpoint: recovered.checkpoint))
         self.state = state
         self.group = GroupCommit(sequence: recovered.index.sequence, sync: {
-            try state.withLock { $0.log.tail }.file.sync()
+            let (tail, offset) = state.withLock { ($0.log.tail, $0.log.tailOffset) }
+            try tail.file.sync()
+            state.withLock { $0.log.synced(tail, through: offset) }
         })
         if options.durability == .buffered { scheduleBackgroundSync() }
         scheduleCompactionCheck()
@@ -281,7 +283,7 @@ public final class LogEngine: Sendable {
     }
 
     func appendLockedOnce(_ ops: [RecordOperation]) throws -> UInt64 {
-        var (head, tail, offset) = state.withLock { ($0.views.head, $0.log.tail, $0.log.tailOffset) }
+        var (head, tail, offset, synced) = state.withLock { ($0.views.head, $0.log.tail, $0.log.tailOffset, $0.log.syncedThroughForFrames) }
         // Only a damaged or foreign log gets here (a store makes one transaction at a time).
         guard head.index.sequence < UInt64.max else {
             throw LogStoreError(
@@ -290,16 +292,18 @@ public final class LogEngine: Sendable {
                 path: tail.path)
         }
         let seq = head.index.sequence + 1
-        var encoded = TransactionEncoder.encode(ops, sequence: seq, options: options)
+        var encoded = TransactionEncoder.encode(ops, sequence: seq, options: options, syncedThrough: synced, version: tail.version)
         // Locations address segments with 32-bit offsets; segments stay below 2 GiB because a
         // transaction is at most 1 GiB and a segment rolls over at most at 1 GiB.
         guard encoded.bytes.count <= LogFrame.maxPayload else {
             throw LogStoreError(.itemTooLarge, "The transaction encodes to \(encoded.bytes.count) bytes; one transaction may hold at most 1 GiB. Split it into several writes (or merge a very large child store in parts).")
         }
         var rolledOver = false
-        if offset > UInt64(SegmentHeader.size), offset + UInt64(encoded.bytes.count) > UInt64(options.segmentSize) {
+        if offset > UInt64(tail.headerSize), offset + UInt64(encoded.bytes.count) > UInt64(options.segmentSize) {
             try rollOverLocked(nextSequence: seq)
-            (head, tail, offset) = state.withLock { ($0.views.head, $0.log.tail, $0.log.tailOffset) }
+            (head, tail, offset, synced) = state.withLock { ($0.views.head, $0.log.tail, $0.log.tailOffset, $0.log.syncedThroughForFrames) }
+            // The frames claim how far the new segment is durable: encode them again.
+            encoded = TransactionEncoder.encode(ops, sequence: seq, options: options, syncedThrough: synced, version: tail.version)
             rolledOver = true
         }
         do {
@@ -366,6 +370,9 @@ public final class LogEngine: Sendable {
         let (tail, previous, next) = state.withLock { s -> (SegmentFile, ManifestFile, ManifestFile) in
             let previous = s.log.manifest
             var next = previous
+            // The tail is sealed at its append offset (its exact file size: a failed append is cut
+            // off again, or the store is poisoned) after the log's last transaction so far.
+            next.sealed[s.log.tail.number] = ManifestFile.Sealed(length: s.log.tailOffset, lastSequence: s.views.head.index.sequence)
             next.segments.append(s.log.reserveSegmentNumber())
             next.nextSegment = s.log.manifest.nextSegment
             next.generation += 1

@@ -29,6 +29,12 @@ public struct RecoveryReport: Sendable, Equatable {
     /// Bytes read from the log during replay.
     public var bytesReplayed: UInt64 = 0
     /// The torn tail cut off the last segment (an interrupted write), if any.
+    /// Transactions the torn tail held that are cut with it: never synced, so never acknowledged
+    /// under `.synchronous` durability (`.buffered` and `.none` may lose them by design).
+    public var transactionsCut = 0
+    /// The format version the store had when this open upgraded it to the current one
+    /// (``LogStoreFormat/version``), or nil if it needed no upgrade.
+    public var upgradedFromVersion: UInt16? = nil
     public var truncatedTail: Drop?
     /// In ``RecoveryMode/salvage``: damaged ranges skipped.
     public var dropped: [Drop] = []

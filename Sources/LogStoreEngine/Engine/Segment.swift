@@ -13,15 +13,26 @@ final class SegmentFile: Sendable {
     let baseSequence: UInt64
     /// From the segment header: written by compaction (`putAt` records only).
     let compacted: Bool
+    /// From the segment header: its format version, which decides its frame header layout.
+    let version: UInt16
     /// Set once the segment is no longer listed in the manifest: who removes the file on deinit.
     private let removal = Mutex<(any FileSystem)?>(nil)
 
-    init(number: UInt32, file: any FileSystemFile, baseSequence: UInt64, compacted: Bool = false) {
+    init(number: UInt32, file: any FileSystemFile, baseSequence: UInt64, compacted: Bool = false, version: UInt16 = LogStoreFormat.version) {
         self.number = number
         self.file = file
         self.baseSequence = baseSequence
         self.compacted = compacted
+        self.version = version
     }
+
+    /// An open segment described by its decoded header.
+    convenience init(number: UInt32, file: any FileSystemFile, header h: SegmentHeader) {
+        self.init(number: number, file: file, baseSequence: h.baseSequence, compacted: h.isCompacted, version: h.version)
+    }
+
+    /// Where the segment's first frame starts.
+    var headerSize: Int { SegmentHeader.size(version: version) }
     var path: String { file.path }
 
     /// Removes the file once the last reference to this object goes away.
@@ -85,10 +96,10 @@ extension SegmentFile {
     }
 
     private func readFrameUncached(_ loc: RecordLocation, cache: FrameCache?) throws -> [UInt8] {
-        let total = LogFrame.headerSize + Int(loc.frameLength)
+        let total = LogFrame.headerSize(version: version) + Int(loc.frameLength)
         let bytes = try file.read(at: UInt64(loc.frameOffset), count: total)
         let raw: [UInt8] = try bytes.withUnsafeBytes { buf in
-            switch LogFrame.parse(buf, at: 0) {
+            switch LogFrame.parse(buf, at: 0, version: version) {
             case .frame(let header, let payloadOffset):
                 guard header.storedLength == Int(loc.frameLength) else {
                     throw LogStoreError(.corruption, "Frame length changed since it was indexed.", path: path, offset: UInt64(loc.frameOffset))

@@ -1,16 +1,28 @@
 /// A frame: the checksummed unit of the log (Docs/FileFormat.md, "Frames").
 ///
-///     frame   := header:24 payload:storedLength
-///     header  := crc:u32le storedLength:u32le kind:u8 flags:u8 reserved:u16le=0 sequence:u64le rawLength:u32le
-///     crc     := masked CRC-32C of header[4..<24] ++ payload
-///     kind    := 0x01 data (more frames of this transaction follow) | 0x02 commit (last frame)
-///     flags   := bit 0: payload is an LZ4 block of rawLength bytes; other bits 0
-///     payload := record*   (after decompression; see RecordOperation)
+///     frame      := header payload:storedLength
+///     header v1  := crc:u32le storedLength:u32le kind:u8 flags:u8 reserved:u16le=0 sequence:u64le rawLength:u32le           (24 bytes)
+///     header v2  := crc:u32le storedLength:u32le kind:u8 flags:u8 reserved:u16le=0 sequence:u64le rawLength:u32le
+///                   syncedThrough:u32le                                                                               (28 bytes)
+///     crc        := masked CRC-32C of header[4...] ++ payload
+///     kind       := 0x01 data (more frames of this transaction follow) | 0x02 commit (last frame)
+///     flags      := bit 0: payload is an LZ4 block of rawLength bytes; other bits 0
+///     payload    := record*   (after decompression; see RecordOperation)
+///     syncedThrough := a segment offset: when the frame was written, every byte of the segment before
+///                   it was known durable (an fdatasync covering it had returned). 0 = nothing claimed.
 ///
-/// A transaction is one or more frames with the same sequence number in consecutive positions of
-/// one segment; it exists only if its commit frame is valid.
+/// A segment's header version decides the frame header version of all its frames. A transaction is
+/// one or more frames with the same sequence number in consecutive positions of one segment; it
+/// exists only if its commit frame is valid.
 package enum LogFrame {
-    package static let headerSize = 24
+    /// The frame header size of format version 1 segments.
+    package static let headerSizeV1 = 24
+    /// The frame header size of format version 2 segments.
+    package static let headerSizeV2 = 28
+
+    /// The frame header size in a segment of format `version`.
+    @inline(__always)
+    package static func headerSize(version: UInt16) -> Int { version >= 2 ? headerSizeV2 : headerSizeV1 }
 
     /// The frame kind on disk. Part of the file format: never renumber or reuse.
     package enum Kind: UInt8 {
@@ -29,6 +41,8 @@ package enum LogFrame {
         package var compressed: Bool
         package var sequence: UInt64
         package var rawLength: Int
+        /// Version 2: how far the segment was known durable when the frame was written (0 in v1).
+        package var syncedThrough: UInt32 = 0
     }
 
     /// Appends one frame holding `raw` (already-encoded records). Compresses when `compress` and
@@ -36,7 +50,8 @@ package enum LogFrame {
     /// Returns the frame's stored payload length.
     @discardableResult
     package static func append(
-        into out: inout [UInt8], raw: [UInt8], kind: Kind, sequence: UInt64, compress: Bool, threshold: Int
+        into out: inout [UInt8], raw: [UInt8], kind: Kind, sequence: UInt64, compress: Bool, threshold: Int,
+        version: UInt16 = LogStoreFormat.version, syncedThrough: UInt32 = 0
     ) -> Int {
         var payload: [UInt8]? = nil
         if compress && raw.count >= threshold {
@@ -44,7 +59,7 @@ package enum LogFrame {
         }
         let compressed = payload != nil
         let body = payload ?? raw
-        var w = _ByteWriter(capacity: headerSize)
+        var w = _ByteWriter(capacity: headerSizeV2)
         w.u32(0)  // crc, patched below
         w.u32(UInt32(body.count))
         w.u8(kind.rawValue)
@@ -52,6 +67,7 @@ package enum LogFrame {
         w.u16(0)
         w.u64(sequence)
         w.u32(UInt32(raw.count))
+        if version >= 2 { w.u32(syncedThrough) }
         var crc = w.bytes.withUnsafeBytes { CRC32C.update(0, UnsafeRawBufferPointer(rebasing: $0[4...])) }
         crc = body.withUnsafeBytes { CRC32C.update(crc, $0) }
         w.patchU32(CRC32C.mask(crc), at: 0)
@@ -68,14 +84,17 @@ package enum LogFrame {
         case invalid(String)
     }
 
-    /// Parses and checks the frame at `offset` of `bytes` (CRC included; does not decompress).
-    package static func parse(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> ParseResult {
+    /// Parses and checks the frame at `offset` of `bytes`, a frame of a segment of format
+    /// `version` (CRC included; does not decompress).
+    package static func parse(_ bytes: UnsafeRawBufferPointer, at offset: Int, version: UInt16) -> ParseResult {
+        let headerSize = headerSize(version: version)
         guard bytes.count - offset >= headerSize else {
             return .truncated("\(bytes.count - offset) bytes left, a frame header needs \(headerSize)")
         }
         var r = _ByteReader(bytes, offset: offset)
         guard let stored = try? r.u32(), let length = try? r.u32(), let kindRaw = try? r.u8(),
-            let flags = try? r.u8(), let reserved = try? r.u16(), let seq = try? r.u64(), let raw = try? r.u32()
+            let flags = try? r.u8(), let reserved = try? r.u16(), let seq = try? r.u64(), let raw = try? r.u32(),
+            let synced = version >= 2 ? try? r.u32() : 0
         else { return .truncated("short header") }
         let storedLength = Int(length)
         let rawLength = Int(raw)
@@ -100,7 +119,7 @@ package enum LogFrame {
             return .invalid("raw length \(rawLength) is more than LZ4 can expand \(storedLength) stored bytes to")
         }
         return .frame(
-            Header(storedLength: storedLength, kind: kind, compressed: compressed, sequence: seq, rawLength: rawLength),
+            Header(storedLength: storedLength, kind: kind, compressed: compressed, sequence: seq, rawLength: rawLength, syncedThrough: synced),
             payloadOffset: payloadOffset)
     }
 

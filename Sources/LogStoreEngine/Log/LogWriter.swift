@@ -15,6 +15,10 @@ struct LogState: Sendable {
     private(set) var segmentInfo: [UInt32: SegmentInfo]
     /// Log bytes appended since the last checkpoint was captured.
     var bytesSinceCheckpoint: UInt64
+    /// How far the tail is known durable: the append offset when the last `fdatasync` of it that
+    /// returned began. Every frame records it (`syncedThrough`, format v2), so that recovery can
+    /// tell damage to durable bytes from an unsynced tail.
+    private(set) var tailSynced: UInt64
 
     init(manifest: ManifestFile, tail: SegmentFile, tailOffset: UInt64, segmentInfo: [UInt32: SegmentInfo], bytesSinceCheckpoint: UInt64) {
         self.manifest = manifest
@@ -22,7 +26,17 @@ struct LogState: Sendable {
         self.tailOffset = tailOffset
         self.segmentInfo = segmentInfo
         self.bytesSinceCheckpoint = bytesSinceCheckpoint
+        // Recovery synced what it found before the engine starts.
+        self.tailSynced = tailOffset
     }
+
+    /// An `fdatasync` of `segment` that began when the tail ended at `offset` returned.
+    mutating func synced(_ segment: SegmentFile, through offset: UInt64) {
+        if segment === tail { tailSynced = max(tailSynced, offset) }
+    }
+
+    /// What a new frame may claim as durable (``tailSynced``, in the 32 bits a frame header holds).
+    var syncedThroughForFrames: UInt32 { UInt32(min(tailSynced, UInt64(UInt32.max))) }
 
     /// A transaction of `bytes` stored bytes (`rawBytes` uncompressed) was written at `tailOffset`.
     mutating func appended(bytes: Int, rawBytes: UInt64) {
@@ -51,12 +65,13 @@ struct LogState: Sendable {
         next.nextSegment = max(next.nextSegment, manifest.nextSegment)
         manifest = next
         tail = segment
-        tailOffset = UInt64(SegmentHeader.size)
+        tailOffset = UInt64(segment.headerSize)
+        tailSynced = tailOffset
         segmentInfo[segment.number] = SegmentInfo(length: tailOffset, rawBytes: 0)
     }
 
     /// A compaction installed `next`: the segments of `prefix` are replaced by `output`.
-    mutating func compacted(to next: ManifestFile, removing prefix: [UInt32], adding output: [(segment: SegmentFile, info: SegmentInfo)]) {
+    mutating func compacted(to next: ManifestFile, removing prefix: [UInt32], adding output: [CompactedSegment]) {
         var next = next
         next.nextSegment = max(next.nextSegment, manifest.nextSegment)
         manifest = next
@@ -96,6 +111,13 @@ struct LogWriter: Sendable {
 
     /// How a roll-over failed.
     enum RollOverFailure: Error {
+        /// The file system's error.
+        var underlying: any Error {
+            switch self {
+            case .sealFailed(let e), .notInstalled(let e), .mayBeInstalled(let e): return e
+            }
+        }
+
         /// fdatasync of the full tail failed: commits in it may not be durable.
         case sealFailed(any Error)
         /// The new segment or manifest could not be written; the old manifest is in force, the
@@ -120,7 +142,7 @@ struct LogWriter: Sendable {
         let number = next.segments[next.segments.count - 1]
         let segment: SegmentFile
         do {
-            segment = try createSegment(number, baseSequence: baseSequence)
+            segment = try createSegment(number, baseSequence: baseSequence, storeId: next.storeId)
         } catch {
             removeSegmentFile(number)
             throw .notInstalled(error)
@@ -165,13 +187,16 @@ struct LogWriter: Sendable {
     }
 
     /// Creates segment file `number` holding only its header (fsync, fsync directory).
-    func createSegment(_ number: UInt32, baseSequence: UInt64, flags: UInt16 = 0) throws -> SegmentFile {
+    /// Creates segment file `number` of store `storeId` holding only its (current version) header
+    /// (fsync, fsync directory).
+    func createSegment(_ number: UInt32, baseSequence: UInt64, storeId: StoreID?, flags: UInt16 = 0) throws -> SegmentFile {
         let path = _joinPath(directory, LogStoreFormat.segmentFileName(number))
         let f = try fileSystem.open(path, mode: .createOrTruncate)
-        try f.write(SegmentHeader(flags: flags, segment: number, baseSequence: baseSequence).encoded(), at: 0)
+        let header = SegmentHeader(flags: flags, segment: number, baseSequence: baseSequence, storeId: storeId)
+        try f.write(header.encoded(), at: 0)
         try f.sync()
         try fileSystem.syncDirectory(atPath: directory)
-        return SegmentFile(number: number, file: f, baseSequence: baseSequence, compacted: flags & SegmentHeader.flagCompacted != 0)
+        return SegmentFile(number: number, file: f, header: header)
     }
 
     /// Removes an unlisted segment file (a failed roll-over's or compaction's). Best effort: a file

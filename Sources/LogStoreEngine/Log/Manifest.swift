@@ -1,13 +1,33 @@
 /// The manifest names the segments that make up the store, in replay order
-/// (Docs/FileFormat.md, "Manifest"). It is replaced atomically: written to `MANIFEST.tmp`,
-/// fsynced, renamed over `MANIFEST`, then the directory is fsynced.
+/// (Docs/FileFormat.md, "Manifest"). It is replaced atomically (``AtomicFileReplace``).
 ///
-///     magic:8 = 89 'L' 'S' 'M' 'F' 0D 0A 1A   version:u16le   flags:u16le = 0
-///     generation:u64le   nextSegment:u32le   count:u32le   segment:u32le * count
-///     crc:u32le   (masked CRC-32C of every byte before it)
+///     v1 := magic:8 = 89 'L' 'S' 'M' 'F' 0D 0A 1A   version:u16le = 1   flags:u16le = 0
+///           generation:u64le   nextSegment:u32le   count:u32le   segment:u32le * count
+///           crc:u32le   (masked CRC-32C of every byte before it)
+///     v2 := magic:8   version:u16le = 2   flags:u16le = 0   generation:u64le   nextSegment:u32le
+///           storeId:16   count:u32le   entry * count   crc:u32le
+///     entry := segment:u32le   length:u64le   lastSequence:u64le
+///
+/// In v2 every entry but the last describes a **sealed** segment: `length` is its exact file size
+/// and `lastSequence` the sequence of the last transaction in it (0 if it holds none). The last
+/// entry is the tail, still being appended to: `length` and `lastSequence` are 0. A sealed segment
+/// whose file is shorter or longer than `length`, or whose transactions end elsewhere than
+/// `lastSequence`, is damage (Docs/Design.md, failure table).
 package struct ManifestFile: Equatable, Sendable {
     package static let magic: [UInt8] = [0x89, 0x4C, 0x53, 0x4D, 0x46, 0x0D, 0x0A, 0x1A]
     package static let maxSegments = 1 << 20
+
+    /// What a v2 manifest records about a sealed segment.
+    package struct Sealed: Equatable, Sendable {
+        /// The segment's exact file size.
+        package var length: UInt64
+        /// The sequence of its last transaction (0: none).
+        package var lastSequence: UInt64
+        package init(length: UInt64, lastSequence: UInt64) {
+            self.length = length
+            self.lastSequence = lastSequence
+        }
+    }
 
     package var version: UInt16 = LogStoreFormat.version
     /// Incremented on every rewrite (roll-over, compaction).
@@ -16,23 +36,38 @@ package struct ManifestFile: Equatable, Sendable {
     package var nextSegment: UInt32
     /// Live segments in replay order. The last one is the one being appended to.
     package var segments: [UInt32]
+    /// Version 2: the store's id (nil in version 1).
+    package var storeId: StoreID?
+    /// Version 2: the sealed segments (every listed one but the last).
+    package var sealed: [UInt32: Sealed]
 
-    package init(version: UInt16 = LogStoreFormat.version, generation: UInt64, nextSegment: UInt32, segments: [UInt32]) {
+    package init(version: UInt16 = LogStoreFormat.version, generation: UInt64, nextSegment: UInt32, segments: [UInt32],
+                 storeId: StoreID? = nil, sealed: [UInt32: Sealed] = [:]) {
         self.version = version
         self.generation = generation
         self.nextSegment = nextSegment
         self.segments = segments
+        self.storeId = storeId
+        self.sealed = sealed
     }
 
     package func encoded() -> [UInt8] {
-        var w = _ByteWriter(capacity: 32 + 4 * segments.count)
+        var w = _ByteWriter(capacity: 48 + 20 * segments.count)
         w.append(contentsOf: Self.magic)
         w.u16(version)
         w.u16(0)
         w.u64(generation)
         w.u32(nextSegment)
+        if version >= 2 { w.append(contentsOf: storeId?.bytes ?? [UInt8](repeating: 0, count: 16)) }
         w.u32(UInt32(segments.count))
-        for s in segments { w.u32(s) }
+        for s in segments {
+            w.u32(s)
+            if version >= 2 {
+                let seal = sealed[s]
+                w.u64(seal?.length ?? 0)
+                w.u64(seal?.lastSequence ?? 0)
+            }
+        }
         let crc = w.bytes.withUnsafeBytes { CRC32C.checksum($0) }
         w.u32(CRC32C.mask(crc))
         return w.bytes
@@ -64,10 +99,27 @@ package struct ManifestFile: Equatable, Sendable {
                 _ = try r.u16()
                 let generation = try r.u64()
                 let next = try r.u32()
+                let storeId = version >= 2 ? StoreID(bytes: Array(try r.bytes(16))) : nil
                 let count = try r.u32()
-                guard count <= maxSegments, Int(count) * 4 + 4 <= r.remaining else { throw _DecodeError("segment count \(count) exceeds the file", at: r.offset - 4) }
+                let entrySize = version >= 2 ? 20 : 4
+                guard count <= maxSegments, Int(count) * entrySize + 4 <= r.remaining else { throw _DecodeError("segment count \(count) exceeds the file", at: r.offset - 4) }
                 var segments: [UInt32] = []
-                for _ in 0..<count { segments.append(try r.u32()) }
+                var sealed: [UInt32: Sealed] = [:]
+                for i in 0..<Int(count) {
+                    let at = r.offset
+                    let n = try r.u32()
+                    segments.append(n)
+                    guard version >= 2 else { continue }
+                    let seal = Sealed(length: try r.u64(), lastSequence: try r.u64())
+                    if i == Int(count) - 1 {
+                        guard seal == Sealed(length: 0, lastSequence: 0) else { throw _DecodeError("the tail segment \(n) is recorded as sealed", at: at) }
+                    } else {
+                        guard seal.length >= UInt64(SegmentHeader.sizeV1), seal.length <= UInt64(UInt32.max) else {
+                            throw _DecodeError("sealed segment \(n) has an implausible length \(seal.length)", at: at)
+                        }
+                        sealed[n] = seal
+                    }
+                }
                 let end = r.offset
                 let stored = try r.u32()
                 guard r.isAtEnd else { throw _DecodeError("trailing bytes", at: r.offset) }
@@ -76,7 +128,7 @@ package struct ManifestFile: Equatable, Sendable {
                 guard !segments.isEmpty, segments.allSatisfy({ $0 < next }), Set(segments).count == segments.count else {
                     throw _DecodeError("segment list is empty, repeats a segment or names one >= nextSegment", at: 28)
                 }
-                return ManifestFile(version: version, generation: generation, nextSegment: next, segments: segments)
+                return ManifestFile(version: version, generation: generation, nextSegment: next, segments: segments, storeId: storeId, sealed: sealed)
             } catch let e as _DecodeError {
                 throw LogStoreError(.corruption, "MANIFEST is damaged: \(e.reason). Run `logstore-compact salvage` to recover the segments' data.", path: path, offset: UInt64(e.offset))
             }

@@ -1,15 +1,24 @@
-/// The 32-byte header at the start of every segment file (Docs/FileFormat.md, "Segment header"):
+/// The header at the start of every segment file (Docs/FileFormat.md, "Segment header"):
 ///
-///     magic:8 = 89 'L' 'S' 'E' 'G' 0D 0A 1A   version:u16le   flags:u16le
-///     segment:u32le   baseSequence:u64le   reserved:u32le = 0   crc:u32le (masked CRC-32C of bytes 0..<28)
-///     flags := bit 0 (0x0001): compacted (written by compaction: only commit frames of `putAt`
-///              records, frame sequences non-decreasing; see Docs/Compaction.md); other bits 0
+///     v1 (32 bytes) := magic:8 = 89 'L' 'S' 'E' 'G' 0D 0A 1A   version:u16le = 1   flags:u16le
+///                      segment:u32le   baseSequence:u64le   reserved:u32le = 0
+///                      crc:u32le (masked CRC-32C of bytes 0..<28)
+///     v2 (48 bytes) := magic:8   version:u16le = 2   flags:u16le   segment:u32le   baseSequence:u64le
+///                      storeId:16   reserved:u32le = 0   crc:u32le (masked CRC-32C of bytes 0..<44)
+///     flags := bit 0 (0x0001): compacted (written by compaction: only commit frames, frame
+///              sequences non-decreasing; see Docs/Compaction.md); other bits 0
+///
+/// The version also selects the frame header layout of the segment's frames (``LogFrame``).
 package struct SegmentHeader: Equatable {
-    package static let size = 32
+    /// The size of a version 1 header.
+    package static let sizeV1 = 32
+    /// The size of a version 2 header.
+    package static let sizeV2 = 48
+    /// How many bytes to read to decode any header this build knows.
+    package static let maxSize = sizeV2
     package static let magic: [UInt8] = [0x89, 0x4C, 0x53, 0x45, 0x47, 0x0D, 0x0A, 0x1A]
     /// Header flag: the segment was written by compaction. Part of the file format.
     package static let flagCompacted: UInt16 = 0x0001
-
     package var isCompacted: Bool { flags & Self.flagCompacted != 0 }
 
     package var version: UInt16 = LogStoreFormat.version
@@ -17,21 +26,30 @@ package struct SegmentHeader: Equatable {
     package var segment: UInt32
     /// The sequence number of the first transaction this segment may hold (informational).
     package var baseSequence: UInt64
+    /// Version 2: the store the segment belongs to (nil in version 1).
+    package var storeId: StoreID?
 
-    package init(version: UInt16 = LogStoreFormat.version, flags: UInt16 = 0, segment: UInt32, baseSequence: UInt64) {
+    package init(version: UInt16 = LogStoreFormat.version, flags: UInt16 = 0, segment: UInt32, baseSequence: UInt64, storeId: StoreID? = nil) {
         self.version = version
         self.flags = flags
         self.segment = segment
         self.baseSequence = baseSequence
+        self.storeId = storeId
     }
 
+    /// The size of a header of `version`.
+    package static func size(version: UInt16) -> Int { version >= 2 ? sizeV2 : sizeV1 }
+    /// This header's size: where the segment's first frame starts.
+    package var size: Int { Self.size(version: version) }
+
     package func encoded() -> [UInt8] {
-        var w = _ByteWriter(capacity: Self.size)
+        var w = _ByteWriter(capacity: size)
         w.append(contentsOf: Self.magic)
         w.u16(version)
         w.u16(flags)
         w.u32(segment)
         w.u64(baseSequence)
+        if version >= 2 { w.append(contentsOf: storeId?.bytes ?? [UInt8](repeating: 0, count: 16)) }
         w.u32(0)
         let crc = w.bytes.withUnsafeBytes { CRC32C.checksum($0) }
         w.u32(CRC32C.mask(crc))
@@ -44,23 +62,36 @@ package struct SegmentHeader: Equatable {
         case newerVersion(UInt16)
     }
 
+    /// Decodes the header at the start of `bytes` (pass at least ``maxSize`` bytes when the file has
+    /// them). Never traps; anything that is not a header this build reads is `.notASegment` or
+    /// `.newerVersion`.
     package static func decode(_ bytes: UnsafeRawBufferPointer) -> DecodeResult {
-        guard bytes.count >= size else { return .notASegment("file is \(bytes.count) bytes, shorter than a segment header") }
+        guard bytes.count >= sizeV1 else { return .notASegment("file is \(bytes.count) bytes, shorter than a segment header") }
         guard bytes.prefix(8).elementsEqual(magic) else { return .notASegment("bad magic") }
-        var r = _ByteReader(UnsafeRawBufferPointer(rebasing: bytes[0..<size]), offset: 8)
+        var r = _ByteReader(UnsafeRawBufferPointer(rebasing: bytes[0..<min(bytes.count, sizeV2)]), offset: 8)
         do {
             let version = try r.u16()
+            guard version >= 1 else { return .notASegment("format version 0") }
+            let size = size(version: version)
+            if version > LogStoreFormat.version {
+                // A newer header whose checksum is right where this build's newest layout puts it:
+                // a newer format. Otherwise a damaged version field, which is damage.
+                guard bytes.count >= size else { return .notASegment("file is \(bytes.count) bytes, shorter than a segment header") }
+                let stored = bytes.loadUnaligned(fromByteOffset: size - 4, as: UInt32.self).littleEndian
+                let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<(size - 4)]))
+                return CRC32C.mask(crc) == stored ? .newerVersion(version) : .notASegment("header checksum mismatch")
+            }
+            guard bytes.count >= size else { return .notASegment("file is \(bytes.count) bytes, shorter than a version \(version) segment header") }
             let flags = try r.u16()
             let segment = try r.u32()
             let base = try r.u64()
+            let id = version >= 2 ? StoreID(bytes: Array(try r.bytes(16))) : nil
             _ = try r.u32()
             let stored = try r.u32()
-            let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<28]))
+            let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<(size - 4)]))
             guard CRC32C.mask(crc) == stored else { return .notASegment("header checksum mismatch") }
-            guard version <= LogStoreFormat.version else { return .newerVersion(version) }
-            guard version >= 1 else { return .notASegment("format version 0") }
             guard flags & ~flagCompacted == 0 else { return .notASegment("unknown header flags 0x\(String(flags, radix: 16))") }
-            return .ok(SegmentHeader(version: version, flags: flags, segment: segment, baseSequence: base))
+            return .ok(SegmentHeader(version: version, flags: flags, segment: segment, baseSequence: base, storeId: id))
         } catch {
             return .notASegment(error.reason)
         }
@@ -69,8 +100,9 @@ package struct SegmentHeader: Equatable {
 
 /// Format constants shared by every file of a store.
 public enum LogStoreFormat {
-    /// The format version this build writes and the newest it reads.
-    public static let version: UInt16 = 1
+    /// The format version this build writes and the newest it reads. Version 1 stores open and
+    /// are upgraded to version 2 at their first writable open (Docs/FileFormat.md, "Versions").
+    public static let version: UInt16 = 2
     /// Segment file name for a segment number: `000001.log`.
     public static func segmentFileName(_ n: UInt32) -> String {
         let digits = String(n)

@@ -12,17 +12,22 @@
 /// Rules:
 /// 1. A transaction is delivered (``read(_:from:compacted:isLast:lastSequence:onTransaction:onDamage:)``'s
 ///    `onTransaction`) once its commit frame is valid, never before.
-/// 2. Sequence numbers: in a normal segment each transaction's is greater than the last delivered
-///    one; in a compacted segment each frame's is at least the last one (compaction writes a
-///    transaction whose live records exceed one frame as several commit frames with one sequence).
+/// 2. Sequence numbers: in a normal segment each transaction's is the last delivered one plus 1
+///    (format v2: a gap is damage) or greater than it (v1); in a compacted segment each frame's is
+///    at least the last one (compaction writes a transaction whose live records exceed one frame as
+///    several commit frames with one sequence).
 /// 3. Damage is a frame that is truncated or invalid (length, CRC, kind, flags), a data frame in a
 ///    compacted segment, a frame of another transaction inside an unfinished one, a sequence number
 ///    that breaks rule 2, or an unfinished transaction at the end.
-/// 4. Damage in the **last** segment is a **torn tail** when no valid frame of *another*
-///    transaction follows it (frames of the damaged transaction itself do not count: a power loss
-///    during its `fdatasync` can keep its later sectors and lose an earlier one). Every offset after
-///    the damage is tried, not only where its length field points, because the length field may be
-///    what is damaged.
+/// 4. Damage in the **last** segment is a **torn tail** (unsynced bytes, cut and reported) when
+///    nothing after it proves it durable. Format v2: no valid frame after it records a
+///    `syncedThrough` beyond the damage's offset, so later whole transactions that were never
+///    synced either (a group commit's batch, `.buffered` or `.none` writes whose sectors reached
+///    the disk out of order) are cut with it. Format v1, which records no synced offset: no valid
+///    frame of *another* transaction follows it (frames of the damaged transaction itself do not
+///    count: a power loss during its `fdatasync` can keep its later sectors and lose an earlier
+///    one). Every offset after the damage is tried, not only where its length field points,
+///    because the length field may be what is damaged.
 /// 5. Otherwise the damage is in data that was durable. The caller decides: stop (strict recovery
 ///    throws), or resume at the next valid frame of another transaction (salvage keeps every intact
 ///    transaction after it; the scanner keeps counting).
@@ -68,6 +73,9 @@ package struct SegmentReader {
         package var resumeAt: Int?
         /// The sequence number of the unfinished transaction lost with the damage, if one was pending.
         package var lostTransaction: UInt64?
+        /// For a torn tail: whole transactions after the damage that are cut with it (format v2:
+        /// valid but never synced, so never acknowledged as durable in `.synchronous` mode).
+        package var transactionsCut = 0
     }
 
     /// What the caller wants after damage that is not a torn tail.
@@ -88,7 +96,10 @@ package struct SegmentReader {
     }
 
     /// Reads the frames of `buf` from `start` (just past the segment header, or where a checkpoint
-    /// left off). `lastSequence` is the sequence of the last transaction before `start`.
+    /// left off). `base` is the file offset of `buf[0]` (frames' `syncedThrough` are file offsets).
+    /// `lastSequence` is the sequence of the last transaction before `start`; `lastIsExact` says
+    /// whether the first transaction must follow it by exactly 1 (format v2), which is not the
+    /// case when data before `start` was dropped (salvage, the scanner after damage).
     ///
     /// `onTransaction` gets each committed transaction's frames (commit frame last) and returns
     /// whether the transaction counts for rule 2 (false: the caller could not use it, for example its
@@ -96,13 +107,16 @@ package struct SegmentReader {
     /// damage that is not a torn tail and says whether to resume; a torn tail always stops the read
     /// and is returned in ``Outcome/tornTail``. Either closure may throw to abort the read.
     package static func read(
-        _ buf: UnsafeRawBufferPointer, from start: Int, compacted: Bool, isLast: Bool, lastSequence: UInt64,
+        _ buf: UnsafeRawBufferPointer, from start: Int, base: Int = 0, version: UInt16, compacted: Bool, isLast: Bool,
+        lastSequence: UInt64, lastIsExact: Bool = true,
         onTransaction: ([Frame]) throws -> Bool,
         onDamage: (Damage) throws -> DamageAction
     ) throws -> Outcome {
         var offset = start
         var validEnd = start
         var last = lastSequence
+        // Rule 2 in v2: exact succession, except right after data was dropped.
+        var exact = version >= 2 && lastIsExact
         var pending: [Frame] = []
 
         /// Applies rules 4 and 5 to damage at `at`. `validFramesFrom`: a valid frame of another
@@ -112,16 +126,28 @@ package struct SegmentReader {
         func damage(_ kind: Damage.Kind, _ at: Int, _ why: String, validFramesFrom: Int, resumeFrom: Int? = nil) throws -> Int? {
             let lost = pending.first?.header.sequence
             let torn = lost ?? last &+ 1
-            let next = nextValidFrame(buf, from: validFramesFrom, skippingTransaction: torn)
-            var d = Damage(kind: kind, offset: at, validEnd: validEnd, reason: why, isTornTail: isLast && next == nil,
+            let next = nextValidFrame(buf, from: validFramesFrom, version: version, skippingTransaction: torn)
+            var d = Damage(kind: kind, offset: at, validEnd: validEnd, reason: why, isTornTail: false,
                            resumeAt: nil, lostTransaction: lost)
+            if isLast {
+                if version >= 2 {
+                    let later = laterFrames(buf, from: validFramesFrom, version: version)
+                    // Everything from `validEnd` on is lost with the damage: vouched-for bytes there
+                    // were durable.
+                    d.isTornTail = later.syncedThrough <= UInt64(base + validEnd)
+                    d.transactionsCut = later.commits
+                } else {
+                    d.isTornTail = next == nil
+                }
+            }
             if d.isTornTail { throw TornTail(damage: d) }
-            d.resumeAt = resumeFrom.map { nextValidFrame(buf, from: $0, skippingTransaction: torn) } ?? next
+            d.resumeAt = resumeFrom.map { nextValidFrame(buf, from: $0, version: version, skippingTransaction: torn) } ?? next
             pending.removeAll()
             switch try onDamage(d) {
             case .stop:
                 return nil
             case .resume:
+                exact = false
                 validEnd = d.resumeAt ?? buf.count
                 return d.resumeAt
             }
@@ -130,7 +156,7 @@ package struct SegmentReader {
         do {
             scan: while offset < buf.count {
                 let resume: Int?
-                switch LogFrame.parse(buf, at: offset) {
+                switch LogFrame.parse(buf, at: offset, version: version) {
                 case .truncated(let why):
                     resume = try damage(.frame, offset, "truncated frame: \(why)", validFramesFrom: offset + 1)
                 case .invalid(let why):
@@ -143,7 +169,7 @@ package struct SegmentReader {
                         resume = try damage(
                             .transaction, offset, "frame of transaction \(header.sequence) inside transaction \(first.header.sequence), which has no commit frame",
                             validFramesFrom: offset)
-                    } else if pending.isEmpty && (compacted ? header.sequence < last : header.sequence <= last) {
+                    } else if pending.isEmpty && (compacted ? header.sequence < last : exact ? header.sequence != last &+ 1 : header.sequence <= last) {
                         resume = try damage(
                             .sequence, offset, "sequence number \(header.sequence) does not follow \(last)", validFramesFrom: offset,
                             resumeFrom: payloadOffset + header.storedLength)
@@ -151,7 +177,12 @@ package struct SegmentReader {
                         pending.append(Frame(header: header, frameOffset: offset, payloadOffset: payloadOffset))
                         offset = payloadOffset + header.storedLength
                         if header.kind == .commit {
-                            if try onTransaction(pending) { last = header.sequence }
+                            if try onTransaction(pending) {
+                                last = header.sequence
+                                exact = version >= 2
+                            } else {
+                                exact = false
+                            }
                             pending.removeAll()
                             validEnd = offset
                         }
@@ -175,13 +206,29 @@ package struct SegmentReader {
     /// Ends a read at a torn tail from inside ``read(_:from:compacted:isLast:lastSequence:onTransaction:onDamage:)``.
     private struct TornTail: Error { var damage: Damage }
 
+    /// What the valid frames at or after `start` prove (format v2): the largest `syncedThrough` any
+    /// of them records, and how many commit frames there are.
+    static func laterFrames(_ buf: UnsafeRawBufferPointer, from start: Int, version: UInt16) -> (syncedThrough: UInt64, commits: Int) {
+        var synced: UInt64 = 0
+        var commits = 0
+        var p = start
+        while let at = nextValidFrame(buf, from: p, version: version),
+            case .frame(let header, let payloadOffset) = LogFrame.parse(buf, at: at, version: version)
+        {
+            synced = max(synced, UInt64(header.syncedThrough))
+            if header.kind == .commit { commits += 1 }
+            p = payloadOffset + header.storedLength
+        }
+        return (synced, commits)
+    }
+
     /// The offset of the first valid frame at or after `start` whose sequence is not `skip`, or nil.
     /// Cheap header checks come before the CRC, so the search is linear in the bytes after `start`.
-    package static func nextValidFrame(_ buf: UnsafeRawBufferPointer, from start: Int, skippingTransaction skip: UInt64? = nil) -> Int? {
+    package static func nextValidFrame(_ buf: UnsafeRawBufferPointer, from start: Int, version: UInt16, skippingTransaction skip: UInt64? = nil) -> Int? {
         var p = max(start, 0)
-        while buf.count - p >= LogFrame.headerSize {
+        while buf.count - p >= LogFrame.headerSize(version: version) {
             if LogFrame.Kind(rawValue: buf[p + 8]) != nil, buf[p + 9] & ~LogFrame.flagLZ4 == 0, buf[p + 10] == 0, buf[p + 11] == 0,
-                case .frame(let header, let payloadOffset) = LogFrame.parse(buf, at: p)
+                case .frame(let header, let payloadOffset) = LogFrame.parse(buf, at: p, version: version)
             {
                 if header.sequence != skip { return p }
                 p = payloadOffset + header.storedLength
