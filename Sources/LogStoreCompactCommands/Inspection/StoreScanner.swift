@@ -148,6 +148,12 @@ struct ScanRun {
                 if let n = f.segmentNumber, listed.contains(n) {
                     scan.files[i].listed = true
                     bytesTotal += f.size
+                } else if let n = f.segmentNumber, let m = manifestFile, n >= m.nextSegment, f.size > UInt64(SegmentHeader.maxSize),
+                    LogEngine.readSegmentHeader(fs, path).map({ !$0.isCompacted && $0.segment == n }) ?? true
+                {
+                    // As the engine's open decides: a roll-over never appends before MANIFEST lists
+                    // its segment, and compaction output is flagged.
+                    issue(.damage, .manifest, path, nil, "segment \(n) holds transactions but MANIFEST (generation \(m.generation), next segment \(m.nextSegment)) does not list it: MANIFEST is an older copy or another store's; `salvage` replays it after the listed segments")
                 } else {
                     issue(.warning, .strayFile, path, nil, "segment file not listed in MANIFEST (left by an interrupted roll-over or compaction); the next open removes it")
                 }
@@ -169,6 +175,15 @@ struct ScanRun {
                         let listed = Set(order)
                         if let missing = cp.segments.first(where: { !listed.contains($0.number) }) {
                             issue(.warning, .checkpoint, path, nil, "checkpoint (sequence \(cp.sequence)) names segment \(missing.number), which MANIFEST no longer lists; open ignores it and replays the log")
+                        } else if cp.storeId == manifestFile?.storeId {
+                            // The checkpoint is a witness: written after the log it covers was synced.
+                            for s in cp.segments {
+                                let size = scan.files.first { $0.segmentNumber == s.number }?.size
+                                if let size, size < s.length {
+                                    issue(.damage, .file, _joinPath(directory, LogStoreFormat.segmentFileName(s.number)), Int(size),
+                                          "segment \(s.number) holds \(size) bytes, but the checkpoint recorded \(s.length) committed, synced bytes of it: it was truncated, and open refuses")
+                                }
+                            }
                         }
                     case .failure(let error):
                         issue(.damage, .checkpoint, path, error.offset, "checkpoint damaged: \(error.reason); open ignores it and replays the log, and the next clean close writes a new one")

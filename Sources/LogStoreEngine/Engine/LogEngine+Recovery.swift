@@ -215,12 +215,33 @@ extension LogEngine {
                 report.dropped.append(.init(path: path, offset: 0, bytes: 0, reason: message))
             }
         }
+        // Format v2: a sealed segment never changes, so any size but the one MANIFEST recorded when
+        // it was sealed is damage to durable data, including in segments a checkpoint lets replay
+        // skip.
+        for number in manifest.segments {
+            let path = _joinPath(directory, LogStoreFormat.segmentFileName(number))
+            guard let sealed = manifest.sealed[number], fs.itemKind(atPath: path) == .file else { continue }
+            let size = try fileSize(fs, path)
+            guard size != sealed.length else { continue }
+            let what = size < sealed.length
+                ? "it is \(sealed.length - size) bytes shorter than the \(sealed.length) MANIFEST recorded when it was sealed: committed transactions up to \(sealed.lastSequence) are cut"
+                : "it is \(size - sealed.length) bytes longer than the \(sealed.length) MANIFEST recorded when it was sealed"
+            let message = "Sealed segment \(number) changed after it was sealed: \(what)."
+            guard options.recovery == .salvage else {
+                throw LogStoreError(.corruption, message + " " + LogStoreError.corruptionNextStep, path: path, offset: min(size, sealed.length))
+            }
+            report.dropped.append(.init(path: path, offset: min(size, sealed.length), bytes: size > sealed.length ? size - sealed.length : sealed.length - size, reason: message))
+        }
         // An unlisted segment numbered from MANIFEST's next number on that holds more than its
         // header was not left by an interrupted roll-over (which never appends before its manifest
         // is in place) nor by a compaction (whose output is flagged compacted): MANIFEST is an
         // older copy, or another store's, and that segment holds committed data.
         let orphans = onDisk.filter { n in
-            guard !manifest.segments.contains(n), n >= manifest.nextSegment, segmentHeaders[n]?.isCompacted != true else { return false }
+            // (A file whose header names another number is a copy, not a segment written under
+            // this name: a stray like any other.)
+            guard !manifest.segments.contains(n), n >= manifest.nextSegment, segmentHeaders[n]?.isCompacted != true,
+                segmentHeaders[n].map({ $0.segment == n }) ?? true
+            else { return false }
             let size = (try? fileSize(fs, _joinPath(directory, LogStoreFormat.segmentFileName(n)))) ?? 0
             return size > UInt64(segmentHeaders[n]?.size ?? SegmentHeader.maxSize)
         }
@@ -296,17 +317,7 @@ extension LogEngine {
             guard size <= UInt64(UInt32.max) else {
                 throw LogStoreError(.corruption, "Segment is \(size) bytes; LogStore never writes segments of 4 GiB or more, so this file is not one of its segments.", path: path, offset: UInt64(UInt32.max))
             }
-            if let sealed = manifest.sealed[number], size != sealed.length {
-                // A sealed segment never changes: any other size is damage to durable data.
-                let what = size < sealed.length
-                    ? "it is \(sealed.length - size) bytes shorter than the \(sealed.length) MANIFEST recorded when it was sealed: committed transactions up to \(sealed.lastSequence) are cut"
-                    : "it is \(size - sealed.length) bytes longer than the \(sealed.length) MANIFEST recorded when it was sealed"
-                let message = "Sealed segment \(number) changed after it was sealed: \(what)."
-                guard options.recovery == .salvage else {
-                    throw LogStoreError(.corruption, message + " " + LogStoreError.corruptionNextStep, path: path, offset: min(size, sealed.length))
-                }
-                report.dropped.append(.init(path: path, offset: min(size, sealed.length), bytes: size > sealed.length ? size - sealed.length : sealed.length - size, reason: message))
-            }
+
             var segInfo = info[number] ?? SegmentInfo(length: 0, rawBytes: 0)
             let sequenceBefore = index.sequence
             let droppedBefore = report.dropped.count
