@@ -67,6 +67,7 @@ public struct StatsCommand: ParsableCommand {
             ("store", .string(s.directory)),
             ("formatVersion", s.manifest.map { .integer($0.version) } ?? .null),
             ("manifestGeneration", s.manifest.map { .uint($0.generation) } ?? .null),
+            ("storeId", s.manifest?.storeId.map { .string($0) } ?? .null),
             ("files", .object([("count", .integer(s.files.count)), ("bytes", .uint(s.totalBytes))])),
             ("segments", .object([
                 ("count", .integer(s.segments.count)),
@@ -126,7 +127,7 @@ public struct StatsCommand: ParsableCommand {
         func row(_ label: String, _ value: String) { Console.out(Format.pad(label, 14) + value) }
         row("Store", s.directory)
         if let m = s.manifest {
-            row("Format", "version \(m.version), manifest generation \(m.generation)")
+            row("Format", "version \(m.version), manifest generation \(m.generation)" + (m.storeId.map { ", store \($0)" } ?? ""))
         } else {
             row("Format", "unknown (MANIFEST missing or damaged)")
         }

@@ -14,7 +14,9 @@ extension FuzzEntryPoints {
     /// 4 set = no MANIFEST (recovery must rebuild it or refuse); 5 set = N is read from the first
     /// four bytes (big-endian), else N = 1; 6 set = format version 1 (v1 MANIFEST, header and
     /// frames; a strict open upgrades it), else version 2 (MANIFEST records the store id and, with
-    /// bit 0, segment N's length as sealed).
+    /// bit 0, segment N's length as sealed); 7 set = the relationship between the files is fuzzed
+    /// too: the input's last 9 bytes (taken off the segment) give a signed change to the sealed
+    /// length MANIFEST records for segment N and the last sequence it records.
     ///
     /// Checks: open succeeds or throws `.corruption`/`.unsupportedFormatVersion` (never traps); an
     /// opened store reads back every record through point reads and `forEach` alike; in strict
@@ -32,6 +34,14 @@ extension FuzzEntryPoints {
             bytes = Array(bytes.dropFirst(4))
         }
         let next = number &+ 1
+        var lengthDelta = 0
+        var recordedLast: UInt64 = 0
+        if mode & 128 != 0, bytes.count >= 9 {
+            let tail = Array(bytes.suffix(9))
+            bytes.removeLast(9)
+            lengthDelta = Int(Int8(bitPattern: tail[0]))
+            recordedLast = tail[1...].reversed().reduce(0) { $0 << 8 | UInt64($1) }
+        }
         let version: UInt16 = mode & 64 != 0 ? 1 : 2
         let storeId: StoreID? = version >= 2 ? StoreID(bytes: Array(repeating: 0x5A, count: 16)) : nil
         if mode & 4 != 0 { bytes = SegmentHeader(version: version, segment: number, baseSequence: 1, storeId: storeId).encoded() + bytes }
@@ -47,7 +57,8 @@ extension FuzzEntryPoints {
             if withManifest {
                 let manifest = ManifestFile(
                     version: version, generation: 1, nextSegment: sealed ? next &+ 1 : next, segments: sealed ? [number, next] : [number],
-                    storeId: storeId, sealed: sealed ? [number: .init(length: UInt64(max(bytes.count, SegmentHeader.sizeV1)), lastSequence: 0)] : [:])
+                    storeId: storeId,
+                    sealed: sealed ? [number: .init(length: UInt64(max(bytes.count + lengthDelta, SegmentHeader.sizeV1)), lastSequence: recordedLast)] : [:])
                 try writeFile(fs, _joinPath(dir, LogStoreFormat.manifestFileName), manifest.encoded())
             }
             try writeFile(fs, _joinPath(dir, LogStoreFormat.segmentFileName(number)), bytes)
