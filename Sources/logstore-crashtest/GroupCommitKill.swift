@@ -1,0 +1,144 @@
+import ArgumentParser
+import Foundation
+import LogStoreEngine
+import _LogStoreTestSupport
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `logstore-crashtest group-commit`: kill -9 of a worker whose writer threads (16 by default)
+/// commit at once on one store, so commits share `fdatasync`s and many are appended but unsynced
+/// when the kill lands; half the workers run on a slow disk; some kills land during the worker's
+/// own open (recovery). After each kill the store must open (strict, no salvage) with, for every
+/// writer, exactly the items of a prefix of its commits that includes every acknowledged one and at
+/// most one more, every value intact and no delete undone (``GroupCommitWorkload``).
+struct GroupCommitKill: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "group-commit",
+        abstract: "Kill -9 workers whose many writer threads share group commits; check every recovery.",
+        discussion: "Docs/Testing.md, \"Crash recovery\". Prints its seed; a failure keeps the store and says how to rerun.")
+
+    @Option(help: "Crash cycles to run (default 100 unless --seconds is given).")
+    var cycles: Int?
+
+    @Option(help: "Run for this many seconds (and at most --cycles cycles if both are given).")
+    var seconds: Double?
+
+    @Option(help: "The run's seed (default: random; printed).")
+    var seed: UInt64?
+
+    @Option(help: "Writer threads per worker.")
+    var writers: Int = 16
+
+    @Option(help: "Start a fresh store every this many cycles.")
+    var cyclesPerStore: Int = 20
+
+    func run() throws {
+        StopSignal.install()
+        let seed = self.seed ?? UInt64.random(in: 0...UInt64.max)
+        let root = FileManager.default.isWritableFile(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
+        let base = (root as NSString).appendingPathComponent("logstore-groupcommit-\(getpid())-\(seed)")
+        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+        let store = (base as NSString).appendingPathComponent("store")
+        let stderrPath = (base as NSString).appendingPathComponent("worker-stderr.txt")
+        let executable = Bundle.main.executablePath ?? CommandLine.arguments[0]
+        print("logstore-crashtest group-commit: seed \(seed), \(writers) writers, work directory \(base)")
+        var rng = SplitMix64(seed: seed)
+        let limit = cycles ?? (seconds == nil ? 100 : Int.max)
+        let deadline = seconds.map { Date().addingTimeInterval($0) }
+        var durable = [Int](repeating: 0, count: writers)  // commits each writer is known to have made durable
+        var done = 0, acks = 0, killsDuringOpen = 0, slow = 0, inFlightKept = 0
+        var cycle = 0
+        func fail(_ message: String) throws -> Never {
+            print("VIOLATION cycle \(cycle): \(message)")
+            print("FAILED (seed \(seed)). Rerun: logstore-crashtest group-commit --seed \(seed) --cycles \(cycle + 1) --writers \(writers); the store is kept: \(store)")
+            throw ExitCode(1)
+        }
+        while cycle < limit {
+            if let deadline, Date() >= deadline { break }
+            if StopSignal.requested { break }
+            if cycle % max(1, cyclesPerStore) == 0 {
+                try? FileManager.default.removeItem(atPath: store)
+                durable = [Int](repeating: 0, count: writers)
+            }
+            let delay: UInt32 = rng.chance(0.5) ? 300 : 0
+            if delay > 0 { slow += 1 }
+            let child = try ChildProcess(
+                executable: executable, arguments: ["group-commit-worker", "--dir", store, "--writers", "\(writers)", "--io-delay-us", "\(delay)"],
+                stderrPath: stderrPath)
+            var acked = [Int](repeating: -1, count: writers)
+            var seen = 0
+            func take(_ line: String) throws {
+                let parts = line.split(separator: " ")
+                if parts.first == "ack", parts.count == 3, let w = Int(parts[1]), let n = Int(parts[2]), w < writers {
+                    acked[w] = max(acked[w], n)
+                    seen += 1
+                } else if parts.first == "error" {
+                    try fail("worker: \(line)")
+                }
+            }
+            if rng.chance(0.15) {
+                // Early: most of these land in the worker's open, so recovery itself is killed.
+                usleep(UInt32(rng.int(in: 0...20_000)))
+                if child.readLine(timeout: 0) != "ready" { killsDuringOpen += 1 }
+                child.kill()
+            } else {
+                let target = rng.int(in: 1...400)
+                while seen < target, let line = child.readLine(timeout: 60) { try take(line) }
+                usleep(UInt32(rng.int(in: 0...2_000)))
+                child.kill()
+            }
+            // Every acknowledgement written before the kill counts.
+            while let line = child.readLine(timeout: 0.5) { try take(line) }
+            acks += seen
+            child.wait()
+
+            // The check: a strict open, then every writer's items.
+            let engine: LogEngine
+            do {
+                var o = GroupCommitWorkload.options()
+                o.autoCompaction = false
+                engine = try LogEngine.open(directory: store, options: o)
+            } catch {
+                try fail("the store does not open after the kill: \(error)")
+            }
+            var items = [Set<Int>](repeating: [], count: writers)
+            do {
+                let snap = try engine.snapshot()
+                for (k, _) in snap.locations(ofType: GroupCommitWorkload.type) {
+                    let parts = String(decoding: k.bytes, as: UTF8.self).split(separator: "-")
+                    guard parts.count == 2, let w = Int(parts[0]), let n = Int(parts[1]), w < writers else { try fail("unexpected key \(k)") }
+                    items[w].insert(n)
+                    guard let v = try snap.value(type: GroupCommitWorkload.type, key: k), Array(v) == GroupCommitWorkload.value(w, n) else {
+                        try fail("item \(w)-\(n) has a value that was never committed")
+                    }
+                }
+            } catch let e as ExitCode {
+                throw e
+            } catch {
+                try fail("reading the recovered store failed: \(error)")
+            }
+            try? engine.close()
+            for w in 0..<writers {
+                let made = (items[w].max() ?? -1) + 1
+                let lower = max(durable[w], acked[w] + 1)
+                // One commit may have become durable after the kill's last acknowledgement line.
+                guard made >= lower, made <= max(durable[w], acked[w] + 1) + 1 else {
+                    try fail("writer \(w): the store holds its commits 0..<\(made), but \(lower) were acknowledged (or seen) and at most one more can be in flight")
+                }
+                guard items[w] == GroupCommitWorkload.expected(w, commits: made) else {
+                    try fail("writer \(w): its items are not those of its first \(made) commits (a hole, a lost commit or a resurrected delete)")
+                }
+                if made > lower { inFlightKept += 1 }
+                durable[w] = made
+            }
+            done += 1
+            cycle += 1
+        }
+        print("group-commit: \(done) cycles, \(writers) writers, \(acks) commits acknowledged, \(killsDuringOpen) kills during the worker's open, \(slow) slow-disk workers, \(inFlightKept) in-flight commits kept; violations: 0")
+        try? FileManager.default.removeItem(atPath: base)
+    }
+}
