@@ -321,29 +321,20 @@ extension LogEngine {
             var segInfo = info[number] ?? SegmentInfo(length: 0, rawBytes: 0)
             let sequenceBefore = index.sequence
             let droppedBefore = report.dropped.count
-            let result: ScanResult
-            if from == 0 {
-                let bytes = try file.read(at: 0, count: Int(size))
-                report.segmentsScanned += 1
-                report.bytesReplayed += UInt64(bytes.count)
-                result = try bytes.withUnsafeBytes { buf in
-                    try scanSegment(buf, base: 0, header: nil, number: number, path: path, isLast: isLast, storeId: manifest.storeId,
-                                    index: &index, info: &segInfo, report: &report, options: options)
-                }
-            } else {
+            var known: SegmentHeader? = nil
+            if from > 0 {
                 // Resuming after a checkpoint, which checked this header and length.
                 let headerBytes = try file.read(at: 0, count: SegmentHeader.maxSize)
                 guard case .ok(let header) = headerBytes.withUnsafeBytes({ SegmentHeader.decode($0) }), from <= size else {
                     throw LogStoreError(.corruption, "Segment header or length changed while the store was being opened.", path: path)
                 }
-                let bytes = try file.read(at: from, count: Int(size - from))
-                report.segmentsScanned += 1
-                report.bytesReplayed += UInt64(bytes.count)
-                result = try bytes.withUnsafeBytes { buf in
-                    try scanSegment(buf, base: Int(from), header: header, number: number, path: path, isLast: isLast, storeId: manifest.storeId,
-                                    index: &index, info: &segInfo, report: &report, options: options)
-                }
+                known = header
             }
+            report.segmentsScanned += 1
+            report.bytesReplayed += size - from
+            let result = try streamSegment(
+                file, size: size, from: from, header: known, number: number, path: path, isLast: isLast, storeId: manifest.storeId,
+                index: &index, info: &segInfo, report: &report, options: options)
             let seg: SegmentFile
             switch result {
             case .recreateHeader:
@@ -525,8 +516,47 @@ extension LogEngine {
     /// sequence number above every earlier one. Compacted segments (header flag): commit frames
     /// only, of `putAt` records, frame sequences non-decreasing (several frames can share the
     /// last record's sequence); the index's sequence becomes the largest seen.
+    /// How many bytes of a segment recovery reads at a time (doubled while one transaction does not
+    /// fit). Recovery's memory is bounded by this and the largest transaction, not by the segment.
+    static let recoveryWindow = 8 << 20
+
+    /// Replays segment `number` from file offset `from` (0: from its header) in windows of
+    /// ``recoveryWindow`` bytes: each window is scanned as far as whole transactions go, and the
+    /// next one starts where they end. Damage, or a transaction larger than the window, makes the
+    /// window grow (to the rest of the file at most), because only the bytes after it can decide
+    /// what it is (SegmentReader rules 4 and 5).
+    static func streamSegment(_ file: any FileSystemFile, size: UInt64, from: UInt64, header known: SegmentHeader?, number: UInt32,
+                              path: String, isLast: Bool, storeId: StoreID?, index: inout IndexState, info: inout SegmentInfo,
+                              report: inout RecoveryReport, options: LogStoreOptions) throws -> ScanResult {
+        var header = known
+        var position = from
+        var window = recoveryWindow
+        while true {
+            let remaining = size - position
+            let count = Int(min(UInt64(window), remaining))
+            let atEnd = UInt64(count) == remaining
+            let bytes = try file.read(at: position, count: count)
+            let result = try bytes.withUnsafeBytes { buf in
+                try scanSegment(buf, base: Int(position), header: header, number: number, path: path, isLast: isLast, storeId: storeId,
+                                endIsFileEnd: atEnd, index: &index, info: &info, report: &report, options: options)
+            }
+            switch result {
+            case .recreateHeader:
+                return result
+            case .end(let validEnd, let h):
+                if atEnd { return result }
+                // No header: salvage dropped the whole segment.
+                guard let h else { return .end(size, nil) }
+                header = h
+                // No whole transaction in this window: it needs a bigger one.
+                if validEnd <= position { window = window.multipliedReportingOverflow(by: 2).overflow ? Int.max : window * 2 }
+                position = max(position, validEnd)
+            }
+        }
+    }
+
     static func scanSegment(_ buf: UnsafeRawBufferPointer, base: Int, header known: SegmentHeader?, number: UInt32,
-                            path: String, isLast: Bool, storeId: StoreID?, index: inout IndexState, info: inout SegmentInfo,
+                            path: String, isLast: Bool, storeId: StoreID?, endIsFileEnd: Bool = true, index: inout IndexState, info: inout SegmentInfo,
                             report: inout RecoveryReport, options: LogStoreOptions) throws -> ScanResult {
         let segmentHeader: SegmentHeader
         var offset: Int
@@ -570,7 +600,7 @@ extension LogEngine {
         // what recovery adds is what it does with each transaction and each damage.
         let outcome = try SegmentReader.read(
             buf, from: offset, base: base, version: segmentHeader.version, compacted: compacted, isLast: isLast,
-            lastSequence: index.sequence, lastIsExact: report.dropped.isEmpty,
+            lastSequence: index.sequence, lastIsExact: report.dropped.isEmpty, endIsFileEnd: endIsFileEnd,
             onTransaction: { frames in
                 let first = frames[0]
                 let end = frames[frames.count - 1].payloadOffset + frames[frames.count - 1].header.storedLength

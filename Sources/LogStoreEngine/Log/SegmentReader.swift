@@ -93,6 +93,10 @@ package struct SegmentReader {
         package var validEnd: Int
         /// The torn tail that ended it, if one did.
         package var tornTail: Damage?
+        /// With `endIsFileEnd == false`: the buffer ended inside a frame or a transaction, or met
+        /// damage, which only the bytes after the buffer can decide; read again from ``validEnd``
+        /// with more bytes (to the end of the file, at the latest).
+        package var needsMore = false
     }
 
     /// Reads the frames of `buf` from `start` (just past the segment header, or where a checkpoint
@@ -108,7 +112,7 @@ package struct SegmentReader {
     /// and is returned in ``Outcome/tornTail``. Either closure may throw to abort the read.
     package static func read(
         _ buf: UnsafeRawBufferPointer, from start: Int, base: Int = 0, version: UInt16, compacted: Bool, isLast: Bool,
-        lastSequence: UInt64, lastIsExact: Bool = true,
+        lastSequence: UInt64, lastIsExact: Bool = true, endIsFileEnd: Bool = true,
         onTransaction: ([Frame]) throws -> Bool,
         onDamage: (Damage) throws -> DamageAction
     ) throws -> Outcome {
@@ -124,6 +128,9 @@ package struct SegmentReader {
         /// resume point from here instead (to step over a valid frame that is itself the problem).
         /// Returns where to continue, or nil to stop.
         func damage(_ kind: Damage.Kind, _ at: Int, _ why: String, validFramesFrom: Int, resumeFrom: Int? = nil) throws -> Int? {
+            // Rules 4 and 5 look at everything after the damage: only the whole rest of the file
+            // can decide (the caller reads it and comes back).
+            if !endIsFileEnd { throw NeedsMore() }
             let lost = pending.first?.header.sequence
             let torn = lost ?? last &+ 1
             let next = nextValidFrame(buf, from: validFramesFrom, version: version, skippingTransaction: torn)
@@ -200,8 +207,13 @@ package struct SegmentReader {
             return Outcome(validEnd: validEnd, tornTail: nil)
         } catch let torn as TornTail {
             return Outcome(validEnd: torn.damage.validEnd, tornTail: torn.damage)
+        } catch is NeedsMore {
+            return Outcome(validEnd: validEnd, tornTail: nil, needsMore: true)
         }
     }
+
+    /// Ends a partial read (`endIsFileEnd == false`) that needs the bytes after the buffer.
+    private struct NeedsMore: Error {}
 
     /// Ends a read at a torn tail from inside ``read(_:from:compacted:isLast:lastSequence:onTransaction:onDamage:)``.
     private struct TornTail: Error { var damage: Damage }
