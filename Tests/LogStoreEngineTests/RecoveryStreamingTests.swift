@@ -89,6 +89,7 @@ final class RecoveryStreamingTests: XCTestCase {
         }
         var o = options
         o.segmentSize = 1 << 30
+        o.checkpointInterval = 0
         let dir = root + "/gib"
         let e = try LogEngine.open(directory: dir, options: o)
         let chunk = value(0, size: 1 << 20)
