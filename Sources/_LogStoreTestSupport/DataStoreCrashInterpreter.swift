@@ -37,6 +37,11 @@ public final class DataStoreCrashInterpreter: CrashInterpreter {
     public private(set) var compactionsPerformed = 0
     /// How long a `writeAsync` completion is waited for before the step fails as hung.
     public var asyncTimeoutSeconds = 60
+    /// For stores without `.synchronous` durability: a commit is acknowledged only once a
+    /// `flush()` made it durable, and the interpreter flushes after every this many commits (so a
+    /// crash finds several unsynced transactions, as a group commit's batch would leave them).
+    /// Nil: every commit is acknowledged when it returns.
+    public var flushEvery: Int? = nil
 
     /// An interpreter for a store whose contents `model` describes. Opens nothing yet.
     public init(model: DataStoreCrashModel, makeStore: @escaping () -> LogDataStore) {
@@ -84,17 +89,25 @@ public final class DataStoreCrashInterpreter: CrashInterpreter {
             throw LogStoreError(.notOpen, "DataStoreCrashInterpreter.run called with no open store; call open() first.")
         }
         let n = model.lastTransaction + 1
+        /// A commit returned: acknowledge it now, or (``flushEvery``) once a flush made it durable.
+        func committed(_ n: UInt64) throws {
+            guard let every = flushEvery else { return didCommit(n) }
+            if n % UInt64(max(1, every)) == 0 {
+                try store.flush()
+                didCommit(n)
+            }
+        }
         switch step {
         case .write(let ops):
             willCommit(n, ops, .write)
             model.apply(step)
             try store.writeSync { try DataStoreCrashTypes.apply(ops, to: $0) }
-            didCommit(n)
+            try committed(n)
         case .writeAsync(let ops):
             willCommit(n, ops, .writeAsync)
             model.apply(step)
             try writeAsyncAndWait(store, ops)
-            didCommit(n)
+            try committed(n)
         case .abortedWrite(let ops):
             do {
                 try store.writeSync { a in
@@ -118,7 +131,7 @@ public final class DataStoreCrashInterpreter: CrashInterpreter {
             willCommit(n, ops, .merge)
             model.apply(step)
             try store.merge(child)
-            didCommit(n)
+            try committed(n)
         case .discardChild:
             let c = child
             child = nil

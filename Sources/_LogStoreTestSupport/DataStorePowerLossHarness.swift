@@ -123,7 +123,11 @@ public final class DataStorePowerLossHarness: PowerLossDriver<DataStoreCrashInte
         super.init(
             configuration.run, report: DataStorePowerLossReport(seed: configuration.seed), events: (100, 80), openName: "setup",
             makeInterpreter: { fs in
-                DataStoreCrashInterpreter(model: DataStoreCrashModel()) { LogDataStore(path: directory, fileSystem: fs, options: options) }
+                let interpreter = DataStoreCrashInterpreter(model: DataStoreCrashModel()) { LogDataStore(path: directory, fileSystem: fs, options: options) }
+                // Without synchronous durability only flushed commits are promised; flushing every
+                // third leaves batches of unsynced transactions for the crash to reorder.
+                if options.durability != .synchronous { interpreter.flushEvery = 3 }
+                return interpreter
             })
     }
 
