@@ -2,11 +2,12 @@ import Foundation
 import LogStore
 import LogStoreEngine
 import XCTest
+import _LogStoreTestSupport
 
 // A store written by format version 1 (the last version-1 writer: commit 721f100), committed under
-// Tests/Fixtures/format-v1, must open with every committed item in every later version (or be
-// refused with a message that names the upgrade command, once a version says so in
-// Docs/FileFormat.md). The fixture has several segments, a compacted prefix, multi-frame and
+// Tests/Fixtures/format-v1, must open with every committed item in every later version. Version 2
+// upgrades it at the first writable open, atomically (Docs/FileFormat.md, section 11): the tests
+// below check the upgrade, and a crash at every I/O operation of it. The fixture has several segments, a compacted prefix, multi-frame and
 // compressed transactions, deletes, a delete-all, three id kinds and a checkpoint: replay order
 // compacted segment(s), then sealed normal segments, then the tail.
 //
@@ -193,5 +194,72 @@ final class FormatVersion1FixtureTests: XCTestCase {
         try again.setup()
         try expected.check(again)
         try again.tearDown()
+    }
+
+    func testFirstOpenUpgradesToFormatVersion2OnceAndKeepsEveryItem() throws {
+        let expected = try FormatVersion1Fixture.expected()
+        let dir = try copyOfFixture()
+        let store = LogDataStore(directory: dir, options: FormatVersion1Fixture.options)
+        try store.setup()
+        XCTAssertEqual(store.recoveryReport?.upgradedFromVersion, 1)
+        try expected.check(store)
+        try store.tearDown()
+        let m = try ManifestFile.decode(
+            [UInt8](try Data(contentsOf: dir.appendingPathComponent("MANIFEST"))), path: "MANIFEST")
+        XCTAssertEqual(m.version, 2)
+        XCTAssertNotNil(m.storeId)
+        XCTAssertEqual(m.sealed.count, m.segments.count - 1, "every segment but the new tail is sealed")
+        let again = LogDataStore(directory: dir, options: FormatVersion1Fixture.options)
+        try again.setup()
+        XCTAssertNil(again.recoveryReport?.upgradedFromVersion, "upgraded once")
+        XCTAssertTrue(again.recoveryReport?.checkpointUsed ?? false, "the close after the upgrade wrote a v2 checkpoint")
+        try expected.check(again)
+        try again.tearDown()
+    }
+
+    /// A crash (power loss or process crash) at every mutating I/O operation of the upgrade leaves
+    /// a store that opens with every item: still version 1 before the MANIFEST rename, version 2
+    /// after it.
+    func testCrashAtEveryStepOfTheUpgradeLosesNothing() throws {
+        let expected = try FormatVersion1Fixture.expected()
+        var files: [String: [UInt8]] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: FormatVersion1Fixture.directory.path) where name != "LOCK" {
+            files[name] = [UInt8](try Data(contentsOf: FormatVersion1Fixture.directory.appendingPathComponent(name)))
+        }
+        var o = FormatVersion1Fixture.options
+        o.checkpointOnClose = false
+        var points = 0
+        for k in 0..<64 {
+            let fs = FaultInjectingFileSystem()
+            try fs.createDirectory(atPath: "/v1")
+            try fs.syncDirectory(atPath: "/")
+            for (name, bytes) in files {
+                let f = try fs.open("/v1/" + name, mode: .createNew)
+                try f.write(bytes, at: 0)
+                try f.sync()
+                try f.close()
+            }
+            try fs.syncDirectory(atPath: "/v1")
+            fs.scheduleCrash(afterMutatingOperations: k)
+            let store = LogDataStore(path: "/v1", fileSystem: fs, options: o)
+            let crashed: Bool
+            do {
+                try store.setup()
+                crashed = fs.isCrashed
+                try? store.tearDown()
+            } catch {
+                XCTAssertTrue(FaultInjectingFileSystem.isSimulatedCrash(error) || fs.isCrashed, "crash point \(k): \(error)")
+                crashed = true
+            }
+            if !crashed { break }
+            points += 1
+            for image in [fs.powerLossImage(seed: UInt64(k)), fs.processCrashImage()] {
+                let reopened = LogDataStore(path: "/v1", fileSystem: image, options: o)
+                try reopened.setup()
+                try expected.check(reopened)
+                try reopened.tearDown()
+            }
+        }
+        XCTAssertGreaterThan(points, 3, "the upgrade has several I/O steps to crash in")
     }
 }
