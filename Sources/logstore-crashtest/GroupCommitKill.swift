@@ -21,14 +21,7 @@ struct GroupCommitKill: ParsableCommand {
         abstract: "Kill -9 workers whose many writer threads share group commits; check every recovery.",
         discussion: "Docs/Testing.md, \"Crash recovery\". Prints its seed; a failure keeps the store and says how to rerun.")
 
-    @Option(help: "Crash cycles to run (default 100 unless --seconds is given).")
-    var cycles: Int?
-
-    @Option(help: "Run for this many seconds (and at most --cycles cycles if both are given).")
-    var seconds: Double?
-
-    @Option(help: "The run's seed (default: random; printed).")
-    var seed: UInt64?
+    @OptionGroup var length: RunLength
 
     @Option(help: "Writer threads per worker.")
     var writers: Int = 16
@@ -38,7 +31,7 @@ struct GroupCommitKill: ParsableCommand {
 
     func run() throws {
         StopSignal.install()
-        let seed = self.seed ?? UInt64.random(in: 0...UInt64.max)
+        let seed = length.seed ?? UInt64.random(in: 0...UInt64.max)
         let root = FileManager.default.isWritableFile(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
         let base = (root as NSString).appendingPathComponent("logstore-groupcommit-\(getpid())-\(seed)")
         try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
@@ -47,8 +40,8 @@ struct GroupCommitKill: ParsableCommand {
         let executable = Bundle.main.executablePath ?? CommandLine.arguments[0]
         print("logstore-crashtest group-commit: seed \(seed), \(writers) writers, work directory \(base)")
         var rng = SplitMix64(seed: seed)
-        let limit = cycles ?? (seconds == nil ? 100 : Int.max)
-        let deadline = seconds.map { Date().addingTimeInterval($0) }
+        let limit = length.cycleLimit
+        let deadline = length.seconds.map { Date().addingTimeInterval($0) }
         var durable = [Int](repeating: 0, count: writers)  // commits each writer is known to have made durable
         var done = 0, acks = 0, killsDuringOpen = 0, slow = 0, inFlightKept = 0
         var cycle = 0

@@ -24,14 +24,7 @@ struct Kill: ParsableCommand {
             violation, keeps the store directory and exits 1.
             """)
 
-    @Option(help: "Crash cycles to run (default 100 unless --seconds is given).")
-    var cycles: Int?
-
-    @Option(help: "Run for this many seconds (and at most --cycles cycles if both are given).")
-    var seconds: Double?
-
-    @Option(help: "The run's seed (default: random; printed).")
-    var seed: UInt64?
+    @OptionGroup var length: RunLength
 
     @Option(
         help:
@@ -56,7 +49,7 @@ struct Kill: ParsableCommand {
 
     func run() throws {
         StopSignal.install()
-        let seed = self.seed ?? UInt64.random(in: 0...UInt64.max)
+        let seed = length.seed ?? UInt64.random(in: 0...UInt64.max)
         let base: String
         if let dir {
             base = dir
@@ -65,8 +58,8 @@ struct Kill: ParsableCommand {
             base = (root as NSString).appendingPathComponent("logstore-crashtest-\(getpid())-\(seed)")
         }
         try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
-        let limit = cycles ?? (seconds == nil ? 100 : Int.max)
-        let deadline = seconds.map { Date().addingTimeInterval($0) }
+        let limit = length.cycleLimit
+        let deadline = length.seconds.map { Date().addingTimeInterval($0) }
         print("logstore-crashtest kill: seed \(seed), work directory \(base)")
         let driver = KillDriver(
             seed: seed, base: base, steps: steps, cyclesPerStore: cyclesPerStore,

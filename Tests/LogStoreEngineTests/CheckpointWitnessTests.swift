@@ -83,10 +83,10 @@ final class CheckpointWitnessTests: XCTestCase {
         XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir)), ["CHECKPOINT", "LOCK"], "nothing created")
     }
 
-    func testOlderCopyOfManifestIsRefusedAndItsUnlistedSegmentsAreNotDeleted() throws {
-        // Keep MANIFEST as it was early on, write on (new segments), close (checkpoint of the
-        // newer generation), then put the old MANIFEST back.
-        let dir = root + "/older-manifest"
+    /// A store whose MANIFEST was kept as it was after its first commit while 40 more (several
+    /// roll-overs) followed and the store was closed; returns the directory and that old MANIFEST.
+    func storeAndEarlyManifest(_ name: String) throws -> (dir: String, manifest: Data) {
+        let dir = root + "/" + name
         let e = try LogEngine.open(directory: dir, options: Self.options)
         try e.commit([.put(type: "Item", key: RecordKey([1]), value: AttributeValue.int(1).encoded())])
         let oldManifest = try Data(contentsOf: URL(fileURLWithPath: dir + "/MANIFEST"))
@@ -97,6 +97,12 @@ final class CheckpointWitnessTests: XCTestCase {
         }
         XCTAssertGreaterThan(e.manifestInfo.segments.count, 1)
         try e.close()
+        return (dir, oldManifest)
+    }
+
+    func testOlderCopyOfManifestIsRefusedAndItsUnlistedSegmentsAreNotDeleted() throws {
+        // The checkpoint written at close (of the newer generation) contradicts the old MANIFEST.
+        let (dir, oldManifest) = try storeAndEarlyManifest("older-manifest")
         let before = Set(try FileManager.default.contentsOfDirectory(atPath: dir))
         try oldManifest.write(to: URL(fileURLWithPath: dir + "/MANIFEST"))
         assertRefusedNaming(dir, dir + "/MANIFEST", "older MANIFEST")
@@ -104,18 +110,9 @@ final class CheckpointWitnessTests: XCTestCase {
     }
 
     func testOlderCopyOfManifestWithoutAnyCheckpointIsRefusedAndNothingIsDeleted() throws {
-        // The same, with CHECKPOINT gone too: the unlisted segments themselves are the evidence
-        // (a segment a roll-over left behind never holds a transaction).
-        let dir = root + "/older-manifest-no-checkpoint"
-        let e = try LogEngine.open(directory: dir, options: Self.options)
-        try e.commit([.put(type: "Item", key: RecordKey([1]), value: AttributeValue.int(1).encoded())])
-        let oldManifest = try Data(contentsOf: URL(fileURLWithPath: dir + "/MANIFEST"))
-        for t in 0..<40 {
-            try e.commit((0..<250).map { i in
-                .put(type: "Item", key: RecordKey(Array("i\(t * 250 + i)".utf8)), value: AttributeValue.int(Int64(t * 250 + i)).encoded())
-            })
-        }
-        try e.close()
+        // With CHECKPOINT gone too, the unlisted segments themselves are the evidence (a segment a
+        // roll-over left behind never holds a transaction).
+        let (dir, oldManifest) = try storeAndEarlyManifest("older-manifest-no-checkpoint")
         try FileManager.default.removeItem(atPath: dir + "/CHECKPOINT")
         let before = Set(try FileManager.default.contentsOfDirectory(atPath: dir))
         try oldManifest.write(to: URL(fileURLWithPath: dir + "/MANIFEST"))

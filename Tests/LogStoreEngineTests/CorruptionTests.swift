@@ -123,16 +123,22 @@ extension Scenarios {
         }
     }
 
-    /// Damage before a point a later frame vouches was synced (every commit is synced here) is
-    /// corruption, never a torn tail.
-    static func flippedByteInMiddleOfLastSegment(_ h: StoreHarness) throws {
+    /// A store of nine workload transactions in one segment, written with `durability`.
+    static func nineTransactions(_ h: StoreHarness, _ name: String, durability: Durability) throws -> (String, History, LogStoreOptions) {
         var options = LogStoreOptions.replayOnly
-        options.durability = .synchronous
-        let dir = h.newStorePath("mid")
+        options.durability = durability
+        let dir = h.newStorePath(name)
         var history = History()
         let e = try h.open(dir, options: options)
         for n in 0..<9 { try writeRecording(e, workloadTransaction(n), into: &history) }
         try e.close()
+        return (dir, history, options)
+    }
+
+    /// Damage before a point a later frame vouches was synced (every commit is synced here) is
+    /// corruption, never a torn tail.
+    static func flippedByteInMiddleOfLastSegment(_ h: StoreHarness) throws {
+        let (dir, history, options) = try nineTransactions(h, "mid", durability: .synchronous)
         let target = history.entries[4]
         var offsets = Array(target.start..<(target.start + UInt64(LogFrame.headerSizeV2)))  // every header byte
         offsets += [target.start + UInt64(LogFrame.headerSizeV2), (target.start + target.end) / 2, target.end - 1]
@@ -240,13 +246,7 @@ extension Scenarios {
     /// middle of the tail is an unsynced tail: the store opens, cut at the damage, with every later
     /// (never synced) transaction, and the report says how many were cut.
     static func flippedByteInUnsyncedTailIsCutWithEverythingAfterIt(_ h: StoreHarness) throws {
-        var options = LogStoreOptions.replayOnly
-        options.durability = .none
-        let dir = h.newStorePath("unsynced")
-        var history = History()
-        let e = try h.open(dir, options: options)
-        for n in 0..<9 { try writeRecording(e, workloadTransaction(n), into: &history) }
-        try e.close()
+        let (dir, history, options) = try nineTransactions(h, "unsynced", durability: .none)
         let target = history.entries[4]
         try h.fs.flipByte(segmentPath(dir, 1), at: (target.start + target.end) / 2, mask: 0x01)
         let r = try h.open(dir, options: options)
