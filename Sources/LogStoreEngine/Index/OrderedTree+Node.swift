@@ -1,0 +1,75 @@
+extension OrderedTree {
+    /// A node of the tree. Leaves hold keys and values; internal nodes hold children and the
+    /// separator keys between them (`keys[i]` is at most the smallest key of `children[i + 1]` and
+    /// greater than every key of `children[i]`).
+    ///
+    /// `@unchecked Sendable`: a node is mutated only through an `OrderedTree` that holds the only
+    /// reference to it (`isKnownUniquelyReferenced`, checked before every write), so a node that
+    /// two trees, or two threads, can see is never written: it is copied first.
+    final class Node: @unchecked Sendable {
+        var keys: [Key]
+        /// Leaves only: `values[i]` belongs to `keys[i]`.
+        var values: [Value]
+        /// Internal nodes only.
+        var children: [Node]
+        /// Elements in this subtree.
+        var count: Int
+        let isLeaf: Bool
+
+        init(leafKeys: [Key], values: [Value]) {
+            keys = leafKeys
+            self.values = values
+            children = []
+            count = leafKeys.count
+            isLeaf = true
+        }
+
+        init(separators: [Key], children: [Node]) {
+            keys = separators
+            values = []
+            self.children = children
+            count = children.reduce(0) { $0 + $1.count }
+            isLeaf = false
+        }
+
+        /// A copy that shares this node's children (path copying).
+        func copy() -> Node {
+            isLeaf ? Node(leafKeys: keys, values: values) : Node(separators: keys, children: children)
+        }
+
+        /// Entries: keys of a leaf, children of an internal node.
+        var fanout: Int { isLeaf ? keys.count : children.count }
+
+        /// The first index whose key is `>= key` (leaves).
+        func lowerBound(_ key: Key) -> Int {
+            var lo = 0
+            var hi = keys.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if keys[mid] < key { lo = mid + 1 } else { hi = mid }
+            }
+            return lo
+        }
+
+        /// The child that holds `key` (internal nodes): the number of separators `<= key`.
+        func childIndex(for key: Key) -> Int {
+            var lo = 0
+            var hi = keys.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if keys[mid] <= key { lo = mid + 1 } else { hi = mid }
+            }
+            return lo
+        }
+
+        /// The smallest key in this subtree (nil if empty).
+        var firstKey: Key? {
+            var node = self
+            while !node.isLeaf {
+                guard let first = node.children.first else { return nil }
+                node = first
+            }
+            return node.keys.first
+        }
+    }
+}
