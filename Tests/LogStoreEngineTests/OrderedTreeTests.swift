@@ -150,4 +150,16 @@ final class OrderedTreeTests: XCTestCase {
         }
         XCTAssertTrue(a === b, "untouched nodes are shared, not copied")
     }
+
+    /// The inline fast path of `RecordKey.<` orders keys exactly as their bytes do (prefixes first).
+    func testRecordKeyOrderIsByteOrderForInlineAndHeapKeys() {
+        var rng = SplitMix64(seed: 7)
+        let alphabet: [UInt8] = [0, 1, 0x7F, 0x80, 0xFF, 0x61]
+        let keys: [[UInt8]] = (0..<2_000).map { _ in (0..<rng.int(in: 0...20)).map { _ in alphabet[rng.int(in: 0..<alphabet.count)] } }
+        for _ in 0..<20_000 {
+            let a = keys[rng.int(in: 0..<keys.count)]
+            let b = keys[rng.int(in: 0..<keys.count)]
+            XCTAssertEqual(RecordKey(a) < RecordKey(b), a.lexicographicallyPrecedes(b), "\(a) < \(b)")
+        }
+    }
 }

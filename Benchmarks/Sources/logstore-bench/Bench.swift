@@ -50,7 +50,7 @@ struct BenchConfig {
 /// Runs the workloads. Stores live in `root` (one fresh directory per store).
 final class Bench {
     static let workloadNames = [
-        "durable-write", "durable-write-16", "buffered-write", "bulk-insert", "point-read", "scan", "count",
+        "durable-write", "durable-write-16", "buffered-write", "bulk-insert", "point-read", "page", "scan", "count",
         "count-predicate", "open", "memory", "compaction", "child-merge", "lz4",
     ]
 
@@ -102,6 +102,7 @@ final class Bench {
             case "buffered-write": return try bufferedWrite()
             case "bulk-insert": return try bulkInsert()
             case "point-read": return try pointRead()
+            case "page": return try page()
             case "scan": return try scan()
             case "count": return try count(predicate: false)
             case "count-predicate": return try count(predicate: true)
@@ -392,6 +393,25 @@ final class Bench {
         }
         w.rows = try interleaved(cs, maxOps: ids.count, maxSeconds: cfg.readSeconds)
         w.notes.append("Warm: the stores were just written, so their files are in the page cache. Interleaved in \(cfg.rounds) rounds.")
+        return w
+    }
+
+    /// Issue 11: a page in id order far into the store (offset n/2) and the first page, as a list
+    /// view pages through items.
+    func page() throws -> WorkloadResult {
+        var w = WorkloadResult(
+            name: "page", title: "id-order page of 20 items at offset \(cfg.n / 2) of \(cfg.n)",
+            op: "one read transaction returning 20 items in id order from offset n/2 (decoded)", unit: "page")
+        var cs: [Contender] = []
+        let offset = cfg.n / 2
+        for key in selected(Self.loadedKeys) {
+            let s = try loadedStore(key)
+            let first = try s.page(offset: offset, limit: 20)
+            guard first.map(\.id) == Array(offset..<(offset + 20)) else { throw BenchError("\(key) returned a wrong page: \(first.prefix(3).map(\.id))") }
+            cs.append(Contender(s, role: role(key)) { _ in _ = try s.page(offset: offset, limit: 20) })
+        }
+        w.rows = try interleaved(cs, maxOps: 2_000, maxSeconds: cfg.readSeconds)
+        w.notes.append("SQLite: SELECT * ... ORDER BY id LIMIT 20 OFFSET n/2 (it walks the offset in its B-tree); LMDB: a cursor walks the offset; LogStore: the ordered index skips to the offset by subtree counts.")
         return w
     }
 

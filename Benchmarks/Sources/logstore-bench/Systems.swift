@@ -32,6 +32,8 @@ protocol BenchStore: AnyObject, Sendable {
     /// One read transaction that returns the items with `rating >= minRating` (decoded), at most
     /// `limit` of them (nil: all).
     func scan(minRating: Int, limit: Int?) throws -> [BenchItem]
+    /// One read transaction that returns `limit` items in id order, starting at the `offset`-th.
+    func page(offset: Int, limit: Int) throws -> [BenchItem]
     /// The number of items.
     func count() throws -> Int
     /// The number of items with `rating >= minRating`.
@@ -72,6 +74,12 @@ final class LogStoreDataStore: BenchStore {
     func scan(minRating: Int, limit: Int?) throws -> [BenchItem] {
         var r = DataStoreRequest(itemType: BenchItem.self)
         r.predicate = #Predicate<BenchItem> { $0.rating >= minRating }
+        r.limit = limit
+        return try store.read { try $0.items(forRequest: r) }
+    }
+    func page(offset: Int, limit: Int) throws -> [BenchItem] {
+        var r = DataStoreRequest(itemType: BenchItem.self)
+        r.offset = offset
         r.limit = limit
         return try store.read { try $0.items(forRequest: r) }
     }
@@ -128,6 +136,16 @@ final class LogStoreEngineStore: BenchStore {
             let item = try v.withUnsafeBytes { try BinaryItemCodec.decode(id: Self.id(key), $0) }
             if item.rating >= minRating { out.append(item) }
             return out.count < (limit ?? .max)
+        }
+        return out
+    }
+    func page(offset: Int, limit: Int) throws -> [BenchItem] {
+        let snap = try engine.snapshot()
+        var out: [BenchItem] = []
+        try snap.forEachKeyInOrder(ofType: Self.type, fromOffset: offset) { key in
+            guard let v = try snap.value(type: Self.type, key: key) else { return true }
+            out.append(try v.withUnsafeBytes { try BinaryItemCodec.decode(id: Self.id(key), $0) })
+            return out.count < limit
         }
         return out
     }
@@ -208,6 +226,12 @@ final class SQLiteStore: BenchStore {
         try pool.read { db in
             let s = try db.cachedStatement(sql: "SELECT * FROM benchItem WHERE rating >= ? LIMIT ?")
             return try BenchItem.fetchAll(s, arguments: [minRating, limit ?? -1])
+        }
+    }
+    func page(offset: Int, limit: Int) throws -> [BenchItem] {
+        try pool.read { db in
+            let s = try db.cachedStatement(sql: "SELECT * FROM benchItem ORDER BY id LIMIT ? OFFSET ?")
+            return try BenchItem.fetchAll(s, arguments: [limit, offset])
         }
     }
     func count() throws -> Int {
@@ -358,6 +382,20 @@ final class LMDBStore: BenchStore, @unchecked Sendable {
             let item = try BinaryItemCodec.decode(id: id, v)
             if item.rating >= minRating { out.append(item) }
             return out.count < (limit ?? .max)
+        }
+        return out
+    }
+    /// LMDB has no counts per page: the cursor walks `offset` records first.
+    func page(offset: Int, limit: Int) throws -> [BenchItem] {
+        var out: [BenchItem] = []
+        var skipped = 0
+        try forEach { id, v in
+            if skipped < offset {
+                skipped += 1
+                return true
+            }
+            out.append(try BinaryItemCodec.decode(id: id, v))
+            return out.count < limit
         }
         return out
     }

@@ -40,6 +40,7 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
     atLeast("bulk-vs-lmdb", "bulk insert: ≥ 1× LMDB", row("bulk-insert", "lmdb")?.ratio, 1)
     atLeast("read-vs-sqlite", "point reads: ≥ 5× SQLite", row("point-read", "sqlite-full")?.ratio, 5)
     atLeast("read-vs-lmdb", "point reads: ≥ 1× LMDB", row("point-read", "lmdb")?.ratio, 1)
+    atLeast("page-vs-sqlite", "id-order page at offset n/2: ≥ 10× SQLite", row("page", "sqlite-full")?.ratio, 10)
 
     let scaleNote = r.n == 1_000_000 ? nil : "measured with N = \(r.n); the goal is for 1M items"
     let cp = row("open", "logstore-checkpoint")

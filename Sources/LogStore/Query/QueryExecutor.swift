@@ -5,8 +5,9 @@ import LogStoreEngine
 /// child store's view).
 ///
 /// Plans, cheapest first:
-/// 1. no predicate, filter or sort: select keys in key order (bounded heap when there is a limit),
-///    then read and decode only the selected items;
+/// 1. no predicate, filter or sort: walk the keys in key order from `offset` (a committed
+///    snapshot's ordered index skips to it in O(log n)), stop after `limit`, then read and decode
+///    only those items;
 /// 2. no sort but a limit: walk keys in key order, stop after `offset + limit` matches;
 /// 3. otherwise: scan the type in file order, check the attribute filter on the stored record
 ///    before decoding, decode, evaluate the predicate, then sort (bounded heap with a limit).
@@ -49,21 +50,24 @@ enum QueryExecutor {
         // Plan 1 and 2: key order.
         if !sorted {
             if request.predicate == nil && filter == nil {
-                let keys = try selectKeys(view.keys(ofType: type), offset: request.offset, needed: needed)
+                var keys: [RecordKey] = []
+                let wanted = needed.map { $0 - request.offset }
+                view.forEachKeyInOrder(ofType: type, fromOffset: request.offset) { k in
+                    keys.append(k)
+                    return wanted.map { keys.count < $0 } ?? true
+                }
                 return try keys.compactMap { k in try view.value(type: type, key: k).map { try decode(Item.self, $0) } }
             }
             if let needed {
-                var keys = view.keys(ofType: type)
-                keys.sort()
                 var out: [Item] = []
                 var matched = 0
-                for k in keys {
-                    guard let bytes = try view.value(type: type, key: k), try passesFilter(filter, bytes) else { continue }
+                try view.forEachKeyInOrder(ofType: type, fromOffset: 0) { k in
+                    guard let bytes = try view.value(type: type, key: k), try passesFilter(filter, bytes) else { return true }
                     let item = try decode(Item.self, bytes)
-                    if let p = request.predicate, try !p.evaluate(item) { continue }
+                    if let p = request.predicate, try !p.evaluate(item) { return true }
                     matched += 1
                     if matched > request.offset { out.append(item) }
-                    if matched >= needed { break }
+                    return matched < needed
                 }
                 return out
             }
@@ -103,18 +107,6 @@ enum QueryExecutor {
         }
         let ordered = try top?.sorted() ?? all.sorted(by: less)
         return ordered.dropFirst(request.offset).map(\.item)
-    }
-
-    /// The keys at positions offset..<needed in key order.
-    static func selectKeys(_ keys: [RecordKey], offset: Int, needed: Int?) throws -> ArraySlice<RecordKey> {
-        if let needed, needed < keys.count / 4 {
-            var top = TopK<RecordKey>(k: needed, by: { $0 < $1 })
-            for k in keys { try top.insert(k) }
-            return try top.sorted().dropFirst(offset)
-        }
-        let sorted = keys.sorted()
-        let end = min(sorted.count, needed ?? sorted.count)
-        return offset < end ? sorted[offset..<end] : []
     }
 
     static func count<Item: DataStoreItem>(_ request: DataStoreRequest<Item>, in view: any RecordReader) throws -> Int {

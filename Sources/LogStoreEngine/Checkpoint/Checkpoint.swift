@@ -1,5 +1,4 @@
 import Foundation
-import HashTreeCollections
 import Synchronization
 
 /// A checkpoint: the in-memory indexes as of one point of the log, so that opening a store
@@ -209,96 +208,15 @@ package struct CheckpointFile {
 
     /// Builds a type's index from decoded entries; nil if a key repeats.
     ///
-    /// Inserting in the trie's own order (hash bits of the root level first) keeps each insert
-    /// on the nodes the previous one touched, which is several times faster than the arbitrary
-    /// order the entries were written in (hashes are seeded per process). Large indexes are
-    /// built in parts, one per root-bucket range, on several threads; parts with disjoint root
-    /// buckets merge structurally in O(1).
-    static func buildIndex(_ keys: [RecordKey], _ locations: [RecordLocation]) -> TreeDictionary<RecordKey, RecordLocation>? {
-        let n = keys.count
-        if n < 1 << 12 {
-            // Small: fits in cache whatever the order.
-            var d = TreeDictionary<RecordKey, RecordLocation>()
-            for i in 0..<n where d.updateValue(locations[i], forKey: keys[i]) != nil { return nil }
-            return d
-        }
-        // (trie order, entry index); the trie consumes the hash 5 bits at a time from the low end.
-        var order = [(UInt64, UInt32)](repeating: (0, 0), count: n)
-        for i in 0..<n {
-            var h = UInt64(UInt(bitPattern: keys[i]._rawHashValue(seed: 0)))
-            var t: UInt64 = 0
-            for _ in 0..<12 {
-                t = t << 5 | (h & 31)
-                h >>= 5
-            }
-            order[i] = (t, UInt32(i))
-        }
-        radixSort(&order)
-        let parts = n >= 1 << 16 ? min(4, max(1, ProcessInfo.processInfo.activeProcessorCount)) : 1
-        // Part p takes the root buckets [32p/parts, 32(p+1)/parts).
-        var bounds = [0]
-        for p in 1..<parts {
-            let firstBucket = UInt64(32 * p / parts)
-            var lo = bounds[p - 1]
-            var hi = n
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if order[mid].0 >> 55 < firstBucket { lo = mid + 1 } else { hi = mid }
-            }
-            bounds.append(lo)
-        }
-        bounds.append(n)
-        // Gather the entries into trie order first: independent loads the CPU overlaps, where
-        // reading them in the insert loop would stall every insert on a cache miss.
-        var sortedKeys: [RecordKey] = []
-        var sortedLocations: [RecordLocation] = []
-        sortedKeys.reserveCapacity(n)
-        sortedLocations.reserveCapacity(n)
-        for (_, i) in order {
-            sortedKeys.append(keys[Int(i)])
-            sortedLocations.append(locations[Int(i)])
-        }
-        let built = Parts(count: parts)
-        let (gatheredKeys, gatheredLocations, cuts) = (sortedKeys, sortedLocations, bounds)
-        DispatchQueue.concurrentPerform(iterations: parts) { p in
-            var d = TreeDictionary<RecordKey, RecordLocation>()
-            for j in cuts[p]..<cuts[p + 1] where d.updateValue(gatheredLocations[j], forKey: gatheredKeys[j]) != nil {
-                built.set(p, nil)
-                return
-            }
-            built.set(p, d)
-        }
-        var result = TreeDictionary<RecordKey, RecordLocation>()
-        for p in 0..<parts {
-            guard let d = built.get(p) else { return nil }
-            if p == 0 { result = d } else { result.merge(d) { a, _ in a } }
-        }
-        return result.count == n ? result : nil
+    /// Checkpoints written by this build list each type's entries in key order (the index is an
+    /// ordered tree), so the tree is built bottom-up in O(n). Older checkpoints list them in
+    /// hash order: they are sorted first (O(n log n)).
+    static func buildIndex(_ keys: [RecordKey], _ locations: [RecordLocation]) -> OrderedTree<RecordKey, RecordLocation>? {
+        if let tree = OrderedTree(sortedElements: zip(keys, locations)) { return tree }
+        let order = keys.indices.sorted { keys[$0] < keys[$1] }
+        return OrderedTree(sortedElements: order.lazy.map { (keys[$0], locations[$0]) })
     }
 
-    /// LSD radix sort on the top 32 bits of the first element (2 passes of 16 bits): the first
-    /// six trie levels, more than an index of any size in memory uses for locality.
-    package static func radixSort(_ a: inout [(UInt64, UInt32)]) {
-        guard a.count > 1 else { return }
-        var tmp = a
-        var counts = [Int](repeating: 0, count: 65537)
-        for pass in 2..<4 {
-            let shift = UInt64(pass * 16)
-            for i in counts.indices { counts[i] = 0 }
-            for e in a { counts[Int((e.0 >> shift) & 0xFFFF) + 1] += 1 }
-            if counts[1...].contains(a.count) { continue }  // every entry in one bucket: nothing moves
-            for i in 1..<counts.count { counts[i] += counts[i - 1] }
-            for e in a {
-                let b = Int((e.0 >> shift) & 0xFFFF)
-                tmp[counts[b]] = e
-                counts[b] += 1
-            }
-            swap(&a, &tmp)
-        }
-    }
-
-    /// One entry's location, checked against the checkpoint's own segment list and sequence.
-    @inline(__always)
     static func decodeLocation(_ r: inout _ByteReader, segments: [Segment], sequence: UInt64, at: Int) throws(_DecodeError)
         -> RecordLocation
     {
@@ -342,10 +260,3 @@ struct CheckpointMark: Sendable, Equatable {
     package var fileBytes: UInt64
 }
 
-/// The parts of an index built on several threads. Sendable: every slot is behind the mutex.
-final class Parts: Sendable {
-    private let slots: Mutex<[TreeDictionary<RecordKey, RecordLocation>?]>
-    package init(count: Int) { slots = Mutex([TreeDictionary<RecordKey, RecordLocation>?](repeating: nil, count: count)) }
-    package func set(_ i: Int, _ d: TreeDictionary<RecordKey, RecordLocation>?) { slots.withLock { $0[i] = d } }
-    package func get(_ i: Int) -> TreeDictionary<RecordKey, RecordLocation>? { slots.withLock { $0[i] } }
-}

@@ -175,7 +175,7 @@ final class Compactor: Sendable {
             guard var d = index.types.removeValue(forKey: types[t]) else { continue }
             for i in indices {
                 let r = records[i]
-                if d[r.key] == r.location { d[r.key] = locations[i] }
+                if d[r.key] == r.location { d.updateValue(locations[i], forKey: r.key) }
             }
             index.types[types[t]] = d
         }

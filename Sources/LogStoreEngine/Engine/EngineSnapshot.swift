@@ -41,13 +41,18 @@ public struct EngineSnapshot: RecordReader, Sendable {
         return try seg.readValue(loc, cache: cache)
     }
 
-    /// See ``RecordReader/keys(ofType:)``.
+    /// See ``RecordReader/keys(ofType:)``. In key order.
     public func keys(ofType type: String) -> [RecordKey] {
-        guard let d = index.types[type] else { return [] }
-        return Array(d.keys)
+        index.types[type]?.keys ?? []
     }
 
-    /// Every (key, location) of `type`, unordered.
+    /// See ``RecordReader/forEachKeyInOrder(ofType:fromOffset:_:)``: walks the ordered index from
+    /// `offset` (whole subtrees before it are skipped by their counts).
+    public func forEachKeyInOrder(ofType type: String, fromOffset offset: Int, _ body: (RecordKey) throws -> Bool) rethrows {
+        try index.types[type]?.forEach(fromOffset: offset) { k, _ in try body(k) }
+    }
+
+    /// Every (key, location) of `type`, in key order.
     public func locations(ofType type: String) -> [(key: RecordKey, location: RecordLocation)] {
         guard let d = index.types[type] else { return [] }
         return d.map { ($0.key, $0.value) }

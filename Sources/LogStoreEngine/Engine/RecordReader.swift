@@ -20,4 +20,20 @@ public protocol RecordReader {
     func forEach(ofType type: String, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws
     /// Every key of `type`, unordered.
     func keys(ofType type: String) -> [RecordKey]
+    /// Calls `body` with the keys of `type` in key order (byte order), starting with the one at
+    /// position `offset`, until it returns false. A committed snapshot walks its ordered index:
+    /// O(log n) to start, then O(1) per key; other readers sort their keys first.
+    func forEachKeyInOrder(ofType type: String, fromOffset offset: Int, _ body: (RecordKey) throws -> Bool) rethrows
+}
+
+extension RecordReader {
+    /// See ``RecordReader/forEachKeyInOrder(ofType:fromOffset:_:)``: sorts ``keys(ofType:)``.
+    public func forEachKeyInOrder(ofType type: String, fromOffset offset: Int, _ body: (RecordKey) throws -> Bool) rethrows {
+        let keys = self.keys(ofType: type).sorted()
+        var i = Swift.max(0, offset)
+        while i < keys.count {
+            if try !body(keys[i]) { return }
+            i += 1
+        }
+    }
 }

@@ -1,12 +1,11 @@
-package import HashTreeCollections
-
-/// The in-memory indexes at one sequence number: per item type, key → location.
+/// The in-memory indexes at one sequence number: per item type, key → location, in key order.
 ///
-/// A value type built on persistent hash tries (`TreeDictionary`): copying it is O(1) and a copy
-/// is never affected by later changes to the original, which is how readers get snapshots while
-/// the writer appends.
+/// A value type built on persistent B+trees (``OrderedTree``): copying it is O(1) and a copy is
+/// never affected by later changes to the original, which is how readers get snapshots while the
+/// writer appends; each type's keys iterate in byte order, so requests page through them without
+/// sorting (issue 11).
 package struct IndexState: Sendable {
-    package var types: [String: TreeDictionary<RecordKey, RecordLocation>] = [:]
+    package var types: [String: OrderedTree<RecordKey, RecordLocation>] = [:]
     /// The sequence number of the last transaction applied.
     package var sequence: UInt64 = 0
 
@@ -15,7 +14,7 @@ package struct IndexState: Sendable {
     func count(_ type: String) -> Int { types[type]?.count ?? 0 }
 
     mutating func put(_ type: String, _ key: RecordKey, _ loc: RecordLocation) {
-        types[type, default: [:]][key] = loc
+        types[type, default: OrderedTree()].updateValue(loc, forKey: key)
     }
 
     mutating func delete(_ type: String, _ key: RecordKey) {

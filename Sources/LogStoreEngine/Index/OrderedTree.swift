@@ -146,6 +146,15 @@ package struct OrderedTree<Key: Comparable & Sendable, Value: Sendable>: Sendabl
     }
 }
 
+extension OrderedTree: Equatable where Value: Equatable {
+    /// Same keys with the same values, in the same order. O(n).
+    package static func == (lhs: OrderedTree, rhs: OrderedTree) -> Bool {
+        if lhs.root === rhs.root { return true }
+        guard lhs.count == rhs.count else { return false }
+        return zip(lhs, rhs).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+    }
+}
+
 extension OrderedTree: Sequence {
     /// Iterates the elements in key order. The iterator holds the tree it came from: later writes
     /// to the tree it was made from do not affect it.

@@ -56,7 +56,18 @@ public struct RecordKey: Hashable, Comparable, Sendable, CustomStringConvertible
 
     /// Byte-wise lexicographic order; a prefix sorts first.
     public static func < (lhs: RecordKey, rhs: RecordKey) -> Bool {
-        lhs.withUnsafeBytes { l in rhs.withUnsafeBytes { r in l.lexicographicallyPrecedes(r) } }
+        // Inline keys: their bytes read as big-endian words compare as the bytes do (the index's
+        // searches make this the hot comparison); the zero padding ties, so the length decides.
+        if case .inline(let a0, let a1, let an) = lhs.storage, case .inline(let b0, let b1, let bn) = rhs.storage {
+            let x0 = UInt64(bigEndian: a0)
+            let y0 = UInt64(bigEndian: b0)
+            if x0 != y0 { return x0 < y0 }
+            let x1 = UInt64(bigEndian: a1)
+            let y1 = UInt64(bigEndian: b1)
+            if x1 != y1 { return x1 < y1 }
+            return an < bn
+        }
+        return lhs.withUnsafeBytes { l in rhs.withUnsafeBytes { r in l.lexicographicallyPrecedes(r) } }
     }
 
     /// Hex of the bytes.
