@@ -40,7 +40,7 @@ struct GroupCommitKill: ParsableCommand {
         let executable = Bundle.main.executablePath ?? CommandLine.arguments[0]
         print("logstore-crashtest group-commit: seed \(seed), \(writers) writers, work directory \(base)")
         var rng = SplitMix64(seed: seed)
-        let limit = length.cycleLimit
+        let limit = length.cycleLimit()
         let deadline = length.seconds.map { Date().addingTimeInterval($0) }
         var durable = [Int](repeating: 0, count: writers)  // commits each writer is known to have made durable
         var done = 0, acks = 0, killsDuringOpen = 0, slow = 0, inFlightKept = 0

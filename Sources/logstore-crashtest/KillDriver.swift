@@ -58,7 +58,7 @@ struct Kill: ParsableCommand {
             base = (root as NSString).appendingPathComponent("logstore-crashtest-\(getpid())-\(seed)")
         }
         try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
-        let limit = length.cycleLimit
+        let limit = length.cycleLimit()
         let deadline = length.seconds.map { Date().addingTimeInterval($0) }
         print("logstore-crashtest kill: seed \(seed), work directory \(base)")
         let driver = KillDriver(

@@ -24,14 +24,7 @@ struct PowerLoss: ParsableCommand {
     @Option(help: "Which harness: datastore, engine or both (cycles alternate between them).")
     var level: Level = .datastore
 
-    @Option(help: "Crash cycles to run (default 1000 unless --seconds is given).")
-    var cycles: Int?
-
-    @Option(help: "Run for this many seconds (and at most --cycles cycles if both are given).")
-    var seconds: Double?
-
-    @Option(help: "The run's seed (default: random; printed).")
-    var seed: UInt64?
+    @OptionGroup var length: RunLength
 
     enum Background: String, ExpressibleByArgument, CaseIterable {
         case on, off, alternate
@@ -51,9 +44,9 @@ struct PowerLoss: ParsableCommand {
 
     func run() throws {
         StopSignal.install()
-        let seed = self.seed ?? UInt64.random(in: 0...UInt64.max)
-        let total = cycles ?? (seconds == nil ? 1_000 : Int.max)
-        let deadline = seconds.map { Date().addingTimeInterval($0) }
+        let seed = length.seed ?? UInt64.random(in: 0...UInt64.max)
+        let total = length.cycleLimit(default: 1_000)
+        let deadline = length.seconds.map { Date().addingTimeInterval($0) }
         let chunk = chunkSeed != nil ? total : max(1, min(self.chunk, total))
         print("logstore-crashtest powerloss: level \(level.rawValue), seed \(seed), chunks of \(chunk) cycles, \(jobs) job(s)")
         let run = PowerLossRun(
