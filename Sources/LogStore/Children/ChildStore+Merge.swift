@@ -26,7 +26,7 @@ extension ChildStore {
 
     /// Every change since the base, with delete-all expanded to deletes of the keys the base held
     /// (what the child saw), in (type, key) order.
-    static func changes(base: any RecordReader, changes set: ChangeSet) throws -> [Change] {
+    static func changes(base: any RecordReader, changes set: ChangeSet<PersistentChangeStorage>) throws -> [Change] {
         var changes: [Change] = []
         for type in set.types.keys.sorted() {
             guard let c = set.types[type] else { continue }
@@ -75,7 +75,7 @@ extension ChildStore {
     func rebase(onto newBase: any RecordReader & Sendable) {
         state.withLock { s in
             s.base = newBase
-            s.changes = ChangeSet()
+            s.changes = ChangeSet<PersistentChangeStorage>()
             s.spillFile = nil
             s.sequence += 1
         }

@@ -13,7 +13,7 @@ import Logging
 final class ChildStore: Sendable {
     struct State: Sendable {
         var base: any RecordReader & Sendable
-        var changes = ChangeSet()
+        var changes = ChangeSet<PersistentChangeStorage>()
         /// The file `changes` moved its values to, once it outgrew memory.
         var spillFile: SpillFile? = nil
         var sequence: UInt64 = 0
@@ -108,7 +108,7 @@ final class ChildStore: Sendable {
             s.closed = true
             s.spillFile?.remove()
             s.spillFile = nil
-            s.changes = ChangeSet()
+            s.changes = ChangeSet<PersistentChangeStorage>()
         }
     }
 }

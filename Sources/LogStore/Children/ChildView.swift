@@ -5,7 +5,7 @@ import LogStoreEngine
 /// open until the last view that needs it is released).
 struct ChildView: RecordReader, Sendable {
     let base: any RecordReader & Sendable
-    let changes: ChangeSet
+    let changes: ChangeSet<PersistentChangeStorage>
     /// See `RecordReader.sequence`: the child's own write counter.
     let sequence: UInt64
 

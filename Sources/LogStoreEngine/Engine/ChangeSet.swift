@@ -4,29 +4,29 @@ package import HashTreeCollections
 /// not show yet. The DataStore layer's child stores keep their changes in one too, with values
 /// moved out of memory to a file of their own (``ExternalValues``).
 ///
-/// A value with persistent (O(1) copy) maps; not thread-safe while mutated.
+/// `Storage` picks the maps (issue 11): ``FlatChangeStorage`` (Swift's hash `Dictionary` and `Set`)
+/// for a write transaction, which nobody snapshots, so inserts are cheap; ``PersistentChangeStorage``
+/// (hash tries) for a child store, whose views are snapshots taken while it keeps changing: a copy
+/// is O(1) and later writes never copy more than their own path. Not thread-safe while mutated.
 ///
 /// Invariants (checked by `_checkInvariants()` under `LOGSTORE_CHECK_INVARIANTS`):
 /// - `shadowed` holds only keys present in the base, and is empty when `cleared`;
 /// - a key is in at most one of `puts` and (`shadowed` minus `puts`);
 /// - visible count = (cleared ? 0 : base.count − shadowed.count) + puts.count.
-package struct ChangeSet: Sendable {
-    /// A value held by the change set: in memory, or in its ``externalValues`` store.
-    package enum Value: Sendable {
-        case inline([UInt8])
-        case external(offset: UInt64, length: UInt32)
-    }
+package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
+    /// A value held by the change set (see ``ChangeValue``).
+    package typealias Value = ChangeValue
     package struct TypeChanges: Sendable {
         /// Every base record of the type is hidden (a delete-all happened).
         package var cleared = false
         /// New or replaced values.
-        package var puts: TreeDictionary<RecordKey, Value> = [:]
+        package var puts = Storage.Puts()
         /// Base keys hidden by a delete or a put.
-        package var shadowed: TreeSet<RecordKey> = []
+        package var shadowed = Storage.Shadowed()
         init(cleared: Bool = false) { self.cleared = cleared }
     }
-    /// Persistent maps: copying a change set (to snapshot a child store) is O(1).
-    package private(set) var types: TreeDictionary<String, TypeChanges> = [:]
+    /// Per type. A plain dictionary: a store has few types, so copying it is cheap either way.
+    package private(set) var types: [String: TypeChanges] = [:]
     /// Bytes of values held in memory.
     package private(set) var valueBytes = 0
     /// Where `.external` values live, once ``moveValues(to:)`` was called.
@@ -138,7 +138,8 @@ package struct ChangeSet: Sendable {
     }
 
     /// The log operations that turn the base into base+overlay: per type (sorted), a delete-all if
-    /// cleared, then deletes, then puts, each in key order (deterministic output).
+    /// cleared, then deletes, then puts, each in key order (deterministic output). In-memory values
+    /// are handed over without a copy (arrays share their storage).
     package func operations() throws -> [RecordOperation] {
         var ops: [RecordOperation] = []
         for type in types.keys.sorted() {
@@ -146,7 +147,12 @@ package struct ChangeSet: Sendable {
             if c.cleared { ops.append(.deleteAll(type: type)) }
             for k in c.shadowed.sorted() where c.puts[k] == nil { ops.append(.delete(type: type, key: k)) }
             for k in c.puts.keys.sorted() {
-                if let v = c.puts[k] { ops.append(.put(type: type, key: k, value: Array(try read(v)))) }
+                guard let v = c.puts[k] else { continue }
+                if case .inline(let bytes) = v {
+                    ops.append(.put(type: type, key: k, value: bytes))
+                } else {
+                    ops.append(.put(type: type, key: k, value: Array(try read(v))))
+                }
             }
         }
         return ops
@@ -192,4 +198,60 @@ package protocol ExternalValues: Sendable {
     func append(_ bytes: [UInt8]) throws -> (offset: UInt64, length: UInt32)
     /// The bytes stored at `offset`. Throws `.corruption` if they do not check out.
     func read(offset: UInt64, length: UInt32) throws -> [UInt8]
+}
+
+/// A value held by a ``ChangeSet``: in memory, or in its ``ExternalValues`` store.
+package enum ChangeValue: Sendable {
+    case inline([UInt8])
+    case external(offset: UInt64, length: UInt32)
+}
+
+/// The maps a ``ChangeSet`` keeps its changes in (the operations it uses, which Swift's
+/// `Dictionary` and swift-collections' `TreeDictionary` both have).
+package protocol ChangeMap<Key, Value>: Sequence where Element == (key: Key, value: Value) {
+    associatedtype Key: Hashable
+    associatedtype Value
+    associatedtype Keys: Collection where Keys.Element == Key
+    associatedtype Values: Collection where Values.Element == Value
+    init()
+    subscript(key: Key) -> Value? { get set }
+    @discardableResult mutating func updateValue(_ value: Value, forKey key: Key) -> Value?
+    @discardableResult mutating func removeValue(forKey key: Key) -> Value?
+    var keys: Keys { get }
+    var values: Values { get }
+    var count: Int { get }
+    var isEmpty: Bool { get }
+}
+
+extension Dictionary: ChangeMap {}
+extension TreeDictionary: ChangeMap {}
+
+/// The key sets a ``ChangeSet`` keeps shadowed keys in.
+package protocol ChangeKeySet: Sequence, Sendable where Element == RecordKey {
+    init()
+    func contains(_ member: RecordKey) -> Bool
+    @discardableResult mutating func insert(_ newMember: RecordKey) -> (inserted: Bool, memberAfterInsert: RecordKey)
+    var count: Int { get }
+}
+
+extension Set: ChangeKeySet where Element == RecordKey {}
+extension TreeSet: ChangeKeySet where Element == RecordKey {}
+
+/// Which maps a ``ChangeSet`` uses.
+package protocol ChangeSetStorage: Sendable {
+    associatedtype Puts: ChangeMap<RecordKey, ChangeValue> & Sendable
+    associatedtype Shadowed: ChangeKeySet
+}
+
+/// Hash maps: cheap inserts, O(n) to copy once shared. For write transactions.
+package enum FlatChangeStorage: ChangeSetStorage {
+    package typealias Puts = [RecordKey: ChangeValue]
+    package typealias Shadowed = Set<RecordKey>
+}
+
+/// Persistent hash tries: O(1) copies, path-copying writes. For child stores, whose views are
+/// snapshots.
+package enum PersistentChangeStorage: ChangeSetStorage {
+    package typealias Puts = TreeDictionary<RecordKey, ChangeValue>
+    package typealias Shadowed = TreeSet<RecordKey>
 }

@@ -7,7 +7,7 @@
 public final class EngineTransaction: RecordReader {
     let base: any RecordReader
     /// What the body changed so far.
-    package private(set) var changes = ChangeSet()
+    package private(set) var changes = ChangeSet<FlatChangeStorage>()
     let limits: LogStoreOptions
     /// Cleared when the body returns: every later call throws `.accessorExpired`.
     package var isValid = true
