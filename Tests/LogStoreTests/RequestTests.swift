@@ -93,6 +93,19 @@ final class RequestTests: StoreTestCase {
         }
     }
 
+    /// Found by the model property test: `limit: 0` with an offset and no predicate returned one
+    /// item (the ordered walk took a key before checking the limit).
+    func testZeroLimitWithAnOffsetAndNoPredicateReturnsNothing() throws {
+        try forEachKind { _, store in
+            try seed(store)
+            var req = DataStoreRequest(itemType: Restaurant.self)
+            req.offset = 1
+            req.limit = 0
+            XCTAssertEqual(try store.read { try $0.items(forRequest: req) }, [])
+            XCTAssertEqual(try store.read { try $0.firstItem(forRequest: req) }?.id, "r01", "firstItem takes the item at the offset, whatever the limit")
+        }
+    }
+
     func testNegativeOffsetOrLimitThrowsInvalidArgument() throws {
         try forEachKind { _, store in
             var req = DataStoreRequest(itemType: Restaurant.self)

@@ -52,6 +52,8 @@ enum QueryExecutor {
             if request.predicate == nil && filter == nil {
                 var keys: [RecordKey] = []
                 let wanted = needed.map { $0 - request.offset }
+                // `limit: 0` with an offset: nothing (the walk below takes a key before it checks).
+                if let wanted, wanted <= 0 { return [] }
                 view.forEachKeyInOrder(ofType: type, fromOffset: request.offset) { k in
                     keys.append(k)
                     return wanted.map { keys.count < $0 } ?? true
