@@ -34,8 +34,9 @@ public struct LogStoreOptions: Sendable {
     /// at least 64 KiB, at most 1 GiB.
     public var segmentSize: Int = 64 << 20
     /// Records are grouped into frames of at most this many uncompressed bytes (a record larger
-    /// than this gets a frame of its own). A point read decompresses one frame. Default 32 KiB.
-    public var maxFramePayload: Int = 32 << 10
+    /// than this gets a frame of its own). A point read decompresses one frame, so this bounds its
+    /// cost; larger frames compress better. Default 8 KiB (Docs/Performance.md).
+    public var maxFramePayload: Int = 8 << 10
     /// Whether frames are LZ4-compressed when that makes them smaller. Default true.
     public var compression: Bool = true
     /// Frames smaller than this are never compressed. Default 256 bytes.

@@ -19,6 +19,8 @@ struct StoreFixture {
         var o = LogStoreOptions.replayOnly
         o.segmentSize = segmentSize
         o.durability = .none
+        // One frame per fixture transaction (the scanner tests count frames as transactions).
+        o.maxFramePayload = 32 << 10
         return o
     }
 
