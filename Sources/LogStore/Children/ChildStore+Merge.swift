@@ -38,7 +38,13 @@ extension ChildStore {
             }
             for k in deleted.sorted() { changes.append(Change(type: type, key: k, value: nil)) }
             for k in c.puts.keys.sorted() {
-                if let v = c.puts[k] { changes.append(Change(type: type, key: k, value: Array(try set.read(v)))) }
+                guard let v = c.puts[k] else { continue }
+                // In-memory values are handed over without a copy (arrays share their storage).
+                if case .inline(let bytes) = v {
+                    changes.append(Change(type: type, key: k, value: bytes))
+                } else {
+                    changes.append(Change(type: type, key: k, value: Array(try set.read(v))))
+                }
             }
         }
         return changes

@@ -64,7 +64,7 @@ final class ChildStore: Sendable {
         let result = try body(txn)
         txn.isValid = false
         guard txn.hasChanges else { return result }
-        let ops = try txn.changes.operations()
+        let ops = try txn.operationsToCommit()
         let needsSpill = try state.withLock { s -> Bool in
             try checkUsable(s)
             s.changes.apply(ops, base: s.base)

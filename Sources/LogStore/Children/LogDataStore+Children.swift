@@ -77,14 +77,15 @@ extension LogDataStore {
                     "\(list.count) item(s) changed both in the child and in the parent since the child's base: \(list.prefix(10).map(\.description).joined(separator: ", "))\(list.count > 10 ? ", ..." : ""). Nothing was merged; merge with .childWins or .parentWins, or resolve the items first.",
                     conflicts: list)
             }
+            // The child's changes are already in commit order: hand them over whole (no second
+            // change set, no second sort).
+            var operations: [RecordOperation] = []
+            operations.reserveCapacity(changes.count)
             for (i, ch) in changes.enumerated() {
                 if policy == .parentWins && conflicting.contains(i) { continue }
-                if let v = ch.value {
-                    try txn.put(type: ch.type, key: ch.key, value: v)
-                } else {
-                    try txn.delete(type: ch.type, key: ch.key)
-                }
+                operations.append(ch.value.map { .put(type: ch.type, key: ch.key, value: $0) } ?? .delete(type: ch.type, key: ch.key))
             }
+            try txn.commitAsIs(operations)
         }
         // The merge is committed and durable. Rebase the child onto the parent's new state; if the
         // parent was closed meanwhile, the child is invalidated anyway, so this is not an error.

@@ -19,10 +19,41 @@ public final class EngineTransaction: RecordReader {
         self.limits = limits
     }
 
+    /// Operations handed over whole (``commitAsIs(_:)``), committed instead of the change set's.
+    private var handedOver: [RecordOperation]? = nil
+
     func check() throws {
         guard isValid else {
             throw LogStoreError(.accessorExpired, "A write accessor was used after its block returned. Use accessors only inside the block that received them.")
         }
+        guard handedOver == nil else {
+            throw LogStoreError(.invalidArgument, "The transaction's operations were handed over with commitAsIs(_:); it takes no other reads or writes.")
+        }
+    }
+
+    /// Makes `operations` (already in the order a commit writes: per type, delete-all, deletes,
+    /// puts, each in key order) this transaction's whole change, committed as given: no change set
+    /// is built and nothing is sorted again. For merges, which hand over a child's sorted changes.
+    /// Throws `.invalidArgument` if the transaction already changed something or is used again
+    /// afterwards, and the limit errors of ``put(type:key:value:)``.
+    package func commitAsIs(_ operations: [RecordOperation]) throws {
+        try check()
+        guard changes.isEmpty else {
+            throw LogStoreError(.invalidArgument, "commitAsIs(_:) needs a transaction with no other changes.")
+        }
+        for op in operations {
+            switch op {
+            case .put(let t, let k, let v): try LogEngine.validate(type: t, key: k, valueSize: v.count, options: limits)
+            case .delete(let t, let k): try LogEngine.validate(type: t, key: k, valueSize: 0, options: limits)
+            case .deleteAll(let t): try LogEngine.validate(type: t, key: RecordKey([]), valueSize: 0, options: limits)
+            }
+        }
+        handedOver = operations
+    }
+
+    /// What the transaction commits: the operations handed over, or the change set's.
+    package func operationsToCommit() throws -> [RecordOperation] {
+        try handedOver ?? changes.operations()
     }
 
     /// The sequence number of the state the transaction started from.
@@ -75,5 +106,5 @@ public final class EngineTransaction: RecordReader {
     public var baseView: any RecordReader { base }
 
     /// Whether the transaction changed anything.
-    public var hasChanges: Bool { !changes.isEmpty }
+    public var hasChanges: Bool { !changes.isEmpty || !(handedOver?.isEmpty ?? true) }
 }

@@ -159,7 +159,7 @@ public final class LogEngine: Sendable {
         let result = try body(txn)
         txn.isValid = false
         guard txn.hasChanges else { return (result, nil) }
-        let seq = try appendLocked(try txn.changes.operations())
+        let seq = try appendLocked(try txn.operationsToCommit())
         return (result, seq)
     }
 
