@@ -98,36 +98,18 @@ struct GroupCommitKill: ParsableCommand {
             } catch {
                 try fail("the store does not open after the kill: \(error)")
             }
-            var items = [Set<Int>](repeating: [], count: writers)
             do {
-                let snap = try engine.snapshot()
-                for (k, _) in snap.locations(ofType: GroupCommitWorkload.type) {
-                    let parts = String(decoding: k.bytes, as: UTF8.self).split(separator: "-")
-                    guard parts.count == 2, let w = Int(parts[0]), let n = Int(parts[1]), w < writers else { try fail("unexpected key \(k)") }
-                    items[w].insert(n)
-                    guard let v = try snap.value(type: GroupCommitWorkload.type, key: k), Array(v) == GroupCommitWorkload.value(w, n) else {
-                        try fail("item \(w)-\(n) has a value that was never committed")
-                    }
-                }
-            } catch let e as ExitCode {
-                throw e
+                let made = try GroupCommitWorkload.check(try engine.snapshot(), writers: writers, acknowledged: acked, durable: durable)
+                for w in 0..<writers where made[w] > max(durable[w], acked[w] + 1) { inFlightKept += 1 }
+                durable = made
+            } catch let v as GroupCommitViolation {
+                try? engine.close()
+                try fail(v.description)
             } catch {
+                try? engine.close()
                 try fail("reading the recovered store failed: \(error)")
             }
             try? engine.close()
-            for w in 0..<writers {
-                let made = (items[w].max() ?? -1) + 1
-                let lower = max(durable[w], acked[w] + 1)
-                // One commit may have become durable after the kill's last acknowledgement line.
-                guard made >= lower, made <= max(durable[w], acked[w] + 1) + 1 else {
-                    try fail("writer \(w): the store holds its commits 0..<\(made), but \(lower) were acknowledged (or seen) and at most one more can be in flight")
-                }
-                guard items[w] == GroupCommitWorkload.expected(w, commits: made) else {
-                    try fail("writer \(w): its items are not those of its first \(made) commits (a hole, a lost commit or a resurrected delete)")
-                }
-                if made > lower { inFlightKept += 1 }
-                durable[w] = made
-            }
             done += 1
             cycle += 1
         }
