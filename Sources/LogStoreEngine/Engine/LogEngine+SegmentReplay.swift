@@ -1,0 +1,201 @@
+import Logging
+
+// Replaying one segment: the windowed stream over a file and the scan of one window, shared by
+// full replay and replay after a checkpoint. Split from LogEngine+Recovery.swift, which decides
+// which segments to replay and what their damage means for the store.
+
+extension LogEngine {
+    enum ScanResult {
+        /// Valid data ends here (the tail after it, if any, is cut or reported); the segment's
+        /// header if it could be read.
+        case end(UInt64, SegmentHeader?)
+        /// The last segment's header is torn and it holds nothing: rewrite it.
+        case recreateHeader
+    }
+
+    /// How many bytes of a segment recovery reads at a time (doubled while one transaction does not
+    /// fit). Recovery's memory is bounded by this and the largest transaction, not by the segment.
+    static let recoveryWindow = 8 << 20
+
+    /// Replays segment `number` from file offset `from` (0: from its header) in windows of
+    /// ``recoveryWindow`` bytes: each window is scanned as far as whole transactions go, and the
+    /// next one starts where they end. Damage, or a transaction larger than the window, makes the
+    /// window grow (to the rest of the file at most), because only the bytes after it can decide
+    /// what it is (SegmentReader rules 4 and 5).
+    static func streamSegment(_ file: any FileSystemFile, size: UInt64, from: UInt64, header known: SegmentHeader?, number: UInt32,
+                              path: String, isLast: Bool, storeId: StoreID?, index: inout IndexState, info: inout SegmentInfo,
+                              report: inout RecoveryReport, options: LogStoreOptions) throws -> ScanResult {
+        var header = known
+        var position = from
+        var window = recoveryWindow
+        while true {
+            let remaining = size - position
+            let count = Int(min(UInt64(window), remaining))
+            let atEnd = UInt64(count) == remaining
+            let bytes = try file.read(at: position, count: count)
+            let result = try bytes.withUnsafeBytes { buf in
+                try scanSegment(buf, base: Int(position), header: header, number: number, path: path, isLast: isLast, storeId: storeId,
+                                endIsFileEnd: atEnd, index: &index, info: &info, report: &report, options: options)
+            }
+            switch result {
+            case .recreateHeader:
+                return result
+            case .end(let validEnd, let h):
+                if atEnd { return result }
+                // No header: salvage dropped the whole segment.
+                guard let h else { return .end(size, nil) }
+                header = h
+                // No whole transaction in this window: it needs a bigger one.
+                if validEnd <= position { window = window.multipliedReportingOverflow(by: 2).overflow ? Int.max : window * 2 }
+                position = max(position, validEnd)
+            }
+        }
+    }
+
+    /// Replays one segment into `index` (Docs/Design.md, "Recovery").
+    ///
+    /// `buf` holds the segment's bytes from offset `base` on. With `header == nil` the buffer
+    /// starts at the segment header (`base == 0`), which is decoded and checked here; otherwise
+    /// the caller checked it (resuming after a checkpoint). Offsets in locations, reports and
+    /// errors are file offsets.
+    ///
+    /// Normal segments: transactions of data frames ending in a commit frame, each with a
+    /// sequence number above every earlier one. Compacted segments (header flag): commit frames
+    /// only, of `putAt` records, frame sequences non-decreasing (several frames can share the
+    /// last record's sequence); the index's sequence becomes the largest seen.
+    static func scanSegment(_ buf: UnsafeRawBufferPointer, base: Int, header known: SegmentHeader?, number: UInt32,
+                            path: String, isLast: Bool, storeId: StoreID?, endIsFileEnd: Bool = true, index: inout IndexState, info: inout SegmentInfo,
+                            report: inout RecoveryReport, options: LogStoreOptions) throws -> ScanResult {
+        let segmentHeader: SegmentHeader
+        var offset: Int
+        if let known {
+            segmentHeader = known
+            offset = 0
+        } else {
+            switch SegmentHeader.decode(buf) {
+            case .ok(let h):
+                guard h.segment == number else {
+                    if options.recovery == .salvage {
+                        report.dropped.append(.init(path: path, offset: 0, bytes: UInt64(buf.count), reason: "segment header names segment \(h.segment)"))
+                        return .end(UInt64(buf.count), nil)
+                    }
+                    throw LogStoreError(.corruption, "Segment header names segment \(h.segment), but the file is segment \(number).", path: path, offset: 12)
+                }
+                if let id = h.storeId, id != storeId {
+                    let message = "Segment \(number) belongs to store \(id), not to this store (\(storeId.map(\.description) ?? "format version 1")): it was copied here from another store."
+                    if options.recovery == .salvage {
+                        report.dropped.append(.init(path: path, offset: 0, bytes: UInt64(buf.count), reason: message))
+                        return .end(UInt64(buf.count), nil)
+                    }
+                    throw LogStoreError(.corruption, message + " " + LogStoreError.corruptionNextStep, path: path, offset: 24)
+                }
+                segmentHeader = h
+            case .newerVersion(let v):
+                throw LogStoreError(.unsupportedFormatVersion, "The segment was written by a newer LogStore (format version \(v); this build reads up to \(LogStoreFormat.version)). Upgrade LogStore to open it.", path: path, offset: 8)
+            case .notASegment(let why):
+                if isLast && buf.count <= SegmentHeader.maxSize && options.recovery == .strict && storeId == nil { return .recreateHeader }
+                if options.recovery == .salvage {
+                    report.dropped.append(.init(path: path, offset: 0, bytes: UInt64(buf.count), reason: "bad segment header: \(why)"))
+                    return .end(UInt64(buf.count), nil)
+                }
+                throw LogStoreError(.corruption, "Bad segment header: \(why).", path: path, offset: 0)
+            }
+            offset = segmentHeader.size
+        }
+        let compacted = segmentHeader.isCompacted
+
+        // The frame rules live in SegmentReader (shared with the scanner behind verify and stats);
+        // what recovery adds is what it does with each transaction and each damage.
+        let outcome = try SegmentReader.read(
+            buf, from: offset, base: base, version: segmentHeader.version, compacted: compacted, isLast: isLast,
+            lastSequence: index.sequence, lastIsExact: report.dropped.isEmpty, endIsFileEnd: endIsFileEnd,
+            onTransaction: { frames in
+                let first = frames[0]
+                let end = frames[frames.count - 1].payloadOffset + frames[frames.count - 1].header.storedLength
+                do {
+                    // Apply to a copy so a transaction that fails half-way leaves no trace.
+                    var next = index
+                    try apply(frames, buf: buf, base: base, segment: number, compacted: compacted, index: &next)
+                    index = next
+                } catch var e as LogStoreError {
+                    // CRC-valid but undecodable: written by a broken or foreign writer.
+                    if options.recovery == .salvage {
+                        report.dropped.append(.init(path: path, offset: UInt64(base + first.frameOffset), bytes: UInt64(end - first.frameOffset), reason: e.message))
+                        return false
+                    }
+                    e.path = path
+                    e.offset = UInt64(base + first.frameOffset) + (e.offset ?? 0)
+                    throw e
+                }
+                index.sequence = frames[frames.count - 1].header.sequence
+                for f in frames { info.rawBytes += UInt64(f.header.rawLength) }
+                report.transactionsReplayed += 1
+                return true
+            },
+            onDamage: { d in
+                guard options.recovery == .salvage else {
+                    throw LogStoreError(
+                        .corruption,
+                        "Damaged log: \(d.reason). Committed data follows this point, so it is not a torn write. Run `logstore-compact verify` for a full report and `logstore-compact salvage` to recover the valid transactions.",
+                        path: path, offset: UInt64(base + d.offset))
+                }
+                // Keep every valid transaction: skip to the next valid frame and go on.
+                let resume = d.resumeAt ?? buf.count
+                report.dropped.append(.init(path: path, offset: UInt64(base + d.validEnd), bytes: UInt64(max(0, resume - d.validEnd)), reason: d.reason))
+                return .resume
+            })
+        if let torn = outcome.tornTail {
+            var reason = torn.reason
+            if torn.transactionsCut > 0 {
+                reason += "; \(torn.transactionsCut) later transaction(s) that were never synced are cut with it"
+            }
+            report.truncatedTail = .init(path: path, offset: UInt64(base + torn.validEnd), bytes: UInt64(buf.count - torn.validEnd), reason: reason)
+            report.transactionsCut = torn.transactionsCut + (torn.lostTransaction == nil ? 0 : 1)
+        }
+        return .end(UInt64(base + outcome.validEnd), segmentHeader)
+    }
+
+    /// Applies a committed transaction's frames to the index. `base` is the file offset of
+    /// `buf`. In a compacted segment every record must be a `putAt` no newer than its frame; a
+    /// `putAt` anywhere else is corruption.
+    static func apply(_ frames: [SegmentReader.Frame],
+                      buf: UnsafeRawBufferPointer, base: Int, segment: UInt32, compacted: Bool,
+                      index: inout IndexState) throws {
+        for f in frames {
+            let stored = UnsafeRawBufferPointer(rebasing: buf[f.payloadOffset..<(f.payloadOffset + f.header.storedLength)])
+            let seq = f.header.sequence
+            let frameOffset = UInt32(base + f.frameOffset)
+            func each(_ payload: UnsafeRawBufferPointer) throws {
+                try DecodedRecord.decodeAll(payload) { rec in
+                    if compacted != (rec.op == .putAt) {
+                        throw LogStoreError(
+                            .corruption,
+                            compacted ? "A compacted segment holds a record other than putAt." : "A putAt record outside a compacted segment.",
+                            offset: UInt64(rec.valueOffset))
+                    }
+                    switch rec.op {
+                    case .put:
+                        index.put(rec.type, rec.key, RecordLocation(
+                            segment: segment, frameOffset: frameOffset, frameLength: UInt32(f.header.storedLength),
+                            valueOffset: UInt32(rec.valueOffset), sequence: seq, valueLength: UInt32(rec.valueLength)))
+                    case .putAt:
+                        guard rec.sequence >= 1, rec.sequence <= seq else {
+                            throw LogStoreError(.corruption, "A putAt record's sequence \(rec.sequence) is newer than its frame's \(seq).", offset: UInt64(rec.valueOffset))
+                        }
+                        index.put(rec.type, rec.key, RecordLocation(
+                            segment: segment, frameOffset: frameOffset, frameLength: UInt32(f.header.storedLength),
+                            valueOffset: UInt32(rec.valueOffset), sequence: rec.sequence, valueLength: UInt32(rec.valueLength)))
+                    case .delete: index.delete(rec.type, rec.key)
+                    case .deleteAll: index.deleteAll(rec.type)
+                    }
+                }
+            }
+            if f.header.compressed {
+                let raw = try LogFrame.rawPayload(f.header, stored)
+                try raw.withUnsafeBytes { try each($0) }
+            } else {
+                try each(stored)
+            }
+        }
+    }
+}
