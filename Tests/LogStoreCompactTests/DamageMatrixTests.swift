@@ -11,7 +11,7 @@ import XCTest
 /// checkpoint since), where it opens with a prefix of the log and never a wrong value. Where the
 /// open refuses, `verify` reports damage too, and `salvage` opens and keeps only committed values.
 ///
-/// One test per file kind; each runs its damages after both endings and names the failing cell.
+/// One test per cell, named file kind + damage + ending (`testTailSegmentTruncatedToHalfAfterKill9`).
 final class DamageMatrixTests: XCTestCase {
     enum FileKind: String, CaseIterable {
         case manifest, tail, sealed, checkpoint, lock, tmp
@@ -84,6 +84,8 @@ final class DamageMatrixTests: XCTestCase {
         var older: String
         /// The same workload in another store (another store id).
         var other: String
+        /// The segment each committed item was written to (every item is written once).
+        var segmentOf: [RecordKey: UInt32]
     }
 
     func item(_ i: Int) -> (RecordKey, [UInt8]) {
@@ -92,7 +94,7 @@ final class DamageMatrixTests: XCTestCase {
 
     /// Session 1: 20 transactions, clean close (a checkpoint). Copied as the older store. Session 2:
     /// 40 more transactions (several roll-overs), then the ending.
-    func build(_ name: String, _ ending: Ending) throws -> (dir: String, model: Model, older: String) {
+    func build(_ name: String, _ ending: Ending) throws -> (dir: String, model: Model, older: String, segmentOf: [RecordKey: UInt32]) {
         let dir = root + "/" + name
         var model: Model = [:]
         var e = try LogEngine.open(directory: dir, options: Self.options)
@@ -113,15 +115,17 @@ final class DamageMatrixTests: XCTestCase {
         e = try LogEngine.open(directory: dir, options: o)
         for t in 20..<60 { try commit(t) }
         XCTAssertGreaterThanOrEqual(e.manifestInfo.segments.count, 3, "several segments")
+        var segmentOf: [RecordKey: UInt32] = [:]
+        for (k, loc) in try e.snapshot().locations(ofType: "Item") { segmentOf[k] = loc.segment }
         try e.close()
-        return (dir, model, older)
+        return (dir, model, older, segmentOf)
     }
 
     func makeStore(_ ending: Ending) throws -> Store {
         let name = "s-\(UUID().uuidString.prefix(8))"
-        let (dir, model, older) = try build(name, ending)
-        let (other, _, _) = try build(name + "-other", ending)
-        return Store(dir: dir, model: model, older: older, other: other)
+        let (dir, model, older, segmentOf) = try build(name, ending)
+        let (other, _, _, _) = try build(name + "-other", ending)
+        return Store(dir: dir, model: model, older: older, other: other, segmentOf: segmentOf)
     }
 
     // MARK: Applying a damage
@@ -180,12 +184,13 @@ final class DamageMatrixTests: XCTestCase {
         // An older copy of a file the older store did not have yet is a deletion.
         let older = store.older + "/" + (path as NSString).lastPathComponent
         let effective = damage == .olderCopyOfItself && !FileManager.default.fileExists(atPath: older) ? .deleted : damage
+        let damagedSegment = kind == .tail || kind == .sealed ? UInt32((path as NSString).lastPathComponent.prefix(6)) : nil
         try apply(damage, to: path, store: store)
         let expectation = Self.expected(kind, effective, ending)
-        try checkOutcome(store, expectation, cell)
+        try checkOutcome(store, expectation, cell, damagedSegments: damagedSegment.map { [$0] } ?? [])
     }
 
-    func checkOutcome(_ store: Store, _ expectation: Outcome, _ cell: String) throws {
+    func checkOutcome(_ store: Store, _ expectation: Outcome, _ cell: String, damagedSegments: Set<UInt32>) throws {
         let opened: LogEngine
         do {
             opened = try LogEngine.open(directory: store.dir, options: Self.options)
@@ -196,9 +201,17 @@ final class DamageMatrixTests: XCTestCase {
             XCTAssertTrue(scan.hasDamage, "\(cell): verify reports damage too: \(scan.issues.map(\.message))")
             var salvage = Self.options
             salvage.recovery = .salvage
-            if let s = try? LogEngine.open(directory: store.dir, options: salvage) {
+            do {
+                let s = try LogEngine.open(directory: store.dir, options: salvage)
+                defer { try? s.close() }
                 try checkSubset(s, store.model, cell + " (salvage)", prefix: false)
-                try s.close()
+                // Salvage keeps everything that survived: every item written to a segment that
+                // was not damaged.
+                let found = try contents(s)
+                let lost = store.model.keys.filter { found[$0] == nil && !damagedSegments.contains(store.segmentOf[$0] ?? 0) }
+                XCTAssertTrue(lost.isEmpty, "\(cell): salvage lost \(lost.count) items from undamaged segments")
+            } catch {
+                XCTFail("\(cell): salvage could not open what survived: \(error)")
             }
             return
         }
@@ -236,22 +249,126 @@ final class DamageMatrixTests: XCTestCase {
         XCTAssertEqual(i, found.count, "\(cell): a prefix of the log, no holes")
     }
 
-    func run(_ kind: FileKind) throws {
-        for ending in Ending.allCases {
-            for damage in Damage.allCases {
-                try check(kind, damage, ending)
-            }
-        }
+    // MARK: The matrix, one test per cell (file kind x damage x ending)
+
+    /// Every cell is listed below; this keeps the list and the enums in step.
+    func testEveryCellHasItsOwnTest() {
+        XCTAssertEqual(FileKind.allCases.count * Damage.allCases.count * Ending.allCases.count, 108)
     }
 
-    // MARK: The matrix, one test per file kind
+    func testManifestDeletedAfterCleanClose() throws { try check(.manifest, .deleted, .cleanClose) }
+    func testManifestDeletedAfterKill9() throws { try check(.manifest, .deleted, .kill9) }
+    func testManifestTruncatedTo0AfterCleanClose() throws { try check(.manifest, .truncatedTo0, .cleanClose) }
+    func testManifestTruncatedTo0AfterKill9() throws { try check(.manifest, .truncatedTo0, .kill9) }
+    func testManifestTruncatedToHalfAfterCleanClose() throws { try check(.manifest, .truncatedToHalf, .cleanClose) }
+    func testManifestTruncatedToHalfAfterKill9() throws { try check(.manifest, .truncatedToHalf, .kill9) }
+    func testManifestTruncatedByOneByteAfterCleanClose() throws { try check(.manifest, .truncatedByOneByte, .cleanClose) }
+    func testManifestTruncatedByOneByteAfterKill9() throws { try check(.manifest, .truncatedByOneByte, .kill9) }
+    func testManifestExtendedWithZerosAfterCleanClose() throws { try check(.manifest, .extendedWithZeros, .cleanClose) }
+    func testManifestExtendedWithZerosAfterKill9() throws { try check(.manifest, .extendedWithZeros, .kill9) }
+    func testManifestExtendedWithGarbageAfterCleanClose() throws { try check(.manifest, .extendedWithGarbage, .cleanClose) }
+    func testManifestExtendedWithGarbageAfterKill9() throws { try check(.manifest, .extendedWithGarbage, .kill9) }
+    func testManifestRandomBytesOfTheSameLengthAfterCleanClose() throws { try check(.manifest, .randomBytesOfTheSameLength, .cleanClose) }
+    func testManifestRandomBytesOfTheSameLengthAfterKill9() throws { try check(.manifest, .randomBytesOfTheSameLength, .kill9) }
+    func testManifestSameFileFromAnotherStoreAfterCleanClose() throws { try check(.manifest, .sameFileFromAnotherStore, .cleanClose) }
+    func testManifestSameFileFromAnotherStoreAfterKill9() throws { try check(.manifest, .sameFileFromAnotherStore, .kill9) }
+    func testManifestOlderCopyOfItselfAfterCleanClose() throws { try check(.manifest, .olderCopyOfItself, .cleanClose) }
+    func testManifestOlderCopyOfItselfAfterKill9() throws { try check(.manifest, .olderCopyOfItself, .kill9) }
 
-    func testManifestDamage() throws { try run(.manifest) }
-    func testTailSegmentDamage() throws { try run(.tail) }
-    func testSealedSegmentDamage() throws { try run(.sealed) }
-    func testCheckpointDamage() throws { try run(.checkpoint) }
-    func testLockFileDamage() throws { try run(.lock) }
-    func testTemporaryFileDamage() throws { try run(.tmp) }
+    func testTailSegmentDeletedAfterCleanClose() throws { try check(.tail, .deleted, .cleanClose) }
+    func testTailSegmentDeletedAfterKill9() throws { try check(.tail, .deleted, .kill9) }
+    func testTailSegmentTruncatedTo0AfterCleanClose() throws { try check(.tail, .truncatedTo0, .cleanClose) }
+    func testTailSegmentTruncatedTo0AfterKill9() throws { try check(.tail, .truncatedTo0, .kill9) }
+    func testTailSegmentTruncatedToHalfAfterCleanClose() throws { try check(.tail, .truncatedToHalf, .cleanClose) }
+    func testTailSegmentTruncatedToHalfAfterKill9() throws { try check(.tail, .truncatedToHalf, .kill9) }
+    func testTailSegmentTruncatedByOneByteAfterCleanClose() throws { try check(.tail, .truncatedByOneByte, .cleanClose) }
+    func testTailSegmentTruncatedByOneByteAfterKill9() throws { try check(.tail, .truncatedByOneByte, .kill9) }
+    func testTailSegmentExtendedWithZerosAfterCleanClose() throws { try check(.tail, .extendedWithZeros, .cleanClose) }
+    func testTailSegmentExtendedWithZerosAfterKill9() throws { try check(.tail, .extendedWithZeros, .kill9) }
+    func testTailSegmentExtendedWithGarbageAfterCleanClose() throws { try check(.tail, .extendedWithGarbage, .cleanClose) }
+    func testTailSegmentExtendedWithGarbageAfterKill9() throws { try check(.tail, .extendedWithGarbage, .kill9) }
+    func testTailSegmentRandomBytesOfTheSameLengthAfterCleanClose() throws { try check(.tail, .randomBytesOfTheSameLength, .cleanClose) }
+    func testTailSegmentRandomBytesOfTheSameLengthAfterKill9() throws { try check(.tail, .randomBytesOfTheSameLength, .kill9) }
+    func testTailSegmentSameFileFromAnotherStoreAfterCleanClose() throws { try check(.tail, .sameFileFromAnotherStore, .cleanClose) }
+    func testTailSegmentSameFileFromAnotherStoreAfterKill9() throws { try check(.tail, .sameFileFromAnotherStore, .kill9) }
+    func testTailSegmentOlderCopyOfItselfAfterCleanClose() throws { try check(.tail, .olderCopyOfItself, .cleanClose) }
+    func testTailSegmentOlderCopyOfItselfAfterKill9() throws { try check(.tail, .olderCopyOfItself, .kill9) }
+
+    func testSealedSegmentDeletedAfterCleanClose() throws { try check(.sealed, .deleted, .cleanClose) }
+    func testSealedSegmentDeletedAfterKill9() throws { try check(.sealed, .deleted, .kill9) }
+    func testSealedSegmentTruncatedTo0AfterCleanClose() throws { try check(.sealed, .truncatedTo0, .cleanClose) }
+    func testSealedSegmentTruncatedTo0AfterKill9() throws { try check(.sealed, .truncatedTo0, .kill9) }
+    func testSealedSegmentTruncatedToHalfAfterCleanClose() throws { try check(.sealed, .truncatedToHalf, .cleanClose) }
+    func testSealedSegmentTruncatedToHalfAfterKill9() throws { try check(.sealed, .truncatedToHalf, .kill9) }
+    func testSealedSegmentTruncatedByOneByteAfterCleanClose() throws { try check(.sealed, .truncatedByOneByte, .cleanClose) }
+    func testSealedSegmentTruncatedByOneByteAfterKill9() throws { try check(.sealed, .truncatedByOneByte, .kill9) }
+    func testSealedSegmentExtendedWithZerosAfterCleanClose() throws { try check(.sealed, .extendedWithZeros, .cleanClose) }
+    func testSealedSegmentExtendedWithZerosAfterKill9() throws { try check(.sealed, .extendedWithZeros, .kill9) }
+    func testSealedSegmentExtendedWithGarbageAfterCleanClose() throws { try check(.sealed, .extendedWithGarbage, .cleanClose) }
+    func testSealedSegmentExtendedWithGarbageAfterKill9() throws { try check(.sealed, .extendedWithGarbage, .kill9) }
+    func testSealedSegmentRandomBytesOfTheSameLengthAfterCleanClose() throws { try check(.sealed, .randomBytesOfTheSameLength, .cleanClose) }
+    func testSealedSegmentRandomBytesOfTheSameLengthAfterKill9() throws { try check(.sealed, .randomBytesOfTheSameLength, .kill9) }
+    func testSealedSegmentSameFileFromAnotherStoreAfterCleanClose() throws { try check(.sealed, .sameFileFromAnotherStore, .cleanClose) }
+    func testSealedSegmentSameFileFromAnotherStoreAfterKill9() throws { try check(.sealed, .sameFileFromAnotherStore, .kill9) }
+    func testSealedSegmentOlderCopyOfItselfAfterCleanClose() throws { try check(.sealed, .olderCopyOfItself, .cleanClose) }
+    func testSealedSegmentOlderCopyOfItselfAfterKill9() throws { try check(.sealed, .olderCopyOfItself, .kill9) }
+
+    func testCheckpointDeletedAfterCleanClose() throws { try check(.checkpoint, .deleted, .cleanClose) }
+    func testCheckpointDeletedAfterKill9() throws { try check(.checkpoint, .deleted, .kill9) }
+    func testCheckpointTruncatedTo0AfterCleanClose() throws { try check(.checkpoint, .truncatedTo0, .cleanClose) }
+    func testCheckpointTruncatedTo0AfterKill9() throws { try check(.checkpoint, .truncatedTo0, .kill9) }
+    func testCheckpointTruncatedToHalfAfterCleanClose() throws { try check(.checkpoint, .truncatedToHalf, .cleanClose) }
+    func testCheckpointTruncatedToHalfAfterKill9() throws { try check(.checkpoint, .truncatedToHalf, .kill9) }
+    func testCheckpointTruncatedByOneByteAfterCleanClose() throws { try check(.checkpoint, .truncatedByOneByte, .cleanClose) }
+    func testCheckpointTruncatedByOneByteAfterKill9() throws { try check(.checkpoint, .truncatedByOneByte, .kill9) }
+    func testCheckpointExtendedWithZerosAfterCleanClose() throws { try check(.checkpoint, .extendedWithZeros, .cleanClose) }
+    func testCheckpointExtendedWithZerosAfterKill9() throws { try check(.checkpoint, .extendedWithZeros, .kill9) }
+    func testCheckpointExtendedWithGarbageAfterCleanClose() throws { try check(.checkpoint, .extendedWithGarbage, .cleanClose) }
+    func testCheckpointExtendedWithGarbageAfterKill9() throws { try check(.checkpoint, .extendedWithGarbage, .kill9) }
+    func testCheckpointRandomBytesOfTheSameLengthAfterCleanClose() throws { try check(.checkpoint, .randomBytesOfTheSameLength, .cleanClose) }
+    func testCheckpointRandomBytesOfTheSameLengthAfterKill9() throws { try check(.checkpoint, .randomBytesOfTheSameLength, .kill9) }
+    func testCheckpointSameFileFromAnotherStoreAfterCleanClose() throws { try check(.checkpoint, .sameFileFromAnotherStore, .cleanClose) }
+    func testCheckpointSameFileFromAnotherStoreAfterKill9() throws { try check(.checkpoint, .sameFileFromAnotherStore, .kill9) }
+    func testCheckpointOlderCopyOfItselfAfterCleanClose() throws { try check(.checkpoint, .olderCopyOfItself, .cleanClose) }
+    func testCheckpointOlderCopyOfItselfAfterKill9() throws { try check(.checkpoint, .olderCopyOfItself, .kill9) }
+
+    func testLockFileDeletedAfterCleanClose() throws { try check(.lock, .deleted, .cleanClose) }
+    func testLockFileDeletedAfterKill9() throws { try check(.lock, .deleted, .kill9) }
+    func testLockFileTruncatedTo0AfterCleanClose() throws { try check(.lock, .truncatedTo0, .cleanClose) }
+    func testLockFileTruncatedTo0AfterKill9() throws { try check(.lock, .truncatedTo0, .kill9) }
+    func testLockFileTruncatedToHalfAfterCleanClose() throws { try check(.lock, .truncatedToHalf, .cleanClose) }
+    func testLockFileTruncatedToHalfAfterKill9() throws { try check(.lock, .truncatedToHalf, .kill9) }
+    func testLockFileTruncatedByOneByteAfterCleanClose() throws { try check(.lock, .truncatedByOneByte, .cleanClose) }
+    func testLockFileTruncatedByOneByteAfterKill9() throws { try check(.lock, .truncatedByOneByte, .kill9) }
+    func testLockFileExtendedWithZerosAfterCleanClose() throws { try check(.lock, .extendedWithZeros, .cleanClose) }
+    func testLockFileExtendedWithZerosAfterKill9() throws { try check(.lock, .extendedWithZeros, .kill9) }
+    func testLockFileExtendedWithGarbageAfterCleanClose() throws { try check(.lock, .extendedWithGarbage, .cleanClose) }
+    func testLockFileExtendedWithGarbageAfterKill9() throws { try check(.lock, .extendedWithGarbage, .kill9) }
+    func testLockFileRandomBytesOfTheSameLengthAfterCleanClose() throws { try check(.lock, .randomBytesOfTheSameLength, .cleanClose) }
+    func testLockFileRandomBytesOfTheSameLengthAfterKill9() throws { try check(.lock, .randomBytesOfTheSameLength, .kill9) }
+    func testLockFileSameFileFromAnotherStoreAfterCleanClose() throws { try check(.lock, .sameFileFromAnotherStore, .cleanClose) }
+    func testLockFileSameFileFromAnotherStoreAfterKill9() throws { try check(.lock, .sameFileFromAnotherStore, .kill9) }
+    func testLockFileOlderCopyOfItselfAfterCleanClose() throws { try check(.lock, .olderCopyOfItself, .cleanClose) }
+    func testLockFileOlderCopyOfItselfAfterKill9() throws { try check(.lock, .olderCopyOfItself, .kill9) }
+
+    func testTemporaryFileDeletedAfterCleanClose() throws { try check(.tmp, .deleted, .cleanClose) }
+    func testTemporaryFileDeletedAfterKill9() throws { try check(.tmp, .deleted, .kill9) }
+    func testTemporaryFileTruncatedTo0AfterCleanClose() throws { try check(.tmp, .truncatedTo0, .cleanClose) }
+    func testTemporaryFileTruncatedTo0AfterKill9() throws { try check(.tmp, .truncatedTo0, .kill9) }
+    func testTemporaryFileTruncatedToHalfAfterCleanClose() throws { try check(.tmp, .truncatedToHalf, .cleanClose) }
+    func testTemporaryFileTruncatedToHalfAfterKill9() throws { try check(.tmp, .truncatedToHalf, .kill9) }
+    func testTemporaryFileTruncatedByOneByteAfterCleanClose() throws { try check(.tmp, .truncatedByOneByte, .cleanClose) }
+    func testTemporaryFileTruncatedByOneByteAfterKill9() throws { try check(.tmp, .truncatedByOneByte, .kill9) }
+    func testTemporaryFileExtendedWithZerosAfterCleanClose() throws { try check(.tmp, .extendedWithZeros, .cleanClose) }
+    func testTemporaryFileExtendedWithZerosAfterKill9() throws { try check(.tmp, .extendedWithZeros, .kill9) }
+    func testTemporaryFileExtendedWithGarbageAfterCleanClose() throws { try check(.tmp, .extendedWithGarbage, .cleanClose) }
+    func testTemporaryFileExtendedWithGarbageAfterKill9() throws { try check(.tmp, .extendedWithGarbage, .kill9) }
+    func testTemporaryFileRandomBytesOfTheSameLengthAfterCleanClose() throws { try check(.tmp, .randomBytesOfTheSameLength, .cleanClose) }
+    func testTemporaryFileRandomBytesOfTheSameLengthAfterKill9() throws { try check(.tmp, .randomBytesOfTheSameLength, .kill9) }
+    func testTemporaryFileSameFileFromAnotherStoreAfterCleanClose() throws { try check(.tmp, .sameFileFromAnotherStore, .cleanClose) }
+    func testTemporaryFileSameFileFromAnotherStoreAfterKill9() throws { try check(.tmp, .sameFileFromAnotherStore, .kill9) }
+    func testTemporaryFileOlderCopyOfItselfAfterCleanClose() throws { try check(.tmp, .olderCopyOfItself, .cleanClose) }
+    func testTemporaryFileOlderCopyOfItselfAfterKill9() throws { try check(.tmp, .olderCopyOfItself, .kill9) }
 
     /// Two segment files swapped (a sealed one with the tail, two sealed ones): their headers name
     /// other numbers, so the open refuses, after either ending.
@@ -266,7 +383,7 @@ final class DamageMatrixTests: XCTestCase {
                 try FileManager.default.moveItem(atPath: pa, toPath: pa + ".swap")
                 try FileManager.default.moveItem(atPath: pb, toPath: pa)
                 try FileManager.default.moveItem(atPath: pa + ".swap", toPath: pb)
-                try checkOutcome(store, .refused, "\(pair) swapped after \(ending.rawValue)")
+                try checkOutcome(store, .refused, "\(pair) swapped after \(ending.rawValue)", damagedSegments: [a, b])
             }
         }
     }

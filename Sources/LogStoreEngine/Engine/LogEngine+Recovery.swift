@@ -121,6 +121,17 @@ extension LogEngine {
             }
         }
 
+        // Salvage: a MANIFEST that none of the version 2 segments here belongs to is another
+        // store's; its list would drop every segment as foreign, so it is damage like a garbled
+        // one and the list is rebuilt from the segment headers. (Strict open refuses it below.)
+        if options.recovery == .salvage, let id = decoded?.storeId {
+            let ids = Set(segmentHeaders.values.compactMap(\.storeId))
+            if !ids.isEmpty && !ids.contains(id) {
+                manifestProblem = LogStoreError(.corruption, "MANIFEST belongs to store \(id), not to the store of the segment files here", path: manifestPath)
+                decoded = nil
+            }
+        }
+
         var manifest: ManifestFile
         if let decoded {
             manifest = decoded
