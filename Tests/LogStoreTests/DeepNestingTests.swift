@@ -82,10 +82,18 @@ final class DeepNestingTests: StoreTestCase {
     }
 
     func testDeepAttributeValueComparesHashesPrintsAndEncodesOnSmallStack() {
-        let a = Self.deepArray(Self.levels), b = Self.deepArray(Self.levels)
-        let m = Self.deepMap(Self.levels), n = Self.deepMap(Self.levels)
-        let different = Self.deepArray(Self.levels, leaf: .int(1))  // same shape as a, another leaf
-        onSmallStack {
+        // The values are owned by this thread: the small-stack thread reaches them through an
+        // unowned reference, so it never drops the last reference. (Releasing a 10,000-level
+        // value recurses in the Swift runtime; whichever thread released last used to do it, and
+        // on the 1 MiB stack that crashed now and then.)
+        final class Values: Sendable {
+            let a = DeepNestingTests.deepArray(DeepNestingTests.levels), b = DeepNestingTests.deepArray(DeepNestingTests.levels)
+            let m = DeepNestingTests.deepMap(DeepNestingTests.levels), n = DeepNestingTests.deepMap(DeepNestingTests.levels)
+            let different = DeepNestingTests.deepArray(DeepNestingTests.levels, leaf: .int(1))  // same shape as a, another leaf
+        }
+        let values = Values()
+        onSmallStack { [unowned values] in
+            let a = values.a, b = values.b, m = values.m, n = values.n, different = values.different
             XCTAssertEqual(a, b)
             XCTAssertEqual(m, n)
             XCTAssertNotEqual(a, m)
