@@ -41,15 +41,52 @@ enum QueryExecutor {
         return AttributeValue.filterEquals(stored, wanted)
     }
 
+    /// Decides whether a stored item matches a request's filter and predicate, decoding it only
+    /// when the predicate cannot be decided on its bytes (``ConditionEvaluator``).
+    struct Matcher<Item: DataStoreItem> {
+        let filter: (String, AttributeValue)?
+        let predicate: Predicate<Item>?
+        let evaluator: ConditionEvaluator?
+
+        init(filter: (String, AttributeValue)?, predicate: Predicate<Item>?) {
+            self.filter = filter
+            self.predicate = predicate
+            evaluator = predicate.map { ConditionEvaluator(PredicateAnalysis.condition(of: $0)) }
+        }
+
+        /// Whether nothing is filtered.
+        var matchesEverything: Bool { filter == nil && predicate == nil }
+
+        /// nil: no match. Otherwise a match, with the decoded item if deciding needed it.
+        func match(_ bytes: ArraySlice<UInt8>) throws -> Item?? {
+            guard try passesFilter(filter, bytes) else { return nil }
+            guard let predicate, let evaluator else { return .some(nil) }
+            switch try evaluator.evaluate(bytes) {
+            case true?: return .some(nil)
+            case false?: return nil
+            case nil:
+                let item = try decode(Item.self, bytes)
+                return try predicate.evaluate(item) ? .some(item) : nil
+            }
+        }
+
+        /// The matching item, decoded; nil if it does not match.
+        func matchingItem(_ bytes: ArraySlice<UInt8>) throws -> Item? {
+            guard let m = try match(bytes) else { return nil }
+            return try m ?? decode(Item.self, bytes)
+        }
+    }
+
     static func items<Item: DataStoreItem>(_ request: DataStoreRequest<Item>, in view: any RecordReader) throws -> [Item] {
         let (filter, needed) = try validate(request)
         if needed == 0 { return [] }
         let type = Item.itemType
         let sorted = !request.sortDescriptors.isEmpty || request.attributeSort != nil
+        let matcher = Matcher(filter: filter, predicate: request.predicate)
 
         // Plan 1 and 2: key order.
         if !sorted {
-            if request.predicate == nil && filter == nil {
+            if matcher.matchesEverything {
                 var keys: [RecordKey] = []
                 let wanted = needed.map { $0 - request.offset }
                 // `limit: 0` with an offset: nothing (the walk below takes a key before it checks).
@@ -64,11 +101,9 @@ enum QueryExecutor {
                 var out: [Item] = []
                 var matched = 0
                 try view.forEachKeyInOrder(ofType: type, fromOffset: 0) { k in
-                    guard let bytes = try view.value(type: type, key: k), try passesFilter(filter, bytes) else { return true }
-                    let item = try decode(Item.self, bytes)
-                    if let p = request.predicate, try !p.evaluate(item) { return true }
+                    guard let bytes = try view.value(type: type, key: k), let m = try matcher.match(bytes) else { return true }
                     matched += 1
-                    if matched > request.offset { out.append(item) }
+                    if matched > request.offset { out.append(try m ?? decode(Item.self, bytes)) }
                     return matched < needed
                 }
                 return out
@@ -96,9 +131,7 @@ enum QueryExecutor {
         var all: [Match<Item>] = []
         var top = needed.map { TopK<Match<Item>>(k: $0, by: less) }
         try view.forEach(ofType: type) { key, bytes in
-            guard try passesFilter(filter, bytes) else { return true }
-            let item = try decode(Item.self, bytes)
-            if let p = request.predicate, try !p.evaluate(item) { return true }
+            guard let item = try matcher.matchingItem(bytes) else { return true }
             var sortValue: AttributeValue? = nil
             if let s = attributeSort {
                 sortValue = try bytes.withUnsafeBytes { try AttributeValue.lookupAttribute(s.attribute, in: $0) }
@@ -114,15 +147,11 @@ enum QueryExecutor {
     static func count<Item: DataStoreItem>(_ request: DataStoreRequest<Item>, in view: any RecordReader) throws -> Int {
         let (filter, _) = try validate(request)
         let type = Item.itemType
-        if request.predicate == nil && filter == nil { return view.count(ofType: type) }
+        let matcher = Matcher(filter: filter, predicate: request.predicate)
+        if matcher.matchesEverything { return view.count(ofType: type) }
         var n = 0
         try view.forEach(ofType: type) { _, bytes in
-            guard try passesFilter(filter, bytes) else { return true }
-            if let p = request.predicate {
-                let item = try decode(Item.self, bytes)
-                if try !p.evaluate(item) { return true }
-            }
-            n += 1
+            if try matcher.match(bytes) != nil { n += 1 }
             return true
         }
         return n

@@ -227,19 +227,7 @@ extension AttributeValue {
     /// value (used by attribute filters and sorts). Returns nil when the value is not a map or has
     /// no such key. Throws `.corruption` on malformed bytes. Pure; any thread.
     public static func lookupAttribute(_ key: String, in bytes: UnsafeRawBufferPointer) throws -> AttributeValue? {
-        var r = _ByteReader(bytes)
-        do throws(_DecodeError) {
-            guard try r.u8() == Tag.map.rawValue else { return nil }
-            let n = try r.length()
-            for _ in 0..<n {
-                let k = try r.string()
-                if k == key { return try decode(from: &r, depth: 1) }
-                try skip(&r, depth: 1)
-            }
-            return nil
-        } catch {
-            throw LogStoreError(.corruption, "Malformed attribute value: \(error.reason).", offset: UInt64(error.offset))
-        }
+        try lookupAttribute(path: [Array(key.utf8)], in: bytes)
     }
 
     static func skip(_ r: inout _ByteReader, depth: Int) throws(_DecodeError) {
