@@ -17,4 +17,15 @@ struct ChildView: RecordReader, Sendable {
         try changes.forEach(type, base: base, body)
     }
     func keys(ofType type: String) -> [RecordKey] { changes.keys(type, base: base) }
+    func forEachKeyInOrder(ofType type: String, fromOffset offset: Int, _ body: (RecordKey) throws -> Bool) rethrows {
+        try changes.forEachKeyInOrder(type, fromOffset: offset, base: base, body)
+    }
+    func secondaryIndexes(ofType type: String) -> [String: IndexDefinition] { base.secondaryIndexes(ofType: type) }
+    func forEachIndexEntry(ofType type: String, index: String, in range: IndexEntryRange, reverse: Bool,
+                           _ body: (RecordKey, RecordKey) throws -> Bool) throws {
+        try changes.forEachIndexEntry(type, index: index, in: range, reverse: reverse, base: base, body)
+    }
+    func countIndexEntries(ofType type: String, index: String, in range: IndexEntryRange) throws -> Int {
+        try changes.countIndexEntries(type, index: index, in: range, base: base)
+    }
 }

@@ -20,9 +20,17 @@ public protocol DataStoreItem: Codable, Sendable, Identifiable where ID: Codable
     /// (`String(describing: Self.self)`, e.g. `"Restaurant"`). Renaming the Swift type changes the
     /// default, so set it explicitly if you might rename the type.
     static var itemType: String { get }
+
+    /// The type's secondary indexes (``DataStoreIndex``). Default: none, and every request with a
+    /// predicate or a sort scans the type. Declare them in a `static let`; the store builds and
+    /// keeps them (see the "Indexes and Query Performance" article).
+    static var indexes: [DataStoreIndex<Self>] { get }
 }
 
 extension DataStoreItem {
     /// The type's name, e.g. `"Restaurant"` for `struct Restaurant`.
     public static var itemType: String { String(describing: Self.self) }
+
+    /// No secondary index.
+    public static var indexes: [DataStoreIndex<Self>] { [] }
 }

@@ -3,10 +3,30 @@ import LogStoreEngine
 /// The read accessor handed to read blocks: a view plus a validity flag.
 /// Not thread-safe by design (see ``DataStoreReadAccessor``): used on the block's thread only.
 final class ReadAccessor: DataStoreReadAccessor {
-    let view: any RecordReader
+    /// The snapshot the block reads. Replaced at most by a snapshot of the same state that also
+    /// has indexes declared during the block (``prepare(_:)``).
+    private(set) var view: any RecordReader
+    /// Declares item types' indexes on first use, with the engine `engine` gives; nil: never.
+    let indexes: (registry: IndexRegistry, engine: () throws -> LogEngine)?
+    /// A fresh committed snapshot (to pick up indexes declared during the block); nil inside a
+    /// write, whose base is fixed.
+    let latest: (() throws -> any RecordReader)?
     var isValid = true
 
-    init(view: any RecordReader) { self.view = view }
+    init(view: any RecordReader, indexes: (registry: IndexRegistry, engine: () throws -> LogEngine)? = nil,
+         latest: (() throws -> any RecordReader)? = nil) {
+        self.view = view
+        self.indexes = indexes
+        self.latest = latest
+    }
+
+    /// Declares `Item`'s indexes if this store has not yet; when that built one and nothing was
+    /// committed since this block's snapshot, reads on from a snapshot of the same state that has it.
+    func prepare<Item: DataStoreItem>(_ type: Item.Type) throws {
+        guard let indexes, try indexes.registry.ensure(Item.self, engine: indexes.engine), let latest else { return }
+        let fresh = try latest()
+        if fresh.sequence == view.sequence { view = fresh }
+    }
 
     func checkValid() throws {
         guard isValid else {
@@ -16,11 +36,13 @@ final class ReadAccessor: DataStoreReadAccessor {
 
     func items<Item: DataStoreItem>(forRequest request: DataStoreRequest<Item>) throws -> [Item] {
         try checkValid()
+        try prepare(Item.self)
         return try QueryExecutor.items(request, in: view)
     }
 
     func firstItem<Item: DataStoreItem>(forRequest request: DataStoreRequest<Item>) throws -> Item? {
         try checkValid()
+        try prepare(Item.self)
         var r = request
         r.limit = 1
         return try QueryExecutor.items(r, in: view).first
@@ -28,6 +50,7 @@ final class ReadAccessor: DataStoreReadAccessor {
 
     func countItems<Item: DataStoreItem>(forRequest request: DataStoreRequest<Item>) throws -> Int {
         try checkValid()
+        try prepare(Item.self)
         return try QueryExecutor.count(request, in: view)
     }
 
@@ -42,9 +65,11 @@ final class ReadWriteAccessor: DataStoreReadWriteAccessor {
     let txn: EngineTransaction
     let reader: ReadAccessor
 
-    init(txn: EngineTransaction) {
+    /// `indexes`: the registry that declares item types' indexes (nil for a child store, whose
+    /// writes must not take its root engine's writer lock).
+    init(txn: EngineTransaction, indexes: (registry: IndexRegistry, engine: () throws -> LogEngine)? = nil) {
         self.txn = txn
-        reader = ReadAccessor(view: txn)
+        reader = ReadAccessor(view: txn, indexes: indexes)
     }
 
     func invalidate() { reader.isValid = false }
@@ -64,6 +89,7 @@ final class ReadWriteAccessor: DataStoreReadWriteAccessor {
 
     func insert<Item: DataStoreItem>(_ item: Item) throws {
         try reader.checkValid()
+        try reader.prepare(Item.self)
         let key = try ItemKey.make(item.id)
         let bytes = try AttributeCoding.encodeBytes(item)
         try txn.put(type: Item.itemType, key: key, value: bytes)
@@ -77,12 +103,14 @@ final class ReadWriteAccessor: DataStoreReadWriteAccessor {
     @discardableResult
     func deleteItem<Item: DataStoreItem>(ofType type: Item.Type, id: Item.ID) throws -> Bool {
         try reader.checkValid()
+        try reader.prepare(Item.self)
         return try txn.delete(type: Item.itemType, key: try ItemKey.make(id))
     }
 
     @discardableResult
     func deleteAllItems<Item: DataStoreItem>(ofType type: Item.Type) throws -> Int {
         try reader.checkValid()
+        try reader.prepare(Item.self)
         return try txn.deleteAll(type: Item.itemType)
     }
 }

@@ -45,6 +45,8 @@ public final class LogDataStore: DataStore {
     let asyncQueue: DispatchQueue
     /// The thread currently running an `asyncQueue` work item (to avoid waiting on ourselves).
     let asyncQueueThread = Mutex<UInt?>(nil)
+    /// Declares item types' secondary indexes on first use.
+    let indexRegistry = IndexRegistry()
 
     /// A store in `directory` (created by ``setup()`` if missing). Does no I/O until `setup()`.
     public init(directory: URL, options: LogStoreOptions = .init()) {
@@ -143,7 +145,11 @@ public final class LogDataStore: DataStore {
         try lifecycle.withLock { _ in
             // The backend stays in `state` until it is closed (a closing engine refuses use with
             // `.notOpen`), so a `setup()` meanwhile returns at once instead of waiting here.
-            defer { state.withLock { $0.backend = nil } }
+            defer {
+                state.withLock { $0.backend = nil }
+                // A later setup() opens a new engine, which knows only what its checkpoint had.
+                indexRegistry.reset()
+            }
             let (backend, children) = state.withLock { s -> (StoreBackend?, [WeakChild]) in
                 defer { s.children = [] }
                 return (s.backend, s.children)
@@ -196,8 +202,9 @@ public final class LogDataStore: DataStore {
     /// unchanged.
     @discardableResult
     public func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T {
-        let view = try currentBackend().readView()
-        let accessor = ReadAccessor(view: view)
+        let backend = try currentBackend()
+        let accessor = ReadAccessor(
+            view: try backend.readView(), indexes: (indexRegistry, { try self.rootEngine() }), latest: { try backend.readView() })
         defer { accessor.isValid = false }
         return try block(accessor)
     }
@@ -226,11 +233,18 @@ public final class LogDataStore: DataStore {
         return try backend.write(body)
     }
 
+    /// What write bodies declare indexes with: the store's own engine (under the writer lock the
+    /// body holds); nil for a child store, whose merges the parent's commit indexes.
+    var writeIndexes: (registry: IndexRegistry, engine: () throws -> LogEngine)? {
+        if case .child = kind { return nil }
+        return (indexRegistry, { try self.rootEngine() })
+    }
+
     /// See ``DataStore/writeSync(_:)``.
     @discardableResult
     public func writeSync<T>(_ block: (any DataStoreReadWriteAccessor) throws -> T) throws -> T {
         try writeTransaction { txn in
-            let accessor = ReadWriteAccessor(txn: txn)
+            let accessor = ReadWriteAccessor(txn: txn, indexes: self.writeIndexes)
             defer { accessor.invalidate() }
             return try block(accessor)
         }
@@ -277,7 +291,7 @@ public final class LogDataStore: DataStore {
             let rendezvous = Rendezvous<T>(done)
             do {
                 let value = try backend.write({ txn in
-                    let accessor = ReadWriteAccessor(txn: txn)
+                    let accessor = ReadWriteAccessor(txn: txn, indexes: self.writeIndexes)
                     defer { accessor.invalidate() }
                     return try block(accessor)
                 }, onDurable: { error in rendezvous.durable(error) })

@@ -13,12 +13,18 @@ import Synchronization
 ///     section    := 0x01 segments          -- exactly once, before every type section
 ///                 | 0x02 type              -- once per item type that has records
 ///                 | 0x03 store             -- version 2: exactly once, first
+///                 | 0x04 index             -- version 3: once per secondary index, after every
+///                                          -- type section
 ///     store      := storeId:16             -- the store's id (MANIFEST, segment headers)
 ///     segments   := count:uvarint (segment:u32le length:u64le rawBytes:u64le) * count
 ///     type       := name:string count:uvarint entry * count            (count >= 1)
 ///     entry      := key:bytes segmentIndex:uvarint frameOffset:uvarint frameLength:uvarint
 ///                   valueOffset:uvarint valueLength:uvarint sequence:uvarint
-///     end        := 0xFF entryCount:u64le
+///     index      := type:string definition hash:u64le count:uvarint entry:bytes * count
+///     definition := name:string unique:u8 attributeCount:uvarint (keyCount:uvarint key:string*)*
+///                   -- count = the type's records; entries strictly ascending (IndexKeyEncoding);
+///                   -- hash = the definition's FNV-1a hash (IndexDefinition.definitionHash)
+///     end        := 0xFF entryCount:u64le      -- entries of type sections
 ///     crc        := u32le, masked CRC-32C of every byte before it
 ///
 /// `generation` is the manifest generation the checkpoint was taken under and `sequence` the last
@@ -38,8 +44,14 @@ package struct CheckpointFile {
         case segments = 0x01
         case type = 0x02
         case store = 0x03
+        case index = 0x04
         case end = 0xFF
     }
+
+    /// The version this build writes: 3, whose index sections hold the secondary indexes. Stores
+    /// read checkpoints of versions 1 to 3; an older build refuses a version-3 checkpoint and
+    /// replays the log instead (a checkpoint is only an accelerator).
+    package static let currentVersion: UInt16 = 3
 
     package struct Segment: Equatable, Sendable {
         package var number: UInt32
@@ -52,7 +64,7 @@ package struct CheckpointFile {
         }
     }
 
-    package var version: UInt16 = LogStoreFormat.version
+    package var version: UInt16 = CheckpointFile.currentVersion
     package var generation: UInt64
     package var sequence: UInt64
     package var createdAtMillis: UInt64
@@ -73,7 +85,7 @@ package struct CheckpointFile {
         let total = index.totalCount
         var w = _ByteWriter(capacity: 64 + segments.count * 20 + total * 24)
         w.append(contentsOf: magic)
-        w.u16(LogStoreFormat.version)
+        w.u16(currentVersion)
         w.u16(0)
         w.u64(generation)
         w.u64(index.sequence)
@@ -104,6 +116,17 @@ package struct CheckpointFile {
                 w.uvarint(loc.sequence)
             }
         }
+        for type in index.secondary.keys.sorted() {
+            for (name, secondary) in index.secondaryIndexes(ofType: type).sorted(by: { $0.key < $1.key }) {
+                guard name == secondary.definition.name else { continue }
+                w.u8(Tag.index.rawValue)
+                w.string(type)
+                secondary.definition.encode(into: &w)
+                w.u64(secondary.definition.definitionHash)
+                w.uvarint(UInt64(secondary.entries.count))
+                for (entry, _) in secondary.entries { entry.withUnsafeBytes { w.lengthPrefixed($0) } }
+            }
+        }
         w.u8(Tag.end.rawValue)
         w.u64(UInt64(total))
         let crc = w.bytes.withUnsafeBytes { CRC32C.checksum($0) }
@@ -125,8 +148,8 @@ package struct CheckpointFile {
         }
         var r = _ByteReader(UnsafeRawBufferPointer(rebasing: buf[0..<bodyEnd]), offset: 8)
         let version = try r.u16()
-        guard version >= 1, version <= LogStoreFormat.version else {
-            throw _DecodeError("format version \(version) (this build reads 1...\(LogStoreFormat.version))", at: 8)
+        guard version >= 1, version <= currentVersion else {
+            throw _DecodeError("format version \(version) (this build reads 1...\(currentVersion))", at: 8)
         }
         let flags = try r.u16()
         guard flags == 0 else { throw _DecodeError("unknown flags 0x\(String(flags, radix: 16))", at: 10) }
@@ -169,6 +192,7 @@ package struct CheckpointFile {
                 }
             case .type:
                 guard sawSegments else { throw _DecodeError("type section before the segments section", at: tagAt) }
+                guard index.secondary.isEmpty else { throw _DecodeError("type section after an index section", at: tagAt) }
                 let nameAt = r.offset
                 let name = try r.string()
                 guard !name.isEmpty else { throw _DecodeError("empty type name", at: nameAt) }
@@ -191,6 +215,10 @@ package struct CheckpointFile {
                 guard let d = buildIndex(keys, locations) else { throw _DecodeError("a key of type \(name) appears twice", at: countAt) }
                 index.types[name] = d
                 entries += count
+            case .index:
+                guard version >= 3, sawSegments else { throw _DecodeError("index section out of place", at: tagAt) }
+                let secondary = try decodeIndexSection(&r, index: index)
+                index.secondary[secondary.type, default: [:]][secondary.index.definition.name] = secondary.index
             case .end:
                 let totalAt = r.offset
                 let total = try r.u64()
@@ -204,6 +232,38 @@ package struct CheckpointFile {
                     segments: segments, index: index, storeId: storeId)
             }
         }
+    }
+
+    /// One index section (after its tag), checked against the type sections before it.
+    static func decodeIndexSection(_ r: inout _ByteReader, index: IndexState) throws(_DecodeError) -> (type: String, index: SecondaryIndex) {
+        let at = r.offset
+        let type = try r.string()
+        guard !type.isEmpty else { throw _DecodeError("index section of an empty type name", at: at) }
+        let definition = try IndexDefinition.decode(from: &r)
+        let hashAt = r.offset
+        guard try r.u64() == definition.definitionHash else { throw _DecodeError("index \(definition.name) of \(type): definition hash mismatch", at: hashAt) }
+        guard index.secondary[type]?[definition.name] == nil else { throw _DecodeError("index \(definition.name) of \(type) appears twice", at: at) }
+        let countAt = r.offset
+        let count = try r.uvarint()
+        // Every record has exactly one entry in each index of its type.
+        guard count == UInt64(index.count(type)) else {
+            throw _DecodeError("index \(definition.name) of \(type) has \(count) entries for \(index.count(type)) records", at: countAt)
+        }
+        var entries: [RecordKey] = []
+        entries.reserveCapacity(Int(count))
+        let n = definition.attributes.count
+        for _ in 0..<Int(count) {
+            let entryAt = r.offset
+            let entry = RecordKey(try r.lengthPrefixed())
+            guard let key = IndexKeyEncoding.recordKey(ofEntry: entry, componentCount: n), key.count > 0 || index.location(type, key) != nil else {
+                throw _DecodeError("malformed entry in index \(definition.name) of \(type)", at: entryAt)
+            }
+            entries.append(entry)
+        }
+        guard let tree = OrderedTree(sortedElements: entries.lazy.map { ($0, IndexEntryMark()) }) else {
+            throw _DecodeError("entries of index \(definition.name) of \(type) are not strictly ascending", at: countAt)
+        }
+        return (type, SecondaryIndex(definition: definition, entries: tree))
     }
 
     /// Builds a type's index from decoded entries; nil if a key repeats.

@@ -17,7 +17,8 @@ struct ViewState: Sendable {
 ///
 /// Its only mutators are ``append(_:visibleNow:)`` (a commit was appended),
 /// ``publish(upTo:)`` (a sync made commits durable), ``install(segment:)`` (a roll-over added a
-/// segment) and ``install(compacted:)`` (a compaction re-pointed the head), plus
+/// segment), ``install(compacted:)`` (a compaction re-pointed the head) and
+/// ``install(secondaryIndexes:ofType:)`` (indexes declared on a fully published head), plus
 /// ``dropPending()`` when the store is poisoned. Invariants: `published.index.sequence <=
 /// head.index.sequence`; pending sequences ascend and lie in (published, head].
 ///
@@ -71,10 +72,27 @@ struct EngineViews: Sendable {
     mutating func install(compacted newHead: ViewState) {
         let sequence = head.index.sequence
         assert(newHead.index.sequence == sequence, "a compaction must install a head at the same sequence")
+        // Compaction moves records, never changes a value: the secondary indexes of the head at
+        // this sequence are those of the re-pointed head too (the compactor's copy of them may
+        // predate an index declared while it ran).
+        var newHead = newHead
+        newHead.index.secondary = head.index.secondary
         if published.index.sequence == sequence { published = newHead }
         for i in pending.indices where pending[i].sequence == sequence { pending[i].view = newHead }
         head = newHead
     }
+
+    /// Indexes were declared for `type`: `indexes` replace its secondary indexes in the head and
+    /// the published state, which must be the same state (the caller flushed under the writer
+    /// lock, so nothing is pending).
+    mutating func install(secondaryIndexes indexes: [String: SecondaryIndex], ofType type: String) {
+        assert(isFullyPublished, "indexes are installed on a published head")
+        head.index.secondary[type] = indexes.isEmpty ? nil : indexes
+        published.index.secondary[type] = indexes.isEmpty ? nil : indexes
+    }
+
+    /// Whether readers see the head: nothing waits for a sync.
+    var isFullyPublished: Bool { pending.isEmpty && published.index.sequence == head.index.sequence }
 
     /// The store was poisoned: commits waiting for a sync will never be published.
     mutating func dropPending() { pending.removeAll() }

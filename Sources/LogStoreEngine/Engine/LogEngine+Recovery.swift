@@ -200,10 +200,13 @@ extension LogEngine {
         var checkpoint: CheckpointMark? = nil
         /// The last sequence CHECKPOINT says was committed and synced: the log must reach it.
         var witness: UInt64? = nil
+        /// The adopted checkpoint's index, for bringing its secondary indexes up to date.
+        var checkpointState: IndexState? = nil
         if names.contains(LogStoreFormat.checkpointFileName) {
             switch loadCheckpoint(directory: directory, fs: fs, manifest: manifest, options: options) {
             case .adopted(let cp, let opened):
                 index = cp.index
+                checkpointState = cp.index
                 segments = opened
                 for c in cp.segments { info[c.number] = SegmentInfo(length: c.length, rawBytes: c.rawBytes) }
                 first = cp.segments.count - 1
@@ -211,6 +214,9 @@ extension LogEngine {
                 checkpoint = cp.mark(fileBytes: 0)
                 report.checkpointUsed = true
                 report.checkpointSequence = cp.sequence
+                // The checkpoint's secondary indexes are right for its records: note what replay
+                // changes of indexed types, to bring them up to date once it ends.
+                if index.hasSecondaryIndexes { index.replayTouches = SecondaryReplayTouches() }
             case .rejected(let reason, let w):
                 witness = w
                 report.checkpointRejectedReason = reason
@@ -391,6 +397,9 @@ extension LogEngine {
         guard var tail else {
             throw LogStoreError(.corruption, "No usable segment; run `logstore-compact salvage`.", path: directory)
         }
+        if index.replayTouches != nil, let checkpointIndex = checkpointState {
+            try catchUpSecondaryIndexes(&index, from: checkpointIndex, segments: segments, options: options, report: &report)
+        }
         if options.recovery == .strict {
             // What recovery found may still be only in the OS cache (the previous process was
             // killed before its fsyncs): make it durable before anyone reads it or builds on it,
@@ -506,5 +515,25 @@ extension LogEngine {
         let f = try fs.open(path, mode: .readOnly)
         defer { try? f.close() }
         return try f.size()
+    }
+
+    /// Brings the checkpoint's secondary indexes up to date with what replay applied after it
+    /// (``IndexState/catchUpSecondaryIndexes(from:read:)``). In salvage mode a value that cannot
+    /// be read drops the secondary indexes instead (they are rebuilt when declared again).
+    static func catchUpSecondaryIndexes(_ index: inout IndexState, from checkpoint: IndexState, segments: [UInt32: SegmentFile],
+                                        options: LogStoreOptions, report: inout RecoveryReport) throws {
+        func read(_ loc: RecordLocation) throws -> ArraySlice<UInt8> {
+            guard let seg = segments[loc.segment] else {
+                throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.")
+            }
+            return try seg.readValue(loc, cache: nil)
+        }
+        do {
+            try index.catchUpSecondaryIndexes(from: checkpoint, read: read)
+        } catch let e as LogStoreError where options.recovery == .salvage && e.code == .corruption {
+            index.secondary = [:]
+            index.replayTouches = nil
+            options.logger?.warning("secondary indexes dropped: a record they need cannot be read; they are rebuilt when declared", metadata: ["error": "\(e)"])
+        }
     }
 }

@@ -292,6 +292,9 @@ public final class LogEngine: Sendable {
                 path: tail.path)
         }
         let seq = head.index.sequence + 1
+        // Secondary-index changes first: a unique-index violation refuses the commit while
+        // nothing is written yet.
+        let secondaryChanges = try secondaryChanges(for: ops, on: head)
         var encoded = TransactionEncoder.encode(ops, sequence: seq, options: options, syncedThrough: synced, version: tail.version)
         // Locations address segments with 32-bit offsets; segments stay below 2 GiB because a
         // transaction is at most 1 GiB and a segment rolls over at most at 1 GiB.
@@ -337,6 +340,7 @@ public final class LogEngine: Sendable {
                 if journaling { changes.append(.deleteAll(t)) }
             }
         }
+        index.apply(secondaryChanges)
         index.sequence = seq
         index._checkInvariants()
         head.index = index

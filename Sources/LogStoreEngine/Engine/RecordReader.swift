@@ -1,3 +1,5 @@
+import Foundation
+
 /// Read access to the records of one consistent state of a store: a committed snapshot, a write
 /// transaction (its base plus its own changes) or a child store's overlay.
 ///
@@ -24,9 +26,70 @@ public protocol RecordReader {
     /// position `offset`, until it returns false. A committed snapshot walks its ordered index:
     /// O(log n) to start, then O(1) per key; other readers sort their keys first.
     func forEachKeyInOrder(ofType type: String, fromOffset offset: Int, _ body: (RecordKey) throws -> Bool) rethrows
+    /// The secondary indexes of `type` this reader can scan (by name), as they were declared.
+    /// Empty when it has none (a reader that does not keep indexes answers every request by
+    /// scanning).
+    func secondaryIndexes(ofType type: String) -> [String: IndexDefinition]
+    /// Calls `body` with each entry of the secondary index `index` of `type` in `range` and the
+    /// key of the record it belongs to, in ascending entry order (descending with `reverse`),
+    /// until it returns false. Entries are ``IndexKeyEncoding`` byte strings: the indexed values,
+    /// then the record key. A reader with changes of its own (a write transaction, a child store)
+    /// includes them. Throws `.invalidArgument` for an index it does not have.
+    func forEachIndexEntry(ofType type: String, index: String, in range: IndexEntryRange, reverse: Bool,
+                           _ body: (_ entry: RecordKey, _ key: RecordKey) throws -> Bool) throws
+    /// The number of entries of index `index` of `type` in `range` (O(log n) on a committed
+    /// snapshot). Throws `.invalidArgument` for an index it does not have.
+    func countIndexEntries(ofType type: String, index: String, in range: IndexEntryRange) throws -> Int
+}
+
+/// A half-open range of secondary-index entries, as bytes (``IndexKeyEncoding``): every entry
+/// `>= lower` and `< upper` (no upper bound when nil).
+public struct IndexEntryRange: Hashable, Sendable, CustomStringConvertible {
+    /// The smallest entry in the range (inclusive).
+    public var lower: [UInt8]
+    /// The first entry after the range (exclusive); nil: to the end.
+    public var upper: [UInt8]?
+
+    /// A range from `lower` (inclusive) to `upper` (exclusive, or to the end when nil).
+    public init(lower: [UInt8] = [], upper: [UInt8]? = nil) {
+        self.lower = lower
+        self.upper = upper
+    }
+
+    /// Every entry whose first bytes are `prefix` (equal values in the leading attributes).
+    public init(prefix: [UInt8]) {
+        self.init(lower: prefix, upper: IndexKeyEncoding.successor(ofPrefix: prefix))
+    }
+
+    /// Whether `entry` lies in the range.
+    public func contains(_ entry: RecordKey) -> Bool {
+        entry.withUnsafeBytes { e in
+            !e.lexicographicallyPrecedes(lower) && (upper.map { e.lexicographicallyPrecedes($0) } ?? true)
+        }
+    }
+
+    /// The range in hex, for plans and logs.
+    public var description: String {
+        func hex(_ b: [UInt8]) -> String { b.map { String(format: "%02x", $0) }.joined() }
+        return "[\(hex(lower)), \(upper.map(hex) ?? "end"))"
+    }
 }
 
 extension RecordReader {
+    /// See ``RecordReader/secondaryIndexes(ofType:)``: none.
+    public func secondaryIndexes(ofType type: String) -> [String: IndexDefinition] { [:] }
+
+    /// See ``RecordReader/forEachIndexEntry(ofType:index:in:reverse:_:)``: this reader has no index.
+    public func forEachIndexEntry(ofType type: String, index: String, in range: IndexEntryRange, reverse: Bool,
+                                  _ body: (_ entry: RecordKey, _ key: RecordKey) throws -> Bool) throws {
+        throw LogStoreError.noSuchIndex(type, index)
+    }
+
+    /// See ``RecordReader/countIndexEntries(ofType:index:in:)``: this reader has no index.
+    public func countIndexEntries(ofType type: String, index: String, in range: IndexEntryRange) throws -> Int {
+        throw LogStoreError.noSuchIndex(type, index)
+    }
+
     /// See ``RecordReader/forEachKeyInOrder(ofType:fromOffset:_:)``: sorts ``keys(ofType:)``.
     public func forEachKeyInOrder(ofType type: String, fromOffset offset: Int, _ body: (RecordKey) throws -> Bool) rethrows {
         let keys = self.keys(ofType: type).sorted()

@@ -55,6 +55,11 @@ public struct LogStoreError: Error, Sendable, CustomStringConvertible, CustomDeb
         public static let invalidArgument = Code("invalidArgument")
         /// An accessor was used outside the block that received it.
         public static let accessorExpired = Code("accessorExpired")
+        /// A write would give two records of a type equal values in every attribute of a unique
+        /// index (``IndexDefinition/unique``), or a unique index was declared over records that
+        /// already break it. The transaction is rolled back (the declaration refused): nothing
+        /// is written.
+        public static let uniqueConstraintViolation = Code("uniqueConstraintViolation")
     }
 
     /// One item changed on both sides of a merge (a `mergeConflict` of the DataStore layer; kept

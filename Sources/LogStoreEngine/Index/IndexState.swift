@@ -8,6 +8,14 @@ package struct IndexState: Sendable {
     package var types: [String: OrderedTree<RecordKey, RecordLocation>] = [:]
     /// The sequence number of the last transaction applied.
     package var sequence: UInt64 = 0
+    /// Secondary indexes: per type, per index name (``SecondaryIndex``). Derived from the records
+    /// (every entry can be rebuilt from them); kept in step by commits (``secondaryChanges(for:readOld:)``),
+    /// by recovery (``replayTouches``) and carried over by compaction, which moves records but
+    /// changes no value.
+    package var secondary: [String: [String: SecondaryIndex]] = [:]
+    /// While recovery replays the log after a checkpoint: the keys of indexed types it touched,
+    /// so their secondary entries can be brought up to date afterwards. Nil otherwise.
+    package var replayTouches: SecondaryReplayTouches? = nil
 
     func location(_ type: String, _ key: RecordKey) -> RecordLocation? { types[type]?[key] }
 
@@ -15,15 +23,26 @@ package struct IndexState: Sendable {
 
     mutating func put(_ type: String, _ key: RecordKey, _ loc: RecordLocation) {
         types[type, default: OrderedTree()].updateValue(loc, forKey: key)
+        if replayTouches != nil, secondary[type] != nil { replayTouches?.touch(type, key) }
     }
 
     mutating func delete(_ type: String, _ key: RecordKey) {
+        if replayTouches != nil, secondary[type] != nil { replayTouches?.touch(type, key) }
         guard types[type] != nil else { return }
         types[type]?.removeValue(forKey: key)
         if types[type]?.isEmpty == true { types[type] = nil }
     }
 
-    mutating func deleteAll(_ type: String) { types[type] = nil }
+    /// Drops every record of `type`, and every entry of its secondary indexes (their definitions
+    /// stay).
+    mutating func deleteAll(_ type: String) {
+        types[type] = nil
+        if replayTouches != nil, secondary[type] != nil { replayTouches?.clear(type) }
+        if var indexes = secondary[type] {
+            for name in indexes.keys { indexes[name]?.entries = OrderedTree() }
+            secondary[type] = indexes
+        }
+    }
 
     /// Total number of records.
     var totalCount: Int { types.values.reduce(0) { $0 + $1.count } }

@@ -1,0 +1,220 @@
+/// The payload of a secondary-index entry: nothing (the entry's bytes say everything).
+package struct IndexEntryMark: Sendable, Equatable {
+    package init() {}
+}
+
+/// One secondary index of one type: its definition and its entries (``IndexKeyEncoding``), in a
+/// persistent ordered tree like the primary index, so snapshots of it are O(1) too.
+package struct SecondaryIndex: Sendable {
+    package var definition: IndexDefinition
+    package var entries: OrderedTree<RecordKey, IndexEntryMark>
+
+    package init(definition: IndexDefinition, entries: OrderedTree<RecordKey, IndexEntryMark> = OrderedTree()) {
+        self.definition = definition
+        self.entries = entries
+    }
+}
+
+/// What one commit does to the secondary indexes, worked out before the commit is appended (so
+/// that a unique-index violation refuses it while nothing is written yet), applied after.
+package struct SecondaryChanges: Sendable {
+    /// Types whose entries are all dropped first (a delete-all).
+    var cleared: Set<String> = []
+    /// Per type and index name: entries to remove, then entries to insert.
+    var removals: [String: [String: [RecordKey]]] = [:]
+    var insertions: [String: [String: [RecordKey]]] = [:]
+
+    var isEmpty: Bool { cleared.isEmpty && removals.isEmpty && insertions.isEmpty }
+}
+
+extension IndexState {
+    /// The secondary indexes of `type` (empty when it has none).
+    package func secondaryIndexes(ofType type: String) -> [String: SecondaryIndex] { secondary[type] ?? [:] }
+
+    /// Whether any type has a secondary index.
+    var hasSecondaryIndexes: Bool { !secondary.isEmpty }
+
+    /// The entries `definition` gives the record `key` stored as `value`.
+    static func entry(_ definition: IndexDefinition, key: RecordKey, value: ArraySlice<UInt8>) throws -> RecordKey {
+        let values = try value.withUnsafeBytes { try IndexKeyEncoding.values(of: definition, in: $0) }
+        return IndexKeyEncoding.entry(values, key: key)
+    }
+
+    /// The secondary-index changes of `operations` (a commit's net effect: per type, delete-all,
+    /// deletes, puts) applied to this state. Old values are read with `readOld`, new ones taken
+    /// from the operations. Throws `.uniqueConstraintViolation` when a unique index would hold two
+    /// records with equal values, and `.corruption` for a stored value that cannot be read.
+    package func secondaryChanges(
+        for operations: [RecordOperation], readOld: (RecordLocation) throws -> ArraySlice<UInt8>
+    ) throws -> SecondaryChanges {
+        var changes = SecondaryChanges()
+        guard hasSecondaryIndexes else { return changes }
+        for op in operations {
+            let type: String
+            let key: RecordKey
+            var newValue: ArraySlice<UInt8>? = nil
+            switch op {
+            case .deleteAll(let t):
+                if secondary[t] != nil { changes.cleared.insert(t) }
+                continue
+            case .delete(let t, let k): (type, key) = (t, k)
+            case .put(let t, let k, let v): (type, key, newValue) = (t, k, v[...])
+            }
+            guard let indexes = secondary[type] else { continue }
+            let old: ArraySlice<UInt8>? = changes.cleared.contains(type) ? nil : try location(type, key).map(readOld)
+            for (name, index) in indexes {
+                let before = try old.map { try Self.entry(index.definition, key: key, value: $0) }
+                let after = try newValue.map { try Self.entry(index.definition, key: key, value: $0) }
+                if before == after { continue }
+                if let before { changes.removals[type, default: [:]][name, default: []].append(before) }
+                if let after { changes.insertions[type, default: [:]][name, default: []].append(after) }
+            }
+        }
+        try checkUnique(changes)
+        return changes
+    }
+
+    /// Refuses changes that would leave two entries of a unique index with equal values.
+    func checkUnique(_ changes: SecondaryChanges) throws {
+        for (type, byName) in changes.insertions {
+            for (name, inserted) in byName {
+                guard let index = secondary[type]?[name], index.definition.unique else { continue }
+                let n = index.definition.attributes.count
+                let removed = Set(changes.removals[type]?[name] ?? [])
+                let cleared = changes.cleared.contains(type)
+                var seen: [[UInt8]: RecordKey] = [:]
+                for entry in inserted {
+                    let (prefix, hasNull) = entry.withUnsafeBytes { raw -> ([UInt8]?, Bool) in
+                        (IndexKeyEncoding.prefixLength(ofEntry: raw, componentCount: n).map { Array(raw[..<$0]) },
+                         IndexKeyEncoding.hasNull(raw, componentCount: n))
+                    }
+                    guard let prefix, !hasNull else { continue }
+                    if let other = seen[prefix] {
+                        throw Self.uniqueViolation(type, index.definition, entry, other, n)
+                    }
+                    seen[prefix] = entry
+                    guard !cleared else { continue }
+                    var clash: RecordKey? = nil
+                    index.entries.forEach(from: RecordKey(prefix)) { existing, _ in
+                        let starts = existing.withUnsafeBytes { $0.starts(with: prefix) }
+                        guard starts else { return false }
+                        if !removed.contains(existing) {
+                            clash = existing
+                            return false
+                        }
+                        return true
+                    }
+                    if let clash { throw Self.uniqueViolation(type, index.definition, entry, clash, n) }
+                }
+            }
+        }
+    }
+
+    static func uniqueViolation(_ type: String, _ definition: IndexDefinition, _ entry: RecordKey, _ other: RecordKey, _ n: Int) -> LogStoreError {
+        let a = IndexKeyEncoding.recordKey(ofEntry: entry, componentCount: n).map(\.description) ?? "?"
+        let b = IndexKeyEncoding.recordKey(ofEntry: other, componentCount: n).map(\.description) ?? "?"
+        return LogStoreError(
+            .uniqueConstraintViolation,
+            "Records \(a) and \(b) of \(type) would have equal values in the unique index \(definition); the write was rolled back. Change one of them, or declare the index without `unique`.")
+    }
+
+    /// Applies changes from ``secondaryChanges(for:readOld:)``.
+    package mutating func apply(_ changes: SecondaryChanges) {
+        guard !changes.isEmpty else { return }
+        for type in changes.cleared {
+            guard var indexes = secondary[type] else { continue }
+            for name in indexes.keys { indexes[name]?.entries = OrderedTree() }
+            secondary[type] = indexes
+        }
+        for (type, byName) in changes.removals {
+            for (name, entries) in byName {
+                for e in entries { secondary[type]?[name]?.entries.removeValue(forKey: e) }
+            }
+        }
+        for (type, byName) in changes.insertions {
+            for (name, entries) in byName {
+                for e in entries { secondary[type]?[name]?.entries.updateValue(IndexEntryMark(), forKey: e) }
+            }
+        }
+    }
+
+    /// The entries of `definition` for every record of `type` in this state, built bottom-up.
+    /// Reads every record's value with `read`. Throws `.uniqueConstraintViolation` if the index
+    /// is unique and two records break it, `.corruption` for an unreadable value.
+    package func buildSecondaryIndex(
+        _ definition: IndexDefinition, ofType type: String, read: (RecordLocation) throws -> ArraySlice<UInt8>
+    ) throws -> SecondaryIndex {
+        var entries: [RecordKey] = []
+        entries.reserveCapacity(count(type))
+        if let tree = types[type] {
+            // Read in file order, each frame's neighbours together.
+            var locations = tree.map { ($0.key, $0.value) }
+            locations.sort { $0.1.frameID < $1.1.frameID || ($0.1.frameID == $1.1.frameID && $0.1.valueOffset < $1.1.valueOffset) }
+            for (key, loc) in locations { entries.append(try Self.entry(definition, key: key, value: try read(loc))) }
+        }
+        entries.sort()
+        if definition.unique {
+            let n = definition.attributes.count
+            var previous: (prefix: [UInt8], entry: RecordKey)? = nil
+            for e in entries {
+                let (prefix, hasNull) = e.withUnsafeBytes { raw -> ([UInt8]?, Bool) in
+                    (IndexKeyEncoding.prefixLength(ofEntry: raw, componentCount: n).map { Array(raw[..<$0]) },
+                     IndexKeyEncoding.hasNull(raw, componentCount: n))
+                }
+                guard let prefix, !hasNull else { continue }
+                if let p = previous, p.prefix == prefix { throw Self.uniqueViolation(type, definition, e, p.entry, n) }
+                previous = (prefix, e)
+            }
+        }
+        let tree = OrderedTree(sortedElements: entries.lazy.map { ($0, IndexEntryMark()) }) ?? OrderedTree()
+        return SecondaryIndex(definition: definition, entries: tree)
+    }
+}
+
+/// What recovery replayed of indexed types after a checkpoint: the keys it touched, and the types
+/// it deleted wholesale, so that their secondary entries can be brought up to date in one pass
+/// when replay ends (``IndexState/catchUpSecondaryIndexes(from:read:)``).
+package struct SecondaryReplayTouches: Sendable {
+    var keys: [String: Set<RecordKey>] = [:]
+    var cleared: Set<String> = []
+
+    mutating func touch(_ type: String, _ key: RecordKey) {
+        if !cleared.contains(type) { keys[type, default: []].insert(key) }
+    }
+
+    mutating func clear(_ type: String) {
+        cleared.insert(type)
+        keys[type] = nil
+    }
+}
+
+extension IndexState {
+    /// Brings the secondary indexes up to date after recovery replayed the log on top of `start`
+    /// (the checkpoint's state, whose secondary entries were right for its records): for each
+    /// touched key, the entry of its value in `start` is replaced by the entry of its value now;
+    /// a type deleted wholesale is rebuilt from its records now. Reads values with `read`.
+    /// Clears ``replayTouches``. Throws `.corruption` for an unreadable value.
+    package mutating func catchUpSecondaryIndexes(from start: IndexState, read: (RecordLocation) throws -> ArraySlice<UInt8>) throws {
+        guard let touches = replayTouches else { return }
+        replayTouches = nil
+        for type in touches.cleared {
+            for (name, index) in secondaryIndexes(ofType: type) {
+                let rebuilt = try buildSecondaryIndex(index.definition, ofType: type, read: read)
+                secondary[type]?[name] = rebuilt
+            }
+        }
+        for (type, keys) in touches.keys {
+            for (name, index) in secondaryIndexes(ofType: type) {
+                var tree = index.entries
+                for key in keys {
+                    let before = try start.location(type, key).map { try Self.entry(index.definition, key: key, value: try read($0)) }
+                    let after = try location(type, key).map { try Self.entry(index.definition, key: key, value: try read($0)) }
+                    if before == after { continue }
+                    if let before { tree.removeValue(forKey: before) }
+                    if let after { tree.updateValue(IndexEntryMark(), forKey: after) }
+                }
+                secondary[type]?[name]?.entries = tree
+            }
+        }
+    }
+}
