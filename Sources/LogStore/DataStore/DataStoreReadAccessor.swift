@@ -19,6 +19,13 @@ public protocol DataStoreReadAccessor {
     func countItems<Item: DataStoreItem>(forRequest request: DataStoreRequest<Item>) throws -> Int
     /// The item of `type` with `id`, or nil.
     func item<Item: DataStoreItem>(ofType type: Item.Type, id: Item.ID) throws -> Item?
+    /// Runs `request` as ``items(forRequest:)`` would and describes how: the index and ranges
+    /// used or a scan, what was checked per item, and how many items were visited and decoded
+    /// (``DataStoreQueryPlan``). Throws what `items(forRequest:)` throws.
+    func explain<Item: DataStoreItem>(_ request: DataStoreRequest<Item>) throws -> DataStoreQueryPlan
+    /// Counts as ``countItems(forRequest:)`` would and describes how (whether index entry counts
+    /// alone answered it).
+    func explainCount<Item: DataStoreItem>(_ request: DataStoreRequest<Item>) throws -> DataStoreQueryPlan
 }
 
 /// Read and write access to a store, handed to the blocks of ``DataStore/writeSync(_:)``,

@@ -20,7 +20,8 @@ extension AttributeValue {
     /// Total order used by attribute sorts (see ``DataStoreRequest/setSort(whereAttribute:ascending:)``)
     /// and attribute filters' number equality: kinds by ``sortRank``; numbers (`.int` and
     /// `.double` together) and dates in ``NumberOrder``'s exact total order (NaN last, `-0.0 ==
-    /// 0.0`); strings by Swift's `<` (canonically equivalent strings are equal); arrays
+    /// 0.0`); strings in ``NumberOrder/compareStrings(_:_:)``'s order (the bytes of their NFC
+    /// form; canonically equivalent strings are equal), as secondary indexes keep them; arrays
     /// element by element; all maps equal. Transitive, so sorting and the bounded heap agree.
     static func compare(_ a: AttributeValue?, _ b: AttributeValue?) -> Int {
         // Arrays compare element by element with an explicit stack (not recursion), so a deeply
@@ -57,7 +58,7 @@ extension AttributeValue {
         case (.int(let x), .double(let y)): return NumberOrder.compare(x, y)
         case (.double(let x), .int(let y)): return -NumberOrder.compare(y, x)
         case (.double(let x), .double(let y)): return NumberOrder.compare(x, y)
-        case (.string(let x), .string(let y)): return x == y ? 0 : (x < y ? -1 : 1)
+        case (.string(let x), .string(let y)): return NumberOrder.compareStrings(x, y)
         case (.bytes(let x), .bytes(let y)): return x == y ? 0 : (x.lexicographicallyPrecedes(y) ? -1 : 1)
         case (.date(let x), .date(let y)): return NumberOrder.compareDates(x, y)
         case (.uuid(let x), .uuid(let y)):

@@ -48,7 +48,9 @@ enum NumberOrder {
     }
 
     /// A comparison for `descriptor` that uses this total order when its key path leads to a
-    /// `Double`, `Float` or `Date` (optional or not), and Foundation's own comparison otherwise.
+    /// `Double`, `Float` or `Date` (optional or not), LogStore's string order (``compareStrings(_:_:)``)
+    /// for a `String` (optional or not) without a localized comparator, and Foundation's own
+    /// comparison otherwise.
     /// `order: .reverse` gives the exact reverse. Needs `SortDescriptor.keyPath`, which
     /// swift-corelibs/swift-foundation (Linux) sets for every key path; Apple documents it as nil
     /// for types that are not `NSObject` subclasses, and then Foundation's comparison is used
@@ -62,6 +64,10 @@ enum NumberOrder {
         case let k as KeyPath<Item, Float?>: ascending = { compare($0[keyPath: k], $1[keyPath: k], by: compare) }
         case let k as KeyPath<Item, Date>: ascending = { compareDates($0[keyPath: k], $1[keyPath: k]) }
         case let k as KeyPath<Item, Date?>: ascending = { compare($0[keyPath: k], $1[keyPath: k], by: compareDates) }
+        case let k as KeyPath<Item, String> where usesStringOrder(descriptor):
+            ascending = { compareStrings($0[keyPath: k], $1[keyPath: k]) }
+        case let k as KeyPath<Item, String?> where usesStringOrder(descriptor):
+            ascending = { compare($0[keyPath: k], $1[keyPath: k], by: compareStrings) }
         default: ascending = nil
         }
         guard let ascending else { return descriptor.compare }
@@ -71,6 +77,25 @@ enum NumberOrder {
             if c == 0 { return .orderedSame }
             return (c < 0) != reverse ? .orderedAscending : .orderedDescending
         }
+    }
+
+    /// Whether a descriptor on a `String` key path sorts in LogStore's string order: it has no
+    /// comparator of its own, or the lexical one (a localized comparator keeps its own order).
+    static func usesStringOrder<Item>(_ descriptor: SortDescriptor<Item>) -> Bool {
+        guard let c = descriptor.stringComparator else { return true }
+        return c == .lexical
+    }
+
+    /// LogStore's string order, the one secondary indexes keep: the UTF-8 bytes of each string's
+    /// Unicode NFC form. Canonically equivalent strings are equal (as `==` says); otherwise it
+    /// agrees with Swift's `<` on every string that is NFC already (ASCII included), and stays a
+    /// total order on the rest, where Swift's `<` is not always the NFC order.
+    static func compareStrings(_ x: String, _ y: String) -> Int {
+        if x.utf8.allSatisfy({ $0 < 0x80 }) && y.utf8.allSatisfy({ $0 < 0x80 }) {
+            return x.utf8.lexicographicallyPrecedes(y.utf8) ? -1 : (x.utf8.elementsEqual(y.utf8) ? 0 : 1)
+        }
+        let a = x.precomposedStringWithCanonicalMapping.utf8, b = y.precomposedStringWithCanonicalMapping.utf8
+        return a.lexicographicallyPrecedes(b) ? -1 : (a.elementsEqual(b) ? 0 : 1)
     }
 
     /// Dates by their `timeIntervalSinceReferenceDate`, in the total order (a decoded date may be NaN).

@@ -2,20 +2,31 @@ import Foundation
 import LogStoreEngine
 
 /// Runs ``DataStoreRequest``s against any `RecordReader` (a snapshot, a write transaction or a
-/// child store's view).
+/// child store's view), by the plan ``QueryPlanner`` chooses:
+/// - `.keyOrder` (no sort): walk the ids in order from `offset` (a committed snapshot skips to it
+///   in O(log n)) or, with a predicate, until `offset + limit` match;
+/// - `.index`: visit the ranges of a secondary index; when the index delivers the sort, stop after
+///   `offset + limit` matches;
+/// - `.scan`: visit every record of the type in file order.
 ///
-/// Plans, cheapest first:
-/// 1. no predicate, filter or sort: walk the keys in key order from `offset` (a committed
-///    snapshot's ordered index skips to it in O(log n)), stop after `limit`, then read and decode
-///    only those items;
-/// 2. no sort but a limit: walk keys in key order, stop after `offset + limit` matches;
-/// 3. otherwise: scan the type in file order, check the attribute filter on the stored record
-///    before decoding, decode, evaluate the predicate, then sort (bounded heap with a limit).
+/// Every record visited is checked on its stored bytes first (``ConditionEvaluator``: the
+/// attribute filter and the part of the predicate the plan's ranges do not enforce) and decoded
+/// only if it matches and is returned, or if only the Swift predicate can decide. What is left
+/// is ordered by the request's sort (a bounded heap with a limit), ties and unsorted results in id
+/// order.
 enum QueryExecutor {
+    /// What running a plan did (for ``DataStoreReadAccessor/explain(_:)``).
+    struct Stats {
+        var visited = 0
+        var decoded = 0
+    }
+
+    /// A record that matched: decoded when deciding needed it, or later if it is returned.
     struct Match<Item> {
         var key: RecordKey
-        var item: Item
-        var sortValue: AttributeValue?
+        var bytes: ArraySlice<UInt8>
+        var item: Item?
+        var sortValue: AttributeValue? = nil
     }
 
     static func validate<Item>(_ r: DataStoreRequest<Item>) throws -> (filter: (String, AttributeValue)?, needed: Int?) {
@@ -41,85 +52,160 @@ enum QueryExecutor {
         return AttributeValue.filterEquals(stored, wanted)
     }
 
-    /// Decides whether a stored item matches a request's filter and predicate, decoding it only
-    /// when the predicate cannot be decided on its bytes (``ConditionEvaluator``).
+    /// Decides whether a stored item matches a request's filter and the part of its predicate a
+    /// plan leaves (`residual`), decoding it only when that part cannot be decided on its bytes;
+    /// then the whole Swift predicate decides.
     struct Matcher<Item: DataStoreItem> {
         let filter: (String, AttributeValue)?
         let predicate: Predicate<Item>?
         let evaluator: ConditionEvaluator?
 
-        init(filter: (String, AttributeValue)?, predicate: Predicate<Item>?) {
+        init(filter: (String, AttributeValue)?, predicate: Predicate<Item>?, residual: QueryCondition) {
             self.filter = filter
             self.predicate = predicate
-            evaluator = predicate.map { ConditionEvaluator(PredicateAnalysis.condition(of: $0)) }
+            evaluator = predicate == nil || residual == .constant(true) ? nil : ConditionEvaluator(residual)
         }
 
         /// Whether nothing is filtered.
-        var matchesEverything: Bool { filter == nil && predicate == nil }
+        var matchesEverything: Bool { filter == nil && evaluator == nil }
 
         /// nil: no match. Otherwise a match, with the decoded item if deciding needed it.
-        func match(_ bytes: ArraySlice<UInt8>) throws -> Item?? {
+        func match(_ bytes: ArraySlice<UInt8>, _ stats: inout Stats) throws -> Item?? {
+            stats.visited += 1
             guard try passesFilter(filter, bytes) else { return nil }
             guard let predicate, let evaluator else { return .some(nil) }
             switch try evaluator.evaluate(bytes) {
             case true?: return .some(nil)
             case false?: return nil
             case nil:
+                stats.decoded += 1
                 let item = try decode(Item.self, bytes)
                 return try predicate.evaluate(item) ? .some(item) : nil
             }
         }
-
-        /// The matching item, decoded; nil if it does not match.
-        func matchingItem(_ bytes: ArraySlice<UInt8>) throws -> Item? {
-            guard let m = try match(bytes) else { return nil }
-            return try m ?? decode(Item.self, bytes)
-        }
     }
 
     static func items<Item: DataStoreItem>(_ request: DataStoreRequest<Item>, in view: any RecordReader) throws -> [Item] {
-        let (filter, needed) = try validate(request)
-        if needed == 0 { return [] }
-        let type = Item.itemType
-        let sorted = !request.sortDescriptors.isEmpty || request.attributeSort != nil
-        let matcher = Matcher(filter: filter, predicate: request.predicate)
+        var stats = Stats()
+        return try run(request, in: view, stats: &stats).items
+    }
 
-        // Plan 1 and 2: key order.
-        if !sorted {
+    /// Plans and runs `request`; returns the items and the plan used.
+    static func run<Item: DataStoreItem>(_ request: DataStoreRequest<Item>, in view: any RecordReader, stats: inout Stats)
+        throws -> (items: [Item], plan: QueryPlan)
+    {
+        let (filter, needed) = try validate(request)
+        let condition = request.predicate.map { PredicateAnalysis.condition(of: $0) } ?? .constant(true)
+        let plan = try QueryPlanner.plan(request, condition: condition, filter: filter, in: view)
+        // `limit: 0`, with or without an offset: nothing.
+        if request.limit == 0 { return ([], plan) }
+        let matcher = Matcher(filter: filter, predicate: request.predicate, residual: plan.residual)
+        let sorted = !request.sortDescriptors.isEmpty || request.attributeSort != nil
+        let type = Item.itemType
+        var matches: [Match<Item>] = []
+
+        switch plan.access {
+        case .keyOrder:
             if matcher.matchesEverything {
-                var keys: [RecordKey] = []
+                // Nothing to check: skip to the offset in the index, read only what is returned.
                 let wanted = needed.map { $0 - request.offset }
-                // `limit: 0` with an offset: nothing (the walk below takes a key before it checks).
-                if let wanted, wanted <= 0 { return [] }
+                var keys: [RecordKey] = []
                 view.forEachKeyInOrder(ofType: type, fromOffset: request.offset) { k in
                     keys.append(k)
                     return wanted.map { keys.count < $0 } ?? true
                 }
-                return try keys.compactMap { k in try view.value(type: type, key: k).map { try decode(Item.self, $0) } }
+                return (try keys.compactMap { k in
+                    stats.visited += 1
+                    stats.decoded += 1
+                    return try view.value(type: type, key: k).map { try decode(Item.self, $0) }
+                }, plan)
             }
-            if let needed {
-                var out: [Item] = []
-                var matched = 0
-                try view.forEachKeyInOrder(ofType: type, fromOffset: 0) { k in
-                    guard let bytes = try view.value(type: type, key: k), let m = try matcher.match(bytes) else { return true }
-                    matched += 1
-                    if matched > request.offset { out.append(try m ?? decode(Item.self, bytes)) }
-                    return matched < needed
+            try view.forEachKeyInOrder(ofType: type, fromOffset: 0) { k in
+                guard let bytes = try view.value(type: type, key: k), let m = try matcher.match(bytes, &stats) else { return true }
+                matches.append(Match(key: k, bytes: bytes, item: m))
+                return needed.map { matches.count < $0 } ?? true
+            }
+            return (try finish(Array(matches.dropFirst(request.offset)), &stats), plan)
+
+        case .index(let name, let ranges, let reverse):
+            if plan.sortedByIndex {
+                let groupComponents = plan.tieGroupComponents
+                var group: [Match<Item>] = []
+                var groupPrefix: [UInt8]? = nil
+                var done = false
+                func flush() {
+                    if groupComponents != nil { group.sort { $0.key < $1.key } }
+                    matches.append(contentsOf: group)
+                    group.removeAll(keepingCapacity: true)
+                    if let needed, matches.count >= needed { done = true }
                 }
-                return out
+                for range in ranges where !done {
+                    try view.forEachIndexEntry(ofType: type, index: name, in: range, reverse: reverse) { entry, key in
+                        if let n = groupComponents {
+                            let prefix = entry.withUnsafeBytes { raw in IndexKeyEncoding.prefixLength(ofEntry: raw, componentCount: n).map { Array(raw[..<$0]) } }
+                            if prefix != groupPrefix {
+                                flush()
+                                if done { return false }
+                                groupPrefix = prefix
+                            }
+                        }
+                        guard let bytes = try view.value(type: type, key: key) else { return true }
+                        if let m = try matcher.match(bytes, &stats) { group.append(Match(key: key, bytes: bytes, item: m)) }
+                        if groupComponents == nil {
+                            flush()
+                            return !done
+                        }
+                        return true
+                    }
+                    flush()
+                }
+                let window = needed.map { Array(matches.prefix($0)) } ?? matches
+                return (try finish(Array(window.dropFirst(request.offset)), &stats), plan)
+            }
+            for range in ranges {
+                try view.forEachIndexEntry(ofType: type, index: name, in: range, reverse: false) { _, key in
+                    guard let bytes = try view.value(type: type, key: key) else { return true }
+                    if let m = try matcher.match(bytes, &stats) { matches.append(Match(key: key, bytes: bytes, item: m)) }
+                    return true
+                }
+            }
+
+        case .scan:
+            try view.forEach(ofType: type) { key, bytes in
+                if let m = try matcher.match(bytes, &stats) { matches.append(Match(key: key, bytes: bytes, item: m)) }
+                return true
             }
         }
 
-        // Plan 3: scan, then order.
+        // Order what matched: by id when unsorted, else by the request's sort (ties by id).
+        guard sorted else {
+            var top = needed.map { TopK<Match<Item>>(k: $0, by: { $0.key < $1.key }) }
+            let ordered: [Match<Item>]
+            if top != nil {
+                for m in matches { try top?.insert(m) }
+                ordered = try top?.sorted() ?? []
+            } else {
+                ordered = matches.sorted { $0.key < $1.key }
+            }
+            return (try finish(Array(ordered.dropFirst(request.offset)), &stats), plan)
+        }
         let descriptors = request.sortDescriptors.map(NumberOrder.comparator)
         let attributeSort = request.attributeSort
+        for i in matches.indices {
+            if let s = attributeSort {
+                matches[i].sortValue = try matches[i].bytes.withUnsafeBytes { try AttributeValue.lookupAttribute(s.attribute, in: $0) }
+            } else if matches[i].item == nil {
+                stats.decoded += 1
+                matches[i].item = try decode(Item.self, matches[i].bytes)
+            }
+        }
         let less: (Match<Item>, Match<Item>) throws -> Bool = { a, b in
             if let s = attributeSort {
                 let c = AttributeValue.compare(a.sortValue, b.sortValue)
                 if c != 0 { return s.ascending ? c < 0 : c > 0 }
-            } else {
+            } else if let x = a.item, let y = b.item {
                 for compare in descriptors {
-                    switch compare(a.item, b.item) {
+                    switch compare(x, y) {
                     case .orderedAscending: return true
                     case .orderedDescending: return false
                     case .orderedSame: continue
@@ -128,33 +214,65 @@ enum QueryExecutor {
             }
             return a.key < b.key
         }
-        var all: [Match<Item>] = []
         var top = needed.map { TopK<Match<Item>>(k: $0, by: less) }
-        try view.forEach(ofType: type) { key, bytes in
-            guard let item = try matcher.matchingItem(bytes) else { return true }
-            var sortValue: AttributeValue? = nil
-            if let s = attributeSort {
-                sortValue = try bytes.withUnsafeBytes { try AttributeValue.lookupAttribute(s.attribute, in: $0) }
-            }
-            let m = Match(key: key, item: item, sortValue: sortValue)
-            if top != nil { try top?.insert(m) } else { all.append(m) }
-            return true
+        let ordered: [Match<Item>]
+        if top != nil {
+            for m in matches { try top?.insert(m) }
+            ordered = try top?.sorted() ?? []
+        } else {
+            ordered = try matches.sorted(by: less)
         }
-        let ordered = try top?.sorted() ?? all.sorted(by: less)
-        return ordered.dropFirst(request.offset).map(\.item)
+        return (try finish(Array(ordered.dropFirst(request.offset)), &stats), plan)
+    }
+
+    /// The items of `matches`, decoding those not decoded yet.
+    static func finish<Item: DataStoreItem>(_ matches: [Match<Item>], _ stats: inout Stats) throws -> [Item] {
+        try matches.map { m in
+            if let item = m.item { return item }
+            stats.decoded += 1
+            return try decode(Item.self, m.bytes)
+        }
     }
 
     static func count<Item: DataStoreItem>(_ request: DataStoreRequest<Item>, in view: any RecordReader) throws -> Int {
+        var stats = Stats()
+        return try count(request, in: view, stats: &stats).count
+    }
+
+    /// Counts the items `request` matches (ignoring its offset, limit and sort), from index entry
+    /// counts when the plan's ranges decide everything.
+    static func count<Item: DataStoreItem>(_ request: DataStoreRequest<Item>, in view: any RecordReader, stats: inout Stats)
+        throws -> (count: Int, plan: QueryPlan)
+    {
         let (filter, _) = try validate(request)
+        var unsorted = request
+        unsorted.sortDescriptors = []
+        unsorted.offset = 0
+        unsorted.limit = nil
+        let condition = request.predicate.map { PredicateAnalysis.condition(of: $0) } ?? .constant(true)
+        let plan = try QueryPlanner.plan(unsorted, condition: condition, filter: filter, in: view)
+        let matcher = Matcher(filter: filter, predicate: request.predicate, residual: plan.residual)
         let type = Item.itemType
-        let matcher = Matcher(filter: filter, predicate: request.predicate)
-        if matcher.matchesEverything { return view.count(ofType: type) }
+        if request.predicate == nil && filter == nil { return (view.count(ofType: type), plan) }
         var n = 0
+        if case .index(let name, let ranges, _) = plan.access {
+            for range in ranges {
+                if plan.countFromIndex {
+                    n += try view.countIndexEntries(ofType: type, index: name, in: range)
+                    continue
+                }
+                try view.forEachIndexEntry(ofType: type, index: name, in: range, reverse: false) { _, key in
+                    if let bytes = try view.value(type: type, key: key), try matcher.match(bytes, &stats) != nil { n += 1 }
+                    return true
+                }
+            }
+            return (n, plan)
+        }
         try view.forEach(ofType: type) { _, bytes in
-            if try matcher.match(bytes) != nil { n += 1 }
+            if try matcher.match(bytes, &stats) != nil { n += 1 }
             return true
         }
-        return n
+        return (n, plan)
     }
 
     static func item<Item: DataStoreItem>(_ type: Item.Type, id: Item.ID, in view: any RecordReader) throws -> Item? {

@@ -58,6 +58,22 @@ final class ReadAccessor: DataStoreReadAccessor {
         try checkValid()
         return try QueryExecutor.item(type, id: id, in: view)
     }
+
+    func explain<Item: DataStoreItem>(_ request: DataStoreRequest<Item>) throws -> DataStoreQueryPlan {
+        try checkValid()
+        try prepare(Item.self)
+        var stats = QueryExecutor.Stats()
+        let (items, plan) = try QueryExecutor.run(request, in: view, stats: &stats)
+        return plan.described(stats, resultCount: items.count, counting: false)
+    }
+
+    func explainCount<Item: DataStoreItem>(_ request: DataStoreRequest<Item>) throws -> DataStoreQueryPlan {
+        try checkValid()
+        try prepare(Item.self)
+        var stats = QueryExecutor.Stats()
+        let (count, plan) = try QueryExecutor.count(request, in: view, stats: &stats)
+        return plan.described(stats, resultCount: count, counting: true)
+    }
 }
 
 /// The read-write accessor handed to write blocks: wraps the engine transaction.
@@ -85,6 +101,12 @@ final class ReadWriteAccessor: DataStoreReadWriteAccessor {
     }
     func item<Item: DataStoreItem>(ofType type: Item.Type, id: Item.ID) throws -> Item? {
         try reader.item(ofType: type, id: id)
+    }
+    func explain<Item: DataStoreItem>(_ request: DataStoreRequest<Item>) throws -> DataStoreQueryPlan {
+        try reader.explain(request)
+    }
+    func explainCount<Item: DataStoreItem>(_ request: DataStoreRequest<Item>) throws -> DataStoreQueryPlan {
+        try reader.explainCount(request)
     }
 
     func insert<Item: DataStoreItem>(_ item: Item) throws {

@@ -162,7 +162,7 @@ public enum IndexKeyEncoding {
     }
 
     /// The prefix of `entry` holding its first `count` components (for grouping equal values).
-    static func prefixLength(ofEntry raw: UnsafeRawBufferPointer, componentCount: Int) -> Int? {
+    package static func prefixLength(ofEntry raw: UnsafeRawBufferPointer, componentCount: Int) -> Int? {
         var i = 0
         for _ in 0..<componentCount {
             guard let next = skipComponent(raw, from: i) else { return nil }

@@ -218,3 +218,36 @@ extension IndexState {
         }
     }
 }
+
+extension IndexState {
+    /// Every difference between the secondary indexes and a rebuild of them from the records
+    /// (one line per index that differs; empty when they agree): the oracle of the crash
+    /// harnesses and of `logstore-compact verify`, since index entries are derived data and a
+    /// rebuild is their truth. Reads every record of each indexed type once.
+    package func secondaryIndexProblems(read: (RecordLocation) throws -> ArraySlice<UInt8>) throws -> [String] {
+        var problems: [String] = []
+        for type in secondary.keys.sorted() {
+            for (name, index) in secondaryIndexes(ofType: type).sorted(by: { $0.key < $1.key }) {
+                let rebuilt: SecondaryIndex
+                do {
+                    rebuilt = try buildSecondaryIndex(index.definition, ofType: type, read: read)
+                } catch let e as LogStoreError where e.code == .uniqueConstraintViolation {
+                    problems.append("\(type).\(name): the records break the unique index: \(e.message)")
+                    continue
+                }
+                guard rebuilt.entries != index.entries else { continue }
+                let have = Set(index.entries.keys), want = Set(rebuilt.entries.keys)
+                problems.append(
+                    "\(type).\(name): \(index.entries.count) entries, a rebuild from the records has \(rebuilt.entries.count) (\(have.subtracting(want).count) extra, \(want.subtracting(have).count) missing)")
+            }
+        }
+        return problems
+    }
+}
+
+extension EngineSnapshot {
+    /// ``IndexState/secondaryIndexProblems(read:)`` for this snapshot.
+    package func secondaryIndexProblems() throws -> [String] {
+        try index.secondaryIndexProblems(read: { try read($0) })
+    }
+}

@@ -11,12 +11,13 @@ package import LogStoreEngine
 package struct QueryAttribute: Hashable, @unchecked Sendable {
     // @unchecked: `AnyKeyPath` is an immutable class whose instances are safe to share between
     // threads (the standard library marks `KeyPath` Sendable from Swift 6.1's language mode on).
-    /// The key path from the item to the value, as written in the predicate.
-    package var keyPath: AnyKeyPath
+    /// The key path from the item to the value, as written in the predicate; nil for an
+    /// attribute named by its coding keys (``DataStoreRequest/setFilter(whereAttribute:equalsValue:)``).
+    package var keyPath: AnyKeyPath?
     /// The coding keys leading to the stored value (`["address", "city"]`), or nil if unknown.
     package var codingPath: [String]?
 
-    package init(keyPath: AnyKeyPath, codingPath: [String]?) {
+    package init(keyPath: AnyKeyPath?, codingPath: [String]?) {
         self.keyPath = keyPath
         self.codingPath = codingPath
     }
@@ -119,7 +120,7 @@ extension QueryCondition: CustomStringConvertible {
     /// A readable form, used by `explain`: `rating >= 4 AND (cuisine IN ["thai", "lao"])`.
     package var description: String {
         func name(_ a: QueryAttribute) -> String {
-            a.codingPath?.joined(separator: ".") ?? "\(a.keyPath)"
+            a.codingPath?.joined(separator: ".") ?? a.keyPath.map { "\($0)" } ?? "?"
         }
         switch self {
         case .constant(let b): return b ? "TRUE" : "FALSE"
