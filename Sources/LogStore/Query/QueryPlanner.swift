@@ -121,7 +121,8 @@ enum QueryPlanner {
         for (name, definition) in view.secondaryIndexes(ofType: Item.itemType).sorted(by: { $0.key < $1.key }) {
             guard let candidate = try indexPlan(name, definition, conjuncts, keys, sorted: sorted, needed: needed, type: Item.itemType, in: view)
             else { continue }
-            if candidate.estimatedVisits < best.estimatedVisits { best = candidate }
+            // On a tie the index reads no more items than the scan and checks fewer.
+            if candidate.estimatedVisits < best.estimatedVisits || (candidate.estimatedVisits == best.estimatedVisits && best.access == .scan) { best = candidate }
         }
         return best
     }
