@@ -108,6 +108,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "LogStoreSQL",
+            dependencies: ["LogStoreEngine", "LogStore"],
+            swiftSettings: strict
+        ),
+        .target(
             name: "DataStoreConformance",
             dependencies: ["LogStore"],
             swiftSettings: strict
@@ -133,6 +138,11 @@ let package = Package(
         .testTarget(
             name: "LogStoreCompactTests",
             dependencies: ["LogStoreCompactCommands", "LogStoreEngine", "_LogStoreTestSupport", "logstore-compact"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LogStoreSQLTests",
+            dependencies: ["LogStoreSQL", "LogStore", "LogStoreEngine"],
             swiftSettings: strict
         ),
         .testTarget(
