@@ -7,6 +7,14 @@
 //
 //   CLZ4 <- LogStoreEngine <- LogStore <- logstore-demo, logstore-crashtest
 //                          <- LogStoreCompactCommands <- logstore-compact   (the engine only)
+//                                 LogStore <- LogStoreSQL <- LogStoreSQLite (+ GRDB)
+//          LogStore, LogStoreSQLite <- LogStoreMigrateCommands <- logstore-migrate
+//                                 LogStore <- DataStoreConformance (test support, no test framework)
+//
+// LogStoreSQL is the SQL backends' shared, database-free half (the JSON row format, #Predicate to
+// SQL): LogStoreSQLite uses it with GRDB, and a PostgreSQL backend can use it without GRDB.
+// LogStoreCommandSupport (console, progress line, JSON output, exit codes) is shared by the two
+// command-line tools and depends on the engine's error type only.
 //
 // Test tooling (fuzz targets, benchmarks) lives in nested packages under
 // Tests/Fuzz and Benchmarks so that users of the library never build it. Test support
@@ -33,6 +41,9 @@ let package = Package(
         .executable(name: "logstore-demo", targets: ["logstore-demo"]),
         .executable(name: "logstore-compact", targets: ["logstore-compact"]),
         .executable(name: "logstore-crashtest", targets: ["logstore-crashtest"]),
+        // The DataStore contract as executable checks, for the test targets of backends (ours and
+        // third parties'), with swift-testing or XCTest. Nothing an app depends on pulls it in.
+        .library(name: "DataStoreConformance", targets: ["DataStoreConformance"]),
     ] + (fuzzing ? [
         // For Tests/Fuzz only (LOGSTORE_FUZZ=1): test support and the fuzz entry points. Not API.
         .library(name: "_LogStoreTestSupport", targets: ["_LogStoreTestSupport"]),
@@ -70,7 +81,7 @@ let package = Package(
         ),
         .target(
             name: "_LogStoreTestSupport",
-            dependencies: ["LogStoreEngine", "LogStore"],
+            dependencies: ["LogStoreEngine", "LogStore", "DataStoreConformance"],
             swiftSettings: strict
         ),
         .target(
@@ -94,6 +105,16 @@ let package = Package(
         .executableTarget(
             name: "logstore-compact",
             dependencies: ["LogStoreCompactCommands"],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "LogStoreSQL",
+            dependencies: ["LogStoreEngine", "LogStore"],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "DataStoreConformance",
+            dependencies: ["LogStore"],
             swiftSettings: strict
         ),
         .executableTarget(
@@ -120,9 +141,14 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "LogStoreSQLTests",
+            dependencies: ["LogStoreSQL", "LogStore", "LogStoreEngine"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "LogStoreTests",
             dependencies: [
-                "LogStore", "_LogStoreTestSupport",
+                "LogStore", "_LogStoreTestSupport", "DataStoreConformance",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: strict

@@ -6,5 +6,6 @@
 @_exported public import enum LogStoreEngine.Durability
 @_exported public import enum LogStoreEngine.RecoveryMode
 @_exported public import enum LogStoreEngine.AttributeValue
+@_exported public import struct LogStoreEngine.RecordKey
 @_exported public import struct LogStoreEngine.RecoveryReport
 @_exported public import Foundation

@@ -14,7 +14,10 @@ public enum StoreScriptFuzzing {
         if mode & 1 == 0 {
             var options = LogStoreOptions()
             if mode & 2 != 0 { options.childSpillThreshold = 64 }
-            let checker = try DataStoreModelChecker(location: .memory, options: options)
+            let factory = LogDataStoreFactory(.memory, options: options)
+            let location = try factory.makeLocation()
+            defer { location.destroy() }
+            let checker = try DataStoreModelChecker(location: location, capabilities: factory.capabilities)
             defer { checker.finish() }
             try checker.run(StoreScript.parse(script))
         } else {

@@ -202,6 +202,11 @@ final class CodingTests: XCTestCase {
         return nil
     }
 
+    func testItemTypeDefaultsToTypeName() {
+        XCTAssertEqual(Restaurant.itemType, "Restaurant")
+        XCTAssertEqual(Tagged.itemType, "tagged-items")
+    }
+
     func testBoolAndStringRoundTrip() throws {
         XCTAssertEqual(try roundTrip(true), .bool(true))
         XCTAssertEqual(try roundTrip(false), .bool(false))

@@ -89,3 +89,28 @@ func assertThrowsCode<T>(_ code: LogStoreError.Code, file: StaticString = #fileP
 func r(_ n: Int, rating: Int = 3) -> Restaurant { Restaurant(id: String(format: "r%03d", n), name: "Restaurant \(n)", rating: rating) }
 
 func threadID() -> UInt { UInt(pthread_self()) }
+
+/// Thread-safe collections for tests that write from several threads.
+final class ManagedIDs: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var ids: [Int] = []
+    func add(_ id: Int) { lock.withLock { ids.append(id) } }
+    var all: [Int] { lock.withLock { ids } }
+}
+
+final class ManagedFlag: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var v = false
+    var value: Bool { lock.withLock { v } }
+    func set() { lock.withLock { v = true } }
+}
+
+final class ManagedCounter: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var v = 0
+    var value: Int { lock.withLock { v } }
+    func increment() { lock.withLock { v += 1 } }
+}

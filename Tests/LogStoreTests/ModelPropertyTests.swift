@@ -39,10 +39,13 @@ import _LogStoreTestSupport
         return EngineCrashScript.parseOne(&r)
     }
 
-    static func check(_ location: DataStoreModelChecker.Location, options: LogStoreOptions = LogStoreOptions(),
+    static func check(_ mode: LogDataStoreFactory.Mode, options: LogStoreOptions = LogStoreOptions(),
                       _ ops: [StoreScriptOperation]) {
         do {
-            let checker = try DataStoreModelChecker(location: location, options: options)
+            let factory = LogDataStoreFactory(mode, options: options)
+            let location = try factory.makeLocation()
+            defer { location.destroy() }
+            let checker = try DataStoreModelChecker(location: location, capabilities: factory.capabilities)
             defer { checker.finish() }
             try checker.run(ops)
         } catch {
@@ -77,11 +80,9 @@ import _LogStoreTestSupport
     @Test(.shrinking)
     func randomOperationSequencesOnADiskStoreWithReopensMatchTheModel() async {
         await propertyCheck(count: 40, input: Self.operation.array(of: 1...30)) { ops in
-            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("logstore-model-\(UUID().uuidString)")
-            defer { try? FileManager.default.removeItem(at: dir) }
             var options = LogStoreOptions()
             options.durability = .buffered
-            Self.check(.disk(dir), options: options, ops)
+            Self.check(.disk, options: options, ops)
         }
     }
 

@@ -62,7 +62,9 @@ extension ChildStore {
                 try checkUsable(s)
                 return (s.base, s.changes)
             }
-            return (base, try Self.changes(base: base, changes: set))
+            let changes = try Self.changes(base: base, changes: set)
+            try (base as? any FallibleRecordReader)?.checkHealthy()
+            return (base, changes)
         } catch {
             writer.release()
             throw error

@@ -1,4 +1,4 @@
-import LogStoreEngine
+package import LogStoreEngine
 import Logging
 
 /// The backend of a child store: copy-on-write changes (a `ChangeSet`) over an immutable view of
@@ -10,7 +10,7 @@ import Logging
 ///
 /// Thread-safe. Write bodies are serialized on the caller's thread by `writer`, like the engine's;
 /// `state` is read and replaced under its own lock, so readers never wait for a write body.
-final class ChildStore: Sendable {
+package final class ChildStore: Sendable {
     struct State: Sendable {
         var base: any RecordReader & Sendable
         var changes = ChangeSet<PersistentChangeStorage>()
@@ -24,11 +24,11 @@ final class ChildStore: Sendable {
     let writer = WriterLock()
     let options: LogStoreOptions
     /// Where spill files go: the root store's directory, on its file system.
-    let spillDirectory: String
-    let fileSystem: any FileSystem
+    package let spillDirectory: String
+    package let fileSystem: any FileSystem
 
     /// A child over `base`. O(1): nothing is copied.
-    init(base: any RecordReader & Sendable, options: LogStoreOptions, spillDirectory: String, fileSystem: any FileSystem) {
+    package init(base: any RecordReader & Sendable, options: LogStoreOptions, spillDirectory: String, fileSystem: any FileSystem) {
         state = Protected(State(base: base))
         self.options = options
         self.spillDirectory = spillDirectory
@@ -67,7 +67,12 @@ final class ChildStore: Sendable {
         let ops = try txn.operationsToCommit()
         let needsSpill = try state.withLock { s -> Bool in
             try checkUsable(s)
-            s.changes.apply(ops, base: s.base)
+            var changes = s.changes
+            changes.apply(ops, base: s.base)
+            // A base that failed while the changes were applied (an I/O error reading the parent's
+            // snapshot) may have answered `contains` wrongly: keep the old changes and fail.
+            try (s.base as? any FallibleRecordReader)?.checkHealthy()
+            s.changes = changes
             s.sequence += 1
             return s.changes.valueBytes > options.childSpillThreshold
         }

@@ -3,7 +3,7 @@ import LogStoreEngine
 /// An immutable view of a child store: its base (a view of its parent) plus its changes at one
 /// moment. `Sendable`; reads the same data for as long as it is held (a spill file it reads stays
 /// open until the last view that needs it is released).
-struct ChildView: RecordReader, Sendable {
+struct ChildView: FallibleRecordReader, Sendable {
     let base: any RecordReader & Sendable
     let changes: ChangeSet<PersistentChangeStorage>
     /// See `RecordReader.sequence`: the child's own write counter.
@@ -28,4 +28,6 @@ struct ChildView: RecordReader, Sendable {
     func countIndexEntries(ofType type: String, index: String, in range: IndexEntryRange) throws -> Int {
         try changes.countIndexEntries(type, index: index, in: range, base: base)
     }
+    /// Rethrows a failure of the base (see ``FallibleRecordReader``); a child's own changes cannot fail.
+    func checkHealthy() throws { try (base as? any FallibleRecordReader)?.checkHealthy() }
 }

@@ -1,31 +1,62 @@
-import LogStoreEngine
+package import LogStoreEngine
 
-extension LogDataStore {
+/// A store that can have child stores: it hands out overlays over its committed state and keeps
+/// track of the children, so that tearing it down fails them with `.parentClosed`.
+/// ``LogDataStore`` is one; so are other backends whose snapshots are `RecordReader`s (the SQLite
+/// backend), so that every child store has one implementation with one set of semantics.
+/// Package API: any thread.
+package protocol ChildStoreParent: AnyObject, Sendable {
+    /// A new overlay over this store's committed state as of now. Throws `.notOpen` (or the
+    /// store's failure) when this store is not usable.
+    func makeChildStore(options: LogStoreOptions) throws -> ChildStore
+    /// Records `child` (just made over ``makeChildStore(options:)``) so that a later tearDown
+    /// invalidates it. Throws `.notOpen` if this store was torn down meanwhile.
+    func adopt(_ child: LogDataStore) throws
+}
+
+extension LogDataStore: ChildStoreParent {
     /// See ``DataStore/makeChildDataStore()``. The child is already set up (calling `setup()` on it
     /// is harmless). Its base is this store's committed state now; making it copies nothing.
     public func makeChildDataStore() throws -> any DataStore {
-        let child = LogDataStore(kind: .child(parent: self), options: options)
+        try Self.makeChild(of: self, options: options)
+    }
+
+    /// A child store of `parent` (a `LogDataStore` whose kind is `.child`), set up and adopted.
+    /// Throws what ``ChildStoreParent/makeChildStore(options:)`` and
+    /// ``ChildStoreParent/adopt(_:)`` throw.
+    package static func makeChild(of parent: any ChildStoreParent, options: LogStoreOptions) throws -> LogDataStore {
+        let child = LogDataStore(kind: .child(parent: parent), options: options)
         let backend = try child.makeBackend()
         child.state.withLock { $0.backend = backend }
+        try parent.adopt(child)
+        return child
+    }
+
+    /// See ``ChildStoreParent/adopt(_:)``.
+    package func adopt(_ child: LogDataStore) throws {
         try state.withLock { s in
             if let f = s.failure { throw f }
             guard s.backend != nil else { throw Self.notOpenError() }
             s.children.removeAll { $0.store == nil }
             s.children.append(WeakChild(child))
         }
-        return child
     }
 
     /// The backend of a new child of this store: a ``ChildStore`` over this store's current view,
-    /// spilling into the root store's directory.
-    func makeChildStore(options: LogStoreOptions) throws -> ChildStore {
-        let view = try currentBackend().readView()
-        let root = try rootEngine()
-        return ChildStore(base: view, options: options, spillDirectory: root.directory, fileSystem: root.fileSystem)
+    /// spilling where this store's own overlay spills (the root store's directory).
+    package func makeChildStore(options: LogStoreOptions) throws -> ChildStore {
+        let backend = try currentBackend()
+        let view = try backend.readView()
+        switch backend {
+        case .engine(let e):
+            return ChildStore(base: view, options: options, spillDirectory: e.directory, fileSystem: e.fileSystem)
+        case .child(let c):
+            return ChildStore(base: view, options: options, spillDirectory: c.spillDirectory, fileSystem: c.fileSystem)
+        }
     }
 
     /// The error a child store throws once its parent was torn down.
-    static func parentClosedError() -> LogStoreError {
+    package static func parentClosedError() -> LogStoreError {
         LogStoreError(.parentClosed, "The parent of this child store was torn down. Make a new child store from a set-up parent.")
     }
 
@@ -42,56 +73,17 @@ extension LogDataStore {
     /// delete-all in the child is replayed as deletes of the items the child saw at its base, not
     /// of items this store added since. Afterwards the child rebases onto this store's new state.
     public func merge(_ child: any DataStore, policy: MergePolicy) throws {
-        guard let child = child as? LogDataStore, case .child(let parent) = child.kind, parent === self else {
-            throw LogStoreError(.notAChild, "merge(_:) was given a store that is not a child of this store. Merge a child into the store that made it (makeChildDataStore()).")
-        }
-        guard case .child(let overlay) = try child.currentBackend() else {
-            throw LogStoreError(.notAChild, "The store given to merge(_:) is not backed by a child store.")
-        }
         let backend = try currentBackend()
-        if backend.isWritingOnCurrentThread || overlay.isWritingOnCurrentThread {
-            throw LogStoreError(.reentrantWrite, "merge(_:) was called from inside a write block of the parent or the child; it would wait for itself. Merge after the block returns.")
-        }
-        // Writes queued on the child before the merge belong in it (issue order).
-        child.drainAsyncQueue()
-        // Lock order: the parent's writer lock, then the child's (as a write block of the parent
-        // that writes to the child would take them). The child's lock is held until the merged
-        // transaction is durable and the child has rebased, so nothing slips in between.
-        var merging = false
-        defer { if merging { overlay.endMerge(rebaseOnto: nil) } }
-        try writeTransaction { txn in
-            let (childBase, changes) = try overlay.beginMerge()
-            merging = true
-            guard !changes.isEmpty else { return }
-            let now = txn.baseView
-            var conflicting = Set<Int>()
-            if policy != .childWins {
-                for (i, ch) in changes.enumerated() where try Self.changedSince(now: now, base: childBase, type: ch.type, key: ch.key) {
-                    conflicting.insert(i)
-                }
+        try ChildMerge.run(child: child, parent: self, policy: policy, parentIsWriting: backend.isWritingOnCurrentThread) { plan in
+            try writeTransaction { txn in
+                let now = txn.baseView
+                guard let operations = try plan({ base, type, key in try Self.changedSince(now: now, base: base, type: type, key: key) }) else { return }
+                // The child's changes are already in commit order: hand them over whole (no second
+                // change set, no second sort, no value copies).
+                try txn.commitAsIs(operations)
             }
-            if policy == .failOnConflict && !conflicting.isEmpty {
-                let list = conflicting.sorted().map { LogStoreError.Conflict(itemType: changes[$0].type, id: Self.describeKey(changes[$0].key)) }
-                throw LogStoreError(
-                    .mergeConflict,
-                    "\(list.count) item(s) changed both in the child and in the parent since the child's base: \(list.prefix(10).map(\.description).joined(separator: ", "))\(list.count > 10 ? ", ..." : ""). Nothing was merged; merge with .childWins or .parentWins, or resolve the items first.",
-                    conflicts: list)
-            }
-            // The child's changes are already in commit order: hand them over whole (no second
-            // change set, no second sort).
-            var operations: [RecordOperation] = []
-            operations.reserveCapacity(changes.count)
-            for (i, ch) in changes.enumerated() {
-                if policy == .parentWins && conflicting.contains(i) { continue }
-                operations.append(ch.value.map { .put(type: ch.type, key: ch.key, value: $0) } ?? .delete(type: ch.type, key: ch.key))
-            }
-            try txn.commitAsIs(operations)
-        }
-        // The merge is committed and durable. Rebase the child onto the parent's new state; if the
-        // parent was closed meanwhile, the child is invalidated anyway, so this is not an error.
-        if merging {
-            merging = false
-            overlay.endMerge(rebaseOnto: try? backend.readView())
+        } newBase: {
+            try backend.readView()
         }
     }
 
@@ -103,14 +95,5 @@ extension LogDataStore {
             return b.contains(type: type, key: key)
         }
         return try now.value(type: type, key: key) != base.value(type: type, key: key)
-    }
-
-    /// An id for messages: UTF-8 when printable, else hex.
-    static func describeKey(_ key: RecordKey) -> String {
-        let bytes = key.bytes
-        if let s = String(validating: bytes, as: UTF8.self), s.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) {
-            return s
-        }
-        return key.description
     }
 }

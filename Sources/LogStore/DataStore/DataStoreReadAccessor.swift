@@ -1,3 +1,5 @@
+public import LogStoreEngine
+
 /// Read access to a store, handed to the block of `read(_:)` (and, extended, to write
 /// blocks).
 ///
@@ -26,6 +28,25 @@ public protocol DataStoreReadAccessor {
     /// Counts as ``countItems(forRequest:)`` would and describes how (whether index entry counts
     /// alone answered it).
     func explainCount<Item: DataStoreItem>(_ request: DataStoreRequest<Item>) throws -> DataStoreQueryPlan
+
+    // MARK: Record-level access (tools: DataStoreMigrator, DynamicItem)
+
+    /// The names of the item types that hold at least one item in this accessor's view, sorted
+    /// by their UTF-8 bytes. Throws `.unsupported` if the store cannot list its types (then give
+    /// the types to the tool that asked).
+    func itemTypeNames() throws -> [String]
+    /// Calls `body` with the stored records of the type named `itemType` in ascending key order
+    /// (LogStore's id order, ``ItemKey``), starting after `key` (nil: from the first), until it
+    /// returns false. A record's value is the item's canonical attribute bytes (the value grammar
+    /// of Docs/FileFormat.md, "Values": `AttributeValue.decode` reads them), the same bytes on
+    /// every backend for the same item. The slice is valid only during the call.
+    /// Throws `.unsupported` if the store does not offer record-level access, `.corruption` for
+    /// damaged records, or `body`'s error.
+    func forEachRecord(ofType itemType: String, after key: RecordKey?,
+                       _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws
+    /// The canonical attribute bytes of the record `key` of the type named `itemType`, or nil.
+    /// Throws `.unsupported` or `.corruption` as ``forEachRecord(ofType:after:_:)``.
+    func record(ofType itemType: String, key: RecordKey) throws -> [UInt8]?
 }
 
 /// Read and write access to a store, handed to the blocks of ``DataStore/writeSync(_:)``,
@@ -44,4 +65,14 @@ public protocol DataStoreReadWriteAccessor: DataStoreReadAccessor {
     @discardableResult func deleteItem<Item: DataStoreItem>(ofType type: Item.Type, id: Item.ID) throws -> Bool
     /// Deletes every item of `type`; returns how many there were. One log operation.
     @discardableResult func deleteAllItems<Item: DataStoreItem>(ofType type: Item.Type) throws -> Int
+
+    /// Stores `value` (an item's attribute bytes in the value grammar, as
+    /// ``DataStoreReadAccessor/forEachRecord(ofType:after:_:)`` hands them out) as record `key`
+    /// of the type named `itemType`, replacing any record with that key. Used to copy items
+    /// between stores without their Swift types. Throws `.corruption` (changing nothing) if
+    /// `value` is not one value of the grammar, `.itemTooLarge`, `.keyTooLarge`, `.unsupported`.
+    func putRecord(ofType itemType: String, key: RecordKey, value: [UInt8]) throws
+    /// Deletes record `key` of the type named `itemType`; true when it existed. Throws
+    /// `.unsupported` if the store does not offer record-level access.
+    @discardableResult func deleteRecord(ofType itemType: String, key: RecordKey) throws -> Bool
 }

@@ -29,9 +29,12 @@ public struct DataStoreRequest<Item: DataStoreItem>: Sendable {
     public var limit: Int?
 
     /// An attribute equality filter set by ``setFilter(whereAttribute:equalsValue:)``.
-    var attributeFilter: (attribute: String, value: Result<AttributeValue, LogStoreError>)?
+    package var attributeFilter: (attribute: String, value: Result<AttributeValue, LogStoreError>)?
     /// An attribute sort set by ``setSort(whereAttribute:ascending:)``.
-    var attributeSort: (attribute: String, ascending: Bool)?
+    package var attributeSort: (attribute: String, ascending: Bool)?
+
+    /// Whether results are sorted (by descriptors or an attribute sort) rather than in id order.
+    package var isSorted: Bool { !sortDescriptors.isEmpty || attributeSort != nil }
 
     /// A request for every item of `itemType`, in ascending id order.
     public init(itemType: Item.Type) {}

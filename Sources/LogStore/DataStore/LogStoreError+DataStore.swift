@@ -11,3 +11,9 @@ extension LogStoreError.Code {
     /// A child store's parent was torn down; the child can no longer be used.
     public static let parentClosed = LogStoreError.Code("parentClosed")
 }
+
+extension LogStoreError.Code {
+    /// The store does not offer what was asked (for example record-level access, which
+    /// `DataStoreMigrator` needs, on a backend that does not implement it).
+    public static let unsupported = LogStoreError.Code("unsupported")
+}

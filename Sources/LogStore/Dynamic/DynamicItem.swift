@@ -40,62 +40,39 @@ public struct DynamicItem: Sendable, Hashable {
 }
 
 extension DataStoreReadAccessor {
-    /// The item types that hold at least one item, sorted.
-    public func itemTypeNames() throws -> [String] {
-        try _dynamicView().itemTypes.sorted()
-    }
-
     /// Every item of the type named `itemType`, in ascending id order, without a Swift type.
-    /// Throws `.corruption` or `.decodingFailed` if a stored record is not an attribute map.
+    /// Throws `.corruption` or `.decodingFailed` if a stored record is not an attribute map,
+    /// `.unsupported` if the store offers no record-level access.
     public func dynamicItems(ofType itemType: String) throws -> [DynamicItem] {
-        let view = try _dynamicView()
-        var out: [(RecordKey, DynamicItem)] = []
-        try view.forEach(ofType: itemType) { key, bytes in
-            out.append((key, try DynamicItem.decode(itemType: itemType, key: key, bytes: bytes)))
+        var out: [DynamicItem] = []
+        try forEachRecord(ofType: itemType, after: nil) { key, bytes in
+            out.append(try DynamicItem.decode(itemType: itemType, key: key, bytes: bytes))
             return true
         }
-        return out.sorted { $0.0 < $1.0 }.map(\.1)
+        return out
     }
 
-    /// The item of the type named `itemType` with `id`, or nil.
+    /// The item of the type named `itemType` with `id`, or nil. Throws as
+    /// ``dynamicItems(ofType:)``.
     public func dynamicItem(ofType itemType: String, id: AttributeValue) throws -> DynamicItem? {
-        let view = try _dynamicView()
         let key = ItemKey.make(fromAttribute: id)
-        guard let bytes = try view.value(type: itemType, key: key) else { return nil }
-        return try DynamicItem.decode(itemType: itemType, key: key, bytes: bytes)
-    }
-
-    func _dynamicView() throws -> any RecordReader {
-        if let r = self as? ReadAccessor {
-            try r.checkValid()
-            return r.view
-        }
-        if let w = self as? ReadWriteAccessor {
-            try w.reader.checkValid()
-            return w.txn
-        }
-        throw LogStoreError(.invalidArgument, "Dynamic access needs an accessor from a LogStore data store.")
+        guard let bytes = try record(ofType: itemType, key: key) else { return nil }
+        return try DynamicItem.decode(itemType: itemType, key: key, bytes: bytes[...])
     }
 }
 
 extension DataStoreReadWriteAccessor {
-    /// Inserts `item`, or replaces the stored item of its type with the same id.
+    /// Inserts `item`, or replaces the stored item of its type with the same id. Throws
+    /// `.encodingFailed` for an attribute nested deeper than `AttributeValue.maxDepth`,
+    /// `.unsupported` if the store offers no record-level access.
     public func insert(_ item: DynamicItem) throws {
-        guard let w = self as? ReadWriteAccessor else {
-            throw LogStoreError(.invalidArgument, "Dynamic access needs an accessor from a LogStore data store.")
-        }
-        try w.reader.checkValid()
-        try w.txn.put(type: item.itemType, key: item.key, value: DynamicItem.encodedAttributes(item))
+        try putRecord(ofType: item.itemType, key: item.key, value: DynamicItem.encodedAttributes(item))
     }
 
     /// Deletes the item of the type named `itemType` with `id`; true when it existed.
     @discardableResult
     public func deleteDynamicItem(ofType itemType: String, id: AttributeValue) throws -> Bool {
-        guard let w = self as? ReadWriteAccessor else {
-            throw LogStoreError(.invalidArgument, "Dynamic access needs an accessor from a LogStore data store.")
-        }
-        try w.reader.checkValid()
-        return try w.txn.delete(type: itemType, key: ItemKey.make(fromAttribute: id))
+        try deleteRecord(ofType: itemType, key: ItemKey.make(fromAttribute: id))
     }
 }
 

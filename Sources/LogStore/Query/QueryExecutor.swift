@@ -1,5 +1,5 @@
 import Foundation
-import LogStoreEngine
+package import LogStoreEngine
 
 /// Runs ``DataStoreRequest``s against any `RecordReader` (a snapshot, a write transaction or a
 /// child store's view), by the plan ``QueryPlanner`` chooses:
@@ -14,11 +14,16 @@ import LogStoreEngine
 /// only if it matches and is returned, or if only the Swift predicate can decide. What is left
 /// is ordered by the request's sort (a bounded heap with a limit), ties and unsorted results in id
 /// order.
-enum QueryExecutor {
+///
+/// Its parts (``validate(_:)``, ``Matcher``, ``SortedResults``) are package API: other backends
+/// (the SQL ones) filter candidates in their database and use these to give the same answers,
+/// in the same order.
+package enum QueryExecutor {
     /// What running a plan did (for ``DataStoreReadAccessor/explain(_:)``).
-    struct Stats {
-        var visited = 0
-        var decoded = 0
+    package struct Stats {
+        package var visited = 0
+        package var decoded = 0
+        package init() {}
     }
 
     /// A record that matched: decoded when deciding needed it, or later if it is returned.
@@ -29,7 +34,10 @@ enum QueryExecutor {
         var sortValue: AttributeValue? = nil
     }
 
-    static func validate<Item>(_ r: DataStoreRequest<Item>) throws -> (filter: (String, AttributeValue)?, needed: Int?) {
+    /// Checks offset and limit and resolves the attribute filter: the filter, and how many
+    /// results are needed (`offset + limit`, nil without a limit). Throws `.invalidArgument` or
+    /// the filter's `.encodingFailed`.
+    package static func validate<Item>(_ r: DataStoreRequest<Item>) throws -> (filter: (String, AttributeValue)?, needed: Int?) {
         guard r.offset >= 0 else { throw LogStoreError(.invalidArgument, "DataStoreRequest.offset must not be negative (got \(r.offset)).") }
         if let l = r.limit, l < 0 { throw LogStoreError(.invalidArgument, "DataStoreRequest.limit must not be negative (got \(l)); use nil for no limit.") }
         let filter: (String, AttributeValue)?
@@ -42,7 +50,8 @@ enum QueryExecutor {
         return (filter, needed)
     }
 
-    static func decode<Item: DataStoreItem>(_ type: Item.Type, _ bytes: ArraySlice<UInt8>) throws -> Item {
+    /// Decodes an item from its stored bytes. Throws `.decodingFailed` or `.corruption`.
+    package static func decode<Item: DataStoreItem>(_ type: Item.Type, _ bytes: ArraySlice<UInt8>) throws -> Item {
         try AttributeCoding.decode(Item.self, fromBytes: bytes)
     }
 
@@ -55,22 +64,35 @@ enum QueryExecutor {
     /// Decides whether a stored item matches a request's filter and the part of its predicate a
     /// plan leaves (`residual`), decoding it only when that part cannot be decided on its bytes;
     /// then the whole Swift predicate decides.
-    struct Matcher<Item: DataStoreItem> {
+    package struct Matcher<Item: DataStoreItem> {
         let filter: (String, AttributeValue)?
         let predicate: Predicate<Item>?
         let evaluator: ConditionEvaluator?
 
-        init(filter: (String, AttributeValue)?, predicate: Predicate<Item>?, residual: QueryCondition) {
+        /// A matcher for `predicate` whose part still to check is `residual` (the whole
+        /// predicate's ``PredicateAnalysis`` condition when nothing else enforced any of it).
+        package init(filter: (String, AttributeValue)?, predicate: Predicate<Item>?, residual: QueryCondition) {
             self.filter = filter
             self.predicate = predicate
             evaluator = predicate == nil || residual == .constant(true) ? nil : ConditionEvaluator(residual)
         }
 
+        /// A matcher for all of `predicate` and `filter`.
+        package init(filter: (String, AttributeValue)?, predicate: Predicate<Item>?) {
+            self.init(filter: filter, predicate: predicate, residual: predicate.map { PredicateAnalysis.condition(of: $0) } ?? .constant(true))
+        }
+
         /// Whether nothing is filtered.
-        var matchesEverything: Bool { filter == nil && evaluator == nil }
+        package var matchesEverything: Bool { filter == nil && evaluator == nil }
 
         /// nil: no match. Otherwise a match, with the decoded item if deciding needed it.
-        func match(_ bytes: ArraySlice<UInt8>, _ stats: inout Stats) throws -> Item?? {
+        package func match(_ bytes: ArraySlice<UInt8>) throws -> Item?? {
+            var stats = Stats()
+            return try match(bytes, &stats)
+        }
+
+        /// ``match(_:)``, counting what it read and decoded.
+        package func match(_ bytes: ArraySlice<UInt8>, _ stats: inout Stats) throws -> Item?? {
             stats.visited += 1
             guard try passesFilter(filter, bytes) else { return nil }
             guard let predicate, let evaluator else { return .some(nil) }
@@ -100,7 +122,7 @@ enum QueryExecutor {
         // `limit: 0`, with or without an offset: nothing.
         if request.limit == 0 { return ([], plan) }
         let matcher = Matcher(filter: filter, predicate: request.predicate, residual: plan.residual)
-        let sorted = !request.sortDescriptors.isEmpty || request.attributeSort != nil
+        let sorted = request.isSorted
         let type = Item.itemType
         var matches: [Match<Item>] = []
 
@@ -189,40 +211,9 @@ enum QueryExecutor {
             }
             return (try finish(Array(ordered.dropFirst(request.offset)), &stats), plan)
         }
-        let descriptors = request.sortDescriptors.map(NumberOrder.comparator)
-        let attributeSort = request.attributeSort
-        for i in matches.indices {
-            if let s = attributeSort {
-                matches[i].sortValue = try matches[i].bytes.withUnsafeBytes { try AttributeValue.lookupAttribute(s.attribute, in: $0) }
-            } else if matches[i].item == nil {
-                stats.decoded += 1
-                matches[i].item = try decode(Item.self, matches[i].bytes)
-            }
-        }
-        let less: (Match<Item>, Match<Item>) throws -> Bool = { a, b in
-            if let s = attributeSort {
-                let c = AttributeValue.compare(a.sortValue, b.sortValue)
-                if c != 0 { return s.ascending ? c < 0 : c > 0 }
-            } else if let x = a.item, let y = b.item {
-                for compare in descriptors {
-                    switch compare(x, y) {
-                    case .orderedAscending: return true
-                    case .orderedDescending: return false
-                    case .orderedSame: continue
-                    }
-                }
-            }
-            return a.key < b.key
-        }
-        var top = needed.map { TopK<Match<Item>>(k: $0, by: less) }
-        let ordered: [Match<Item>]
-        if top != nil {
-            for m in matches { try top?.insert(m) }
-            ordered = try top?.sorted() ?? []
-        } else {
-            ordered = try matches.sorted(by: less)
-        }
-        return (try finish(Array(ordered.dropFirst(request.offset)), &stats), plan)
+        var results = SortedResults(request, needed: needed)
+        for m in matches { try results.add(key: m.key, bytes: m.bytes, item: m.item, stats: &stats) }
+        return (try results.items(stats: &stats), plan)
     }
 
     /// The items of `matches`, decoding those not decoded yet.
@@ -279,5 +270,76 @@ enum QueryExecutor {
         let key = try ItemKey.make(id)
         guard let bytes = try view.value(type: Item.itemType, key: key) else { return nil }
         return try decode(Item.self, bytes)
+    }
+}
+
+/// The matches of a sorted request, kept in its order: its sort descriptors (``NumberOrder`` for
+/// numbers, dates and strings) or attribute sort, ties broken by key (id order); with a limit only
+/// the best `offset + limit` in a bounded heap (``TopK``). Every backend that sorts in Swift
+/// collects through it, so all give the same order. Used on one thread.
+package struct SortedResults<Item: DataStoreItem> {
+    typealias Match = QueryExecutor.Match<Item>
+
+    let offset: Int
+    let attributeSort: (attribute: String, ascending: Bool)?
+    let less: (Match, Match) throws -> Bool
+    var all: [Match] = []
+    var top: TopK<Match>?
+
+    /// Results for `request`; `needed` is ``QueryExecutor/validate(_:)``'s.
+    package init(_ request: DataStoreRequest<Item>, needed: Int?) {
+        offset = request.offset
+        let descriptors = request.sortDescriptors.map(NumberOrder.comparator)
+        let attributeSort = request.attributeSort
+        self.attributeSort = attributeSort
+        let less: (Match, Match) throws -> Bool = { a, b in
+            if let s = attributeSort {
+                let c = AttributeValue.compare(a.sortValue, b.sortValue)
+                if c != 0 { return s.ascending ? c < 0 : c > 0 }
+            } else if let x = a.item, let y = b.item {
+                for compare in descriptors {
+                    switch compare(x, y) {
+                    case .orderedAscending: return true
+                    case .orderedDescending: return false
+                    case .orderedSame: continue
+                    }
+                }
+            }
+            return a.key < b.key
+        }
+        self.less = less
+        top = needed.map { TopK<Match>(k: $0, by: less) }
+    }
+
+    /// Adds a matching item stored as `bytes` under `key` (decoded already, or now if its sort
+    /// descriptors need it). Throws `.corruption` if an attribute sort cannot read `bytes`, or
+    /// the item's decoding errors.
+    package mutating func add(key: RecordKey, bytes: ArraySlice<UInt8>, item: Item?, stats: inout QueryExecutor.Stats) throws {
+        var m = Match(key: key, bytes: bytes, item: item)
+        if let s = attributeSort {
+            m.sortValue = try bytes.withUnsafeBytes { try AttributeValue.lookupAttribute(s.attribute, in: $0) }
+        } else if m.item == nil {
+            stats.decoded += 1
+            m.item = try QueryExecutor.decode(Item.self, bytes)
+        }
+        if top != nil { try top?.insert(m) } else { all.append(m) }
+    }
+
+    /// Adds a decoded matching item stored as `bytes` under `key`.
+    package mutating func add(key: RecordKey, item: Item, bytes: ArraySlice<UInt8>) throws {
+        var stats = QueryExecutor.Stats()
+        try add(key: key, bytes: bytes, item: item, stats: &stats)
+    }
+
+    /// The results in order, after the request's offset (decoding those not decoded yet).
+    package func items(stats: inout QueryExecutor.Stats) throws -> [Item] {
+        let ordered = try top?.sorted() ?? all.sorted(by: less)
+        return try QueryExecutor.finish(Array(ordered.dropFirst(offset)), &stats)
+    }
+
+    /// The results in order, after the request's offset.
+    package func items() throws -> [Item] {
+        var stats = QueryExecutor.Stats()
+        return try items(stats: &stats)
     }
 }

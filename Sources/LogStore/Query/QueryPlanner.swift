@@ -104,7 +104,7 @@ enum QueryPlanner {
         if let (attribute, value) = filter {
             conjuncts.append(.comparison(QueryAttribute(keyPath: nil, codingPath: [attribute]), .equal, value))
         }
-        let sorted = !request.sortDescriptors.isEmpty || request.attributeSort != nil
+        let sorted = request.isSorted
         let needed = request.limit.map { request.offset.addingReportingOverflow($0).overflow ? Int.max : request.offset + $0 }
         let total = view.count(ofType: Item.itemType)
         let everything = QueryCondition.all(conjuncts)

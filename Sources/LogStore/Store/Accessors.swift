@@ -6,6 +6,9 @@ final class ReadAccessor: DataStoreReadAccessor {
     /// The snapshot the block reads. Replaced at most by a snapshot of the same state that also
     /// has indexes declared during the block (``prepare(_:)``).
     private(set) var view: any RecordReader
+    /// The view's failure report when it reads a store through queries that can fail in
+    /// non-throwing methods (a child of a SQLite store): checked before any answer is returned.
+    let health: (any FallibleRecordReader)?
     /// Declares item types' indexes on first use, with the engine `engine` gives; nil: never.
     let indexes: (registry: IndexRegistry, engine: () throws -> LogEngine)?
     /// A fresh committed snapshot (to pick up indexes declared during the block); nil inside a
@@ -16,6 +19,7 @@ final class ReadAccessor: DataStoreReadAccessor {
     init(view: any RecordReader, indexes: (registry: IndexRegistry, engine: () throws -> LogEngine)? = nil,
          latest: (() throws -> any RecordReader)? = nil) {
         self.view = view
+        health = view as? any FallibleRecordReader ?? (view as? EngineTransaction)?.baseView as? any FallibleRecordReader
         self.indexes = indexes
         self.latest = latest
     }
@@ -34,10 +38,18 @@ final class ReadAccessor: DataStoreReadAccessor {
         }
     }
 
+    /// Runs `body` if the accessor is valid, then checks that the view did not fail meanwhile.
+    func answer<T>(_ body: () throws -> T) throws -> T {
+        try checkValid()
+        let result = try body()
+        try health?.checkHealthy()
+        return result
+    }
+
     func items<Item: DataStoreItem>(forRequest request: DataStoreRequest<Item>) throws -> [Item] {
         try checkValid()
         try prepare(Item.self)
-        return try QueryExecutor.items(request, in: view)
+        return try answer { try QueryExecutor.items(request, in: view) }
     }
 
     func firstItem<Item: DataStoreItem>(forRequest request: DataStoreRequest<Item>) throws -> Item? {
@@ -45,34 +57,55 @@ final class ReadAccessor: DataStoreReadAccessor {
         try prepare(Item.self)
         var r = request
         r.limit = 1
-        return try QueryExecutor.items(r, in: view).first
+        return try answer { try QueryExecutor.items(r, in: view).first }
     }
 
     func countItems<Item: DataStoreItem>(forRequest request: DataStoreRequest<Item>) throws -> Int {
         try checkValid()
         try prepare(Item.self)
-        return try QueryExecutor.count(request, in: view)
-    }
-
-    func item<Item: DataStoreItem>(ofType type: Item.Type, id: Item.ID) throws -> Item? {
-        try checkValid()
-        return try QueryExecutor.item(type, id: id, in: view)
+        return try answer { try QueryExecutor.count(request, in: view) }
     }
 
     func explain<Item: DataStoreItem>(_ request: DataStoreRequest<Item>) throws -> DataStoreQueryPlan {
         try checkValid()
         try prepare(Item.self)
-        var stats = QueryExecutor.Stats()
-        let (items, plan) = try QueryExecutor.run(request, in: view, stats: &stats)
-        return plan.described(stats, resultCount: items.count, counting: false)
+        return try answer {
+            var stats = QueryExecutor.Stats()
+            let (items, plan) = try QueryExecutor.run(request, in: view, stats: &stats)
+            return plan.described(stats, resultCount: items.count, counting: false)
+        }
     }
 
     func explainCount<Item: DataStoreItem>(_ request: DataStoreRequest<Item>) throws -> DataStoreQueryPlan {
         try checkValid()
         try prepare(Item.self)
-        var stats = QueryExecutor.Stats()
-        let (count, plan) = try QueryExecutor.count(request, in: view, stats: &stats)
-        return plan.described(stats, resultCount: count, counting: true)
+        return try answer {
+            var stats = QueryExecutor.Stats()
+            let (count, plan) = try QueryExecutor.count(request, in: view, stats: &stats)
+            return plan.described(stats, resultCount: count, counting: true)
+        }
+    }
+
+    func item<Item: DataStoreItem>(ofType type: Item.Type, id: Item.ID) throws -> Item? {
+        try answer { try QueryExecutor.item(type, id: id, in: view) }
+    }
+
+    func itemTypeNames() throws -> [String] {
+        try answer { view.itemTypes.filter { view.count(ofType: $0) > 0 }.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) } }
+    }
+
+    func forEachRecord(ofType itemType: String, after key: RecordKey?, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
+        try answer {
+            try view.forEachRecordInKeyOrder(ofType: itemType, after: key) { k, v in
+                try checkValid()
+                try health?.checkHealthy()
+                return try body(k, v)
+            }
+        }
+    }
+
+    func record(ofType itemType: String, key: RecordKey) throws -> [UInt8]? {
+        try answer { try view.value(type: itemType, key: key).map(Array.init) }
     }
 }
 
@@ -102,6 +135,13 @@ final class ReadWriteAccessor: DataStoreReadWriteAccessor {
     func item<Item: DataStoreItem>(ofType type: Item.Type, id: Item.ID) throws -> Item? {
         try reader.item(ofType: type, id: id)
     }
+    func itemTypeNames() throws -> [String] { try reader.itemTypeNames() }
+    func forEachRecord(ofType itemType: String, after key: RecordKey?, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
+        try reader.forEachRecord(ofType: itemType, after: key, body)
+    }
+    func record(ofType itemType: String, key: RecordKey) throws -> [UInt8]? {
+        try reader.record(ofType: itemType, key: key)
+    }
     func explain<Item: DataStoreItem>(_ request: DataStoreRequest<Item>) throws -> DataStoreQueryPlan {
         try reader.explain(request)
     }
@@ -114,7 +154,7 @@ final class ReadWriteAccessor: DataStoreReadWriteAccessor {
         try reader.prepare(Item.self)
         let key = try ItemKey.make(item.id)
         let bytes = try AttributeCoding.encodeBytes(item)
-        try txn.put(type: Item.itemType, key: key, value: bytes)
+        try reader.answer { try txn.put(type: Item.itemType, key: key, value: bytes) }
     }
 
     @discardableResult
@@ -126,13 +166,25 @@ final class ReadWriteAccessor: DataStoreReadWriteAccessor {
     func deleteItem<Item: DataStoreItem>(ofType type: Item.Type, id: Item.ID) throws -> Bool {
         try reader.checkValid()
         try reader.prepare(Item.self)
-        return try txn.delete(type: Item.itemType, key: try ItemKey.make(id))
+        let key = try ItemKey.make(id)
+        return try reader.answer { try txn.delete(type: Item.itemType, key: key) }
     }
 
     @discardableResult
     func deleteAllItems<Item: DataStoreItem>(ofType type: Item.Type) throws -> Int {
         try reader.checkValid()
         try reader.prepare(Item.self)
-        return try txn.deleteAll(type: Item.itemType)
+        return try reader.answer { try txn.deleteAll(type: Item.itemType) }
+    }
+
+    func putRecord(ofType itemType: String, key: RecordKey, value: [UInt8]) throws {
+        try reader.checkValid()
+        try LogStoreError.checkRecordValue(value)
+        try reader.answer { try txn.put(type: itemType, key: key, value: value) }
+    }
+
+    @discardableResult
+    func deleteRecord(ofType itemType: String, key: RecordKey) throws -> Bool {
+        try reader.answer { try txn.delete(type: itemType, key: key) }
     }
 }

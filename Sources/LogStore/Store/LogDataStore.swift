@@ -20,12 +20,13 @@ public final class LogDataStore: DataStore {
         case directory(URL)
         case memory(InMemoryFileSystem)
         case custom(path: String, fileSystem: any FileSystem)
-        case child(parent: LogDataStore)
+        case child(parent: any ChildStoreParent)
     }
 
-    final class WeakChild: Sendable {
-        weak let store: LogDataStore?
-        init(_ s: LogDataStore) { store = s }
+    /// A child store this store made, held weakly so that an unused child goes away.
+    package final class WeakChild: Sendable {
+        package weak let store: LogDataStore?
+        package init(_ s: LogDataStore) { store = s }
     }
 
     struct State: Sendable {
@@ -119,7 +120,12 @@ public final class LogDataStore: DataStore {
     /// The engine at the root of this store's tree (for a child, its root parent's). Throws
     /// `.notOpen` or `.parentClosed` if a store on the way is not usable.
     func rootEngine() throws -> LogEngine {
-        if case .child(let parent) = kind { return try parent.rootEngine() }
+        if case .child(let parent) = kind {
+            guard let parent = parent as? LogDataStore else {
+                throw LogStoreError(.unsupported, "This child store's root is not a LogStore engine store.")
+            }
+            return try parent.rootEngine()
+        }
         guard case .engine(let e) = try currentBackend() else { throw Self.notOpenError() }
         return e
     }
@@ -160,7 +166,9 @@ public final class LogDataStore: DataStore {
         }
     }
 
-    func invalidate(_ error: LogStoreError) {
+    /// Makes this store (a child whose parent went away) and its children throw `error` from now
+    /// on. Any thread.
+    package func invalidate(_ error: LogStoreError) {
         let (backend, children) = state.withLock { s -> (StoreBackend?, [WeakChild]) in
             if s.failure == nil { s.failure = error }
             defer { s.children = [] }
@@ -171,7 +179,7 @@ public final class LogDataStore: DataStore {
     }
 
     /// Waits until every queued asynchronous write has run (unless called from the queue itself).
-    func drainAsyncQueue() {
+    package func drainAsyncQueue() {
         let me = _currentThreadID()
         if asyncQueueThread.withLock({ $0 == me }) { return }
         asyncQueue.sync {}

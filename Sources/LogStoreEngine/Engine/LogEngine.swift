@@ -158,7 +158,10 @@ public final class LogEngine: Sendable {
         defer { txn.isValid = false }
         let result = try body(txn)
         txn.isValid = false
-        guard txn.hasChanges else { return (result, nil) }
+        // A transaction without changes still comes after the commits appended before it: its
+        // caller waits for them (durable and visible), so that a read after any write sees every
+        // write issued before it, empty or not (DataStore rules 7 and 8).
+        guard txn.hasChanges else { return (result, head.index.sequence) }
         let seq = try appendLocked(try txn.operationsToCommit())
         return (result, seq)
     }

@@ -1,14 +1,15 @@
 public import Foundation
 public import LogStore
-public import LogStoreEngine
 
 // Model-based checking of the DataStore API (Docs/Testing.md, "Fuzzing" and "Property tests").
 //
 // A script is a list of ``StoreScriptOperation``s: writes (inserts, deletes, delete-alls), reads
 // with requests, child stores, merges with each policy, reopens. ``DataStoreModelChecker`` runs
-// it against a `LogDataStore` and against a dictionary model at once and throws a
-// ``ModelViolation`` at the first difference. The `fuzz-ops` target parses scripts from fuzzer
-// bytes (``StoreScript/parse(_:)``); ModelPropertyTests generates them with PropertyBased.
+// it against any `DataStore` (a ``DataStoreLocation`` of a backend) and against a dictionary
+// model at once and throws a ``ModelViolation`` at the first difference. The `fuzz-ops` target
+// parses scripts from fuzzer bytes (``StoreScript/parse(_:)``); ModelPropertyTests generates them
+// with PropertyBased; the conformance suite's `model` cases run seeded random scripts on every
+// backend.
 
 /// Item type "ScriptA" of model-checked scripts: integer ids (ascending numeric order).
 public struct ScriptItemA: DataStoreItem, Equatable {
@@ -179,19 +180,11 @@ public enum StoreScript {
     }
 }
 
-/// Runs scripts against a `LogDataStore` and a dictionary model, comparing after every step.
+/// Runs scripts against a store and a dictionary model, comparing after every step.
 ///
-/// Use from one thread. The store lives in memory or in a directory the caller owns (and
-/// removes afterwards).
+/// Use from one thread. The store lives at a ``DataStoreLocation`` the caller owns (and destroys
+/// afterwards); a reopen is `tearDown()`, a new ``DataStoreLocation/makeStore()`` and `setup()`.
 public final class DataStoreModelChecker {
-    /// Where the store under test lives.
-    public enum Location: Sendable {
-        /// `LogDataStore.inMemory`; a reopen is `tearDown()` + `setup()` on the same object.
-        case memory
-        /// A directory; a reopen makes a new `LogDataStore` on it.
-        case disk(URL)
-    }
-
     typealias Contents = [Int: [Int: Int]]  // type -> n -> value
 
     struct Child {
@@ -211,9 +204,9 @@ public final class DataStoreModelChecker {
         }
     }
 
-    let location: Location
-    let options: LogStoreOptions
-    var root: LogDataStore
+    let location: any DataStoreLocation
+    let capabilities: DataStoreCapabilities
+    var root: any DataStore
     var contents: Contents = [:]
     /// Per root item: the clock of the root write that last put it (for merge conflicts).
     var lastPut: [Int: [Int: Int]] = [:]
@@ -221,15 +214,15 @@ public final class DataStoreModelChecker {
     var children: [Int: Child] = [:]
     var steps: [String] = []
 
-    /// A checker with a new, set-up store at `location` (which must be empty or missing).
-    /// Throws what `setup()` throws.
-    public init(location: Location, options: LogStoreOptions = LogStoreOptions()) throws {
+    /// A checker with a new, set-up store at `location` (which must be empty), of a backend
+    /// that offers `capabilities`: reopens keep the store's data only with
+    /// ``DataStoreCapabilities/persistsAcrossReopen`` (otherwise the script's reopens are
+    /// skipped); a store that is itself a child (``DataStoreCapabilities/isChildStore``) detects
+    /// merge conflicts by value, as child parents do. Throws what `setup()` throws.
+    public init(location: any DataStoreLocation, capabilities: DataStoreCapabilities) throws {
         self.location = location
-        self.options = options
-        switch location {
-        case .memory: root = LogDataStore.inMemory(options: options)
-        case .disk(let url): root = LogDataStore(directory: url, options: options)
-        }
+        self.capabilities = capabilities
+        root = try location.makeStore()
         try root.setup()
     }
 
@@ -288,9 +281,10 @@ public final class DataStoreModelChecker {
             try child.store.setup()
             children[slot] = Child(store: child.store, parent: child.parent, base: viewOf(child.parent), baseClock: clock)
         case .reopen:
+            guard capabilities.contains(.persistsAcrossReopen) else { return }
             try root.tearDown()
             try dropDescendants(of: 0)
-            if case .disk(let url) = location { root = LogDataStore(directory: url, options: options) }
+            root = try location.makeStore()
             try root.setup()
         case .nuke:
             try root.nuke()
@@ -419,8 +413,9 @@ public final class DataStoreModelChecker {
         // root, any write of it since (by sequence number); for a child parent, a different value.
         let parent = child.parent
         let parentView = viewOf(parent)
+        let parentComparesValues = parent != 0 || capabilities.contains(.isChildStore)
         func conflicts(_ t: Int, _ id: Int) -> Bool {
-            if parent != 0 { return parentView[t]?[id] != child.base[t]?[id] }
+            if parentComparesValues { return parentView[t]?[id] != child.base[t]?[id] }
             if contents[t]?[id] != nil { return (lastPut[t]?[id] ?? 0) > child.baseClock }
             return child.base[t]?[id] != nil
         }

@@ -1,0 +1,64 @@
+public import LogStore
+
+/// Makes the stores the conformance suite tests: one backend, in one configuration (on disk, in
+/// memory, as a child store...). A backend's tests give one factory per configuration to
+/// ``DataStoreConformance/run(_:on:report:)``.
+///
+/// The suite calls it from any thread, one case at a time per factory.
+public protocol DataStoreFactory: Sendable {
+    /// A short name for failure reports: `"LogDataStore (disk)"`.
+    var name: String { get }
+    /// What the backend offers beyond the core contract. Cases that need more are skipped (and
+    /// say so through ``ConformanceContext/skip(_:)``).
+    var capabilities: DataStoreCapabilities { get }
+    /// A new, empty place for one store (a directory, a file, a database schema; for a child
+    /// store, a new parent). Throws if it cannot be made. The suite calls
+    /// ``DataStoreLocation/destroy()`` when the case ends.
+    func makeLocation() throws -> any DataStoreLocation
+}
+
+/// One place where a store lives, made by ``DataStoreFactory/makeLocation()``.
+public protocol DataStoreLocation: AnyObject, Sendable {
+    /// A store object for this place. Several calls give several objects on the same place (a
+    /// reopen; two objects fighting over a lock), except where the backend has no such notion
+    /// (an in-memory store, a child store) and returns the same object. The store may or may not
+    /// be set up; the suite calls `setup()` before using it.
+    func makeStore() throws -> any DataStore
+    /// Tears down what is still open and deletes the place's data. Called once, at the end of
+    /// the case. Never throws: it is cleanup.
+    func destroy()
+}
+
+/// What a backend offers beyond the contract every `DataStore` keeps.
+public struct DataStoreCapabilities: OptionSet, Sendable {
+    /// The raw bits.
+    public let rawValue: Int
+    /// Creates a set from raw bits.
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// A store reopened on the same place (`tearDown()`, a new ``DataStoreLocation/makeStore()``,
+    /// `setup()`) holds every committed write: disk stores, and in-memory stores reopened as the
+    /// same object. Not child stores (a child's writes are scratch until merged).
+    public static let persistsAcrossReopen = DataStoreCapabilities(rawValue: 1 << 0)
+    /// A second store object on a place whose store is open fails `setup()` with `.locked`
+    /// (Concurrency rule: one open store per place), and opens once the first is torn down.
+    public static let exclusiveLock = DataStoreCapabilities(rawValue: 1 << 1)
+    /// `makeChildDataStore()` and `merge(_:policy:)` work (ChildStores article).
+    public static let childStores = DataStoreCapabilities(rawValue: 1 << 2)
+    /// Record-level access: `itemTypeNames()`, `forEachRecord`, `record`, `putRecord`,
+    /// `deleteRecord` (what DataStoreMigrator and DynamicItem need).
+    public static let recordAccess = DataStoreCapabilities(rawValue: 1 << 3)
+    /// The store is a child store (its parent's tearDown makes it throw `.parentClosed`).
+    public static let isChildStore = DataStoreCapabilities(rawValue: 1 << 4)
+
+    // Reserved for features that are being built (observation, secondary indexes): their cases
+    // are added to `DataStoreConformance.cases` with these requirements when they land.
+
+    /// `observe(request)` and `changes(since:)` (issue 14). Reserved: no case needs it yet.
+    public static let observation = DataStoreCapabilities(rawValue: 1 << 8)
+    /// Secondary indexes declared on item types (issue 13). Reserved: no case needs it yet.
+    public static let secondaryIndexes = DataStoreCapabilities(rawValue: 1 << 9)
+
+    /// What `LogDataStore` on disk offers (and the SQLite backend).
+    public static let durableStore: DataStoreCapabilities = [.persistsAcrossReopen, .exclusiveLock, .childStores, .recordAccess]
+}

@@ -1,0 +1,56 @@
+public import LogStoreEngine
+
+// Default implementations of record-level access for stores that do not offer it: every call
+// throws `.unsupported`, so a backend written before these requirements existed still compiles,
+// and a tool that needs them (DataStoreMigrator, DynamicItem) fails with a clear error instead.
+
+extension DataStoreReadAccessor {
+    /// Throws `.unsupported`: this store cannot list its item types.
+    public func itemTypeNames() throws -> [String] {
+        throw LogStoreError.unsupportedRecordAccess("list its item types")
+    }
+
+    /// Throws `.unsupported`: this store does not offer record-level access.
+    public func forEachRecord(ofType itemType: String, after key: RecordKey?,
+                              _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
+        throw LogStoreError.unsupportedRecordAccess("read records without their Swift types")
+    }
+
+    /// Throws `.unsupported`: this store does not offer record-level access.
+    public func record(ofType itemType: String, key: RecordKey) throws -> [UInt8]? {
+        throw LogStoreError.unsupportedRecordAccess("read records without their Swift types")
+    }
+}
+
+extension DataStoreReadWriteAccessor {
+    /// Throws `.unsupported`: this store does not offer record-level access.
+    public func putRecord(ofType itemType: String, key: RecordKey, value: [UInt8]) throws {
+        throw LogStoreError.unsupportedRecordAccess("write records without their Swift types")
+    }
+
+    /// Throws `.unsupported`: this store does not offer record-level access.
+    @discardableResult
+    public func deleteRecord(ofType itemType: String, key: RecordKey) throws -> Bool {
+        throw LogStoreError.unsupportedRecordAccess("delete records without their Swift types")
+    }
+}
+
+extension LogStoreError {
+    /// The error of the default record-level methods: the store's accessor cannot `what`.
+    static func unsupportedRecordAccess(_ what: String) -> LogStoreError {
+        LogStoreError(
+            .unsupported,
+            "This store's accessor cannot \(what): its DataStore implementation does not offer record-level access "
+                + "(DataStoreReadAccessor.itemTypeNames/forEachRecord/record, DataStoreReadWriteAccessor.putRecord/deleteRecord). "
+                + "Implement them in the backend, or give the item types to the tool explicitly.")
+    }
+
+    /// Checks that `value` is exactly one value of the attribute grammar, so that a record written
+    /// with `putRecord` always reads back. Throws `.corruption` naming the offset otherwise.
+    package static func checkRecordValue(_ value: [UInt8]) throws {
+        let range = try value.withUnsafeBytes { try AttributeValue.valueRange(at: [], in: $0) }
+        guard let range, range == 0..<value.count else {
+            throw LogStoreError(.corruption, "The record value is not one attribute value (\(value.count) bytes, \(value.count - (range?.count ?? 0)) of them left over). Pass the bytes a store's forEachRecord handed out.")
+        }
+    }
+}

@@ -1,0 +1,323 @@
+import Foundation
+import LogStoreEngine
+
+// LogStore JSON -> attribute grammar (see LogStoreJSON for the mapping): a strict RFC 8259
+// parser (no trailing commas, no comments, no NaN literals) that writes canonical attribute
+// bytes as it goes. Map keys arrive sorted from LogStore's own writer; keys in another order
+// (JSON written by hand or by another tool) are sorted, duplicates are refused.
+
+extension LogStoreJSON {
+    struct Parser {
+        let base: UnsafeRawBufferPointer
+        var offset = 0
+        init(_ base: UnsafeRawBufferPointer) { self.base = base }
+        var isAtEnd: Bool { offset >= base.count }
+
+        mutating func skipSpace() {
+            while offset < base.count {
+                switch base[offset] {
+                case 0x20, 0x09, 0x0A, 0x0D: offset += 1
+                default: return
+                }
+            }
+        }
+
+        func peek() throws -> UInt8 {
+            guard offset < base.count else { throw Failure("unexpected end of JSON", at: offset) }
+            return base[offset]
+        }
+
+        mutating func expect(_ byte: UInt8) throws {
+            guard try peek() == byte else { throw Failure("expected '\(Character(UnicodeScalar(byte)))'", at: offset) }
+            offset += 1
+        }
+
+        mutating func literal(_ word: String) throws {
+            for b in word.utf8 { try expect(b) }
+        }
+
+        mutating func value(into out: inout _ByteWriter, depth: Int) throws {
+            guard depth < AttributeValue.maxDepth else { throw Failure("value nested deeper than \(AttributeValue.maxDepth)", at: offset) }
+            switch try peek() {
+            case UInt8(ascii: "n"):
+                try literal("null")
+                out.u8(AttributeValue.Tag.null.rawValue)
+            case UInt8(ascii: "t"):
+                try literal("true")
+                out.u8(AttributeValue.Tag.true.rawValue)
+            case UInt8(ascii: "f"):
+                try literal("false")
+                out.u8(AttributeValue.Tag.false.rawValue)
+            case UInt8(ascii: "\""):
+                let s = try string()
+                out.u8(AttributeValue.Tag.string.rawValue)
+                out.lengthPrefixed(s)
+            case UInt8(ascii: "["):
+                offset += 1
+                out.u8(AttributeValue.Tag.array.rawValue)
+                var elements = _ByteWriter(capacity: 64)
+                var count = 0
+                skipSpace()
+                if try peek() == UInt8(ascii: "]") {
+                    offset += 1
+                } else {
+                    while true {
+                        skipSpace()
+                        try value(into: &elements, depth: depth + 1)
+                        count += 1
+                        skipSpace()
+                        if try peek() == UInt8(ascii: ",") { offset += 1; continue }
+                        try expect(UInt8(ascii: "]"))
+                        break
+                    }
+                }
+                out.uvarint(UInt64(count))
+                out.append(contentsOf: elements.bytes)
+            case UInt8(ascii: "{"):
+                try object(into: &out, depth: depth)
+            default:
+                try number(into: &out)
+            }
+        }
+
+        /// A map, or one of the `$` objects.
+        mutating func object(into out: inout _ByteWriter, depth: Int) throws {
+            let start = offset
+            offset += 1
+            skipSpace()
+            if try peek() == UInt8(ascii: "}") {
+                offset += 1
+                out.u8(AttributeValue.Tag.map.rawValue)
+                out.uvarint(0)
+                return
+            }
+            var members: [(key: [UInt8], value: [UInt8])] = []
+            var sorted = true
+            while true {
+                skipSpace()
+                let keyAt = offset
+                var key = try string()
+                skipSpace()
+                try expect(UInt8(ascii: ":"))
+                skipSpace()
+                if members.isEmpty, key.first == UInt8(ascii: "$"), key.count < 2 || key[1] != UInt8(ascii: "$") {
+                    try special(String(decoding: key, as: UTF8.self), at: keyAt, into: &out)
+                    skipSpace()
+                    try expect(UInt8(ascii: "}"))
+                    return
+                }
+                if key.first == UInt8(ascii: "$") {
+                    guard key.count >= 2, key[1] == UInt8(ascii: "$") else {
+                        throw Failure("a key starting with \"$\" is written with \"$$\" in a map", at: keyAt)
+                    }
+                    key.removeFirst()
+                }
+                var v = _ByteWriter(capacity: 32)
+                try value(into: &v, depth: depth + 1)
+                if let last = members.last {
+                    if last.key == key { throw Failure("duplicate key", at: keyAt) }
+                    if !last.key.lexicographicallyPrecedes(key) { sorted = false }
+                }
+                members.append((key, v.bytes))
+                skipSpace()
+                if try peek() == UInt8(ascii: ",") { offset += 1; continue }
+                try expect(UInt8(ascii: "}"))
+                break
+            }
+            if !sorted {
+                members.sort { $0.key.lexicographicallyPrecedes($1.key) }
+                for i in members.indices.dropFirst() where members[i - 1].key == members[i].key {
+                    throw Failure("duplicate key", at: start)
+                }
+            }
+            // Keys equal as Swift strings but different in bytes (NFC and NFD) cannot share a map.
+            if members.contains(where: { $0.key.contains { $0 >= 0x80 } }) {
+                var seen = Set<String>()
+                for m in members where !seen.insert(String(decoding: m.key, as: UTF8.self)).inserted {
+                    throw Failure("two keys are equal as Swift strings (composed and decomposed forms)", at: start)
+                }
+            }
+            out.u8(AttributeValue.Tag.map.rawValue)
+            out.uvarint(UInt64(members.count))
+            for m in members {
+                out.lengthPrefixed(m.key)
+                out.append(contentsOf: m.value)
+            }
+        }
+
+        /// The body of `{"$kind": ...}`.
+        mutating func special(_ kind: String, at keyAt: Int, into out: inout _ByteWriter) throws {
+            let at = offset
+            switch kind {
+            case "$double":
+                guard let d = nonFinite(String(decoding: try string(), as: UTF8.self)) else { throw Failure("bad $double", at: at) }
+                out.u8(AttributeValue.Tag.double.rawValue)
+                out.f64(d)
+            case "$date":
+                let d: Double
+                if try peek() == UInt8(ascii: "\"") {
+                    guard let n = nonFinite(String(decoding: try string(), as: UTF8.self)) else { throw Failure("bad $date", at: at) }
+                    d = n
+                } else {
+                    d = try double()
+                }
+                out.u8(AttributeValue.Tag.date.rawValue)
+                out.f64(d)
+            case "$uuid":
+                guard let u = UUID(uuidString: String(decoding: try string(), as: UTF8.self)) else { throw Failure("bad $uuid", at: at) }
+                out.u8(AttributeValue.Tag.uuid.rawValue)
+                withUnsafeBytes(of: u.uuid) { out.append(contentsOf: $0) }
+            case "$bytes":
+                guard let data = Data(base64Encoded: String(decoding: try string(), as: UTF8.self)) else { throw Failure("bad $bytes (not base64)", at: at) }
+                out.u8(AttributeValue.Tag.bytes.rawValue)
+                out.lengthPrefixed(data)
+            case "$string":
+                let s = try string()
+                out.u8(AttributeValue.Tag.string.rawValue)
+                out.lengthPrefixed(s)
+            default:
+                throw Failure("unknown LogStore JSON object \(kind)", at: keyAt)
+            }
+        }
+
+        /// A JSON string's UTF-8 bytes, unescaped; invalid UTF-8 and lone surrogates are refused.
+        mutating func string() throws -> [UInt8] {
+            let start = offset
+            try expect(UInt8(ascii: "\""))
+            var out: [UInt8] = []
+            var run = offset
+            var escaped = false
+            while true {
+                guard offset < base.count else { throw Failure("unterminated string", at: start) }
+                let b = base[offset]
+                if b == UInt8(ascii: "\"") { break }
+                if b < 0x20 { throw Failure("control character in a string", at: offset) }
+                if b != UInt8(ascii: "\\") {
+                    offset += 1
+                    continue
+                }
+                escaped = true
+                out.append(contentsOf: base[run..<offset])
+                offset += 1
+                let e = try peek()
+                offset += 1
+                switch e {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(e)
+                case UInt8(ascii: "b"): out.append(0x08)
+                case UInt8(ascii: "f"): out.append(0x0C)
+                case UInt8(ascii: "n"): out.append(0x0A)
+                case UInt8(ascii: "r"): out.append(0x0D)
+                case UInt8(ascii: "t"): out.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = try hex4()
+                    if (0xD800..<0xDC00).contains(scalar) {
+                        guard offset + 1 < base.count, base[offset] == UInt8(ascii: "\\"), base[offset + 1] == UInt8(ascii: "u") else {
+                            throw Failure("lone surrogate", at: offset)
+                        }
+                        offset += 2
+                        let low = try hex4()
+                        guard (0xDC00..<0xE000).contains(low) else { throw Failure("lone surrogate", at: offset) }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00..<0xE000).contains(scalar) {
+                        throw Failure("lone surrogate", at: offset)
+                    }
+                    guard let u = Unicode.Scalar(scalar) else { throw Failure("bad \\u escape", at: offset) }
+                    out.append(contentsOf: String(Character(u)).utf8)
+                default:
+                    throw Failure("bad escape", at: offset - 1)
+                }
+                run = offset
+            }
+            let raw = UnsafeRawBufferPointer(rebasing: base[(escaped ? run : start + 1)..<offset])
+            offset += 1
+            if escaped {
+                out.append(contentsOf: raw)
+            } else {
+                out = Array(raw)
+            }
+            guard String(validating: out, as: UTF8.self) != nil else { throw Failure("string is not valid UTF-8", at: start) }
+            return out
+        }
+
+        mutating func hex4() throws -> UInt32 {
+            var v: UInt32 = 0
+            for _ in 0..<4 {
+                let b = try peek()
+                offset += 1
+                let d: UInt8
+                switch b {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): d = b - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): d = b - UInt8(ascii: "a") + 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): d = b - UInt8(ascii: "A") + 10
+                default: throw Failure("bad \\u escape", at: offset - 1)
+                }
+                v = v << 4 | UInt32(d)
+            }
+            return v
+        }
+
+        /// The extent of a JSON number and whether it has a fraction or an exponent.
+        mutating func numberText() throws -> (UnsafeRawBufferPointer, isReal: Bool) {
+            let start = offset
+            var isReal = false
+            if try peek() == UInt8(ascii: "-") { offset += 1 }
+            func digits() throws -> Int {
+                let from = offset
+                while offset < base.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(base[offset]) { offset += 1 }
+                return offset - from
+            }
+            let intStart = offset
+            let n = try digits()
+            guard n > 0 else { throw Failure("expected a value", at: start) }
+            if n > 1 && base[intStart] == UInt8(ascii: "0") { throw Failure("leading zero in a number", at: intStart) }
+            if offset < base.count, base[offset] == UInt8(ascii: ".") {
+                offset += 1
+                isReal = true
+                guard try digits() > 0 else { throw Failure("expected digits after '.'", at: offset) }
+            }
+            if offset < base.count, base[offset] == UInt8(ascii: "e") || base[offset] == UInt8(ascii: "E") {
+                offset += 1
+                isReal = true
+                if offset < base.count, base[offset] == UInt8(ascii: "+") || base[offset] == UInt8(ascii: "-") { offset += 1 }
+                guard try digits() > 0 else { throw Failure("expected digits in an exponent", at: offset) }
+            }
+            return (UnsafeRawBufferPointer(rebasing: base[start..<offset]), isReal)
+        }
+
+        mutating func number(into out: inout _ByteWriter) throws {
+            let start = offset
+            let (text, isReal) = try numberText()
+            if isReal {
+                guard let d = Double(String(decoding: text, as: UTF8.self)), d.isFinite else { throw Failure("number out of range", at: start) }
+                out.u8(AttributeValue.Tag.double.rawValue)
+                out.f64(d)
+                return
+            }
+            let negative = text.first == UInt8(ascii: "-")
+            var magnitude: UInt64 = 0
+            for b in text.dropFirst(negative ? 1 : 0) {
+                let (m, o1) = magnitude.multipliedReportingOverflow(by: 10)
+                let (s, o2) = m.addingReportingOverflow(UInt64(b - UInt8(ascii: "0")))
+                guard !o1, !o2 else { throw Failure("integer out of the Int64 range", at: start) }
+                magnitude = s
+            }
+            let i: Int64
+            if negative {
+                guard magnitude <= UInt64(Int64.max) + 1 else { throw Failure("integer out of the Int64 range", at: start) }
+                i = magnitude == UInt64(Int64.max) + 1 ? .min : -Int64(magnitude)
+            } else {
+                guard magnitude <= UInt64(Int64.max) else { throw Failure("integer out of the Int64 range", at: start) }
+                i = Int64(magnitude)
+            }
+            out.u8(AttributeValue.Tag.int.rawValue)
+            out.uvarint(UInt64(bitPattern: (i << 1) ^ (i >> 63)))
+        }
+
+        mutating func double() throws -> Double {
+            let start = offset
+            let (text, _) = try numberText()
+            guard let d = Double(String(decoding: text, as: UTF8.self)), d.isFinite else { throw Failure("number out of range", at: start) }
+            return d
+        }
+    }
+}

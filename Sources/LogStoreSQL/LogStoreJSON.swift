@@ -1,0 +1,131 @@
+import Foundation
+import LogStoreEngine
+
+/// LogStore JSON: how the SQL backends store an item, as JSON text that the database's own JSON
+/// functions read, and that transcodes exactly to and from the attribute grammar (Docs/Design.md,
+/// "The SQLite mapping").
+///
+/// Plain JSON for what JSON holds exactly; a one-member object whose key starts with `$` for the
+/// rest (the convention of MongoDB's Extended JSON):
+///
+///     null, true, false                 -> null, true, false
+///     int      (Int64)                  -> integer literal: 42, -7
+///     double   finite                   -> literal with a '.' or an exponent (shortest that reads
+///                                          back exactly): 1.0, 0.1, 1e+300, -0.0
+///     double   NaN, +-infinity          -> {"$double": "NaN" | "Infinity" | "-Infinity" | "0x<16 hex>"}
+///                                          (hex: the bits of a NaN other than 0x7ff8000000000000)
+///     string   NFC (as Swift compares)  -> "text" (escapes: \" \\ \b \f \n \r \t \u00XX)
+///     string   not NFC                  -> {"$string": "text"} (so a plain string is always NFC,
+///                                          and SQL may compare it byte for byte)
+///     bytes                             -> {"$bytes": "<base64>"}
+///     date     finite                   -> {"$date": <seconds since 2001-01-01 as a double literal>}
+///     date     non-finite               -> {"$date": "NaN" | "Infinity" | "-Infinity" | "0x<16 hex>"}
+///     uuid                              -> {"$uuid": "E621E1F8-C36C-4951-B6B5-7A5F2B6A1C3F"}
+///     array                             -> [ ... ]
+///     map                               -> {"key": value, ...}, keys in ascending UTF-8 byte order;
+///                                          a key that starts with "$" is written with one more "$"
+///
+/// Transcoding is exact both ways: `decode(encode(v)) == v` byte for byte for every value of the
+/// grammar (NaN payloads, -0.0, non-NFC strings included). Pure functions; any thread.
+package enum LogStoreJSON {
+    /// The JSON text of the attribute value that fills `value`. Throws `.corruption` when `value`
+    /// is not one value of the grammar (or nests deeper than `AttributeValue.maxDepth`).
+    package static func encode(_ value: UnsafeRawBufferPointer) throws -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(value.count + value.count / 4 + 16)
+        var r = Reader(value)
+        do {
+            try encodeValue(&r, into: &out, depth: 0)
+            guard r.isAtEnd else { throw Failure("\(r.remaining) trailing bytes after the value", at: r.offset) }
+        } catch let f as Failure {
+            throw LogStoreError(.corruption, "Malformed attribute value: \(f.reason).", offset: UInt64(f.offset))
+        }
+        return out
+    }
+
+    /// See ``encode(_:)-(UnsafeRawBufferPointer)``.
+    package static func encode(_ value: [UInt8]) throws -> [UInt8] {
+        try value.withUnsafeBytes { try encode($0) }
+    }
+
+    /// The canonical attribute bytes of the LogStore JSON text `json`. Throws `.corruption`
+    /// naming the offset when `json` is not LogStore JSON (not JSON, an unknown `$` object, a
+    /// number out of range, invalid UTF-8, nesting deeper than `AttributeValue.maxDepth`,
+    /// duplicate keys).
+    package static func decode(_ json: UnsafeRawBufferPointer) throws -> [UInt8] {
+        var out = _ByteWriter(capacity: json.count + 16)
+        var p = Parser(json)
+        do {
+            p.skipSpace()
+            try p.value(into: &out, depth: 0)
+            p.skipSpace()
+            guard p.isAtEnd else { throw Failure("unexpected text after the value", at: p.offset) }
+        } catch let f as Failure {
+            throw LogStoreError(.corruption, "Malformed LogStore JSON: \(f.reason).", offset: UInt64(f.offset))
+        }
+        return out.bytes
+    }
+
+    /// See ``decode(_:)-(UnsafeRawBufferPointer)``.
+    package static func decode(_ json: [UInt8]) throws -> [UInt8] {
+        try json.withUnsafeBytes { try decode($0) }
+    }
+
+    /// A decoding failure: what and where (an offset into the input).
+    struct Failure: Error {
+        var reason: String
+        var offset: Int
+        init(_ reason: String, at offset: Int) {
+            self.reason = reason
+            self.offset = offset
+        }
+    }
+
+    // MARK: Shared pieces
+
+    /// The text of a double that reads back as exactly the same double (Swift's shortest
+    /// round-trip form), always with a '.' or an exponent so that JSON readers take it as real.
+    static func doubleText(_ d: Double) -> String {
+        var s = d.description
+        if !s.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) { s += ".0" }
+        return s
+    }
+
+    /// `"NaN"`, `"Infinity"`, `"-Infinity"`, or `"0x<16 hex digits>"` for a NaN other than the
+    /// canonical quiet NaN.
+    static func nonFiniteText(_ d: Double) -> String {
+        if d == .infinity { return "Infinity" }
+        if d == -.infinity { return "-Infinity" }
+        if d.bitPattern == Double.nan.bitPattern { return "NaN" }
+        let hex = String(d.bitPattern, radix: 16)
+        return "0x" + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// The inverse of ``nonFiniteText(_:)``; nil for any other text.
+    static func nonFinite(_ text: String) -> Double? {
+        switch text {
+        case "NaN": return .nan
+        case "Infinity": return .infinity
+        case "-Infinity": return -.infinity
+        default:
+            guard text.utf8.count == 18, text.hasPrefix("0x"), let bits = UInt64(text.dropFirst(2), radix: 16) else { return nil }
+            let d = Double(bitPattern: bits)
+            return d.isFinite ? nil : d
+        }
+    }
+
+    /// Whether `utf8` is in NFC as Swift compares strings (`String._nfcCodeUnits`, the standard
+    /// library's own normalization, so a plain JSON string compares byte for byte exactly as
+    /// Swift compares it). Scalars below U+0300 (UTF-8 bytes below 0xCC) never change under NFC
+    /// nor compose with what follows, so such strings need no check.
+    static func isNFC(_ utf8: UnsafeRawBufferPointer, _ string: String) -> Bool {
+        if !utf8.contains(where: { $0 >= 0xCC }) { return true }
+        var i = 0
+        var same = true
+        string._withNFCCodeUnits { b in
+            if i >= utf8.count || utf8[i] != b { same = false }
+            i += 1
+        }
+        return same && i == utf8.count
+    }
+}
