@@ -93,6 +93,12 @@ public struct StatsCommand: ParsableCommand {
                 ("generation", .optional(s.checkpoint?.generation)),
                 ("ageSeconds", s.checkpoint.map { .double(Self.ageSeconds($0.createdAtMillis)) } ?? .null),
             ])),
+            ("indexes", .array(s.checkpointIndexes.map { i in
+                .object([
+                    ("type", .string(i.type)), ("definition", .string(i.definition)), ("entries", .integer(i.entries)),
+                    ("entryBytes", .integer(i.entryBytes)), ("estimatedMemoryBytes", .integer(i.estimatedMemoryBytes)),
+                ])
+            })),
             ("issues", .array(s.issues.map(\.json))),
         ])
     }
@@ -162,6 +168,12 @@ public struct StatsCommand: ParsableCommand {
             row("Checkpoint", "sequence \(cp.sequence) (\(Format.count(Int(lag))) transactions behind the log), written \(Int(Self.ageSeconds(cp.createdAtMillis))) s ago")
         } else {
             row("Checkpoint", s.checkpointFiles.isEmpty ? "none" : s.checkpointFiles.map(\.name).joined(separator: ", ") + " (damaged: open ignores it and replays the log)")
+        }
+        if !s.checkpointIndexes.isEmpty {
+            Console.out("Secondary indexes (as of the checkpoint)")
+            for i in s.checkpointIndexes {
+                Console.out("  \(i.type): \(i.definition)  \(Format.count(i.entries)) entries, \(Format.bytes(UInt64(i.entryBytes))) of entries, about \(Format.bytes(UInt64(i.estimatedMemoryBytes))) of memory")
+            }
         }
         if s.types.isEmpty {
             row("Types", "none")

@@ -15,6 +15,8 @@ public struct VerifyCommand: ParsableCommand {
             structure and sequence order, every record, every value (as an attribute value).
             2. Opens the engine read-only (salvage recovery: nothing is cut or removed) and compares \
             its index with the scan's replay, key by key, reading every live value back.
+            3. Checks that the secondary indexes the checkpoint holds equal a rebuild from the \
+            records it covers.
 
             Damage is reported with file and byte offset; a torn tail (an interrupted append, cut \
             by the next open) and stray files are warnings and do not fail verification.
@@ -68,6 +70,7 @@ public struct VerifyCommand: ParsableCommand {
                 defer { try? engine.close() }
                 let snapshot = try engine.snapshot()
                 scan.issues += scan.compareIndex(with: snapshot, checkValues: true)
+                scan.issues += scan.checkpointIndexIssues(fileSystem: StoreAccess.fs, snapshot: snapshot)
                 indexEntries = snapshot.totalCount
                 indexCompared = true
             } catch let failure as ToolFailure {

@@ -62,6 +62,15 @@ extension DataStoreCrashRecordKind {
             guard try !sampled || accessor.item(ofType: DataStoreCrashRecord<Self>.self, id: item.id) == item else {
                 throw CrashOracleViolation("\(itemType)/\(item.id): a point read differs from the request's result.")
             }
+            if sampled {
+                var byValue = DataStoreRequest(itemType: DataStoreCrashRecord<Self>.self)
+                let wanted = item.value
+                byValue.predicate = #Predicate { $0.value == wanted }
+                let found = try accessor.items(forRequest: byValue)
+                guard found.contains(item), found.allSatisfy({ $0.value == wanted }) else {
+                    throw CrashOracleViolation("\(itemType)/\(item.id): a query through the value index returns \(found.map(\.id)) instead of it.")
+                }
+            }
             let key = Self.key(forID: item.id)
             guard out.updateValue(bytes, forKey: key) == nil else {
                 throw CrashOracleViolation("\(itemType)/\(item.id): returned twice by one request.")
@@ -131,6 +140,10 @@ public struct DataStoreCrashRecord<Kind: DataStoreCrashRecordKind>: DataStoreIte
 
     /// The value bytes, or nil if `value` is not base64.
     public var bytes: [UInt8]? { Data(base64Encoded: value).map { [UInt8]($0) } }
+
+    /// An index on the value: the oracle checks that it equals a rebuild from the items after
+    /// every recovery, and answers a point query through it for a sample of items.
+    public static var indexes: [DataStoreIndex<Self>] { [.init(\.value)] }
 }
 
 /// Maps the model's item type names to the workload's item kinds. Pure; callable from any thread.
@@ -167,7 +180,11 @@ public enum DataStoreCrashTypes {
     /// block. Throws the store's errors, or a ``CrashOracleViolation`` if the store holds a type
     /// the workload never writes or its read paths disagree (see ``DataStoreCrashRecordKind``).
     public static func observe(_ store: any DataStore) throws -> CrashModelState {
-        try store.read { accessor in
+        if let log = store as? LogDataStore {
+            let problems = try log.rootEngine().snapshot().secondaryIndexProblems()
+            if !problems.isEmpty { throw CrashOracleViolation("Secondary indexes differ from a rebuild from the items: " + problems.joined(separator: "; ")) }
+        }
+        return try store.read { accessor in
             let known = Set(all.map { $0.itemType })
             let unknown = try accessor.itemTypeNames().filter { !known.contains($0) }
             if !unknown.isEmpty {

@@ -21,12 +21,29 @@ public final class EngineCrashInterpreter: CrashInterpreter {
         self.options = options
     }
 
-    /// Opens the store (recovering it). Throws what `LogEngine.open` throws.
+    /// The secondary index the workload keeps on each of its item types. Its values are the
+    /// workload's own bytes, not attribute maps, so every entry holds a missing value and its key:
+    /// what the oracle checks is that entries come and go with the records, through commits,
+    /// delete-alls, checkpoints and the replay after one.
+    public static let index = IndexDefinition(name: "workload", attributes: [["v"]])
+
+    /// Opens the store (recovering it), checks that the secondary indexes it recovered equal a
+    /// rebuild from its records, and declares the workload's index (a no-op when recovery loaded
+    /// it from a checkpoint). Throws what `LogEngine.open` throws, or a ``CrashOracleViolation``.
     @discardableResult
     public func open() throws -> LogEngine {
         let e = try LogEngine.open(directory: directory, fileSystem: fileSystem, options: options)
         engine = e
+        try Self.checkIndexes(e)
+        for type in DataStoreCrashTypes.itemTypes { try e.declareIndexes([Self.index], ofType: type) }
         return e
+    }
+
+    /// Throws a ``CrashOracleViolation`` unless every secondary index of the published state
+    /// equals a rebuild from its records (index entries are derived data: a rebuild is the truth).
+    public static func checkIndexes(_ e: LogEngine) throws {
+        let problems = try e.snapshot().secondaryIndexProblems()
+        if !problems.isEmpty { throw CrashOracleViolation("Secondary indexes differ from a rebuild from the records: " + problems.joined(separator: "; ")) }
     }
 
     /// Closes the engine, if open. Throws what `LogEngine.close()` throws; the engine is dropped
@@ -112,6 +129,7 @@ public final class EngineCrashInterpreter: CrashInterpreter {
             }
             if !records.isEmpty { state[type] = records }
         }
+        try Self.checkIndexes(engine)
         return state
     }
 }

@@ -119,7 +119,7 @@ public final class LogDataStore: DataStore {
 
     /// The engine at the root of this store's tree (for a child, its root parent's). Throws
     /// `.notOpen` or `.parentClosed` if a store on the way is not usable.
-    func rootEngine() throws -> LogEngine {
+    package func rootEngine() throws -> LogEngine {
         if case .child(let parent) = kind {
             guard let parent = parent as? LogDataStore else {
                 throw LogStoreError(.unsupported, "This child store's root is not a LogStore engine store.")

@@ -5,7 +5,8 @@ extension StoreScan {
     /// types, same record counts, every key at the same location (segment, frame, value offset and
     /// length, sequence number), and the same last sequence number. With `checkValues`, also reads
     /// every live value through the engine (its frame cache, decompression and bounds checks) and
-    /// compares its checksum with the bytes the scan saw.
+    /// compares its checksum with the bytes the scan saw. Every secondary index must equal a
+    /// rebuild from the records.
     ///
     /// Meaningful for an engine opened on the same files with ``RecoveryMode/salvage`` (which
     /// replays exactly what the scan replays and never writes). Runs on the calling thread; reads
@@ -65,5 +66,28 @@ extension StoreScan {
             issues.append(StoreIssue(.damage, .index, path: directory, offset: nil, "\(suppressed) more index disagreements not listed"))
         }
         return issues
+    }
+
+    /// Checks the secondary indexes the store's `CHECKPOINT` holds (the ones a store opens with;
+    /// salvage recovery, which `verify` uses, never loads them): they must equal a rebuild from
+    /// the records the checkpoint covers, read through `snapshot`'s segments. Nothing to check
+    /// without a valid checkpoint of this store. Returns `.index` damage issues; never throws.
+    public func checkpointIndexIssues(fileSystem: any FileSystem, snapshot: EngineSnapshot) -> [StoreIssue] {
+        let path = _joinPath(directory, LogStoreFormat.checkpointFileName)
+        guard checkpoint != nil, let f = try? fileSystem.open(path, mode: .readOnly) else { return [] }
+        defer { try? f.close() }
+        guard let size = try? f.size(), let bytes = try? f.read(at: 0, count: Int(size)),
+            case .success(let cp) = bytes.withUnsafeBytes({ buf -> Result<CheckpointFile, _DecodeError> in
+                do throws(_DecodeError) { return .success(try CheckpointFile.decode(buf)) } catch { return .failure(error) }
+            }),
+            cp.storeId?.description == manifest?.storeId
+        else { return [] }
+        do {
+            return try cp.index.secondaryIndexProblems(read: { try snapshot.read($0) }).map {
+                StoreIssue(.damage, .index, path: path, offset: nil, "secondary index \($0) (checkpoint at sequence \(cp.sequence))")
+            }
+        } catch {
+            return [StoreIssue(.damage, .index, path: path, offset: nil, "the checkpoint's secondary indexes cannot be checked: \(error)")]
+        }
     }
 }

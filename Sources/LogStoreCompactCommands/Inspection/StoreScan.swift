@@ -172,6 +172,9 @@ public struct StoreScan: Sendable {
     /// What a valid `CHECKPOINT` says: the sequence it covers, the manifest generation it was taken
     /// at, and when it was written (milliseconds since 1970). Nil when there is none or it is damaged.
     public var checkpoint: (sequence: UInt64, generation: UInt64, createdAtMillis: UInt64)?
+    /// The secondary indexes a valid `CHECKPOINT` holds (as of its sequence): per type, each
+    /// index's definition, entries and estimated memory once loaded.
+    public var checkpointIndexes: [SecondaryIndexSummary] = []
 
     /// Checkpoint files present (by name; see ``File/Role/checkpoint``).
     public var checkpointFiles: [File] { files.filter { $0.role == .checkpoint } }

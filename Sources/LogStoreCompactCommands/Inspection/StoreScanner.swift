@@ -172,6 +172,7 @@ struct ScanRun {
                     switch decoded {
                     case .success(let cp):
                         scan.checkpoint = (cp.sequence, cp.generation, cp.createdAtMillis)
+                        scan.checkpointIndexes = cp.index.secondarySummaries
                         let listed = Set(order)
                         if let missing = cp.segments.first(where: { !listed.contains($0.number) }) {
                             issue(.warning, .checkpoint, path, nil, "checkpoint (sequence \(cp.sequence)) names segment \(missing.number), which MANIFEST no longer lists; open ignores it and replays the log")

@@ -140,11 +140,13 @@ public enum IndexKeyEncoding {
         return RecordKey(out)
     }
 
-    /// The values of `definition`'s attributes in the record stored as `value` (nil for a missing
-    /// one). Throws `.corruption` for malformed bytes.
-    public static func values(of definition: IndexDefinition, in value: UnsafeRawBufferPointer) throws -> [AttributeValue?] {
-        try definition.attributes.map { path in
-            try AttributeValue.lookupAttribute(path: path.map { Array($0.utf8) }, in: value)
+    /// The values of `definition`'s attributes in the record stored as `value`: nil for a missing
+    /// one, and for every one when `value` is not a well-formed attribute map (an engine user's own
+    /// bytes, or damage a read would report). Index entries are derived data: they never make a
+    /// commit, a replay or a rebuild fail.
+    public static func values(of definition: IndexDefinition, in value: UnsafeRawBufferPointer) -> [AttributeValue?] {
+        definition.attributes.map { path in
+            (try? AttributeValue.lookupAttribute(path: path.map { Array($0.utf8) }, in: value)) ?? nil
         }
     }
 

@@ -36,7 +36,7 @@ extension IndexState {
 
     /// The entries `definition` gives the record `key` stored as `value`.
     static func entry(_ definition: IndexDefinition, key: RecordKey, value: ArraySlice<UInt8>) throws -> RecordKey {
-        let values = try value.withUnsafeBytes { try IndexKeyEncoding.values(of: definition, in: $0) }
+        let values = value.withUnsafeBytes { IndexKeyEncoding.values(of: definition, in: $0) }
         return IndexKeyEncoding.entry(values, key: key)
     }
 
@@ -250,4 +250,49 @@ extension EngineSnapshot {
     package func secondaryIndexProblems() throws -> [String] {
         try index.secondaryIndexProblems(read: { try read($0) })
     }
+}
+
+/// What a secondary index holds and costs in memory (for `logstore-compact stats` and
+/// ``LogEngine`` statistics).
+public struct SecondaryIndexSummary: Sendable, Equatable {
+    /// The item type.
+    public var type: String
+    /// The index's definition, as text (`UNIQUE email(mail)`).
+    public var definition: String
+    /// Its entries (one per record of the type).
+    public var entries: Int
+    /// Bytes of its entries (indexed values, encoded, plus record keys).
+    public var entryBytes: Int
+    /// An estimate of its heap memory: each entry's slot in a tree node (nodes about three
+    /// quarters full), plus a heap buffer for each entry too long to be stored inline.
+    public var estimatedMemoryBytes: Int
+}
+
+extension SecondaryIndex {
+    /// ``SecondaryIndexSummary`` of this index of `type`. O(entries).
+    package func summary(type: String) -> SecondaryIndexSummary {
+        var bytes = 0
+        var heap = 0
+        for (entry, _) in entries {
+            bytes += entry.count
+            // A heap array: its 32-byte header plus its bytes, rounded to 16.
+            if entry.count > RecordKey.inlineCapacity { heap += 32 + (entry.count + 15) / 16 * 16 }
+        }
+        let slots = entries.count * MemoryLayout<RecordKey>.stride * 4 / 3
+        return SecondaryIndexSummary(type: type, definition: definition.description, entries: entries.count, entryBytes: bytes, estimatedMemoryBytes: slots + heap)
+    }
+}
+
+extension IndexState {
+    /// Summaries of every secondary index, by type then name.
+    package var secondarySummaries: [SecondaryIndexSummary] {
+        secondary.keys.sorted().flatMap { type in
+            secondaryIndexes(ofType: type).sorted { $0.key < $1.key }.map { $0.value.summary(type: type) }
+        }
+    }
+}
+
+extension EngineSnapshot {
+    /// Summaries of this snapshot's secondary indexes (entries, bytes, estimated memory). O(entries).
+    public var secondaryIndexSummaries: [SecondaryIndexSummary] { index.secondarySummaries }
 }

@@ -1,0 +1,55 @@
+import Foundation
+import XCTest
+
+@testable import LogStoreEngine
+
+/// `verify` checks that secondary indexes equal a rebuild from the records; `stats` lists them.
+final class SecondaryIndexToolTests: XCTestCase {
+    let byCity = IndexDefinition(name: "city", attributes: [["city"]])
+
+    func makeIndexedStore() throws -> String {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("logstore-index-tool-\(UUID().uuidString)").path
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        var o = LogStoreOptions()
+        o.autoCompaction = false
+        let e = try LogEngine.open(directory: dir, options: o)
+        try e.declareIndexes([byCity], ofType: "Shop")
+        try e.commit((0..<50).map { i in
+            .put(type: "Shop", key: RecordKey(Array("s\(i)".utf8)), value: AttributeValue.map(["city": .string(["Oslo", "Rome"][i % 2])]).encoded())
+        })
+        try e.close()
+        try? FileManager.default.removeItem(atPath: dir + "/LOCK")
+        return dir
+    }
+
+    func testStatsListsEachIndexWithItsEntriesAndMemory() throws {
+        let dir = try makeIndexedStore()
+        let run = runTool(["stats", dir, "--json", "--progress", "none"])
+        XCTAssertEqual(run.code, 0, run.stdout + run.stderr)
+        let indexes = try run.json()["indexes"] as? [[String: Any]]
+        XCTAssertEqual(indexes?.count, 1)
+        XCTAssertEqual(indexes?.first?["type"] as? String, "Shop")
+        XCTAssertEqual(indexes?.first?["entries"] as? Int, 50)
+        XCTAssertGreaterThan(indexes?.first?["estimatedMemoryBytes"] as? Int ?? 0, 0)
+        let text = runTool(["stats", dir, "--progress", "none"])
+        XCTAssertTrue(text.stdout.contains("Shop: city(city)  50 entries"), text.stdout)
+    }
+
+    func testVerifyReportsAnIndexThatDisagreesWithTheRecords() throws {
+        let dir = try makeIndexedStore()
+        XCTAssertEqual(runTool(["verify", dir, "--progress", "none"]).code, 0, "precondition: a healthy store")
+        // A checkpoint whose index says one shop is in another city (well-formed, checksummed).
+        let path = dir + "/CHECKPOINT"
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        var cp = try bytes.withUnsafeBytes { try CheckpointFile.decode($0) }
+        let k = RecordKey(Array("s0".utf8))
+        cp.index.secondary["Shop"]?["city"]?.entries.removeValue(forKey: IndexKeyEncoding.entry([.string("Oslo")], key: k))
+        cp.index.secondary["Shop"]?["city"]?.entries.updateValue(IndexEntryMark(), forKey: IndexKeyEncoding.entry([.string("Rome")], key: k))
+        let forged = CheckpointFile.encode(generation: cp.generation, createdAtMillis: cp.createdAtMillis, segments: cp.segments, index: cp.index, storeId: try XCTUnwrap(cp.storeId))
+        try Data(forged).write(to: URL(fileURLWithPath: path))
+        let run = runTool(["verify", dir, "--json", "--progress", "none"])
+        XCTAssertEqual(run.code, 1, run.stdout + run.stderr)
+        let messages = (try run.json()["issues"] as? [[String: Any]] ?? []).compactMap { $0["message"] as? String }
+        XCTAssertTrue(messages.contains { $0.contains("secondary index Shop.city") }, "\(messages)")
+    }
+}
