@@ -15,9 +15,10 @@ extension FuzzEntryPoints {
     ///
     /// Checks: decode fails only with a decode error (never traps); a decoded checkpoint has
     /// every location inside the segments it lists and re-encodes to a checkpoint that decodes to
-    /// the same generation, sequence, segments and index; a store with the checkpoint file opens
-    /// or throws a `LogStoreError`, and every record it indexes reads back or throws a
-    /// `LogStoreError`. Throws ``FuzzPropertyViolation``.
+    /// the same generation, sequence, segments and index (secondary indexes included: one
+    /// well-formed entry per record); a store with the checkpoint file opens or throws a
+    /// `LogStoreError`, every record it indexes reads back or throws a `LogStoreError`, and every
+    /// secondary-index entry it loaded can be walked. Throws ``FuzzPropertyViolation``.
     public static func checkpoint(_ data: UnsafeRawBufferPointer) throws {
         guard let mode = data.first else { return }
         var bytes = Array(data.dropFirst())
@@ -46,6 +47,21 @@ extension FuzzEntryPoints {
                 back.index.types == cp.index.types, back.index.sequence == cp.index.sequence
             else {
                 throw FuzzPropertyViolation("checkpoint changed in an encode/decode round trip")
+            }
+            // Index sections (version 3): one entry per record of the type, each ending in a key,
+            // and the same definitions and entries after the round trip.
+            for (type, indexes) in cp.index.secondary {
+                for (name, index) in indexes {
+                    guard index.entries.count == (cp.index.types[type]?.count ?? 0), name == index.definition.name else {
+                        throw FuzzPropertyViolation("checkpoint decoded index \(name) of \(type) with \(index.entries.count) entries for \((cp.index.types[type]?.count ?? 0)) records")
+                    }
+                    for (entry, _) in index.entries where IndexKeyEncoding.recordKey(ofEntry: entry, componentCount: index.definition.attributes.count) == nil {
+                        throw FuzzPropertyViolation("checkpoint decoded a malformed entry of index \(name) of \(type)")
+                    }
+                    guard let other = back.index.secondary[type]?[name], other.definition == index.definition, other.entries == index.entries else {
+                        throw FuzzPropertyViolation("index \(name) of \(type) changed in an encode/decode round trip")
+                    }
+                }
             }
         }
         guard mode & 2 != 0 else { return }
@@ -93,6 +109,15 @@ extension FuzzEntryPoints {
         for type in snap.itemTypes {
             for key in snap.keys(ofType: type) { try read { _ = try snap.value(type: type, key: key) } }
             try read { try snap.forEach(ofType: type) { _, _ in true } }
+            for name in snap.secondaryIndexes(ofType: type).keys {
+                try read {
+                    try snap.forEachIndexEntry(ofType: type, index: name, in: IndexEntryRange(), reverse: false) { _, key in
+                        _ = try snap.value(type: type, key: key)
+                        return true
+                    }
+                }
+            }
         }
+        try read { _ = try snap.secondaryIndexProblems() }
     }
 }

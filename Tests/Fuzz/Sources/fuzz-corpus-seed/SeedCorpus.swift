@@ -97,6 +97,8 @@ struct SeedCorpus {
         options.durability = .none
         options.segmentSize = 64 << 10
         let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
+        // A secondary index, so the checkpoint holds an index section (CHECKPOINT version 3).
+        try engine.declareIndexes([IndexDefinition(attributes: [["rating"], ["name"]])], ofType: "Restaurant")
         try engine.commit([.put(type: "Restaurant", key: RecordKey([1]), value: AttributeValue.map(["name": .string("Rice"), "rating": .int(5)]).encoded())])
         try engine.write { t in
             for i in 2..<6 { try t.put(type: "Restaurant", key: RecordKey([UInt8(i)]), value: AttributeValue.int(Int64(i)).encoded()) }
