@@ -23,6 +23,7 @@ final class SecondaryIndexTests: XCTestCase {
     func testNumbersOrderExactlyAcrossIntegersAndDoubles() {
         func enc(_ v: AttributeValue) -> [UInt8] { IndexKeyEncoding.component(v) }
         XCTAssertEqual(enc(.int(3)), enc(.double(3)), "3 == 3.0")
+        XCTAssertEqual(enc(.int(3)), [0x04, 0x03, 0x08, 0x01, 0x80, 0, 0, 0, 0, 0, 0, 0], "the example in FileFormat.md section 9a")
         XCTAssertEqual(enc(.double(0)), enc(.double(-0.0)), "-0.0 == 0.0")
         XCTAssertTrue(enc(.int(Int64.max)).lexicographicallyPrecedes(enc(.double(9_223_372_036_854_775_808.0))), "Int64.max < 2^63 (the double)")
         XCTAssertTrue(enc(.double(9_007_199_254_740_992)).lexicographicallyPrecedes(enc(.int((1 << 53) + 1))), "2^53 < 2^53 + 1 exactly")

@@ -90,6 +90,11 @@ final class IndexPlanTests: XCTestCase {
         XCTAssertEqual(plan.access, .index("restaurantId,category,name"), "\(plan)")
         XCTAssertEqual(plan.itemsVisited, plan.resultCount, "three exact ranges")
         XCTAssertEqual(try store.read { try $0.items(forRequest: i) }.map(\.id), (0..<400).filter { ids.contains($0 % 20) && $0 % 3 == 1 })
+        var o = DataStoreRequest(itemType: MenuItem.self)
+        o.predicate = #Predicate { $0.price == 3 || $0.price == 47 }
+        let union = try store.read { try $0.explain(o) }
+        XCTAssertEqual(union.access, .index("price"), "a disjunction of equalities on one column is a union of ranges: \(union)")
+        XCTAssertEqual(union.itemsVisited, 16)
         try store.tearDown()
     }
 

@@ -208,12 +208,23 @@ enum QueryPlanner {
     }
 
     /// A conjunct that fixes `path` to one value or to one of a list (usable as leading index
-    /// columns): `== v` (not NaN), `== nil`, `IN [...]`.
+    /// columns): `== v` (not NaN), `== nil`, `IN [...]`, or `== a || == b ...` on that one path.
     static func equality(on path: [String], in conjuncts: [QueryCondition], excluding used: Set<Int>) -> (Int, [AttributeValue])? {
         for (i, c) in conjuncts.enumerated() where !used.contains(i) {
             switch c {
             case .comparison(let a, .equal, let v) where a.codingPath == path && !isNaN(v):
                 return (i, [v])
+            case .or(let parts) where !parts.isEmpty && parts.allSatisfy({ part in
+                if case .comparison(let a, .equal, let v) = part { return a.codingPath == path && !isNaN(v) }
+                return false
+            }):
+                // `x == a || x == b`: a union of equality ranges, like `IN`.
+                var seen = Set<[UInt8]>()
+                let values = parts.compactMap { part -> AttributeValue? in
+                    guard case .comparison(_, _, let v) = part, seen.insert(IndexKeyEncoding.component(v)).inserted else { return nil }
+                    return v
+                }
+                return (i, values.sorted { IndexKeyEncoding.component($0).lexicographicallyPrecedes(IndexKeyEncoding.component($1)) })
             case .oneOf(let a, let vs) where a.codingPath == path:
                 // NaN equals nothing; equal values (one entry order) once.
                 var seen = Set<[UInt8]>()

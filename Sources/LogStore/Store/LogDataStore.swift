@@ -241,6 +241,26 @@ public final class LogDataStore: DataStore {
         return try backend.write(body)
     }
 
+    /// Declares the secondary indexes of `types` now (``DataStoreItem/indexes``), building any
+    /// that the store does not have yet, instead of at each type's first use. Call after
+    /// ``setup()``, for example at launch, so that the first request of a type never waits for a
+    /// build. Runs on the calling thread; building takes the store's writer lock and reads every
+    /// item of the type once. A no-op for types declared already, and for a child store (its
+    /// root store declares).
+    ///
+    /// Throws `.notOpen`, `.invalidArgument` for an index whose key path cannot be placed in the
+    /// item's stored form, `.uniqueConstraintViolation` when stored items break a unique index
+    /// (nothing changes then), and I/O or `.corruption` errors. Inside a write block of this store
+    /// it builds under the writer lock the block holds.
+    public func prepareIndexes(for types: any DataStoreItem.Type...) throws {
+        if case .child = kind { return }
+        for type in types { try prepare(type) }
+    }
+
+    func prepare<Item: DataStoreItem>(_ type: Item.Type) throws {
+        try indexRegistry.ensure(Item.self, engine: { try self.rootEngine() })
+    }
+
     /// What write bodies declare indexes with: the store's own engine (under the writer lock the
     /// body holds); nil for a child store, whose merges the parent's commit indexes.
     var writeIndexes: (registry: IndexRegistry, engine: () throws -> LogEngine)? {
