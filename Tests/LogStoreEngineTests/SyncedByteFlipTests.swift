@@ -57,8 +57,10 @@ final class SyncedByteFlipTests: XCTestCase {
                 p = payload + h.storedLength
             }
         }
-        XCTAssertGreaterThan(vouched, SegmentHeader.sizeV2)
-        regions.append((tailName, vouched))
+        // A tail holding one transaction (the last roll-over came with the last commit, which the
+        // random value sizes decide) has no later frame to vouch for it: nothing of it is synced
+        // as far as the log can tell, and only the sealed segments are flipped.
+        if vouched > SegmentHeader.sizeV2 { regions.append((tailName, vouched)) }
         let total = regions.reduce(0) { $0 + $1.end }
 
         var refused = 0
