@@ -194,6 +194,32 @@ final class SecondaryIndexTests: XCTestCase {
         try e.close()
     }
 
+    /// Found by the engine power-loss harness (seed 16002228717466926311): `commit(_:)` takes any
+    /// list of operations, and one that put a key and then deleted it (or deleted the type after
+    /// writing to it) left the put's entry behind, because each operation's old value was read
+    /// from the state before the commit.
+    func testACommitThatTouchesAKeyTwiceOrDeletesItsTypeAfterWritingLeavesExactEntries() throws {
+        let h = StoreHarness.memory()
+        let e = try h.open(h.newStorePath(), options: Self.options)
+        try e.declareIndexes([Self.byCity, Self.byEmail], ofType: "User")
+        try e.commit([.put(type: "User", key: key("a"), value: value(city: "Oslo", rating: 1, email: "a@e"))])
+        try e.commit([
+            .put(type: "User", key: key("b"), value: value(city: "Rome", rating: 2)),
+            .delete(type: "User", key: key("b")),
+            .put(type: "User", key: key("a"), value: value(city: "Bergen", rating: 3, email: "a@e")),
+            .put(type: "User", key: key("a"), value: value(city: "Oslo", rating: 4, email: "a2@e")),
+        ])
+        try assertIndexesMatchRecords(e)
+        try e.commit([
+            .put(type: "User", key: key("c"), value: value(city: "Rome", rating: 5, email: "c@e")),
+            .deleteAll(type: "User"),
+            .put(type: "User", key: key("d"), value: value(city: "Oslo", rating: 6, email: "c@e")),
+        ])
+        try assertIndexesMatchRecords(e)
+        XCTAssertEqual(try entries(e.snapshot()), ["d"])
+        try e.close()
+    }
+
     func testCompactionKeepsIndexesAndCheckpointsCarryThem() throws {
         let h = StoreHarness.memory()
         let dir = h.newStorePath()

@@ -40,34 +40,47 @@ extension IndexState {
         return IndexKeyEncoding.entry(values, key: key)
     }
 
-    /// The secondary-index changes of `operations` (a commit's net effect: per type, delete-all,
-    /// deletes, puts) applied to this state. Old values are read with `readOld`, new ones taken
-    /// from the operations. Throws `.uniqueConstraintViolation` when a unique index would hold two
-    /// records with equal values, and `.corruption` for a stored value that cannot be read.
+    /// The secondary-index changes of `operations` applied, in order, to this state. Operations
+    /// may touch a key more than once (``LogEngine/commit(_:)`` takes any list) or delete a type
+    /// after writing to it: they are first reduced to each key's final state, a delete-all
+    /// dropping the type's earlier changes, and only then compared with what this state holds.
+    /// Old values are read with `readOld`, new ones taken from the operations. Throws
+    /// `.uniqueConstraintViolation` when a unique index would hold two records with equal values,
+    /// and `.corruption` for a stored value that cannot be read.
     package func secondaryChanges(
         for operations: [RecordOperation], readOld: (RecordLocation) throws -> ArraySlice<UInt8>
     ) throws -> SecondaryChanges {
         var changes = SecondaryChanges()
         guard hasSecondaryIndexes else { return changes }
+        // Each touched key's final value (nil: deleted), per indexed type.
+        var final: [String: [RecordKey: ArraySlice<UInt8>?]] = [:]
         for op in operations {
-            let type: String
-            let key: RecordKey
-            var newValue: ArraySlice<UInt8>? = nil
             switch op {
             case .deleteAll(let t):
-                if secondary[t] != nil { changes.cleared.insert(t) }
-                continue
-            case .delete(let t, let k): (type, key) = (t, k)
-            case .put(let t, let k, let v): (type, key, newValue) = (t, k, v[...])
+                guard secondary[t] != nil else { continue }
+                changes.cleared.insert(t)
+                final[t] = [:]
+            case .delete(let t, let k):
+                guard secondary[t] != nil else { continue }
+                final[t, default: [:]][k] = .some(nil)
+            case .put(let t, let k, let v):
+                guard secondary[t] != nil else { continue }
+                final[t, default: [:]][k] = .some(v[...])
             }
+        }
+        for (type, keys) in final {
             guard let indexes = secondary[type] else { continue }
-            let old: ArraySlice<UInt8>? = changes.cleared.contains(type) ? nil : try location(type, key).map(readOld)
-            for (name, index) in indexes {
-                let before = try old.map { try Self.entry(index.definition, key: key, value: $0) }
-                let after = try newValue.map { try Self.entry(index.definition, key: key, value: $0) }
-                if before == after { continue }
-                if let before { changes.removals[type, default: [:]][name, default: []].append(before) }
-                if let after { changes.insertions[type, default: [:]][name, default: []].append(after) }
+            let cleared = changes.cleared.contains(type)
+            for (key, value) in keys {
+                // After a delete-all nothing of the type is left to replace.
+                let old: ArraySlice<UInt8>? = cleared ? nil : try location(type, key).map(readOld)
+                for (name, index) in indexes {
+                    let before = try old.map { try Self.entry(index.definition, key: key, value: $0) }
+                    let after = try value.map { try Self.entry(index.definition, key: key, value: $0) }
+                    if before == after { continue }
+                    if let before { changes.removals[type, default: [:]][name, default: []].append(before) }
+                    if let after { changes.insertions[type, default: [:]][name, default: []].append(after) }
+                }
             }
         }
         try checkUnique(changes)
