@@ -52,7 +52,8 @@ final class PublicationObserverTests: XCTestCase {
             XCTAssertEqual(commits[1].types["A"]?.written, [key("a3")])
             XCTAssertNil(commits[1].types["B"])
             // The delete-all's keys are those before the commit.
-            XCTAssertEqual(commits[2].types["A"]?.cleared?(), [key("a2"), key("a3")])
+            XCTAssertEqual(commits[2].types["A"]?.cleared?.keys(), [key("a2"), key("a3")])
+            XCTAssertEqual(commits[2].types["A"]?.cleared?.count, 2)
             XCTAssertEqual(commits[2].types["A"]?.written, [key("a9")])
             XCTAssertEqual(try e.snapshot().sequence, 3)
             try e.close()

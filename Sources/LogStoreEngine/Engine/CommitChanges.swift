@@ -16,13 +16,12 @@ public struct CommitChanges: Sendable {
         public var written: [RecordKey]
         /// Keys deleted one by one (a merge may delete a key the store no longer holds).
         public var deleted: [RecordKey]
-        /// Set when the commit first deleted every record of the type (before ``written``): returns
-        /// the keys that existed before the commit (what the delete-all removed). Computed when
-        /// called, from the state before the commit, which the closure keeps alive.
-        public var cleared: (@Sendable () -> [RecordKey])?
+        /// Set when the commit first deleted every record of the type (before ``written``): the
+        /// keys that existed before the commit (what the delete-all removed).
+        public var cleared: ClearedKeys?
 
         /// Changes of one type.
-        public init(written: [RecordKey] = [], deleted: [RecordKey] = [], cleared: (@Sendable () -> [RecordKey])? = nil) {
+        public init(written: [RecordKey] = [], deleted: [RecordKey] = [], cleared: ClearedKeys? = nil) {
             self.written = written
             self.deleted = deleted
             self.cleared = cleared
@@ -30,6 +29,21 @@ public struct CommitChanges: Sendable {
 
         /// Whether `key` was written or deleted (not counting a delete-all). O(changes).
         public func touches(_ key: RecordKey) -> Bool { written.contains(key) || deleted.contains(key) }
+    }
+
+    /// The keys a delete-all removed: how many (O(1)), and the keys themselves, listed when asked
+    /// from the state before the commit, which this value keeps alive while it is held.
+    public struct ClearedKeys: Sendable {
+        /// How many keys the delete-all removed.
+        public var count: Int
+        /// Lists them (in key order for LogStore's backends). Any thread; O(count).
+        public var keys: @Sendable () -> [RecordKey]
+
+        /// Keys removed by a delete-all.
+        public init(count: Int, keys: @escaping @Sendable () -> [RecordKey]) {
+            self.count = count
+            self.keys = keys
+        }
     }
 
     /// The commit's sequence number: the state readers see once it is visible.
@@ -49,10 +63,10 @@ public struct CommitChanges: Sendable {
     }
 
     /// The changes of `operations` (a transaction's records: per type a delete-all, deletes, puts)
-    /// committed as `sequence`. For a delete-all of type `t`, `keysBefore(t)` returns a closure
-    /// listing the type's keys before the commit (capture only that type's state: the closure
-    /// lives as long as the tombstones kept for it). O(operations).
-    package init(sequence: UInt64, operations: [RecordOperation], keysBefore: (String) -> @Sendable () -> [RecordKey]) {
+    /// committed as `sequence`. For a delete-all of type `t`, `keysBefore(t)` returns the type's
+    /// keys before the commit (capture only that type's state: it lives as long as the tombstones
+    /// kept for it). O(operations).
+    package init(sequence: UInt64, operations: [RecordOperation], keysBefore: (String) -> ClearedKeys) {
         var types: [String: TypeChanges] = [:]
         for op in operations {
             switch op {

@@ -387,7 +387,7 @@ public final class LogEngine: Sendable {
         // from the type's tree before the commit, only if someone asks).
         let committed = observed ? CommitChanges(sequence: seq, operations: ops, keysBefore: { [before = head.index] t in
             let tree = before.types[t]
-            return { tree?.keys ?? [] }
+            return CommitChanges.ClearedKeys(count: tree?.count ?? 0, keys: { tree?.keys ?? [] })
         }) : nil
         head.index = index
         let visibleNow = options.durability != .synchronous
