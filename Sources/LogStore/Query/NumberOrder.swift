@@ -55,22 +55,24 @@ enum NumberOrder {
     /// swift-corelibs/swift-foundation (Linux) sets for every key path; Apple documents it as nil
     /// for types that are not `NSObject` subclasses, and then Foundation's comparison is used
     /// (in which NaN is unordered): attribute sorts are total everywhere.
-    static func comparator<Item>(_ descriptor: SortDescriptor<Item>) -> (Item, Item) -> ComparisonResult {
-        let ascending: ((Item, Item) -> Int)?
+    static func comparator<Item>(_ descriptor: SortDescriptor<Item>) -> @Sendable (Item, Item) -> ComparisonResult {
+        // `& Sendable`: key paths are immutable values; the casts let the closures be `@Sendable`,
+        // so an observation can keep them on its own thread.
+        let ascending: (@Sendable (Item, Item) -> Int)?
         switch descriptor.keyPath {
-        case let k as KeyPath<Item, Double>: ascending = { compare($0[keyPath: k], $1[keyPath: k]) }
-        case let k as KeyPath<Item, Double?>: ascending = { compare($0[keyPath: k], $1[keyPath: k], by: compare) }
-        case let k as KeyPath<Item, Float>: ascending = { compare($0[keyPath: k], $1[keyPath: k]) }
-        case let k as KeyPath<Item, Float?>: ascending = { compare($0[keyPath: k], $1[keyPath: k], by: compare) }
-        case let k as KeyPath<Item, Date>: ascending = { compareDates($0[keyPath: k], $1[keyPath: k]) }
-        case let k as KeyPath<Item, Date?>: ascending = { compare($0[keyPath: k], $1[keyPath: k], by: compareDates) }
-        case let k as KeyPath<Item, String> where usesStringOrder(descriptor):
+        case let k as any KeyPath<Item, Double> & Sendable: ascending = { compare($0[keyPath: k], $1[keyPath: k]) }
+        case let k as any KeyPath<Item, Double?> & Sendable: ascending = { compare($0[keyPath: k], $1[keyPath: k], by: compare) }
+        case let k as any KeyPath<Item, Float> & Sendable: ascending = { compare($0[keyPath: k], $1[keyPath: k]) }
+        case let k as any KeyPath<Item, Float?> & Sendable: ascending = { compare($0[keyPath: k], $1[keyPath: k], by: compare) }
+        case let k as any KeyPath<Item, Date> & Sendable: ascending = { compareDates($0[keyPath: k], $1[keyPath: k]) }
+        case let k as any KeyPath<Item, Date?> & Sendable: ascending = { compare($0[keyPath: k], $1[keyPath: k], by: compareDates) }
+        case let k as any KeyPath<Item, String> & Sendable where usesStringOrder(descriptor):
             ascending = { compareStrings($0[keyPath: k], $1[keyPath: k]) }
-        case let k as KeyPath<Item, String?> where usesStringOrder(descriptor):
+        case let k as any KeyPath<Item, String?> & Sendable where usesStringOrder(descriptor):
             ascending = { compare($0[keyPath: k], $1[keyPath: k], by: compareStrings) }
         default: ascending = nil
         }
-        guard let ascending else { return descriptor.compare }
+        guard let ascending else { return { descriptor.compare($0, $1) } }
         let reverse = descriptor.order == .reverse
         return { a, b in
             let c = ascending(a, b)
