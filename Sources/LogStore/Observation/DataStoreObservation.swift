@@ -59,6 +59,8 @@ public struct DataStoreObservation<Element: Sendable>: AsyncSequence, Sendable {
         package func _settle() async { await handle.driver.settle() }
         /// Test support: whether an element is ready for the next `next()`.
         package var _hasPendingElement: Bool { handle.driver.hasPendingElement }
+        /// Test support: whether the observation has ended (a `next()` returns nil or throws).
+        package var _isFinished: Bool { handle.driver.isFinished }
         /// Test support: elements handed out so far.
         package var _elementsDelivered: Int { handle.driver.elementsDelivered }
     }

@@ -30,6 +30,7 @@ protocol ObservationDriver<Element>: AnyObject, Sendable {
     func settle() async
     var hasPendingElement: Bool { get }
     var elementsDelivered: Int { get }
+    var isFinished: Bool { get }
 }
 
 /// One observation at work: its inbox of commits (filled on committing threads), its core (run on
@@ -264,4 +265,7 @@ final class ObservationRuntime<Core: ObservationCore>: ChangeSubscriber, Observa
 
     /// Elements handed to the consumer so far.
     var elementsDelivered: Int { inbox.withLock { $0.delivered } }
+
+    /// Whether the observation ended.
+    var isFinished: Bool { inbox.withLock { $0.end != nil } }
 }
