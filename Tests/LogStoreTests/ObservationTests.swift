@@ -303,6 +303,57 @@ import _LogStoreTestSupport
         #expect(feed._subscriberCount == 0)
     }
 
+    @Test(arguments: [Kind.disk, Kind.memory])
+    func concurrentWritersAndConsumersEndOnTheSameStateAsAFreshFetch(kind: Kind) async throws {
+        var options = LogStoreOptions()
+        options.durability = .synchronous
+        let (store, cleanup) = try Self.makeStore(kind, options: options)
+        defer { cleanup() }
+        var cheap = DataStoreRequest(itemType: Dish.self)
+        cheap.predicate = #Predicate { $0.price < 50 }
+        cheap.sortDescriptors = [SortDescriptor(\.price), SortDescriptor(\.name)]
+        var window = cheap
+        window.limit = 5
+        // Consumers: each replays the differences it gets and keeps the last element.
+        let consumers = [cheap, window, DataStoreRequest(itemType: Dish.self)].map { request in
+            Task { () throws -> (ids: [Int], last: [Dish], count: Int) in
+                var ids: [Int] = []
+                var last: [Dish] = []
+                var n = 0
+                for try await e in store.observe(request) {
+                    guard let applied = ids.applying(e.difference) else { throw LogStoreError(.invalidArgument, "difference does not apply") }
+                    ids = applied
+                    last = Array(e.items)
+                    n += 1
+                    if last.contains(where: { $0.id == -1 }) { break }
+                }
+                return (ids, last, n)
+            }
+        }
+        // Writers on four threads, sharing group commits.
+        await withTaskGroup(of: Void.self) { group in
+            for w in 0..<4 {
+                group.addTask {
+                    for i in 0..<50 {
+                        try? store.writeSync { a in
+                            try a.insert(Dish(id: w * 1000 + i % 20, name: "w\(w)", price: (i * 7 + w) % 100))
+                            if i % 9 == 0 { _ = try a.deleteItem(ofType: Dish.self, id: w * 1000 + (i + 3) % 20) }
+                        }
+                    }
+                }
+            }
+        }
+        // A last commit every consumer sees, then each must end on a fresh fetch's state.
+        try store.writeSync { try $0.insert(Dish(id: -1, name: "end", price: 0)) }
+        for (request, consumer) in zip([cheap, window, DataStoreRequest(itemType: Dish.self)], consumers) {
+            let (ids, last, n) = try await consumer.value
+            let fresh = try await store.read { try $0.items(forRequest: request) }
+            #expect(last == fresh)
+            #expect(ids == fresh.map(\.id))
+            #expect(n >= 1)
+        }
+    }
+
     @MainActor
     @Test func elementsAreReceivedOnTheMainActorAndComputedOffIt() async throws {
         let (store, cleanup) = try Self.makeStore(.memory)
