@@ -52,7 +52,7 @@ extension DataStore {
     /// inserted or replaced and the ids deleted (``DataStoreChanges``), and the token to pass next
     /// time. Inserted and replaced ids come from the store's index (each entry knows the sequence
     /// of the commit that wrote it: O(items of the types written since the token)); deleted ids
-    /// from the tombstones kept per ``ChangeHistoryRetention``.
+    /// from the tombstones kept per `ChangeHistoryRetention`.
     ///
     /// Runs on the calling thread over one snapshot. Throws `.historyTruncated` when the store
     /// cannot answer exactly (the token is older than the tombstones kept, from before the store

@@ -11,7 +11,7 @@ import Synchronization
 /// What a backend does (the conformance suite checks each rule):
 /// 1. Creates one feed when it opens, with the sequence of its state then, and returns it from
 ///    ``DataStore/changeFeed()`` until it closes.
-/// 2. Calls ``publish(_:)`` with the ``CommitChanges`` of every commit, in sequence order, never
+/// 2. Calls ``publish(_:)`` with the `CommitChanges` of every commit, in sequence order, never
 ///    two calls at once, and **before** any reader can see the commit: a snapshot with sequence
 ///    `s` implies that every commit up to `s` was published. (LogStore calls it under its state
 ///    lock, where commits become visible.)

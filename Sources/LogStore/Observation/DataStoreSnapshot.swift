@@ -16,7 +16,7 @@ public protocol DataStoreSnapshot: Sendable {
     /// The sequence number of the newest commit this state includes.
     var sequence: UInt64 { get }
     /// Runs `block` over this state, on the calling thread, with an accessor valid only inside it
-    /// (like ``DataStore/read(_:)``). Rethrows the block's error; throws `.corruption` and the
+    /// (like `DataStore.read(_:)`). Rethrows the block's error; throws `.corruption` and the
     /// decoding errors of the accessor's reads.
     func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T
     /// The keys of `itemType` whose record a commit after `sequence` inserted or replaced, and which
