@@ -36,6 +36,23 @@ enum ResultDiff {
         return CollectionDifference(changes)
     }
 
+    /// Every id of `ids` inserted: the first element's difference. O(n) (Swift's
+    /// `difference(from: [])` runs Myers' algorithm, O(n²) for n insertions).
+    static func insertions<ID: Hashable>(_ ids: some Sequence<ID>) -> CollectionDifference<ID> {
+        replacing([], with: ids)
+    }
+
+    /// Every old id removed and every new one inserted: always valid, O(n + m). The fallback if
+    /// a difference built from changed entries were ever rejected (it is valid by construction).
+    static func replacing<ID: Hashable>(_ old: some Sequence<ID>, with new: some Sequence<ID>) -> CollectionDifference<ID> {
+        var changes: [CollectionDifference<ID>.Change] = []
+        for (i, id) in old.enumerated() { changes.append(.remove(offset: i, element: id, associatedWith: nil)) }
+        for (i, id) in new.enumerated() { changes.append(.insert(offset: i, element: id, associatedWith: nil)) }
+        // Removals at distinct offsets of the old collection, insertions at distinct offsets of the
+        // new one: the initializer's conditions hold.
+        return CollectionDifference(changes) ?? [ID]().difference(from: [])
+    }
+
     /// Indices of a longest strictly increasing subsequence of `values` (patience sorting).
     static func longestIncreasing(_ values: [Int]) -> [Int] {
         guard values.count > 1 else { return Array(values.indices) }

@@ -22,6 +22,10 @@ struct ResultSetCore<Item: DataStoreItem>: ObservationCore {
     /// Keys whose entry may differ from the delivered one; `touchedAll` after a delete-all or reset.
     var touched = Set<RecordKey>()
     var touchedAll = false
+    /// What differs from the delivered results, computed after each step (nil: nothing).
+    var pending: Changes? = nil
+
+    typealias Changes = (removed: [(offset: Int, id: Item.ID)], inserted: [(offset: Int, id: Item.ID)], updated: [(RecordKey, Item.ID)])
 
     var itemType: String { Item.itemType }
 
@@ -32,6 +36,15 @@ struct ResultSetCore<Item: DataStoreItem>: ObservationCore {
 
     mutating func start(at snapshot: any DataStoreSnapshot) throws {
         try load(snapshot)
+    }
+
+    /// Recomputes ``pending`` after a step.
+    mutating func refresh() {
+        guard let delivered, touchedAll || !touched.isEmpty else {
+            pending = nil
+            return
+        }
+        pending = changes(from: delivered)
     }
 
     /// Runs the request (the public path, so the planner serves it) and builds the tree from its
@@ -59,6 +72,7 @@ struct ResultSetCore<Item: DataStoreItem>: ObservationCore {
         if all {
             try load(snapshot)
             touchedAll = true
+            refresh()
             return
         }
         let now = try snapshot.items(Item.self, keys: keys)
@@ -78,16 +92,13 @@ struct ResultSetCore<Item: DataStoreItem>: ObservationCore {
             touched.insert(key)
         }
         sequence = snapshot.sequence
+        refresh()
     }
 
-    var hasCandidate: Bool {
-        guard let delivered else { return true }
-        if !touchedAll && touched.isEmpty { return false }
-        return changes(from: delivered) != nil
-    }
+    var hasCandidate: Bool { delivered == nil || pending != nil }
 
     /// What differs from `old`: removals, insertions (as ranks) and updated ids; nil if nothing.
-    func changes(from old: (tree: Tree, members: Members)) -> (removed: [(offset: Int, id: Item.ID)], inserted: [(offset: Int, id: Item.ID)], updated: [(RecordKey, Item.ID)])? {
+    func changes(from old: (tree: Tree, members: Members)) -> Changes? {
         var keys = touched
         if touchedAll {
             keys = Set(old.members.keys).union(members.keys)
@@ -113,16 +124,17 @@ struct ResultSetCore<Item: DataStoreItem>: ObservationCore {
         let initial = delivered == nil
         let difference: CollectionDifference<Item.ID>
         var updated: [Item.ID] = []
-        if let delivered, let c = changes(from: delivered) {
+        if let delivered, let c = pending {
             difference = ResultDiff.make(removed: c.removed, inserted: c.inserted)
-                ?? Array(tree.keys.map(\.item.id)).difference(from: delivered.tree.keys.map(\.item.id))
+                ?? ResultDiff.replacing(delivered.tree.keys.map(\.item.id), with: tree.keys.map(\.item.id))
             updated = c.updated.sorted { $0.0 < $1.0 }.map(\.1)
         } else {
-            difference = tree.keys.map(\.item.id).difference(from: [])
+            difference = ResultDiff.insertions(tree.keys.map(\.item.id))
         }
         delivered = (tree, members)
         touched = []
         touchedAll = false
+        pending = nil
         return ObservedResults(items: ObservedItems(storage: .tree(tree)), difference: difference, updatedIDs: updated,
                                sequence: sequence, token: token, isInitial: initial)
     }

@@ -102,7 +102,7 @@ struct WindowCore<Item: DataStoreItem>: ObservationCore {
         let initial = delivered == nil
         let c = changes(from: delivered ?? [])
         let changed = Set(c.updated.map(\.1))
-        let difference = ResultDiff.make(from: c.old, to: c.new, changed: changed) ?? c.new.difference(from: c.old)
+        let difference = ResultDiff.make(from: c.old, to: c.new, changed: changed) ?? ResultDiff.replacing(c.old, with: c.new)
         delivered = window
         touched = []
         touchedAll = false
