@@ -18,6 +18,7 @@ struct OtherItem: DataStoreItem, Equatable {
 final class ObservationProbe: Sendable {
     let received = Mutex<[(sequence: UInt64, nanos: UInt64)]>([])
     let arrived = DispatchSemaphore(value: 0)
+    let ended = DispatchSemaphore(value: 0)
     let task = Mutex<Task<Void, Never>?>(nil)
 
     init<E: Sendable>(_ observation: DataStoreObservation<E>, sequence: @escaping @Sendable (E) -> UInt64) {
@@ -31,6 +32,7 @@ final class ObservationProbe: Sendable {
             } catch {
                 FileHandle.standardError.write(Data("[bench] observation ended: \(error)\n".utf8))
             }
+            self.ended.signal()
         }
         task.withLock { $0 = t }
     }
@@ -42,6 +44,13 @@ final class ObservationProbe: Sendable {
     }
 
     func cancel() { task.withLock { $0?.cancel() } }
+
+    /// Cancels and waits until the iteration has ended (and the observation, with whatever it
+    /// held, was released), so that freeing a large observation is not timed in the next row.
+    func cancelAndWait() {
+        cancel()
+        ended.wait()
+    }
 }
 
 extension Bench {
@@ -183,7 +192,7 @@ extension Bench {
                     if e.isInitial { firstItems.withLock { $0 = Array(e.items.prefix(1)) } }
                     return e.sequence
                 }
-                defer { probe.cancel() }
+                defer { probe.cancelAndWait() }
                 _ = try probe.next(seconds: 600)
                 let initialSeconds = Double(nowNanos() - t0) / 1e9
                 let initialCPU = processCPUSeconds() - cpuStart
