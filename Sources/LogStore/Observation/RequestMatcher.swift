@@ -2,22 +2,16 @@ import Foundation
 import LogStoreEngine
 
 /// The total order of a request's results, on decoded items: its sort descriptors (LogStore's
-/// total order for numbers and dates), then ascending key (id). The order `QueryExecutor` returns,
-/// so an observation can place a changed item without running the request again. Immutable.
+/// total order for numbers, dates and strings), then ascending key (id): `SortedResults`' order
+/// (the same ``NumberOrder`` comparators and tie-break), so an observation can place a changed
+/// item without running the request again. Immutable.
 final class ResultOrder<Item: DataStoreItem>: Sendable {
     let comparators: [@Sendable (Item, Item) -> ComparisonResult]
 
     init(_ descriptors: [SortDescriptor<Item>]) { comparators = descriptors.map(NumberOrder.comparator) }
 
     func less(_ a: ResultEntry<Item>, _ b: ResultEntry<Item>) -> Bool {
-        for compare in comparators {
-            switch compare(a.item, b.item) {
-            case .orderedAscending: return true
-            case .orderedDescending: return false
-            case .orderedSame: continue
-            }
-        }
-        return a.key < b.key
+        NumberOrder.precedes(a.item, b.item, by: comparators) ?? (a.key < b.key)
     }
 }
 

@@ -81,6 +81,21 @@ enum NumberOrder {
         }
     }
 
+    /// Whether `x` sorts before `y` by `comparators` (a request's sort descriptors, each from
+    /// ``comparator(_:)``, most significant first): the first that tells them apart decides; nil
+    /// when every one says they are the same (the caller breaks the tie by key). The one loop
+    /// behind every descriptor sort (requests, and observation's maintained results).
+    static func precedes<Item>(_ x: Item, _ y: Item, by comparators: [@Sendable (Item, Item) -> ComparisonResult]) -> Bool? {
+        for compare in comparators {
+            switch compare(x, y) {
+            case .orderedAscending: return true
+            case .orderedDescending: return false
+            case .orderedSame: continue
+            }
+        }
+        return nil
+    }
+
     /// Whether a descriptor on a `String` key path sorts in LogStore's string order: it has no
     /// comparator of its own, or the lexical one (a localized comparator keeps its own order).
     static func usesStringOrder<Item>(_ descriptor: SortDescriptor<Item>) -> Bool {
