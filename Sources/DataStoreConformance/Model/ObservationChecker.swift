@@ -6,8 +6,8 @@ public import LogStore
 // every step each observer must hold exactly what a fresh fetch returns, its differences applied
 // to the previous element must give the new ids, and a step that changes nothing it observes
 // must produce no element (checked exactly: the observer is settled, then asked whether an
-// element is pending). Written against `any DataStore`, beside the model checker it rides on, so
-// that any backend's conformance tests can run it.
+// element is pending). Written against `any DataStore`: the conformance suite's observation
+// cases run it on every backend.
 
 /// One observer of a script: which store slot it watches and what.
 public struct ObserverSpec: Sendable, Hashable, CustomStringConvertible {
