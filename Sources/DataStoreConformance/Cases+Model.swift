@@ -63,10 +63,6 @@ extension DataStoreConformance {
 
     // MARK: Features being built
 
-    /// Observation (`observe(request)`, `changes(since:)`, issue 14): its cases go here, requiring
-    /// ``DataStoreCapabilities/observation``, when the feature lands on every backend's protocol.
-    static var observationCases: [ConformanceCase] { [] }
-
     /// Secondary indexes (`DataStoreIndex`, `explain`, issue 13): their cases go here, requiring
     /// ``DataStoreCapabilities/secondaryIndexes``; the property "indexed and unindexed answers are
     /// equal" belongs with ``predicateCases``.

@@ -27,8 +27,8 @@ import LogStore
 /// offers (``DataStoreCapabilities``); cases that need more are skipped. The cases are grouped by
 /// area, the area being the first part of their name: `concurrency`, `writes`, `lifecycle`,
 /// `durability`, `requests`, `order`, `predicates`, `values`, `records`, `children`, `merge`,
-/// `model`. Observation and secondary-index cases join as the features land (their capabilities
-/// are reserved in ``DataStoreCapabilities``).
+/// `model`, `observation`, `changes`. Secondary-index cases join as the feature lands (its
+/// capability is reserved in ``DataStoreCapabilities``).
 public enum DataStoreConformance {
     /// Every case, in a stable order.
     public static var cases: [ConformanceCase] {

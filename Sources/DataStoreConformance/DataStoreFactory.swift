@@ -51,14 +51,17 @@ public struct DataStoreCapabilities: OptionSet, Sendable {
     /// The store is a child store (its parent's tearDown makes it throw `.parentClosed`).
     public static let isChildStore = DataStoreCapabilities(rawValue: 1 << 4)
 
-    // Reserved for features that are being built (observation, secondary indexes): their cases
-    // are added to `DataStoreConformance.cases` with these requirements when they land.
-
-    /// `observe(request)` and `changes(since:)` (issue 14). Reserved: no case needs it yet.
+    /// `observe(request)`, `observeItem`, `observeCount` and `changes(since:)` work: the backend
+    /// publishes its commits to a `DataStoreChangeFeed` (the "Observing Changes" article). The
+    /// `observation` and `changes` cases need it.
     public static let observation = DataStoreCapabilities(rawValue: 1 << 8)
+
+    // Reserved for features that are being built (secondary indexes): their cases are added to
+    // `DataStoreConformance.cases` with these requirements when they land.
+
     /// Secondary indexes declared on item types (issue 13). Reserved: no case needs it yet.
     public static let secondaryIndexes = DataStoreCapabilities(rawValue: 1 << 9)
 
     /// What `LogDataStore` on disk offers (and the SQLite backend).
-    public static let durableStore: DataStoreCapabilities = [.persistsAcrossReopen, .exclusiveLock, .childStores, .recordAccess]
+    public static let durableStore: DataStoreCapabilities = [.persistsAcrossReopen, .exclusiveLock, .childStores, .recordAccess, .observation]
 }

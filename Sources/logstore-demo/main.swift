@@ -1,5 +1,6 @@
-// logstore-demo: creates a store under the current directory, writes, queries, closes, reopens,
-// and prints what it did and how long each step took.
+// logstore-demo: creates a store under the current directory, writes, queries, observes a
+// request while writing (printing each live change), closes, reopens, and prints what it did and
+// how long each step took.
 //
 //     swift run logstore-demo [directory]      (default: ./logstore-demo.store)
 import Foundation
@@ -22,6 +23,36 @@ func timed<T>(_ label: String, _ body: () throws -> T) rethrows -> T {
     let padded = label.count < 52 ? label + String(repeating: " ", count: 52 - label.count) : label
     print("  " + padded + String(format: " %9.2f ms", ms))
     return result
+}
+
+/// Observes "5-star Thai restaurants by name, top 3" while writing, and prints each element: the
+/// first at a snapshot, then one per commit that changes the window (and none for one that
+/// cannot).
+func observeLive(_ store: LogDataStore) async throws {
+    var thai = DataStoreRequest(itemType: Restaurant.self)
+    thai.predicate = #Predicate<Restaurant> { $0.rating == 5 && $0.cuisine == "Thai" }
+    thai.sortDescriptors = [SortDescriptor(\.name)]
+    thai.limit = 3
+    print("  observing: 5-star Thai, by name, top 3")
+    var live = store.observe(thai).makeAsyncIterator()
+    func show(_ label: String) async throws {
+        guard let e = try await live.next() else { return }
+        let removed = e.difference.removals.count
+        let inserted = e.difference.insertions.count
+        print("    #\(e.sequence) \(label): \(e.items.map(\.name)) (\(removed) removed, \(inserted) inserted, \(e.updatedIDs.count) updated)")
+    }
+    try await show("first element")
+    let id = UUID()
+    let new = Restaurant(id: id, name: "A Thai Kitchen", cuisine: "Thai", rating: 5, openedAt: Date(), tags: [])
+    try await store.write { try $0.insert(new) }
+    try await show("inserted \"A Thai Kitchen\"")
+    try await store.write { try $0.insert(Restaurant(id: UUID(), name: "Trattoria", cuisine: "Italian", rating: 3, openedAt: Date(), tags: [])) }
+    print("    (a 3-star Italian restaurant was committed: no element for it)")
+    let tagged = Restaurant(id: id, name: new.name, cuisine: "Thai", rating: 5, openedAt: new.openedAt, tags: ["late"])
+    try await store.write { try $0.insert(tagged) }
+    try await show("\"A Thai Kitchen\" got a tag")
+    _ = try await store.write { try $0.deleteItem(ofType: Restaurant.self, id: id) }
+    try await show("deleted \"A Thai Kitchen\"")
 }
 
 let arguments = CommandLine.arguments.dropFirst()
@@ -64,6 +95,8 @@ do {
     vegan.setFilter(whereAttribute: "cuisine", equalsValue: "Georgian")
     let georgian = try timed("count: attribute filter cuisine == Georgian") { try store.read { try $0.countItems(forRequest: vegan) } }
     print("    Georgian restaurants: \(georgian)")
+
+    try await observeLive(store)
 
     let child = try store.makeChildDataStore()
     try timed("child store: add 3 items, merge into the parent") {

@@ -52,6 +52,7 @@ final class Bench {
     static let workloadNames = [
         "durable-write", "durable-write-16", "buffered-write", "bulk-insert", "point-read", "page", "scan", "count",
         "count-predicate", "open", "memory", "compaction", "child-merge", "lz4",
+        "observe-latency", "observe-write", "observe-large",
     ]
 
     let cfg: BenchConfig
@@ -111,6 +112,9 @@ final class Bench {
             case "compaction": return try compaction()
             case "child-merge": return try childMerge()
             case "lz4": return try lz4()
+            case "observe-latency": return try observeLatency()
+            case "observe-write": return try observeWrite()
+            case "observe-large": return try observeLarge()
             default: throw BenchError("unknown workload \(name)")
             }
         }

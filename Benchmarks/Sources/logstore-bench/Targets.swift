@@ -99,5 +99,12 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
         engineNote = String(format: "engine alone (binary values): %+.0f %%", (cOn / cOff - 1) * 100)
     }
     atMost("lz4-cpu", "LZ4: ≤ 15 % more write CPU", cpu, 0.15, text: { String(format: "%+.0f %%", $0 * 100) }, note: engineNote)
+
+    // Issue 14: observers of other types cost a writer nothing it can measure.
+    var observed: Double?
+    if let o = row("observe-write", "observers-other-type"), let n = row("observe-write", "no-observers"), n.throughput > 0 {
+        observed = o.throughput / n.throughput
+    }
+    atLeast("observe-write-other-types", "writes with 100 observers of other types: ≥ 0.95× none", observed, 0.95)
     return out
 }

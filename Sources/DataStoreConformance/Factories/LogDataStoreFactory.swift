@@ -32,8 +32,8 @@ public struct LogDataStoreFactory: DataStoreFactory {
     public var capabilities: DataStoreCapabilities {
         switch mode {
         case .disk: return .durableStore
-        case .memory: return [.persistsAcrossReopen, .childStores, .recordAccess]
-        case .child: return [.childStores, .recordAccess, .isChildStore]
+        case .memory: return [.persistsAcrossReopen, .childStores, .recordAccess, .observation]
+        case .child: return [.childStores, .recordAccess, .isChildStore, .observation]
         }
     }
 

@@ -226,6 +226,16 @@ public final class DataStoreModelChecker {
         try root.setup()
     }
 
+    /// The stores the script runs on now, by slot (0: the root, 1-3: child slots in use).
+    public var currentStores: [Int: any DataStore] {
+        var out: [Int: any DataStore] = [0: root]
+        for (slot, c) in children { out[slot] = c.store }
+        return out
+    }
+
+    /// The steps run so far (for failure reports of checks layered on this one).
+    public var stepsRun: [String] { steps }
+
     /// Tears the store down. Errors are ignored (the checker is done).
     public func finish() {
         for c in children.values { try? c.store.tearDown() }

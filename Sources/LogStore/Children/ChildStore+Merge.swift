@@ -86,6 +86,8 @@ extension ChildStore {
             s.changes = ChangeSet<PersistentChangeStorage>()
             s.spillFile = nil
             s.sequence += 1
+            // The view now shows the parent's changes since the old base too: observers re-read.
+            s.feed?.publish([CommitChanges(sequence: s.sequence, types: [:], isReset: true)])
         }
     }
 }

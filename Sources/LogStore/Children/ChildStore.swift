@@ -19,6 +19,8 @@ package final class ChildStore: Sendable {
         var sequence: UInt64 = 0
         var closed = false
         var failure: LogStoreError? = nil
+        /// Told of every write and rebase, under this lock (so before a view shows it).
+        var feed: DataStoreChangeFeed? = nil
     }
     let state: Protected<State>
     let writer = WriterLock()
@@ -33,6 +35,11 @@ package final class ChildStore: Sendable {
         self.options = options
         self.spillDirectory = spillDirectory
         self.fileSystem = fileSystem
+    }
+
+    /// Publishes every later write and rebase to `feed` (the child's ``DataStoreChangeFeed``).
+    func attach(_ feed: DataStoreChangeFeed) {
+        state.withLock { $0.feed = feed }
     }
 
     func checkUsable(_ s: State) throws {
@@ -67,6 +74,7 @@ package final class ChildStore: Sendable {
         let ops = try txn.operationsToCommit()
         let needsSpill = try state.withLock { s -> Bool in
             try checkUsable(s)
+            let before = ChildView(base: s.base, changes: s.changes, sequence: s.sequence)
             var changes = s.changes
             changes.apply(ops, base: s.base)
             // A base that failed while the changes were applied (an I/O error reading the parent's
@@ -74,6 +82,9 @@ package final class ChildStore: Sendable {
             try (s.base as? any FallibleRecordReader)?.checkHealthy()
             s.changes = changes
             s.sequence += 1
+            s.feed?.publish([CommitChanges(sequence: s.sequence, operations: ops, keysBefore: { type in
+                CommitChanges.ClearedKeys(count: before.count(ofType: type), keys: { before.keys(ofType: type).sorted() })
+            })])
             return s.changes.valueBytes > options.childSpillThreshold
         }
         if needsSpill {

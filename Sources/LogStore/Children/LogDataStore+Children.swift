@@ -27,7 +27,11 @@ extension LogDataStore: ChildStoreParent {
     package static func makeChild(of parent: any ChildStoreParent, options: LogStoreOptions) throws -> LogDataStore {
         let child = LogDataStore(kind: .child(parent: parent), options: options)
         let backend = try child.makeBackend()
-        child.state.withLock { $0.backend = backend }
+        let feed = try child.makeFeed(for: backend)
+        child.state.withLock { s in
+            s.backend = backend
+            s.feed = feed
+        }
         try parent.adopt(child)
         return child
     }

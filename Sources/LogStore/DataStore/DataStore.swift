@@ -45,4 +45,11 @@ public protocol DataStore: AnyObject, Sendable {
     /// Like ``merge(_:)`` with an explicit conflict policy. `.failOnConflict` throws
     /// `.mergeConflict` listing the conflicting items and changes nothing.
     func merge(_ child: any DataStore, policy: MergePolicy) throws
+
+    /// The store's commit stream, which observation (``observe(_:)``, ``observeItem(ofType:id:)``,
+    /// ``observeCount(_:)``) and change tracking (``changes(since:)``) read. Apps do not call it;
+    /// a backend implements it by creating one ``DataStoreChangeFeed`` when it opens and
+    /// publishing every commit to it (the rules are on ``DataStoreChangeFeed``). O(1), any thread.
+    /// Throws `.notOpen` if the store is not set up, `.parentClosed` for an orphaned child store.
+    func changeFeed() throws -> DataStoreChangeFeed
 }

@@ -1,6 +1,6 @@
 public import LogStoreEngine
 
-/// The error codes of the DataStore layer: child stores and merges. Their raw values are stable
+/// The error codes of the DataStore layer: child stores, merges and change tracking. Their raw values are stable
 /// (they appear in logs and in the CLI's `--json` output).
 extension LogStoreError.Code {
     /// `merge(_:)` was given a store that is not a child of this store.
@@ -10,6 +10,11 @@ extension LogStoreError.Code {
     public static let mergeConflict = LogStoreError.Code("mergeConflict")
     /// A child store's parent was torn down; the child can no longer be used.
     public static let parentClosed = LogStoreError.Code("parentClosed")
+    /// `changes(since:)` was given a token older than the history the store keeps (tombstones
+    /// dropped by ``ChangeHistoryRetention``, or a token from before the store was opened), a
+    /// token of another store, or of a state a crash took back. Resynchronize fully, then continue
+    /// from the token of the state you read.
+    public static let historyTruncated = LogStoreError.Code("historyTruncated")
 }
 
 extension LogStoreError.Code {

@@ -55,28 +55,45 @@ enum NumberOrder {
     /// swift-corelibs/swift-foundation (Linux) sets for every key path; Apple documents it as nil
     /// for types that are not `NSObject` subclasses, and then Foundation's comparison is used
     /// (in which NaN is unordered): attribute sorts are total everywhere.
-    static func comparator<Item>(_ descriptor: SortDescriptor<Item>) -> (Item, Item) -> ComparisonResult {
-        let ascending: ((Item, Item) -> Int)?
+    static func comparator<Item>(_ descriptor: SortDescriptor<Item>) -> @Sendable (Item, Item) -> ComparisonResult {
+        // `& Sendable`: key paths are immutable values; the casts let the closures be `@Sendable`,
+        // so an observation can keep them on its own thread.
+        let ascending: (@Sendable (Item, Item) -> Int)?
         switch descriptor.keyPath {
-        case let k as KeyPath<Item, Double>: ascending = { compare($0[keyPath: k], $1[keyPath: k]) }
-        case let k as KeyPath<Item, Double?>: ascending = { compare($0[keyPath: k], $1[keyPath: k], by: compare) }
-        case let k as KeyPath<Item, Float>: ascending = { compare($0[keyPath: k], $1[keyPath: k]) }
-        case let k as KeyPath<Item, Float?>: ascending = { compare($0[keyPath: k], $1[keyPath: k], by: compare) }
-        case let k as KeyPath<Item, Date>: ascending = { compareDates($0[keyPath: k], $1[keyPath: k]) }
-        case let k as KeyPath<Item, Date?>: ascending = { compare($0[keyPath: k], $1[keyPath: k], by: compareDates) }
-        case let k as KeyPath<Item, String> where usesStringOrder(descriptor):
+        case let k as any KeyPath<Item, Double> & Sendable: ascending = { compare($0[keyPath: k], $1[keyPath: k]) }
+        case let k as any KeyPath<Item, Double?> & Sendable: ascending = { compare($0[keyPath: k], $1[keyPath: k], by: compare) }
+        case let k as any KeyPath<Item, Float> & Sendable: ascending = { compare($0[keyPath: k], $1[keyPath: k]) }
+        case let k as any KeyPath<Item, Float?> & Sendable: ascending = { compare($0[keyPath: k], $1[keyPath: k], by: compare) }
+        case let k as any KeyPath<Item, Date> & Sendable: ascending = { compareDates($0[keyPath: k], $1[keyPath: k]) }
+        case let k as any KeyPath<Item, Date?> & Sendable: ascending = { compare($0[keyPath: k], $1[keyPath: k], by: compareDates) }
+        case let k as any KeyPath<Item, String> & Sendable where usesStringOrder(descriptor):
             ascending = { compareStrings($0[keyPath: k], $1[keyPath: k]) }
-        case let k as KeyPath<Item, String?> where usesStringOrder(descriptor):
+        case let k as any KeyPath<Item, String?> & Sendable where usesStringOrder(descriptor):
             ascending = { compare($0[keyPath: k], $1[keyPath: k], by: compareStrings) }
         default: ascending = nil
         }
-        guard let ascending else { return descriptor.compare }
+        guard let ascending else { return { descriptor.compare($0, $1) } }
         let reverse = descriptor.order == .reverse
         return { a, b in
             let c = ascending(a, b)
             if c == 0 { return .orderedSame }
             return (c < 0) != reverse ? .orderedAscending : .orderedDescending
         }
+    }
+
+    /// Whether `x` sorts before `y` by `comparators` (a request's sort descriptors, each from
+    /// ``comparator(_:)``, most significant first): the first that tells them apart decides; nil
+    /// when every one says they are the same (the caller breaks the tie by key). The one loop
+    /// behind every descriptor sort (requests, and observation's maintained results).
+    static func precedes<Item>(_ x: Item, _ y: Item, by comparators: [@Sendable (Item, Item) -> ComparisonResult]) -> Bool? {
+        for compare in comparators {
+            switch compare(x, y) {
+            case .orderedAscending: return true
+            case .orderedDescending: return false
+            case .orderedSame: continue
+            }
+        }
+        return nil
     }
 
     /// Whether a descriptor on a `String` key path sorts in LogStore's string order: it has no

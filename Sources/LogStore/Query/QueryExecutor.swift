@@ -296,14 +296,8 @@ package struct SortedResults<Item: DataStoreItem> {
             if let s = attributeSort {
                 let c = AttributeValue.compare(a.sortValue, b.sortValue)
                 if c != 0 { return s.ascending ? c < 0 : c > 0 }
-            } else if let x = a.item, let y = b.item {
-                for compare in descriptors {
-                    switch compare(x, y) {
-                    case .orderedAscending: return true
-                    case .orderedDescending: return false
-                    case .orderedSame: continue
-                    }
-                }
+            } else if let x = a.item, let y = b.item, let before = NumberOrder.precedes(x, y, by: descriptors) {
+                return before
             }
             return a.key < b.key
         }

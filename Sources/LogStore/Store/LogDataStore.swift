@@ -31,6 +31,8 @@ public final class LogDataStore: DataStore {
 
     struct State: Sendable {
         var backend: StoreBackend?
+        /// The backend's commit stream (observation, change tracking); set with `backend`.
+        var feed: DataStoreChangeFeed?
         var children: [WeakChild] = []
         /// Set when a parent was torn down under this child.
         var failure: LogStoreError?
@@ -99,7 +101,14 @@ public final class LogDataStore: DataStore {
             try state.withLock { s in
                 if let f = s.failure { throw f }
                 if s.backend != nil { return }
-                s.backend = try makeBackend()
+                let backend = try makeBackend()
+                do {
+                    s.feed = try makeFeed(for: backend)
+                } catch {
+                    try? backend.close()
+                    throw error
+                }
+                s.backend = backend
             }
         }
     }
@@ -156,10 +165,15 @@ public final class LogDataStore: DataStore {
                 // A later setup() opens a new engine, which knows only what its checkpoint had.
                 indexRegistry.reset()
             }
-            let (backend, children) = state.withLock { s -> (StoreBackend?, [WeakChild]) in
-                defer { s.children = [] }
-                return (s.backend, s.children)
+            let (backend, children, feed) = state.withLock { s -> (StoreBackend?, [WeakChild], DataStoreChangeFeed?) in
+                defer {
+                    s.children = []
+                    s.feed = nil
+                }
+                return (s.backend, s.children, s.feed)
             }
+            // Observers complete before the backend closes (their reads would fail after).
+            feed?.finish(throwing: nil)
             let closed = Self.parentClosedError()
             for c in children { c.store?.invalidate(closed) }
             try backend?.close()
@@ -169,11 +183,12 @@ public final class LogDataStore: DataStore {
     /// Makes this store (a child whose parent went away) and its children throw `error` from now
     /// on. Any thread.
     package func invalidate(_ error: LogStoreError) {
-        let (backend, children) = state.withLock { s -> (StoreBackend?, [WeakChild]) in
+        let (backend, children, feed) = state.withLock { s -> (StoreBackend?, [WeakChild], DataStoreChangeFeed?) in
             if s.failure == nil { s.failure = error }
             defer { s.children = [] }
-            return (s.backend, s.children)
+            return (s.backend, s.children, s.feed)
         }
+        feed?.finish(throwing: error)
         backend?.invalidate(error)
         for c in children { c.store?.invalidate(error) }
     }

@@ -22,11 +22,17 @@ struct ViewState: Sendable {
 /// ``dropPending()`` when the store is poisoned. Invariants: `published.index.sequence <=
 /// head.index.sequence`; pending sequences ascend and lie in (published, head].
 ///
+/// Observation (Docs/Design.md, "Observation"): while the engine has a publication observer, each
+/// append brings the commit's ``CommitChanges``; ``takeVisibleChanges()`` hands out those that
+/// `published` now covers, whichever mutator moved it.
+///
 /// A value inside `LogEngine.EngineState`: guarded by the engine's state lock.
 struct EngineViews: Sendable {
     private(set) var published: ViewState
     private(set) var head: ViewState
     private var pending: [(sequence: UInt64, view: ViewState)] = []
+    /// Changes of appended commits not yet handed to the publication observer, in sequence order.
+    private var unannounced: [CommitChanges] = []
 
     init(_ view: ViewState) {
         published = view
@@ -34,8 +40,10 @@ struct EngineViews: Sendable {
     }
 
     /// A commit was appended and `newHead` includes it. With `visibleNow` (durability `.buffered`
-    /// or `.none`) readers see it at once; otherwise it waits for ``publish(upTo:)``.
-    mutating func append(_ newHead: ViewState, visibleNow: Bool) {
+    /// or `.none`) readers see it at once; otherwise it waits for ``publish(upTo:)``. `changes`
+    /// (when observed) waits for ``takeVisibleChanges()``.
+    mutating func append(_ newHead: ViewState, visibleNow: Bool, changes: CommitChanges? = nil) {
+        if let changes { unannounced.append(changes) }
         head = newHead
         if visibleNow {
             published = newHead
@@ -95,7 +103,20 @@ struct EngineViews: Sendable {
     var isFullyPublished: Bool { pending.isEmpty && published.index.sequence == head.index.sequence }
 
     /// The store was poisoned: commits waiting for a sync will never be published.
-    mutating func dropPending() { pending.removeAll() }
+    mutating func dropPending() {
+        pending.removeAll()
+        unannounced.removeAll()
+    }
+
+    /// The changes of every commit readers can see now and the observer has not been told of,
+    /// oldest first; they are not handed out again. O(1) when there are none.
+    mutating func takeVisibleChanges() -> [CommitChanges] {
+        guard let first = unannounced.first, first.sequence <= published.index.sequence else { return [] }
+        let visible = published.index.sequence
+        let n = unannounced.firstIndex { $0.sequence > visible } ?? unannounced.count
+        defer { unannounced.removeFirst(n) }
+        return Array(unannounced.prefix(n))
+    }
 
     func _checkInvariants() {
         #if LOGSTORE_CHECK_INVARIANTS

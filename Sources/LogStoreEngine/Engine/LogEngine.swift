@@ -56,6 +56,16 @@ public final class LogEngine: Sendable {
         /// Set once by ``LogEngine/poison(_:)``: every later write throws it.
         var poisoned: LogStoreError?
         var closed = false
+        /// Told of every commit once readers can see it (``LogEngine/setPublicationObserver(_:)``).
+        var publicationObserver: (@Sendable (PublicationEvent) -> Void)?
+
+        /// Hands the commits readers can now see to the publication observer. Called after every
+        /// change of `views` that may move `published`; O(1) without an observer or new commits.
+        mutating func announcePublished() {
+            guard let observer = publicationObserver else { return }
+            let visible = views.takeVisibleChanges()
+            if !visible.isEmpty { observer(.published(visible)) }
+        }
     }
 
     init(directory: String, fileSystem: any FileSystem, options: LogStoreOptions, lock: any FileSystemLock,
@@ -103,6 +113,26 @@ public final class LogEngine: Sendable {
     static func closedError() -> LogStoreError {
         LogStoreError(.notOpen, "The store is closed. Call setup() (or LogEngine.open) before using it.")
     }
+
+    // MARK: Publication
+
+    /// Installs `observer` (nil removes it): from now on it is called, under the engine's state
+    /// lock (so in sequence order, and before any snapshot that includes them can be taken), with
+    /// the ``CommitChanges`` of every commit when readers can see it, and once if the store is
+    /// poisoned. It must return quickly and never call back into the engine. Returns the sequence
+    /// of the published state at installation: every later commit is announced. Install it right
+    /// after opening, before the first write (commits appended but not yet published when it is
+    /// installed are never announced). Any thread.
+    package func setPublicationObserver(_ observer: (@Sendable (PublicationEvent) -> Void)?) -> UInt64 {
+        state.withLock { s in
+            s.publicationObserver = observer
+            return s.views.published.index.sequence
+        }
+    }
+
+    /// The store's identity (MANIFEST's store id, 32 hex digits), or nil for a format-version-1
+    /// store, which has none. Any thread.
+    package var storeIdentifier: String? { state.withLock { $0.log.manifest.storeId?.description } }
 
     // MARK: Writing
 
@@ -210,7 +240,10 @@ public final class LogEngine: Sendable {
     /// What a finished sync means: publish up to `seq`, or poison the store if it failed.
     func didSync(_ seq: UInt64, _ error: (any Error)?) {
         guard let error else {
-            state.withLock { $0.views.publish(upTo: seq) }
+            state.withLock { s in
+                s.views.publish(upTo: seq)
+                s.announcePublished()
+            }
             return
         }
         if let e = error as? LogStoreError, e.code == .storePoisoned { poison(e) }
@@ -235,6 +268,7 @@ public final class LogEngine: Sendable {
             if s.poisoned == nil {
                 s.poisoned = error
                 s.views.dropPending()
+                s.publicationObserver?(.poisoned(error))
             }
             return s.poisoned ?? error
         }
@@ -286,7 +320,10 @@ public final class LogEngine: Sendable {
     }
 
     func appendLockedOnce(_ ops: [RecordOperation]) throws -> UInt64 {
-        var (head, tail, offset, synced) = state.withLock { ($0.views.head, $0.log.tail, $0.log.tailOffset, $0.log.syncedThroughForFrames) }
+        let (start, observed) = state.withLock {
+            (($0.views.head, $0.log.tail, $0.log.tailOffset, $0.log.syncedThroughForFrames), $0.publicationObserver != nil)
+        }
+        var (head, tail, offset, synced) = start
         // Only a damaged or foreign log gets here (a store makes one transaction at a time).
         guard head.index.sequence < UInt64.max else {
             throw LogStoreError(
@@ -346,11 +383,18 @@ public final class LogEngine: Sendable {
         index.apply(secondaryChanges)
         index.sequence = seq
         index._checkInvariants()
+        // What the commit changed, for the publication observer (a delete-all's keys are read
+        // from the type's tree before the commit, only if someone asks).
+        let committed = observed ? CommitChanges(sequence: seq, operations: ops, keysBefore: { [before = head.index] t in
+            let tree = before.types[t]
+            return CommitChanges.ClearedKeys(count: tree?.count ?? 0, keys: { tree?.keys ?? [] })
+        }) : nil
         head.index = index
         let visibleNow = options.durability != .synchronous
         let checkpointEvery = UInt64(options.checkpointInterval)
         let checkpointDue = state.withLock { s -> Bool in
-            s.views.append(head, visibleNow: visibleNow)
+            s.views.append(head, visibleNow: visibleNow, changes: committed)
+            s.announcePublished()
             if journaling { s.compactionJournal?.record(changes) }
             s.log.appended(bytes: encoded.bytes.count, rawBytes: encoded.rawBytes)
             return checkpointEvery > 0 && s.log.bytesSinceCheckpoint >= checkpointEvery

@@ -74,6 +74,10 @@ public struct LogStoreOptions: Sendable {
     /// since the last one, bounding the replay after a crash. 0 disables it. Default 64 MiB.
     public var checkpointInterval: Int = 64 << 20
 
+    /// How long deleted ids are remembered for the DataStore layer's `changes(since:)`.
+    /// Default: a day, at most a million (``ChangeHistoryRetention``).
+    public var changeHistory = ChangeHistoryRetention()
+
     /// The defaults: synchronous durability, compression on, 64 MiB segments, 16 MiB items.
     public init() {}
 
