@@ -8,17 +8,6 @@ import XCTest
 final class SecondaryIndexTests: XCTestCase {
     // MARK: Encoding order
 
-    struct Rng {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    }
 
     func testNumbersOrderExactlyAcrossIntegersAndDoubles() {
         func enc(_ v: AttributeValue) -> [UInt8] { IndexKeyEncoding.component(v) }
@@ -77,15 +66,15 @@ final class SecondaryIndexTests: XCTestCase {
         var e = try h.open(dir, options: Self.options)
         try e.commit([.put(type: "User", key: key("u1"), value: value(city: "Oslo", rating: 3))])
         try e.declareIndexes([Self.byCity], ofType: "User")
-        var rng = Rng(state: 7)
+        var rng = SplitMix64(seed: 7)
         let cities: [String?] = ["Oslo", "Rome", "Bergen", nil]
         for round in 0..<300 {
-            let k = key("u\(rng.below(40))")
-            switch rng.below(10) {
+            let k = key("u\(rng.int(in: 0..<40))")
+            switch rng.int(in: 0..<10) {
             case 0: try e.commit([.delete(type: "User", key: k)])
             case 1 where round % 97 == 0: try e.commit([.deleteAll(type: "User")])
             default:
-                try e.commit([.put(type: "User", key: k, value: value(city: cities[rng.below(4)], rating: rng.below(5)))])
+                try e.commit([.put(type: "User", key: k, value: value(city: cities[rng.int(in: 0..<4)], rating: rng.int(in: 0..<5)))])
             }
             if round % 50 == 0 { try assertIndexesMatchRecords(e) }
             if round == 150 {

@@ -39,9 +39,43 @@ struct FormatVersion1Fixture {
     var users: [String: FixtureUser] = [:]
     var things: [UUID: FixtureThing] = [:]
 
-    static var directory: URL {
+    static var directory: URL { directory(version: 1) }
+
+    /// `Tests/Fixtures/format-vN`: the committed store written by the last format-N writer.
+    static func directory(version: Int) -> URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/format-v1")
+            .appendingPathComponent("Fixtures/format-v\(version)")
+    }
+
+    /// A copy of fixture `version` in a fresh temporary directory, removed when `test` ends
+    /// (opening writes LOCK and a checkpoint, which must not touch the committed files).
+    static func copy(version: Int, removing: [String] = [], for test: XCTestCase) throws -> URL {
+        let fm = FileManager.default
+        let dest = fm.temporaryDirectory.appendingPathComponent("logstore-v\(version)-fixture-\(UUID().uuidString)")
+        try fm.copyItem(at: directory(version: version), to: dest)
+        for name in removing { try? fm.removeItem(at: dest.appendingPathComponent(name)) }
+        test.addTeardownBlock { try? fm.removeItem(at: dest) }
+        return dest
+    }
+
+    /// Writes the fixture's store into `dir` with this build: phase 1, a compaction of everything
+    /// but the tail, phase 2. Only for regenerating a committed fixture (`LOGSTORE_WRITE_FIXTURE=1`).
+    static func write(to dir: URL) throws {
+        try? FileManager.default.removeItem(at: dir)
+        var f = FormatVersion1Fixture()
+        let store = LogDataStore(directory: dir, options: options)
+        try store.setup()
+        try f.phase1(store)
+        try store.tearDown()
+        let engine = try LogEngine.open(directory: dir.path, options: options)
+        let report = try engine.compact(includingTail: false)
+        XCTAssertTrue(report.performed)
+        try engine.close()
+        let again = LogDataStore(directory: dir, options: options)
+        try again.setup()
+        try f.phase2(again)
+        try again.tearDown()
+        try? FileManager.default.removeItem(at: dir.appendingPathComponent("LOCK"))
     }
 
     static var options: LogStoreOptions {
@@ -134,36 +168,15 @@ struct FormatVersion1Fixture {
 }
 
 final class FormatVersion1FixtureTests: XCTestCase {
-    /// A copy of the committed fixture in a fresh temporary directory (opening writes LOCK and a checkpoint).
     func copyOfFixture(removing: [String] = []) throws -> URL {
-        let fm = FileManager.default
-        let dest = fm.temporaryDirectory.appendingPathComponent("logstore-v1-fixture-\(UUID().uuidString)")
-        try fm.copyItem(at: FormatVersion1Fixture.directory, to: dest)
-        for name in removing { try? fm.removeItem(at: dest.appendingPathComponent(name)) }
-        addTeardownBlock { try? fm.removeItem(at: dest) }
-        return dest
+        try FormatVersion1Fixture.copy(version: 1, removing: removing, for: self)
     }
 
     func testWriteFixture() throws {
         guard ProcessInfo.processInfo.environment["LOGSTORE_WRITE_FIXTURE"] == "1" else {
             throw XCTSkip("set LOGSTORE_WRITE_FIXTURE=1 to regenerate Tests/Fixtures/format-v1 (version-1 builds only)")
         }
-        let dir = FormatVersion1Fixture.directory
-        try? FileManager.default.removeItem(at: dir)
-        var f = FormatVersion1Fixture()
-        let store = LogDataStore(directory: dir, options: FormatVersion1Fixture.options)
-        try store.setup()
-        try f.phase1(store)
-        try store.tearDown()
-        let engine = try LogEngine.open(directory: dir.path, options: FormatVersion1Fixture.options)
-        let report = try engine.compact(includingTail: false)
-        XCTAssertTrue(report.performed)
-        try engine.close()
-        let again = LogDataStore(directory: dir, options: FormatVersion1Fixture.options)
-        try again.setup()
-        try f.phase2(again)
-        try again.tearDown()
-        try? FileManager.default.removeItem(at: dir.appendingPathComponent("LOCK"))
+        try FormatVersion1Fixture.write(to: FormatVersion1Fixture.directory)
     }
 
     func testFormatVersion1StoreOpensFromItsCheckpoint() throws {

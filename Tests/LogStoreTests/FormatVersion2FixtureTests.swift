@@ -13,41 +13,15 @@ import XCTest
 //   LOGSTORE_WRITE_FIXTURE=1 swift test --filter FormatVersion2FixtureTests/testWriteFixture
 
 final class FormatVersion2FixtureTests: XCTestCase {
-    static var directory: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/format-v2")
-    }
-
-    /// A copy of the committed fixture in a fresh temporary directory (opening writes LOCK and a checkpoint).
     func copyOfFixture(removing: [String] = []) throws -> URL {
-        let fm = FileManager.default
-        let dest = fm.temporaryDirectory.appendingPathComponent("logstore-v2-fixture-\(UUID().uuidString)")
-        try fm.copyItem(at: Self.directory, to: dest)
-        for name in removing { try? fm.removeItem(at: dest.appendingPathComponent(name)) }
-        addTeardownBlock { try? fm.removeItem(at: dest) }
-        return dest
+        try FormatVersion1Fixture.copy(version: 2, removing: removing, for: self)
     }
 
     func testWriteFixture() throws {
         guard ProcessInfo.processInfo.environment["LOGSTORE_WRITE_FIXTURE"] == "1" else {
             throw XCTSkip("set LOGSTORE_WRITE_FIXTURE=1 to regenerate Tests/Fixtures/format-v2 (version-2 checkpoint builds only)")
         }
-        let dir = Self.directory
-        try? FileManager.default.removeItem(at: dir)
-        var f = FormatVersion1Fixture()
-        let store = LogDataStore(directory: dir, options: FormatVersion1Fixture.options)
-        try store.setup()
-        try f.phase1(store)
-        try store.tearDown()
-        let engine = try LogEngine.open(directory: dir.path, options: FormatVersion1Fixture.options)
-        let report = try engine.compact(includingTail: false)
-        XCTAssertTrue(report.performed)
-        try engine.close()
-        let again = LogDataStore(directory: dir, options: FormatVersion1Fixture.options)
-        try again.setup()
-        try f.phase2(again)
-        try again.tearDown()
-        try? FileManager.default.removeItem(at: dir.appendingPathComponent("LOCK"))
+        try FormatVersion1Fixture.write(to: FormatVersion1Fixture.directory(version: 2))
     }
 
     func testFormatVersion2StoreOpensFromItsCheckpoint() throws {

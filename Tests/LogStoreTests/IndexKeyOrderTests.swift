@@ -2,21 +2,11 @@ import Foundation
 @testable import LogStore
 import LogStoreEngine
 import XCTest
+import _LogStoreTestSupport
 
 /// Secondary-index entries order as LogStore sorts values (``AttributeValue/compare(_:_:)``):
 /// the property the planner relies on when an index delivers a sort or a range.
 final class IndexKeyOrderTests: XCTestCase {
-    struct Rng {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    }
 
     static let edgeNumbers: [AttributeValue] = [
         .int(0), .int(1), .int(-1), .int(2), .int(3), .int(Int64.max), .int(Int64.min), .int(Int64.max - 1), .int(1 << 53), .int((1 << 53) + 1),
@@ -26,25 +16,25 @@ final class IndexKeyOrderTests: XCTestCase {
         .double(-.greatestFiniteMagnitude), .double(.leastNormalMagnitude), .double(.leastNormalMagnitude / 8),
     ]
 
-    static func randomValue(_ r: inout Rng, depth: Int = 0) -> AttributeValue {
-        switch r.below(depth > 1 ? 9 : 10) {
+    static func randomValue(_ r: inout SplitMix64, depth: Int = 0) -> AttributeValue {
+        switch r.int(in: 0..<(depth > 1 ? 9 : 10)) {
         case 0: return .null
-        case 1: return .bool(r.below(2) == 0)
-        case 2: return edgeNumbers[r.below(edgeNumbers.count)]
-        case 3: return .int(Int64(bitPattern: r.next()) >> r.below(64))
+        case 1: return .bool(r.int(in: 0..<2) == 0)
+        case 2: return edgeNumbers[r.int(in: 0..<edgeNumbers.count)]
+        case 3: return .int(Int64(bitPattern: r.next()) >> r.int(in: 0..<64))
         case 4: return .double(Double(bitPattern: r.next()))
         case 5:
             let pieces = ["", "a", "b", "\u{0}", "é", "e\u{301}", "z", "\u{FFFF}", "\u{10000}", "A"]
-            return .string((0..<r.below(4)).map { _ in pieces[r.below(pieces.count)] }.joined())
-        case 6: return .bytes((0..<r.below(4)).map { _ in UInt8([0, 1, 0xFF, 7][r.below(4)]) })
-        case 7: return .date(Date(timeIntervalSinceReferenceDate: [0, -0.0, 1.5, -3, .nan, .infinity][r.below(6)]))
-        case 8: return .uuid(UUID(uuid: (UInt8(r.below(3)), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, UInt8(r.below(3)))))
-        default: return .array((0..<r.below(3)).map { _ in randomValue(&r, depth: depth + 1) })
+            return .string((0..<r.int(in: 0..<4)).map { _ in pieces[r.int(in: 0..<pieces.count)] }.joined())
+        case 6: return .bytes((0..<r.int(in: 0..<4)).map { _ in UInt8([0, 1, 0xFF, 7][r.int(in: 0..<4)]) })
+        case 7: return .date(Date(timeIntervalSinceReferenceDate: [0, -0.0, 1.5, -3, .nan, .infinity][r.int(in: 0..<6)]))
+        case 8: return .uuid(UUID(uuid: (UInt8(r.int(in: 0..<3)), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, UInt8(r.int(in: 0..<3)))))
+        default: return .array((0..<r.int(in: 0..<3)).map { _ in randomValue(&r, depth: depth + 1) })
         }
     }
 
     func testEncodedComponentsOrderExactlyAsAttributeValuesCompare() {
-        var r = Rng(state: 2026)
+        var r = SplitMix64(seed: 2026)
         func sign(_ x: Int) -> Int { x < 0 ? -1 : (x > 0 ? 1 : 0) }
         func order(_ a: [UInt8], _ b: [UInt8]) -> Int { a == b ? 0 : (a.lexicographicallyPrecedes(b) ? -1 : 1) }
         var pairs: [(AttributeValue, AttributeValue)] = []

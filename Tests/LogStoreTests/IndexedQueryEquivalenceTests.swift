@@ -2,6 +2,7 @@ import Foundation
 @testable import LogStore
 import LogStoreEngine
 import XCTest
+import _LogStoreTestSupport
 
 /// Indexed queries return exactly what the unindexed path returns: random items, random writes
 /// (inserts, updates, deletes, delete-all), random predicates, sorts, offsets and limits, checked
@@ -28,36 +29,24 @@ final class IndexedQueryEquivalenceTests: XCTestCase {
         ]
     }
 
-    struct Rng {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-        mutating func pick<T>(_ xs: [T]) -> T { xs[below(xs.count)] }
-    }
 
     static let cuisines = ["thai", "lao", "café", "cafe\u{301}", "Zed", ""]
     static let scores: [Double] = [.nan, -0.0, 0.0, 1.5, -3, .infinity, 4, 2.25]
     static let names = ["alpha", "Beta", "beta", "gamma", "é", "zz", "a\u{0}b"]
 
-    static func shop(_ id: Int, _ r: inout Rng) -> Shop {
+    static func shop(_ id: Int, _ r: inout SplitMix64) -> Shop {
         Shop(
-            id: id, cuisine: r.pick(cuisines), rating: r.below(6), score: r.pick(scores), price: r.below(4) == 0 ? nil : r.below(30),
-            isOpen: r.below(2) == 0, name: r.pick(names) + String(r.below(3)), opened: Date(timeIntervalSinceReferenceDate: Double(r.below(5))))
+            id: id, cuisine: cuisines[r.int(in: 0..<cuisines.count)], rating: r.int(in: 0..<6), score: scores[r.int(in: 0..<scores.count)], price: r.int(in: 0..<4) == 0 ? nil : r.int(in: 0..<30),
+            isOpen: r.int(in: 0..<2) == 0, name: names[r.int(in: 0..<names.count)] + String(r.int(in: 0..<3)), opened: Date(timeIntervalSinceReferenceDate: Double(r.int(in: 0..<5))))
     }
 
     typealias Query = (String, Predicate<Shop>?)
 
-    static func randomPredicate(_ r: inout Rng) -> Query {
-        let c = r.below(6), c2 = r.below(6), s = r.pick(cuisines), s2 = r.pick(cuisines), d = r.pick(scores), n = r.pick(names)
-        let p = r.below(30), t = Date(timeIntervalSinceReferenceDate: Double(r.below(5)))
+    static func randomPredicate(_ r: inout SplitMix64) -> Query {
+        let c = r.int(in: 0..<6), c2 = r.int(in: 0..<6), s = cuisines[r.int(in: 0..<cuisines.count)], s2 = cuisines[r.int(in: 0..<cuisines.count)], d = scores[r.int(in: 0..<scores.count)], n = names[r.int(in: 0..<names.count)]
+        let p = r.int(in: 0..<30), t = Date(timeIntervalSinceReferenceDate: Double(r.int(in: 0..<5)))
         let list = [s, s2]
-        switch r.below(18) {
+        switch r.int(in: 0..<18) {
         case 0: return ("none", nil)
         case 1: return ("rating >= \(c)", #Predicate { $0.rating >= c })
         case 2: return ("cuisine == \(s) && rating == \(c)", #Predicate { $0.cuisine == s && $0.rating == c })
@@ -79,8 +68,8 @@ final class IndexedQueryEquivalenceTests: XCTestCase {
         }
     }
 
-    static func randomSort(_ r: inout Rng) -> (String, [SortDescriptor<Shop>]) {
-        switch r.below(10) {
+    static func randomSort(_ r: inout SplitMix64) -> (String, [SortDescriptor<Shop>]) {
+        switch r.int(in: 0..<10) {
         case 0, 1: return ("none", [])
         case 2: return ("rating", [SortDescriptor(\.rating)])
         case 3: return ("rating desc", [SortDescriptor(\.rating, order: .reverse)])
@@ -117,15 +106,15 @@ final class IndexedQueryEquivalenceTests: XCTestCase {
         var counted = 0
     }
 
-    func check(_ a: any DataStoreReadAccessor, _ model: [Int: Shop], _ r: inout Rng, _ usage: Usage, _ context: String) throws {
+    func check(_ a: any DataStoreReadAccessor, _ model: [Int: Shop], _ r: inout SplitMix64, _ usage: Usage, _ context: String) throws {
         for _ in 0..<4 {
             let (pname, predicate) = Self.randomPredicate(&r)
             let (sname, sort) = Self.randomSort(&r)
             var request = DataStoreRequest(itemType: Shop.self)
             request.predicate = predicate
             request.sortDescriptors = sort
-            request.offset = r.below(3) == 0 ? r.below(5) : 0
-            request.limit = r.below(2) == 0 ? r.below(8) : nil
+            request.offset = r.int(in: 0..<3) == 0 ? r.int(in: 0..<5) : 0
+            request.limit = r.int(in: 0..<2) == 0 ? r.int(in: 0..<8) : nil
             let what = "\(context): \(pname), sort \(sname), offset \(request.offset), limit \(request.limit.map(String.init) ?? "nil")"
             let want = try Self.expected(model, request)
             let plan = try a.explain(request)
@@ -141,14 +130,14 @@ final class IndexedQueryEquivalenceTests: XCTestCase {
         }
     }
 
-    func randomWrite(_ a: any DataStoreReadWriteAccessor, _ model: inout [Int: Shop], _ r: inout Rng) throws {
-        for _ in 0..<(1 + r.below(6)) {
-            let id = r.below(60)
-            switch r.below(12) {
+    func randomWrite(_ a: any DataStoreReadWriteAccessor, _ model: inout [Int: Shop], _ r: inout SplitMix64) throws {
+        for _ in 0..<(1 + r.int(in: 0..<6)) {
+            let id = r.int(in: 0..<60)
+            switch r.int(in: 0..<12) {
             case 0:
                 try a.deleteItem(ofType: Shop.self, id: id)
                 model[id] = nil
-            case 1 where r.below(20) == 0:
+            case 1 where r.int(in: 0..<20) == 0:
                 try a.deleteAllItems(ofType: Shop.self)
                 model = [:]
             default:
@@ -162,7 +151,7 @@ final class IndexedQueryEquivalenceTests: XCTestCase {
     func testIndexedResultsEqualTheUnindexedOnesInOrderAndContent() throws {
         for (kind, store) in [("memory", LogDataStore.inMemory()), ("disk", diskStore())] {
             try store.setup()
-            var r = Rng(state: 20261125)
+            var r = SplitMix64(seed: 20261125)
             var model: [Int: Shop] = [:]
             let usage = Usage()
             try store.writeSync { a in for i in 0..<40 { let s = Self.shop(i, &r); try a.insert(s); model[i] = s } }

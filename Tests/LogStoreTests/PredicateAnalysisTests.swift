@@ -2,6 +2,7 @@ import Foundation
 @testable import LogStore
 import LogStoreEngine
 import XCTest
+import _LogStoreTestSupport
 
 /// The shared predicate analysis: key paths to coding paths, `#Predicate` to ``QueryCondition``,
 /// and evaluation on stored bytes that always agrees with `Predicate.evaluate`.
@@ -89,7 +90,7 @@ final class PredicateAnalysisTests: XCTestCase {
 
     // MARK: Evaluation on bytes
 
-    static func shop(_ i: Int, _ rng: inout SplitMix) -> Shop {
+    static func shop(_ i: Int, _ rng: inout SplitMix64) -> Shop {
         let names = ["café", "cafe\u{301}", "Zed", "alpha", "", "thai", "lao", "b"]
         let scores: [Double] = [.nan, -0.0, 0.0, 1.5, -3, .infinity, 4]
         return Shop(
@@ -100,16 +101,6 @@ final class PredicateAnalysisTests: XCTestCase {
             opened: Date(timeIntervalSinceReferenceDate: Double(rng.next() % 3)))
     }
 
-    struct SplitMix {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     func testEvaluationOnBytesAgreesWithSwiftOnEveryItem() throws {
         let cafe = "café", owner = UUID(uuid: (1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)), t1 = Date(timeIntervalSinceReferenceDate: 1)
@@ -126,7 +117,7 @@ final class PredicateAnalysisTests: XCTestCase {
             #Predicate { $0.tags.contains("thai") }, #Predicate { names.contains($0.name) }, #Predicate { $0.owner == owner },
             #Predicate { $0.opened > t1 }, #Predicate { $0.opened == t1 || $0.name.count > 3 }, #Predicate { $0.rating * 2 > 5 },
         ]
-        var rng = SplitMix(state: 42)
+        var rng = SplitMix64(seed: 42)
         let items = (0..<400).map { Self.shop($0, &rng) }
         for (n, p) in predicates.enumerated() {
             let evaluator = ConditionEvaluator(PredicateAnalysis.condition(of: p))
