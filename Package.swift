@@ -65,6 +65,7 @@ let package = Package(
             name: "LogStoreEngine",
             dependencies: [
                 "CLZ4",
+                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HashTreeCollections", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ],

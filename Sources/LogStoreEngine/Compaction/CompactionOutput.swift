@@ -98,6 +98,7 @@ struct CompactionOutput {
         guard let segment = current else { return }
         try flushBuffer()
         try segment.file.sync()
+        segment.seal(length: currentInfo.length)
         segments.append(CompactedSegment(segment: segment, info: currentInfo, lastSequence: lastFrameSequence))
         current = nil
     }
