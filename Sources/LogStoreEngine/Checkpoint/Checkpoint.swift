@@ -271,10 +271,10 @@ package struct CheckpointFile {
     /// Checkpoints written by this build list each type's entries in key order (the index is an
     /// ordered tree), so the tree is built bottom-up in O(n). Older checkpoints list them in
     /// hash order: they are sorted first (O(n log n)).
-    static func buildIndex(_ keys: [RecordKey], _ locations: [RecordLocation]) -> OrderedTree<RecordKey, RecordLocation>? {
-        if let tree = OrderedTree(sortedElements: zip(keys, locations)) { return tree }
+    static func buildIndex(_ keys: [RecordKey], _ locations: [RecordLocation]) -> TypeIndex? {
+        if let index = TypeIndex(sortedElements: zip(keys, locations)) { return index }
         let order = keys.indices.sorted { keys[$0] < keys[$1] }
-        return OrderedTree(sortedElements: order.lazy.map { (keys[$0], locations[$0]) })
+        return TypeIndex(sortedElements: order.lazy.map { (keys[$0], locations[$0]) })
     }
 
     static func decodeLocation(_ r: inout _ByteReader, segments: [Segment], sequence: UInt64, at: Int) throws(_DecodeError)

@@ -31,6 +31,11 @@ public struct RecordKey: Hashable, Comparable, Sendable, CustomStringConvertible
         }
     }
 
+    /// An inline key from its words in memory order (``Key8``, ``Key16``): `count` <= 16 bytes,
+    /// the rest zero.
+    @inline(__always)
+    init(inlineWords a: UInt64, _ b: UInt64, count: UInt8) { storage = .inline(a, b, count) }
+
     /// Calls `body` with the key's bytes. The buffer is valid only inside `body`.
     @inlinable
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
