@@ -9,7 +9,7 @@ import XCTest
 /// the conversion when a key of another length arrives.
 final class TypeIndexTests: XCTestCase {
     func location(_ i: Int) -> RecordLocation {
-        RecordLocation(segment: UInt32(i % 7), frameOffset: UInt32(i), frameLength: 9, valueOffset: 3, sequence: UInt64(i + 1), valueLength: 4)
+        RecordLocation(segment: UInt32(i % 7), frameOffset: UInt32(i), valueOffset: 3, sequence: UInt64(i + 1), valueLength: 4)
     }
 
     /// A random key: mostly `width` bytes, with a few bytes shared so that keys interleave.
@@ -113,8 +113,10 @@ final class TypeIndexTests: XCTestCase {
         XCTAssertEqual(representation(TypeIndex(sortedElements: [(RecordKey([UInt8](repeating: 1, count: 8)), location(1))])!), .key8)
     }
 
-    func testEntriesOfIntegerIdsTakeFortyBytes() {
-        XCTAssertEqual(MemoryLayout<Key8>.stride + MemoryLayout<RecordLocation>.stride, 40)
-        XCTAssertEqual(MemoryLayout<Key16>.stride, 16)
+    func testEntriesTakeAtMostFortyBytesForIntegerAndUUIDKeys() {
+        XCTAssertEqual(MemoryLayout<RecordLocation>.stride, 24)
+        XCTAssertEqual(MemoryLayout<Key8>.stride + MemoryLayout<RecordLocation>.stride, 32)
+        XCTAssertEqual(MemoryLayout<Key16>.stride + MemoryLayout<RecordLocation>.stride, 40)
+        XCTAssertEqual(MemoryLayout<RecordKey>.stride + MemoryLayout<RecordLocation>.stride, 48)
     }
 }

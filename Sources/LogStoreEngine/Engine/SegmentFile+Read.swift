@@ -132,7 +132,8 @@ extension SegmentFile {
         case .admit: admitted = true
         case .skip: admitted = false
         }
-        let total = LogFrame.headerSize(version: version) + Int(loc.frameLength)
+        // The header says how long the frame is; then the whole frame, checked.
+        let total = LogFrame.headerSize(version: version) + (try storedFrameLengthRead(at: loc.frameOffset) ?? 0)
         let bytes = try file.read(at: UInt64(loc.frameOffset), count: total)
         let raw: [UInt8] = try bytes.withUnsafeBytes { buf in
             let (header, payloadOffset) = try checkedFrame(LogFrame.parse(buf, at: 0, version: version), loc: loc)
@@ -169,13 +170,28 @@ extension SegmentFile {
         return .owned(raw)
     }
 
-    /// The frame `parsed`, checked to be the frame `loc` was indexed in.
+    /// The stored payload length of the frame at `offset`, from its header (not checked beyond
+    /// plausibility: for checkpoints, which record it). Throws `.corruption` if the header is not
+    /// there or announces an implausible length, and I/O errors.
+    func storedFrameLength(at offset: UInt32) throws -> UInt32 {
+        if let sealed = sealedBytes, let n = LogFrame.announcedLength(sealed.bytes, at: Int(offset), version: version) { return UInt32(n) }
+        guard let n = try storedFrameLengthRead(at: offset) else {
+            throw LogStoreError(.corruption, "Frame header unreadable.", path: path, offset: UInt64(offset))
+        }
+        return UInt32(n)
+    }
+
+    /// The stored payload length the header at `offset` announces, read with `pread`; nil if the
+    /// header is cut short or the length implausible.
+    private func storedFrameLengthRead(at offset: UInt32) throws -> Int? {
+        let head = try file.read(at: UInt64(offset), count: LogFrame.headerSize(version: version))
+        return head.withUnsafeBytes { LogFrame.announcedLength($0, at: 0, version: version) }
+    }
+
+    /// The frame `parsed`, or `.corruption` naming where `loc` points.
     private func checkedFrame(_ parsed: LogFrame.ParseResult, loc: RecordLocation) throws -> (LogFrame.Header, Int) {
         switch parsed {
         case .frame(let header, let payloadOffset):
-            guard header.storedLength == Int(loc.frameLength) else {
-                throw LogStoreError(.corruption, "Frame length changed since it was indexed.", path: path, offset: UInt64(loc.frameOffset))
-            }
             return (header, payloadOffset)
         case .truncated(let why), .invalid(let why):
             throw LogStoreError(.corruption, "Frame unreadable: \(why).", path: path, offset: UInt64(loc.frameOffset))

@@ -15,6 +15,10 @@ package struct Key8: IndexKey {
     /// The key's bytes read as a big-endian integer: its order is the bytes' order.
     package var word: UInt64
 
+    /// The key whose bytes are `word` in big-endian order.
+    @inline(__always)
+    package init(word: UInt64) { self.word = word }
+
     @inline(__always)
     package init?(_ key: RecordKey) {
         guard case .inline(let a, _, 8) = key.storage else { return nil }
@@ -33,6 +37,13 @@ package struct Key16: IndexKey {
     /// The first and last 8 bytes, each read as a big-endian integer.
     package var high: UInt64
     package var low: UInt64
+
+    /// The key whose bytes are `high` then `low`, each in big-endian order.
+    @inline(__always)
+    package init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
 
     @inline(__always)
     package init?(_ key: RecordKey) {

@@ -26,22 +26,45 @@ package struct TypeIndex: Sendable {
     /// otherwise). Built bottom-up in O(n) (``OrderedTree/init(sortedElements:)``), in the
     /// narrowest representation that holds every key.
     package init?<S: Sequence>(sortedElements elements: S) where S.Element == (RecordKey, RecordLocation) {
-        let all = Array(elements)
-        guard let first = all.first else {
-            storage = .empty
+        var keys: [RecordKey] = []
+        var locations: [RecordLocation] = []
+        for (k, l) in elements {
+            keys.append(k)
+            locations.append(l)
+        }
+        self.init(sortedKeys: keys, locations: locations)
+    }
+
+    /// An index of `keys[i]` → `locations[i]` of 8-byte keys; keys must ascend strictly (else
+    /// nil). O(n), bottom-up (a checkpoint's entries).
+    package init?(sortedKeys keys: [Key8], locations: [RecordLocation]) {
+        guard let t = OrderedTree(sortedKeys: keys, values: locations) else { return nil }
+        storage = t.isEmpty ? .empty : .key8(t)
+    }
+
+    /// The same for 16-byte keys.
+    package init?(sortedKeys keys: [Key16], locations: [RecordLocation]) {
+        guard let t = OrderedTree(sortedKeys: keys, values: locations) else { return nil }
+        storage = t.isEmpty ? .empty : .key16(t)
+    }
+
+    /// The same for keys of any length, in the narrowest representation that holds them all.
+    package init?(sortedKeys keys: [RecordKey], locations: [RecordLocation]) {
+        let narrow8 = keys.first?.count == 8 ? keys.compactMap(Key8.init) : []
+        if !keys.isEmpty && narrow8.count == keys.count {
+            self.init(sortedKeys: narrow8, locations: locations)
             return
         }
-        if first.0.count == 8, all.allSatisfy({ $0.0.count == 8 }) {
-            guard let t = OrderedTree<Key8, RecordLocation>(sortedElements: all.lazy.map { (Key8($0.0)!, $0.1) }) else { return nil }
-            storage = .key8(t)
-        } else if first.0.count == 16, all.allSatisfy({ $0.0.count == 16 }) {
-            guard let t = OrderedTree<Key16, RecordLocation>(sortedElements: all.lazy.map { (Key16($0.0)!, $0.1) }) else { return nil }
-            storage = .key16(t)
-        } else {
-            guard let t = OrderedTree<RecordKey, RecordLocation>(sortedElements: all) else { return nil }
-            storage = .bytes(t)
+        let narrow16 = keys.first?.count == 16 ? keys.compactMap(Key16.init) : []
+        if !keys.isEmpty && narrow16.count == keys.count {
+            self.init(sortedKeys: narrow16, locations: locations)
+            return
         }
+        guard let t = OrderedTree(sortedKeys: keys, values: locations) else { return nil }
+        self.init(storage: t.isEmpty ? .empty : .bytes(t))
     }
+
+    private init(storage: Storage) { self.storage = storage }
 
     /// The number of entries. O(1).
     package var count: Int {

@@ -90,6 +90,15 @@ package enum LogFrame {
         parse(bytes, at: offset, version: version, checkingCRC: true)
     }
 
+    /// The stored payload length the frame header at `offset` announces, if the header is there
+    /// and the length plausible (nothing else is checked: a reader then reads the frame and
+    /// ``parse(_:at:version:)``s it).
+    package static func announcedLength(_ bytes: UnsafeRawBufferPointer, at offset: Int, version: UInt16) -> Int? {
+        guard offset >= 0, bytes.count - offset >= headerSize(version: version) else { return nil }
+        let length = Int(bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian)
+        return length <= maxPayload ? length : nil
+    }
+
     /// Like ``parse(_:at:version:)`` but without the CRC: for a frame of an immutable (sealed)
     /// segment whose CRC this process already checked (``SegmentFile``'s verified frames). Every
     /// other check still runs, so damaged lengths never lead a read out of `bytes`.

@@ -31,6 +31,20 @@ public struct RecordKey: Hashable, Comparable, Sendable, CustomStringConvertible
         }
     }
 
+    /// Creates a key from bytes (what decoders read: the same key as ``init(_:)`` with a
+    /// collection, without visiting the bytes one by one).
+    public init(_ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count <= Self.inlineCapacity else {
+            storage = .heap(Array(bytes))
+            return
+        }
+        var words: (UInt64, UInt64) = (0, 0)
+        if let base = bytes.baseAddress {
+            withUnsafeMutableBytes(of: &words) { $0.baseAddress?.copyMemory(from: base, byteCount: bytes.count) }
+        }
+        storage = .inline(words.0, words.1, UInt8(bytes.count))
+    }
+
     /// An inline key from its words in memory order (``Key8``, ``Key16``): `count` <= 16 bytes,
     /// the rest zero.
     @inline(__always)
