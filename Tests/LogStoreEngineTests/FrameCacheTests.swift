@@ -10,7 +10,7 @@ final class FrameCacheTests: XCTestCase {
     /// Reads frame `id` through the cache the way the read path does; returns whether it hit.
     @discardableResult
     func read(_ cache: FrameCache, _ id: UInt64) -> Bool {
-        switch cache.lookup(id) {
+        switch cache.lookup(id, needing: frame.count) {
         case .hit: return true
         case .admit:
             cache.insert(id, frame)
@@ -27,6 +27,23 @@ final class FrameCacheTests: XCTestCase {
         XCTAssertFalse(read(cache, 1), "the second read is admitted, and decompresses the frame whole")
         XCTAssertEqual(cache.bytesHeld, charge)
         XCTAssertTrue(read(cache, 1))
+    }
+
+    func testAPrefixIsExtendedAtLeastTwofoldWhenARecordLiesBeyondIt() {
+        let cache = FrameCache(capacity: 100 * charge)
+        _ = cache.lookup(5, needing: 100)
+        guard case .admit(let first) = cache.lookup(5, needing: 100) else { return XCTFail("not admitted") }
+        XCTAssertEqual(first, 100)
+        cache.insert(5, Array(frame.prefix(100)))
+        guard case .hit(let p) = cache.lookup(5, needing: 80) else { return XCTFail("prefix not cached") }
+        XCTAssertEqual(p.count, 100)
+        guard case .admit(let more) = cache.lookup(5, needing: 150) else { return XCTFail("a short prefix served a longer read") }
+        XCTAssertEqual(more, 200, "at least twice the cached prefix")
+        cache.insert(5, Array(frame.prefix(200)))
+        cache.insert(5, Array(frame.prefix(50)))
+        guard case .hit(let q) = cache.lookup(5, needing: 150) else { return XCTFail("longer prefix not kept") }
+        XCTAssertEqual(q.count, 200, "a shorter prefix never replaces a longer one")
+        XCTAssertEqual(cache.bytesHeld, 200 + S3FIFO.entryOverhead)
     }
 
     func testAScanDoesNotEvictFramesReadRepeatedly() {

@@ -8,16 +8,18 @@ import Synchronization
 /// Policy: S3-FIFO (Yang et al., SOSP 2023) behind a ghost doorkeeper, per shard:
 /// - A frame read for the first time is not cached: its id goes into the ghost FIFO (ids only, no
 ///   bytes), and the read decompresses only what it needs.
-/// - A frame read again while its id is in the ghost FIFO is admitted: the read decompresses it
-///   whole and it enters the main FIFO if it left the window before, else the small FIFO (the
-///   admission window, a tenth of the bytes).
+/// - A frame read again while its id is in the ghost FIFO is admitted with what that read
+///   decompressed (a prefix of its payload); it enters the main FIFO if it left the window before,
+///   else the small FIFO (the admission window, a tenth of the bytes). A later read that needs
+///   more of the frame than is cached decompresses at least twice as much and replaces the
+///   prefix, so reading a frame's records in order decompresses it about twice in all.
 /// - A frame leaves the window for the main FIFO only if it is read again while there; otherwise
 ///   it leaves the cache and its id goes back to the ghost FIFO.
 /// - The main FIFO is a CLOCK: each entry counts its reads (up to 3); eviction takes the oldest
 ///   entry whose count is 0 and decrements the others it passes, re-queueing them.
 ///
 /// So a scan, or reads spread over far more frames than fit, cost one ghost id per frame and
-/// never displace the frames that are read repeatedly. Cached payloads are always whole.
+/// never displace the frames that are read repeatedly.
 ///
 /// Thread-safe: the key space is split over up to 8 shards, each behind its own mutex, held only
 /// for the table update (no I/O, no decompression under it). Payloads are immutable arrays, so a
@@ -29,12 +31,14 @@ final class FrameCache: Sendable {
         init(capacity: Int) { state = Mutex(S3FIFO(capacity: capacity)) }
     }
 
-    /// What ``lookup(_:)`` found.
+    /// What ``lookup(_:needing:)`` found.
     enum Lookup {
-        /// The frame's whole raw payload.
+        /// A prefix of the frame's raw payload with at least the bytes asked for (or the whole
+        /// payload).
         case hit([UInt8])
-        /// Not cached, but read recently: read it whole and ``insert(_:_:)`` it.
-        case admit
+        /// Not cached (or fewer bytes than needed), but read recently: read at least `atLeast`
+        /// bytes and ``insert(_:_:)`` them.
+        case admit(atLeast: Int)
         /// Not cached and not admitted: read only what is needed, do not insert.
         case skip
     }
@@ -59,13 +63,15 @@ final class FrameCache: Sendable {
         return shards[Int(h) & (shards.count - 1)]
     }
 
-    /// The cached payload of frame `id`, or whether a read of it should cache it.
-    func lookup(_ id: UInt64) -> Lookup {
+    /// The cached payload of frame `id` if it has the first `needed` bytes, or whether a read of
+    /// it should cache what it reads.
+    func lookup(_ id: UInt64, needing needed: Int) -> Lookup {
         guard capacity > 0 else { return .skip }
-        return shard(id).state.withLock { $0.lookup(id) }
+        return shard(id).state.withLock { $0.lookup(id, needing: needed) }
     }
 
-    /// Caches frame `id`'s whole raw `payload` (after ``lookup(_:)`` said `.admit`).
+    /// Caches `payload`, a prefix of frame `id`'s raw payload or all of it, after
+    /// ``lookup(_:needing:)`` said `.admit`. A cached prefix is replaced only by a longer one.
     func insert(_ id: UInt64, _ payload: [UInt8]) {
         guard capacity > 0 else { return }
         shard(id).state.withLock { $0.insert(id, payload) }
@@ -121,11 +127,12 @@ struct S3FIFO {
         smallCapacity = max(capacity / 10, 1)
     }
 
-    mutating func lookup(_ id: UInt64) -> FrameCache.Lookup {
+    mutating func lookup(_ id: UInt64, needing needed: Int) -> FrameCache.Lookup {
         if let i = entries.index(forKey: id) {
-            if entries.values[i].place == .ghost { return .admit }
+            if entries.values[i].place == .ghost { return .admit(atLeast: needed) }
             if entries.values[i].frequency < Self.maxFrequency { entries.values[i].frequency += 1 }
-            return .hit(entries.values[i].payload)
+            let have = entries.values[i].payload.count
+            return have >= needed ? .hit(entries.values[i].payload) : .admit(atLeast: max(needed, 2 * have))
         }
         entries[id] = Entry(payload: [], place: .ghost)
         addGhost(id)
@@ -137,7 +144,16 @@ struct S3FIFO {
         guard (payload.count + Self.entryOverhead) * 8 <= capacity else { return }
         var e = Entry(payload: payload, place: .small)
         if let i = entries.index(forKey: id) {
-            guard entries.values[i].place == .ghost else { return }
+            guard entries.values[i].place == .ghost else {
+                // A longer prefix of a cached frame.
+                let old = entries.values[i].payload.count
+                guard payload.count > old else { return }
+                entries.values[i].payload = payload
+                bytes += payload.count - old
+                if entries.values[i].place == .small { smallBytes += payload.count - old }
+                while bytes > capacity { evict() }
+                return
+            }
             ghosts -= 1
             // Read again soon after it left the window: part of the working set.
             if entries.values[i].frequency > 0 { e.place = .main }
@@ -197,12 +213,13 @@ struct S3FIFO {
         }
     }
 
-    /// Keeps at most as many ghost ids as fit the shard in frames of 4 KiB (at least 64), oldest
-    /// out first.
+    /// Keeps at most as many ghost ids as fit the shard in frames of 8 KiB (the default frame
+    /// size; at least 64), oldest out first: about as many as the shard holds frames, so the
+    /// doorkeeper admits a frame read twice within one turn of the cache.
     private mutating func addGhost(_ id: UInt64) {
         ghost.append(id)
         ghosts += 1
-        let limit = max(64, capacity / 4096)
+        let limit = max(64, capacity / 8192)
         while ghosts > limit, let old = ghost.popFirst() {
             guard let i = entries.index(forKey: old), entries.values[i].place == .ghost else { continue }
             entries.remove(at: i)

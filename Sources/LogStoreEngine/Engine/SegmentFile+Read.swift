@@ -127,7 +127,7 @@ extension SegmentFile {
     private func framePayload(_ loc: RecordLocation, through end: Int, cache: FrameCache?) throws -> FramePayload {
         if let sealed = sealedBytes, let payload = try mappedPayload(sealed, loc, through: end, cache: cache) { return payload }
         let admitted: Bool
-        switch end == .max ? .skip : cache?.lookup(loc.frameID) ?? .skip {
+        switch end == .max ? .skip : cache?.lookup(loc.frameID, needing: end) ?? .skip {
         case .hit(let payload): return .owned(payload)
         case .admit: admitted = true
         case .skip: admitted = false
@@ -153,16 +153,19 @@ extension SegmentFile {
         let (header, payloadOffset) = try checkedFrame(parsed, loc: loc)
         if !verified { sealed.markVerified(frameAt: offset) }
         if !header.compressed { return .mapped(sealed, payloadOffset..<(payloadOffset + header.storedLength)) }
-        // A frame read for the first time is decompressed only up to the value; one read again
-        // soon is decompressed whole and cached (``FrameCache``).
+        // Decompressed only up to the value's end (or what the cache asks for, to cache a prefix
+        // that serves the next reads of the frame: ``FrameCache``).
         var admitted = false
-        switch end == .max ? .skip : cache?.lookup(loc.frameID) ?? .skip {
+        var prefix = end
+        switch end == .max ? .skip : cache?.lookup(loc.frameID, needing: end) ?? .skip {
         case .hit(let payload): return .owned(payload)
-        case .admit: admitted = true
+        case .admit(let atLeast):
+            admitted = true
+            prefix = atLeast
         case .skip: break
         }
         let stored = UnsafeRawBufferPointer(rebasing: sealed.bytes[payloadOffset..<(payloadOffset + header.storedLength)])
-        guard let raw = LZ4.decompress(stored, rawLength: header.rawLength, prefix: admitted ? .max : end) else {
+        guard let raw = LZ4.decompress(stored, rawLength: header.rawLength, prefix: prefix) else {
             throw LogStoreError(
                 .corruption, "LZ4 payload does not decompress to its announced \(header.rawLength) bytes.", path: path, offset: UInt64(offset))
         }
