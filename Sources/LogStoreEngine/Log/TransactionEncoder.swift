@@ -24,7 +24,7 @@ enum TransactionEncoder {
             rawBytes += UInt64(frame.count)
             LogFrame.append(
                 into: &out, raw: frame.bytes, kind: last ? .commit : .data, sequence: sequence,
-                compress: options.compression, threshold: options.compressionThreshold, version: version, syncedThrough: syncedThrough)
+                compress: options.compression && options.compressOnWrite, threshold: options.compressionThreshold, version: version, syncedThrough: syncedThrough)
             for i in inFrame {
                 placements[i].frameOffset = UInt32(start)
             }
