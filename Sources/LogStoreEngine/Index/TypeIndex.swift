@@ -132,23 +132,25 @@ package struct TypeIndex: Sendable {
         case .empty:
             return nil
         case .key8(var t):
-            guard let k = Key8(key) else { return nil }
-            storage = .empty
-            let old = t.removeValue(forKey: k)
-            if !t.isEmpty { storage = .key8(t) }
-            return old
+            return Self.remove(key, from: &t, leaving: &storage, Storage.key8)
         case .key16(var t):
-            guard let k = Key16(key) else { return nil }
-            storage = .empty
-            let old = t.removeValue(forKey: k)
-            if !t.isEmpty { storage = .key16(t) }
-            return old
+            return Self.remove(key, from: &t, leaving: &storage, Storage.key16)
         case .bytes(var t):
-            storage = .empty
-            let old = t.removeValue(forKey: key)
-            if !t.isEmpty { storage = .bytes(t) }
-            return old
+            return Self.remove(key, from: &t, leaving: &storage, Storage.bytes)
         }
+    }
+
+    /// Removes `key` from `tree`, a copy of the tree `storage` holds: `storage` lets go of it first
+    /// (so the tree is unique and changes in place), then holds the result, or `.empty`.
+    private static func remove<K: IndexKey>(
+        _ key: RecordKey, from tree: inout OrderedTree<K, RecordLocation>, leaving storage: inout Storage,
+        _ wrap: (OrderedTree<K, RecordLocation>) -> Storage
+    ) -> RecordLocation? {
+        guard let k = K(key) else { return nil }
+        storage = .empty
+        let old = tree.removeValue(forKey: k)
+        if !tree.isEmpty { storage = wrap(tree) }
+        return old
     }
 
     /// Every entry as a tree of ``RecordKey``s (a conversion: O(n)).
@@ -196,15 +198,7 @@ package struct TypeIndex: Sendable {
     }
 
     /// The keys in order.
-    package var keys: [RecordKey] {
-        var out: [RecordKey] = []
-        out.reserveCapacity(count)
-        forEach { k, _ in
-            out.append(k)
-            return true
-        }
-        return out
-    }
+    package var keys: [RecordKey] { map(\.key) }
 
     /// Checks the tree's invariants (``OrderedTree/validate()``) and that the representation fits
     /// every key; returns what is wrong, or nil. O(n).
