@@ -5,7 +5,7 @@
 //
 // Module graph (dependencies point one way):
 //
-//   CLZ4 <- LogStoreEngine <- LogStore <- logstore-demo, logstore-crashtest
+//   CLZ4, CCRC32C <- LogStoreEngine <- LogStore <- logstore-demo, logstore-crashtest
 //                          <- LogStoreCompactCommands <- logstore-compact   (the engine only)
 //                                 LogStore <- LogStoreSQL <- LogStoreSQLite (+ GRDB)
 //          LogStore, LogStoreSQLite <- LogStoreMigrateCommands <- logstore-migrate
@@ -61,10 +61,14 @@ let package = Package(
             pkgConfig: "liblz4",
             providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
         ),
+        // Hardware CRC-32C (SSE4.2, ARMv8 CRC32) behind LogStoreEngine's `CRC32C`.
+        .target(name: "CCRC32C"),
         .target(
             name: "LogStoreEngine",
             dependencies: [
                 "CLZ4",
+                "CCRC32C",
+                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HashTreeCollections", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -231,7 +231,8 @@ final class CheckpointTests: XCTestCase {
         segments[segments.count - 1].length += extraLength
         return CheckpointFile.encode(
             generation: UInt64(Int(manifest.generation) + generationDelta), createdAtMillis: 0, segments: segments, index: idx,
-            storeId: manifest.storeId ?? StoreID(bytes: Array(repeating: 0, count: 16)))
+            storeId: manifest.storeId ?? StoreID(bytes: Array(repeating: 0, count: 16))
+        ) { _ in 0 }
     }
 
     func testCheckpointThatDisagreesWithTheLogIsRejected() throws {
@@ -328,14 +329,74 @@ final class CheckpointTests: XCTestCase {
         let n = 70_000  // above the thresholds for sorted and multi-part building
         let keys = (0..<n).map { CT.key($0) }
         let locations = (0..<n).map {
-            RecordLocation(segment: 1, frameOffset: 32, frameLength: 10, valueOffset: 0, sequence: UInt64($0 + 1), valueLength: 1)
+            RecordLocation(segment: 1, frameOffset: 32, valueOffset: 0, sequence: UInt64($0 + 1), valueLength: 1)
         }
-        let d = try XCTUnwrap(CheckpointFile.buildIndex(keys, locations))
+        func build(_ keys: [RecordKey], _ locations: [RecordLocation]) -> TypeIndex? {
+            var decoded = CheckpointFile.DecodedKeys()
+            decoded.reserveCapacity(keys.count)
+            for k in keys { k.withUnsafeBytes { decoded.append($0) } }
+            return decoded.index(locations)
+        }
+        let d = try XCTUnwrap(build(keys, locations))
         XCTAssertEqual(d.count, n)
         for i in stride(from: 0, to: n, by: 997) { XCTAssertEqual(d[keys[i]]?.sequence, UInt64(i + 1)) }
+        // Entries in another order (older checkpoints listed them in hash order) are sorted.
+        var rng = SplitMix64(seed: 4)
+        let order = (0..<n).shuffled(using: &rng)
+        XCTAssertEqual(build(order.map { keys[$0] }, order.map { locations[$0] }), d)
         var repeated = keys
         repeated[n - 1] = keys[12_345]
-        XCTAssertNil(CheckpointFile.buildIndex(repeated, locations))
+        XCTAssertNil(build(repeated, locations))
+        // Keys of mixed lengths: 8-byte keys first, then one that widens what was read.
+        let mixed = [RecordKey([1, 2, 3, 4, 5, 6, 7, 8]), RecordKey([1, 2, 3, 4, 5, 6, 7, 9]), RecordKey([2])]
+        let m = try XCTUnwrap(build(mixed, Array(locations.prefix(3))))
+        XCTAssertEqual(m.map(\.key), mixed)
+    }
+
+    func testACheckpointRecordsEachFrameLengthFromTheFrameHeader() throws {
+        for harness in [StoreHarness.posix(self), StoreHarness.memory()] {
+            let dir = harness.newStorePath()
+            var o = options()
+            o.segmentSize = 64 << 10
+            let e = try LogEngine.open(directory: dir, fileSystem: harness.fs, options: o)
+            var model: CT.Model = [:]
+            try churn(e, seed: 9, model: &model)
+            try e.close()
+            // Walk the entries of CHECKPOINT (FileFormat.md §"Checkpoint") and compare each frame
+            // length with the header of the frame it names.
+            let cp = try harness.fs.readAll(_joinPath(dir, LogStoreFormat.checkpointFileName))
+            var checked = 0
+            try cp.withUnsafeBytes { buf in
+                var r = _ByteReader(UnsafeRawBufferPointer(rebasing: buf[0..<(buf.count - 4)]), offset: CheckpointFile.headerSize)
+                var segments: [UInt32] = []
+                while true {
+                    switch CheckpointFile.Tag(rawValue: try r.u8()) {
+                    case .store: _ = try r.bytes(16)
+                    case .segments:
+                        for _ in 0..<Int(try r.uvarint()) {
+                            segments.append(try r.u32())
+                            _ = try r.u64()
+                            _ = try r.u64()
+                        }
+                    case .type:
+                        _ = try r.string()
+                        for _ in 0..<Int(try r.uvarint()) {
+                            _ = try r.lengthPrefixed()
+                            let segment = segments[Int(try r.uvarint())]
+                            let offset = Int(try r.uvarint())
+                            let length = Int(try r.uvarint())
+                            for _ in 0..<3 { _ = try r.uvarint() }
+                            let bytes = try harness.fs.readAll(segmentPath(dir, segment))
+                            let stored = bytes.withUnsafeBytes { LogFrame.announcedLength($0, at: offset, version: 2) }
+                            XCTAssertEqual(stored, length, "\(harness.name): frame at \(offset) of segment \(segment)")
+                            checked += 1
+                        }
+                    case .index, .end, nil: return  // index sections follow the type sections
+                    }
+                }
+            }
+            XCTAssertGreaterThan(checked, 100, harness.name)
+        }
     }
 
     func testCheckpointOfALargeTypeGivesTheSameIndexAsAFullReplay() throws {

@@ -6,6 +6,27 @@ import XCTest
 final class CompressionTests: XCTestCase {
     func testTextHeavyTransactionIsCompressed() throws { try Scenarios.textHeavyTransactionIsCompressed(.posix(self)) }
     func testIncompressibleAndSmallFramesAreStoredRaw() throws { try Scenarios.incompressibleFramesAreStoredRaw(.posix(self)) }
+
+    func testWritesLeftUncompressedAreCompressedByCompaction() throws {
+        let h = StoreHarness.posix(self)
+        var o = LogStoreOptions.replayOnly
+        o.compressOnWrite = false
+        let dir = h.newStorePath()
+        let e = try h.open(dir, options: o)
+        defer { try? e.close() }
+        let ops = Scenarios.textHeavyOps()
+        var model = Contents()
+        apply(ops, to: &model)
+        try write(e, ops)
+        let written = frames(ofSegment: try h.fs.readAll(segmentPath(dir, 1)))
+        XCTAssertGreaterThan(written.count, 1)
+        XCTAssertFalse(written.contains { $0.header.compressed }, "a write left its frames uncompressed")
+        assertSameContents(try dump(e), model)
+        let report = try e.compact()
+        let copied = try report.newSegments.flatMap { frames(ofSegment: try h.fs.readAll(segmentPath(dir, $0))) }
+        XCTAssertTrue(copied.contains { $0.header.compressed }, "compaction compressed what it copied")
+        assertSameContents(try dump(e), model)
+    }
 }
 
 extension Scenarios {

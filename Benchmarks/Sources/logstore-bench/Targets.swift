@@ -47,7 +47,7 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
     let full = row("open", "logstore")
     let cpSeconds = cp?.p50Micros.map { $0 / 1e6 }
     atMost(
-        "open-checkpoint-seconds", "open 1M items from a checkpoint: ≤ 0.5 s", cpSeconds, 0.5,
+        "open-checkpoint-seconds", "open 1M items from a checkpoint: ≤ 0.2 s", cpSeconds, 0.2,
         text: { String(format: "%.3f s", $0) },
         note: cp == nil ? (full == nil ? "workload not run" : "no checkpoint in the engine yet") : scaleNote)
     var cpRatio: Double?
@@ -58,10 +58,10 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
 
     if let m = row("memory", "logstore"), let b = m.extra["heap_bytes_per_item"], let k = m.extra["key_bytes"] {
         atMost(
-            "index-memory", "index memory: ≤ 64 B/item + key bytes (\(Int(k)) B)", b, 64 + k,
+            "index-memory", "index memory: ≤ 48 B/item + key bytes (\(Int(k)) B)", b, 48 + k,
             text: { String(format: "%.0f B/item", $0) })
     } else {
-        atMost("index-memory", "index memory: ≤ 64 B/item + key bytes", nil, 0)
+        atMost("index-memory", "index memory: ≤ 48 B/item + key bytes", nil, 0)
     }
 
     let compact = row("compaction", "logstore-engine")

@@ -34,7 +34,7 @@ extension StoreScan {
         let allTypes = Set(engineTypes.keys).union(index.keys).sorted()
         for type in allTypes {
             let mine = index[type] ?? [:]
-            let theirs = engineTypes[type] ?? OrderedTree()
+            let theirs = engineTypes[type] ?? TypeIndex()
             if mine.count != theirs.count {
                 add(nil, nil, "type \(type): the engine's index has \(theirs.count) records, the log replays to \(mine.count)")
             }

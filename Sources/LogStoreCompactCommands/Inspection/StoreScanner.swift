@@ -377,7 +377,7 @@ struct ScanRun {
                                 }
                             }
                             let loc = RecordLocation(
-                                segment: segment, frameOffset: UInt32(f.frameOffset), frameLength: UInt32(f.header.storedLength),
+                                segment: segment, frameOffset: UInt32(f.frameOffset),
                                 valueOffset: UInt32(rec.valueOffset), sequence: sequence, valueLength: UInt32(rec.valueLength))
                             ops.append(Op(tag: rec.op, type: rec.type, key: rec.key,
                                            entry: ScanEntry(location: loc, valueCRC: crc, rawSize: size, storedShare: Double(size) * share)))

@@ -48,6 +48,25 @@ struct _ByteReader {
 
     /// Unsigned LEB128; rejects encodings longer than 10 bytes or overflowing 64 bits.
     @inlinable package mutating func uvarint() throws(_DecodeError) -> UInt64 {
+        // With 10 bytes left no read can run out: decode without per-byte bounds checks (a
+        // checkpoint holds five varints per entry).
+        if base.count - offset >= 10 {
+            var result: UInt64 = 0
+            var shift: UInt64 = 0
+            var i = offset
+            while true {
+                let b = base[i]
+                i += 1
+                if shift == 63 && b > 1 { throw _DecodeError("varint overflows 64 bits", at: offset) }
+                result |= UInt64(b & 0x7F) << shift
+                if b & 0x80 == 0 {
+                    offset = i
+                    return result
+                }
+                shift += 7
+                if shift > 63 { throw _DecodeError("varint longer than 10 bytes", at: offset) }
+            }
+        }
         var result: UInt64 = 0
         var shift: UInt64 = 0
         let start = offset

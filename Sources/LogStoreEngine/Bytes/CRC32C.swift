@@ -1,5 +1,9 @@
+internal import CCRC32C
+
 /// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum of every frame, segment
-/// header, manifest and checkpoint. Slicing-by-8 software implementation.
+/// header, manifest and checkpoint. The CPU's CRC-32C instruction where there is one (SSE4.2 on
+/// x86-64, the CRC32 extension on arm64: about 8 bytes per 3 cycles, 5 to 10 times the software
+/// loop); elsewhere a slicing-by-8 software implementation. Both give the same values (tested).
 ///
 /// Stored checksums are *masked* as in LevelDB (`rotate right 15, plus 0xa282ead8`) so that a
 /// checksum computed over bytes that themselves contain checksums stays well distributed.
@@ -21,6 +25,15 @@ public enum CRC32C {
     /// Extends `crc` (the unmasked CRC of earlier bytes, 0 to start) with `bytes`.
     /// Pure function; runs on the caller's thread.
     public static func update(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        if hardware, let base = bytes.baseAddress { return ~logstore_crc32c_hw_update(~crc, base, bytes.count) }
+        return softwareUpdate(crc, bytes)
+    }
+
+    /// Whether the CPU computes CRC-32C (checked once).
+    static let hardware = logstore_crc32c_hw_available() != 0
+
+    /// ``update(_:_:)`` in software (the reference the hardware path is tested against).
+    static func softwareUpdate(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
         var c = ~crc
         flat.withUnsafeBufferPointer { t in
             var i = 0

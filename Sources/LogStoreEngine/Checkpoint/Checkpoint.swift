@@ -80,8 +80,14 @@ package struct CheckpointFile {
             segments: segments.map(\.number), positionOffset: segments.last?.length ?? 0, fileBytes: fileBytes)
     }
 
-    /// Encodes a checkpoint of `index` (whose locations must all lie in `segments`).
-    package static func encode(generation: UInt64, createdAtMillis: UInt64, segments: [Segment], index: IndexState, storeId: StoreID) -> [UInt8] {
+    /// Encodes a checkpoint of `index` (whose locations must all lie in `segments`). The index does
+    /// not keep frame lengths (``RecordLocation``): `frameLength` gives the stored length of the
+    /// frame a location points into (the engine reads it from the frame's header); its errors are
+    /// rethrown.
+    package static func encode(
+        generation: UInt64, createdAtMillis: UInt64, segments: [Segment], index: IndexState, storeId: StoreID,
+        frameLength: (RecordLocation) throws -> UInt32
+    ) rethrows -> [UInt8] {
         let total = index.totalCount
         var w = _ByteWriter(capacity: 64 + segments.count * 20 + total * 24)
         w.append(contentsOf: magic)
@@ -106,11 +112,14 @@ package struct CheckpointFile {
             w.u8(Tag.type.rawValue)
             w.string(type)
             w.uvarint(UInt64(d.count))
+            // Neighbouring keys usually share a frame: look each frame's length up once in a row.
+            var lastFrame: (id: UInt64, length: UInt32) = (.max, 0)
             for (key, loc) in d {
+                if loc.frameID != lastFrame.id { lastFrame = (loc.frameID, try frameLength(loc)) }
                 key.withUnsafeBytes { w.lengthPrefixed($0) }
                 w.uvarint(position[loc.segment] ?? UInt64(segments.count))
                 w.uvarint(UInt64(loc.frameOffset))
-                w.uvarint(UInt64(loc.frameLength))
+                w.uvarint(UInt64(lastFrame.length))
                 w.uvarint(UInt64(loc.valueOffset))
                 w.uvarint(UInt64(loc.valueLength))
                 w.uvarint(loc.sequence)
@@ -203,16 +212,16 @@ package struct CheckpointFile {
                 guard count >= 1, count <= UInt64(r.remaining / 7) else {
                     throw _DecodeError("entry count \(count) of type \(name) is zero or exceeds the file", at: countAt)
                 }
-                var keys: [RecordKey] = []
+                var keys = DecodedKeys()
                 var locations: [RecordLocation] = []
                 keys.reserveCapacity(Int(count))
                 locations.reserveCapacity(Int(count))
                 for _ in 0..<Int(count) {
                     let at = r.offset
-                    keys.append(RecordKey(try r.lengthPrefixed()))
+                    keys.append(try r.lengthPrefixed())
                     locations.append(try decodeLocation(&r, segments: segments, sequence: sequence, at: at))
                 }
-                guard let d = buildIndex(keys, locations) else { throw _DecodeError("a key of type \(name) appears twice", at: countAt) }
+                guard let d = keys.index(locations) else { throw _DecodeError("a key of type \(name) appears twice", at: countAt) }
                 index.types[name] = d
                 entries += count
             case .index:
@@ -266,17 +275,6 @@ package struct CheckpointFile {
         return (type, SecondaryIndex(definition: definition, entries: tree))
     }
 
-    /// Builds a type's index from decoded entries; nil if a key repeats.
-    ///
-    /// Checkpoints written by this build list each type's entries in key order (the index is an
-    /// ordered tree), so the tree is built bottom-up in O(n). Older checkpoints list them in
-    /// hash order: they are sorted first (O(n log n)).
-    static func buildIndex(_ keys: [RecordKey], _ locations: [RecordLocation]) -> OrderedTree<RecordKey, RecordLocation>? {
-        if let tree = OrderedTree(sortedElements: zip(keys, locations)) { return tree }
-        let order = keys.indices.sorted { keys[$0] < keys[$1] }
-        return OrderedTree(sortedElements: order.lazy.map { (keys[$0], locations[$0]) })
-    }
-
     static func decodeLocation(_ r: inout _ByteReader, segments: [Segment], sequence: UInt64, at: Int) throws(_DecodeError)
         -> RecordLocation
     {
@@ -302,8 +300,8 @@ package struct CheckpointFile {
         else { throw _DecodeError("value \(valueOffset)+\(valueLength) is implausible", at: at) }
         guard seq >= 1, seq <= sequence else { throw _DecodeError("record sequence \(seq) is outside 1...\(sequence)", at: at) }
         return RecordLocation(
-            segment: segment.number, frameOffset: UInt32(frameOffset), frameLength: UInt32(frameLength),
-            valueOffset: UInt32(valueOffset), sequence: seq, valueLength: UInt32(valueLength))
+            segment: segment.number, frameOffset: UInt32(frameOffset), valueOffset: UInt32(valueOffset), sequence: seq,
+            valueLength: UInt32(valueLength))
     }
 }
 

@@ -21,6 +21,7 @@ final class Checkpointer: Sendable {
         defer { lock.unlock() }
         struct Capture {
             var index: IndexState
+            var segments: [UInt32: SegmentFile]
             var log: LogState
         }
         let capture = engine.state.withLock { s -> Capture? in
@@ -31,7 +32,7 @@ final class Checkpointer: Sendable {
                 return nil
             }
             s.log.bytesSinceCheckpoint = 0
-            return Capture(index: s.views.head.index, log: s.log)
+            return Capture(index: s.views.head.index, segments: s.views.head.segments, log: s.log)
         }
         // A writable store runs on a version 2 manifest (recovery upgrades older ones).
         guard let capture, let storeId = capture.log.manifest.storeId else { return }
@@ -52,9 +53,17 @@ final class Checkpointer: Sendable {
                 underlying: error))
         }
         let created = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
-        let bytes = CheckpointFile.encode(
+        // The index keeps no frame lengths; the checkpoint format does: read them from the frame
+        // headers (in place in mapped segments).
+        let bytes = try CheckpointFile.encode(
             generation: capture.log.manifest.generation, createdAtMillis: created, segments: segments, index: capture.index,
-            storeId: storeId)
+            storeId: storeId
+        ) { loc in
+            guard let segment = capture.segments[loc.segment] else {
+                throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.")
+            }
+            return try segment.storedFrameLength(at: loc.frameOffset)
+        }
         try AtomicFileReplace.replaceOrThrow(LogStoreFormat.checkpointFileName, in: engine.directory, with: bytes, fs: engine.fileSystem)
         let mark = CheckpointMark(
             generation: capture.log.manifest.generation, sequence: capture.index.sequence, createdAtMillis: created,

@@ -30,7 +30,7 @@ struct CompactionOutput {
     init(engine: LogEngine, count: Int) {
         self.engine = engine
         locations = [RecordLocation](
-            repeating: RecordLocation(segment: 0, frameOffset: 0, frameLength: 0, valueOffset: 0, sequence: 0, valueLength: 0),
+            repeating: RecordLocation(segment: 0, frameOffset: 0, valueOffset: 0, sequence: 0, valueLength: 0),
             count: count)
         frame = _ByteWriter(capacity: min(engine.options.maxFramePayload, 64 << 10))
     }
@@ -45,13 +45,13 @@ struct CompactionOutput {
     private mutating func flushFrame() throws {
         guard let last = frameRecords.last else { return }
         var bytes: [UInt8] = []
-        let stored = LogFrame.append(
+        LogFrame.append(
             into: &bytes, raw: frame.bytes, kind: .commit, sequence: last.sequence,
             compress: engine.options.compression, threshold: engine.options.compressionThreshold)
         let (segment, offset) = try place(bytes, rawBytes: frame.count, baseSequence: frameRecords[0].sequence)
         for r in frameRecords {
             locations[r.index] = RecordLocation(
-                segment: segment, frameOffset: offset, frameLength: UInt32(stored), valueOffset: UInt32(r.valueOffset),
+                segment: segment, frameOffset: offset, valueOffset: UInt32(r.valueOffset),
                 sequence: r.sequence, valueLength: UInt32(r.valueLength))
         }
         lastFrameSequence = last.sequence
@@ -98,6 +98,7 @@ struct CompactionOutput {
         guard let segment = current else { return }
         try flushBuffer()
         try segment.file.sync()
+        segment.seal(length: currentInfo.length)
         segments.append(CompactedSegment(segment: segment, info: currentInfo, lastSequence: lastFrameSequence))
         current = nil
     }

@@ -119,7 +119,7 @@ final class Compactor: Sendable {
                     guard let seg = view.segments[loc.segment] else {
                         throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.")
                     }
-                    raw = try seg.readFrame(loc, cache: nil)
+                    raw = try seg.readFrame(loc)
                     frameID = loc.frameID
                 }
                 let start = Int(loc.valueOffset)

@@ -35,10 +35,23 @@ public struct EngineSnapshot: RecordReader, Sendable {
     }
 
     package func read(_ loc: RecordLocation) throws -> ArraySlice<UInt8> {
+        try segment(loc).readValue(loc, cache: cache)
+    }
+
+    /// Calls `body` with the value bytes of record `key` of `type` (nil if there is none) without
+    /// copying them where the store allows (a sealed segment's uncompressed frame is read in
+    /// place); the bytes are valid only inside `body`. Throws `.corruption` like
+    /// ``value(type:key:)``; rethrows what `body` throws.
+    public func withValue<R>(type: String, key: RecordKey, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+        guard let loc = index.location(type, key) else { return try body(nil) }
+        return try segment(loc).withValue(loc, cache: cache) { try body($0) }
+    }
+
+    private func segment(_ loc: RecordLocation) throws -> SegmentFile {
         guard let seg = segments[loc.segment] else {
             throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.").withCorruptionNextStep()
         }
-        return try seg.readValue(loc, cache: cache)
+        return seg
     }
 
     /// See ``RecordReader/keys(ofType:)``. In key order.
@@ -70,7 +83,7 @@ public struct EngineSnapshot: RecordReader, Sendable {
                 guard let seg = segments[loc.segment] else {
                     throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.").withCorruptionNextStep()
                 }
-                raw = try seg.readFrame(loc, cache: nil)
+                raw = try seg.readFrame(loc)
                 currentFrame = loc.frameID
             }
             let start = Int(loc.valueOffset)

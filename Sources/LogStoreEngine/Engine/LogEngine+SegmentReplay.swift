@@ -176,14 +176,14 @@ extension LogEngine {
                     switch rec.op {
                     case .put:
                         index.put(rec.type, rec.key, RecordLocation(
-                            segment: segment, frameOffset: frameOffset, frameLength: UInt32(f.header.storedLength),
+                            segment: segment, frameOffset: frameOffset,
                             valueOffset: UInt32(rec.valueOffset), sequence: seq, valueLength: UInt32(rec.valueLength)))
                     case .putAt:
                         guard rec.sequence >= 1, rec.sequence <= seq else {
                             throw LogStoreError(.corruption, "A putAt record's sequence \(rec.sequence) is newer than its frame's \(seq).", offset: UInt64(rec.valueOffset))
                         }
                         index.put(rec.type, rec.key, RecordLocation(
-                            segment: segment, frameOffset: frameOffset, frameLength: UInt32(f.header.storedLength),
+                            segment: segment, frameOffset: frameOffset,
                             valueOffset: UInt32(rec.valueOffset), sequence: rec.sequence, valueLength: UInt32(rec.valueLength)))
                     case .delete: index.delete(rec.type, rec.key)
                     case .deleteAll: index.deleteAll(rec.type)

@@ -85,6 +85,10 @@ public final class LogEngine: Sendable {
                 segmentInfo: recovered.segmentInfo, bytesSinceCheckpoint: recovered.bytesAfterCheckpoint),
             lastCheckpoint: recovered.checkpoint))
         self.state = state
+        for (number, segment) in recovered.segments where segment !== recovered.tail {
+            if let length = recovered.segmentInfo[number]?.length { segment.seal(length: length) }
+        }
+        recovered.tail.reserveMapping(length: UInt64(options.segmentSize))
         self.group = GroupCommit(sequence: recovered.index.sequence, sync: {
             let (tail, offset) = state.withLock { ($0.log.tail, $0.log.tailOffset) }
             try tail.file.sync()
@@ -453,6 +457,8 @@ public final class LogEngine: Sendable {
             s.log.rolledOver(to: segment, manifest: next)
             s.views.install(segment: segment)
         }
+        if let sealed = next.sealed[tail.number] { tail.seal(length: sealed.length) }
+        segment.reserveMapping(length: UInt64(options.segmentSize))
         logger?.debug("rolled over to segment \(number)", metadata: ["store": "\(directory)"])
     }
 

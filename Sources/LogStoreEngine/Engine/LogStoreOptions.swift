@@ -39,6 +39,16 @@ public struct LogStoreOptions: Sendable {
     public var maxFramePayload: Int = 8 << 10
     /// Whether frames are LZ4-compressed when that makes them smaller. Default true.
     public var compression: Bool = true
+    /// With ``compression``: whether write transactions compress their frames too, or leave them
+    /// for compaction to compress when it copies them. Default true.
+    ///
+    /// A point read of an uncompressed frame uses the record's bytes in place; one of a
+    /// compressed frame decompresses the frame up to the record first, most of the read's work on
+    /// data that outgrows the frame cache (Docs/Performance.md, "Step 7 (reads)": random reads over
+    /// 1M items cost 4.0 instead of 6.1 µs of CPU through the DataStore). The price is a larger
+    /// log until compaction copies the data, which happens only as records are overwritten or
+    /// deleted (``compactionThreshold``) or on `compact()`.
+    public var compressOnWrite: Bool = true
     /// Frames smaller than this are never compressed. Default 256 bytes.
     public var compressionThreshold: Int = 256
     /// The largest encoded item (record value) accepted; a larger one throws `.itemTooLarge`.

@@ -1,11 +1,11 @@
 /// The in-memory indexes at one sequence number: per item type, key → location, in key order.
 ///
-/// A value type built on persistent B+trees (``OrderedTree``): copying it is O(1) and a copy is
-/// never affected by later changes to the original, which is how readers get snapshots while the
-/// writer appends; each type's keys iterate in byte order, so requests page through them without
-/// sorting (issue 11).
+/// A value type built on persistent B+trees (``TypeIndex``, ``OrderedTree``): copying it is O(1)
+/// and a copy is never affected by later changes to the original, which is how readers get
+/// snapshots while the writer appends; each type's keys iterate in byte order, so requests page
+/// through them without sorting (issue 11).
 package struct IndexState: Sendable {
-    package var types: [String: OrderedTree<RecordKey, RecordLocation>] = [:]
+    package var types: [String: TypeIndex] = [:]
     /// The sequence number of the last transaction applied.
     package var sequence: UInt64 = 0
     /// Secondary indexes: per type, per index name (``SecondaryIndex``). Derived from the records
@@ -22,7 +22,7 @@ package struct IndexState: Sendable {
     func count(_ type: String) -> Int { types[type]?.count ?? 0 }
 
     mutating func put(_ type: String, _ key: RecordKey, _ loc: RecordLocation) {
-        types[type, default: OrderedTree()].updateValue(loc, forKey: key)
+        types[type, default: TypeIndex()].updateValue(loc, forKey: key)
         if replayTouches != nil, secondary[type] != nil { replayTouches?.touch(type, key) }
     }
 

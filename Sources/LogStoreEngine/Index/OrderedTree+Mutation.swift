@@ -175,11 +175,29 @@ extension OrderedTree {
     package init?<S: Sequence>(sortedElements elements: S) where S.Element == (Key, Value) {
         var keys: [Key] = []
         var values: [Value] = []
+        keys.reserveCapacity(elements.underestimatedCount)
+        values.reserveCapacity(elements.underestimatedCount)
         for (k, v) in elements {
-            if let last = keys.last, !(last < k) { return nil }
             keys.append(k)
             values.append(v)
         }
+        self.init(sortedKeys: keys, values: values)
+    }
+
+    /// A tree of `keys[i]` → `values[i]`; `keys` must ascend strictly (checked: returns nil
+    /// otherwise) and the arrays be equally long (else nil). Built bottom-up in O(n) like
+    /// ``init(sortedElements:)``, from the arrays without visiting the elements one by one again.
+    package init?(sortedKeys keys: [Key], values: [Value]) {
+        guard keys.count == values.count else { return nil }
+        let ascending = keys.withUnsafeBufferPointer { k -> Bool in
+            var i = 1
+            while i < k.count {
+                if !(k[i - 1] < k[i]) { return false }
+                i += 1
+            }
+            return true
+        }
+        guard ascending else { return nil }
         guard !keys.isEmpty else {
             self.init()
             return

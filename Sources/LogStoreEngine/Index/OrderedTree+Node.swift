@@ -6,14 +6,19 @@ extension OrderedTree {
     /// `@unchecked Sendable`: a node is mutated only through an `OrderedTree` that holds the only
     /// reference to it (`isKnownUniquelyReferenced`, checked before every write), so a node that
     /// two trees, or two threads, can see is never written: it is copied first.
+    ///
+    /// `@exclusivity(unchecked)`: for the same reason no access to a node's fields can overlap a
+    /// write to them (the mutation code never reads a field while it modifies it), and the run-time
+    /// check cost a lookup of a 1M-entry tree 10 calls and about 600 instructions, more than the
+    /// search itself (Docs/Performance.md, "Step 5 (reads)").
     final class Node: @unchecked Sendable {
-        var keys: [Key]
+        @exclusivity(unchecked) var keys: [Key]
         /// Leaves only: `values[i]` belongs to `keys[i]`.
-        var values: [Value]
+        @exclusivity(unchecked) var values: [Value]
         /// Internal nodes only.
-        var children: [Node]
+        @exclusivity(unchecked) var children: [Node]
         /// Elements in this subtree.
-        var count: Int
+        @exclusivity(unchecked) var count: Int
         let isLeaf: Bool
 
         init(leafKeys: [Key], values: [Value]) {
@@ -41,23 +46,37 @@ extension OrderedTree {
         var fanout: Int { isLeaf ? keys.count : children.count }
 
         /// The first index whose key is `>= key` (leaves).
-        func lowerBound(_ key: Key) -> Int {
-            var lo = 0
-            var hi = keys.count
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if keys[mid] < key { lo = mid + 1 } else { hi = mid }
-            }
-            return lo
-        }
+        func lowerBound(_ key: Key) -> Int { keys.withUnsafeBufferPointer { Self.lowerBound(key, in: $0) } }
 
         /// The child that holds `key` (internal nodes): the number of separators `<= key`.
         func childIndex(for key: Key) -> Int {
+            keys.withUnsafeBufferPointer { keys in
+                var lo = 0
+                var hi = keys.count
+                while lo < hi {
+                    let mid = (lo + hi) &>> 1
+                    if !(key < keys[mid]) { lo = mid &+ 1 } else { hi = mid }
+                }
+                return lo
+            }
+        }
+
+        /// The child that holds `key`, not retained (it lives as long as this node), or nil in a leaf.
+        @inline(__always)
+        func child(for key: Key) -> Unmanaged<Node>? {
+            guard !isLeaf else { return nil }
+            let c = childIndex(for: key)
+            return children.withUnsafeBufferPointer { Unmanaged.passUnretained($0[c]) }
+        }
+
+        /// The first index of `keys` (sorted) whose key is `>= key`.
+        @inline(__always)
+        static func lowerBound(_ key: Key, in keys: UnsafeBufferPointer<Key>) -> Int {
             var lo = 0
             var hi = keys.count
             while lo < hi {
-                let mid = (lo + hi) / 2
-                if keys[mid] <= key { lo = mid + 1 } else { hi = mid }
+                let mid = (lo + hi) &>> 1
+                if keys[mid] < key { lo = mid &+ 1 } else { hi = mid }
             }
             return lo
         }

@@ -42,10 +42,18 @@ package struct OrderedTree<Key: Comparable & Sendable, Value: Sendable>: Sendabl
 
     /// The value stored under `key`, or nil. O(log n).
     package subscript(key: Key) -> Value? {
-        var node = root
-        while !node.isLeaf { node = node.children[node.childIndex(for: key)] }
-        let i = node.lowerBound(key)
-        return i < node.keys.count && node.keys[i] == key ? node.values[i] : nil
+        // The hot path of every point read: walk down without retaining each node (the tree
+        // holds them all while `root` lives).
+        withExtendedLifetime(root) {
+            var node = Unmanaged.passUnretained(root)
+            while let child = node._withUnsafeGuaranteedRef({ $0.child(for: key) }) { node = child }
+            return node._withUnsafeGuaranteedRef { leaf in
+                leaf.keys.withUnsafeBufferPointer { keys in
+                    let i = Node.lowerBound(key, in: keys)
+                    return i < keys.count && keys[i] == key ? leaf.values[i] : nil
+                }
+            }
+        }
     }
 
     /// How many keys are smaller than `key` (the offset `key` has, or would have). O(log n).

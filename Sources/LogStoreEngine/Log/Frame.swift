@@ -87,15 +87,40 @@ package enum LogFrame {
     /// Parses and checks the frame at `offset` of `bytes`, a frame of a segment of format
     /// `version` (CRC included; does not decompress).
     package static func parse(_ bytes: UnsafeRawBufferPointer, at offset: Int, version: UInt16) -> ParseResult {
+        parse(bytes, at: offset, version: version, checkingCRC: true)
+    }
+
+    /// The stored payload length the frame header at `offset` announces, if the header is there
+    /// and the length plausible (nothing else is checked: a reader then reads the frame and
+    /// ``parse(_:at:version:)``s it).
+    package static func announcedLength(_ bytes: UnsafeRawBufferPointer, at offset: Int, version: UInt16) -> Int? {
+        guard offset >= 0, bytes.count - offset >= headerSize(version: version) else { return nil }
+        let length = Int(bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian)
+        return length <= maxPayload ? length : nil
+    }
+
+    /// Like ``parse(_:at:version:)`` but without the CRC: for a frame of an immutable (sealed)
+    /// segment whose CRC this process already checked (``SegmentFile``'s verified frames). Every
+    /// other check still runs, so damaged lengths never lead a read out of `bytes`.
+    package static func parseSkippingCRC(_ bytes: UnsafeRawBufferPointer, at offset: Int, version: UInt16) -> ParseResult {
+        parse(bytes, at: offset, version: version, checkingCRC: false)
+    }
+
+    private static func parse(_ bytes: UnsafeRawBufferPointer, at offset: Int, version: UInt16, checkingCRC: Bool) -> ParseResult {
         let headerSize = headerSize(version: version)
-        guard bytes.count - offset >= headerSize else {
+        guard offset >= 0, bytes.count - offset >= headerSize else {
             return .truncated("\(bytes.count - offset) bytes left, a frame header needs \(headerSize)")
         }
-        var r = _ByteReader(bytes, offset: offset)
-        guard let stored = try? r.u32(), let length = try? r.u32(), let kindRaw = try? r.u8(),
-            let flags = try? r.u8(), let reserved = try? r.u16(), let seq = try? r.u64(), let raw = try? r.u32(),
-            let synced = version >= 2 ? try? r.u32() : 0
-        else { return .truncated("short header") }
+        // The header is all there: plain loads (a point read parses one per read).
+        func u32(_ at: Int) -> UInt32 { bytes.loadUnaligned(fromByteOffset: offset + at, as: UInt32.self).littleEndian }
+        let stored = u32(0)
+        let length = u32(4)
+        let kindRaw = bytes[offset + 8]
+        let flags = bytes[offset + 9]
+        let reserved = bytes.loadUnaligned(fromByteOffset: offset + 10, as: UInt16.self)
+        let seq = bytes.loadUnaligned(fromByteOffset: offset + 12, as: UInt64.self).littleEndian
+        let raw = u32(20)
+        let synced = version >= 2 ? u32(24) : 0
         let storedLength = Int(length)
         let rawLength = Int(raw)
         let payloadOffset = offset + headerSize
@@ -106,9 +131,11 @@ package enum LogFrame {
             // Check the CRC as far as possible is impossible; report as truncated.
             return .truncated("frame announces \(storedLength) payload bytes, \(bytes.count - payloadOffset) left")
         }
-        var crc = CRC32C.update(0, UnsafeRawBufferPointer(rebasing: bytes[(offset + 4)..<payloadOffset]))
-        crc = CRC32C.update(crc, UnsafeRawBufferPointer(rebasing: bytes[payloadOffset..<(payloadOffset + storedLength)]))
-        guard CRC32C.mask(crc) == stored else { return .invalid("checksum mismatch") }
+        if checkingCRC {
+            var crc = CRC32C.update(0, UnsafeRawBufferPointer(rebasing: bytes[(offset + 4)..<payloadOffset]))
+            crc = CRC32C.update(crc, UnsafeRawBufferPointer(rebasing: bytes[payloadOffset..<(payloadOffset + storedLength)]))
+            guard CRC32C.mask(crc) == stored else { return .invalid("checksum mismatch") }
+        }
         guard let kind = Kind(rawValue: kindRaw) else { return .invalid("unknown frame kind 0x\(String(kindRaw, radix: 16))") }
         guard flags & ~flagLZ4 == 0, reserved == 0 else { return .invalid("unknown flags 0x\(String(flags, radix: 16))") }
         let compressed = flags & flagLZ4 != 0

@@ -4,8 +4,8 @@ enum TransactionEncoder {
         var bytes: [UInt8]
         /// Sum of the frames' raw (uncompressed) payload lengths.
         var rawBytes: UInt64 = 0
-        /// Per operation (puts only meaningful): frame offset relative to `bytes`, frame stored
-        /// length, value offset in the frame's raw payload, value length.
+        /// Per operation (puts only meaningful): frame offset relative to `bytes`, value offset in
+        /// the frame's raw payload, value length.
         var placements: [RecordLocation]
     }
 
@@ -15,19 +15,18 @@ enum TransactionEncoder {
                        version: UInt16 = LogStoreFormat.version) -> Output {
         var out: [UInt8] = []
         out.reserveCapacity(ops.reduce(0) { $0 + $1.encodedSizeBound } + LogFrame.headerSizeV2 * 2)
-        var placements = [RecordLocation](repeating: RecordLocation(segment: 0, frameOffset: 0, frameLength: 0, valueOffset: 0, sequence: 0, valueLength: 0), count: ops.count)
+        var placements = [RecordLocation](repeating: RecordLocation(segment: 0, frameOffset: 0, valueOffset: 0, sequence: 0, valueLength: 0), count: ops.count)
         var frame = _ByteWriter(capacity: min(options.maxFramePayload, 64 << 10))
         var inFrame: [Int] = []
         var rawBytes: UInt64 = 0
         func flush(last: Bool) {
             let start = out.count
             rawBytes += UInt64(frame.count)
-            let stored = LogFrame.append(
+            LogFrame.append(
                 into: &out, raw: frame.bytes, kind: last ? .commit : .data, sequence: sequence,
-                compress: options.compression, threshold: options.compressionThreshold, version: version, syncedThrough: syncedThrough)
+                compress: options.compression && options.compressOnWrite, threshold: options.compressionThreshold, version: version, syncedThrough: syncedThrough)
             for i in inFrame {
                 placements[i].frameOffset = UInt32(start)
-                placements[i].frameLength = UInt32(stored)
             }
             inFrame.removeAll(keepingCapacity: true)
             frame = _ByteWriter(capacity: min(options.maxFramePayload, 64 << 10))

@@ -31,6 +31,25 @@ public struct RecordKey: Hashable, Comparable, Sendable, CustomStringConvertible
         }
     }
 
+    /// Creates a key from bytes (what decoders read: the same key as ``init(_:)`` with a
+    /// collection, without visiting the bytes one by one).
+    public init(_ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count <= Self.inlineCapacity else {
+            storage = .heap(Array(bytes))
+            return
+        }
+        var words: (UInt64, UInt64) = (0, 0)
+        if let base = bytes.baseAddress {
+            withUnsafeMutableBytes(of: &words) { $0.baseAddress?.copyMemory(from: base, byteCount: bytes.count) }
+        }
+        storage = .inline(words.0, words.1, UInt8(bytes.count))
+    }
+
+    /// An inline key from its words in memory order (``Key8``, ``Key16``): `count` <= 16 bytes,
+    /// the rest zero.
+    @inline(__always)
+    init(inlineWords a: UInt64, _ b: UInt64, count: UInt8) { storage = .inline(a, b, count) }
+
     /// Calls `body` with the key's bytes. The buffer is valid only inside `body`.
     @inlinable
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {

@@ -1,0 +1,157 @@
+import Foundation
+import XCTest
+
+@testable import LogStoreEngine
+
+/// The point-read path (issue 11, item 3): sealed segments and the tail read in place through a
+/// mapping, each frame's CRC checked on its first read, compressed frames decompressed only up to
+/// the value, and what falls back to `pread`. Run on the real file system (the in-memory one cannot
+/// map files; every other engine test covers its `pread` path).
+final class ReadPathTests: XCTestCase {
+    /// Small segments so that a few hundred records roll over several times.
+    func options(compression: Bool = true, cacheSize: Int = 1 << 20) -> LogStoreOptions {
+        var o = LogStoreOptions.replayOnly
+        o.segmentSize = 64 << 10
+        o.maxFramePayload = 2 << 10
+        o.compression = compression
+        o.cacheSize = cacheSize
+        return o
+    }
+
+    /// Writes `count` records in transactions of 20 and returns the model. Values are half text,
+    /// half noise: LZ4 shrinks frames, but not to nothing.
+    func fill(_ e: LogEngine, count: Int = 600, size: Int = 200) throws -> [RecordKey: [UInt8]] {
+        var model: [RecordKey: [UInt8]] = [:]
+        var rng = SplitMix64(seed: UInt64(count))
+        for start in stride(from: 0, to: count, by: 20) {
+            try e.write { t in
+                for i in start..<min(start + 20, count) {
+                    let v = sampleValue(i, size: size / 2) + (0..<(size / 2)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+                    try t.put(type: "T", key: key("k\(i)"), value: v)
+                    model[key("k\(i)")] = v
+                }
+            }
+        }
+        return model
+    }
+
+    func assertReads(_ e: LogEngine, _ model: [RecordKey: [UInt8]], file: StaticString = #filePath, line: UInt = #line) throws {
+        let snap = try e.snapshot()
+        for (k, v) in model {
+            XCTAssertEqual(try snap.value(type: "T", key: k).map(Array.init), v, "value of \(k)", file: file, line: line)
+            XCTAssertEqual(try snap.withValue(type: "T", key: k) { $0.map(Array.init) }, v, "withValue of \(k)", file: file, line: line)
+        }
+    }
+
+    func segments(_ e: LogEngine) -> [SegmentFile] {
+        e.state.withLock { s in s.log.manifest.segments.compactMap { s.views.head.segments[$0] } }
+    }
+
+    func testSealedSegmentsAndTheTailAreReadThroughAMapping() throws {
+        for compression in [true, false] {
+            let h = StoreHarness.posix(self)
+            let dir = h.newStorePath()
+            let e = try h.open(dir, options: options(compression: compression))
+            let model = try fill(e, count: 3_000)
+            XCTAssertGreaterThan(segments(e).count, 3, "the test needs several sealed segments")
+            try assertReads(e, model)
+            for s in segments(e) { XCTAssertNotNil(s.sealedBytes, "segment \(s.number) not mapped") }
+            try e.close()
+            // Reopened: the segments recovery opened are mapped too.
+            let again = try h.open(dir, options: options(compression: compression))
+            try assertReads(again, model)
+            for s in segments(again) { XCTAssertNotNil(s.sealedBytes, "segment \(s.number) not mapped after reopen") }
+            try again.close()
+        }
+    }
+
+    func testDamageInASealedSegmentIsCorruptionOnItsFirstRead() throws {
+        let h = StoreHarness.posix(self)
+        let dir = h.newStorePath()
+        var e = try h.open(dir, options: options(compression: false))
+        let model = try fill(e)
+        try e.close()
+        e = try h.open(dir, options: options(compression: false))
+        defer { try? e.close() }
+        // Damage one value in the first (sealed) segment after the store opened, as bit rot would.
+        let snap = try e.snapshot()
+        let k = key("k3")
+        guard let loc = snap.location(type: "T", key: k) else { return XCTFail("k3 missing") }
+        XCTAssertEqual(loc.segment, 1)
+        let header = UInt64(LogFrame.headerSizeV2)
+        try h.fs.flipByte(segmentPath(dir, 1), at: UInt64(loc.frameOffset) + header + UInt64(loc.valueOffset), mask: 0x20)
+        let error = assertThrowsLogStoreError(.corruption) { try snap.value(type: "T", key: k) }
+        XCTAssertEqual(error?.path, segmentPath(dir, 1))
+        XCTAssertEqual(error?.offset, UInt64(loc.frameOffset))
+        // Records of other frames still read.
+        for (key, v) in model where snap.location(type: "T", key: key)?.frameID != loc.frameID {
+            XCTAssertEqual(try snap.value(type: "T", key: key).map(Array.init), v)
+        }
+    }
+
+    func testATransactionLargerThanTheSegmentSizeIsReadPastTheMapping() throws {
+        let h = StoreHarness.posix(self)
+        let dir = h.newStorePath()
+        let e = try h.open(dir, options: options(compression: false))
+        defer { try? e.close() }
+        var model = try fill(e, count: 40)
+        // 200 values of 1 KiB in one transaction: the tail grows past the 64 KiB it maps.
+        try e.write { t in
+            for i in 0..<200 {
+                let v = sampleValue(10_000 + i, size: 1_000)
+                try t.put(type: "T", key: key("big\(i)"), value: v)
+                model[key("big\(i)")] = v
+            }
+        }
+        let tail = e.state.withLock { $0.log.tail }
+        XCTAssertGreaterThan(try tail.file.size(), UInt64(128 << 10))
+        try assertReads(e, model)
+    }
+
+    func testCompressedFramesReadFromAnyOffsetWithAndWithoutTheCache() throws {
+        for cacheSize in [0, 1 << 20] {
+            let h = StoreHarness.posix(self)
+            let dir = h.newStorePath()
+            let e = try h.open(dir, options: options(compression: true, cacheSize: cacheSize))
+            defer { try? e.close() }
+            let model = try fill(e, count: 300, size: 120)
+            // Twice: the first reads decompress prefixes, the second finds admitted frames cached.
+            try assertReads(e, model)
+            try assertReads(e, model)
+            let compressedFrames = try segments(e).reduce(0) { n, s in
+                n + frames(ofSegment: try h.fs.readAll(s.path)).filter(\.header.compressed).count
+            }
+            XCTAssertGreaterThan(compressedFrames, 10, "the test needs compressed frames")
+            XCTAssertLessThanOrEqual(e.cache.bytesHeld, cacheSize)
+        }
+    }
+
+    func testASnapshotReadsAMappedSegmentThatCompactionRemoved() throws {
+        let h = StoreHarness.posix(self)
+        let dir = h.newStorePath()
+        let e = try h.open(dir, options: options())
+        defer { try? e.close() }
+        let model = try fill(e)
+        let old = try e.snapshot()
+        try assertReads(e, model)
+        // Overwrite everything, then compact the sealed segments away.
+        _ = try fill(e)
+        try e.compact()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: segmentPath(dir, 1)) && e.manifestInfo.segments.contains(1))
+        for (k, v) in model { XCTAssertEqual(try old.value(type: "T", key: k).map(Array.init), v) }
+    }
+
+    func testPartialDecompressionYieldsThePrefixOfTheWholePayload() throws {
+        var raw: [UInt8] = []
+        for i in 0..<2_000 { raw.append(contentsOf: Array("word\(i % 37) ".utf8)) }
+        let block = try XCTUnwrap(raw.withUnsafeBytes { LZ4.compress($0) })
+        try block.withUnsafeBytes { buf in
+            for prefix in [0, 1, 17, 4_096, raw.count - 1, raw.count, raw.count + 10, .max] {
+                let out = try XCTUnwrap(LZ4.decompress(buf, rawLength: raw.count, prefix: prefix), "prefix \(prefix)")
+                XCTAssertEqual(out, Array(raw.prefix(prefix)), "prefix \(prefix)")
+            }
+            // A block that cannot yield what its header announces.
+            XCTAssertNil(LZ4.decompress(UnsafeRawBufferPointer(rebasing: buf[0..<(buf.count / 2)]), rawLength: raw.count, prefix: raw.count - 1))
+        }
+    }
+}
