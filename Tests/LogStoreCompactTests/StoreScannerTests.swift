@@ -17,6 +17,22 @@ final class StoreScannerTests: XCTestCase {
         XCTAssertEqual(scan.segments.map(\.number), e.manifestInfo.segments)
     }
 
+    /// Zeros after the tail's last transaction (a preallocated tail a crash left) are free space:
+    /// no issue, not dead bytes (FileFormat.md §10, rule 5a), as recovery reads them.
+    func testZerosAfterTheTailsLastTransactionArePreallocatedNotDamage() throws {
+        let store = try makeStore()
+        let before = try StoreScanner(directory: store.dir).scan()
+        let tail = try XCTUnwrap(before.segments.last)
+        let f = try POSIXFileSystem().open(tail.path, mode: .readWrite)
+        try f.write([UInt8](repeating: 0, count: 10_000), at: try f.size())
+        try f.close()
+        let scan = try StoreScanner(directory: store.dir).scan()
+        XCTAssertEqual(scan.issues.count, before.issues.count, "\(scan.issues)")
+        XCTAssertEqual(scan.preallocatedBytes, 10_000)
+        XCTAssertEqual(scan.deadBytes, before.deadBytes)
+        XCTAssertEqual(scan.lastSequence, store.lastSequence)
+    }
+
     func testCompareIndexReportsEveryDisagreementWithAnotherLog() throws {
         let a = try makeStore()
         let b = temporaryPath("other")

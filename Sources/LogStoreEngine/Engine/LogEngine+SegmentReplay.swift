@@ -7,8 +7,9 @@ import Logging
 extension LogEngine {
     enum ScanResult {
         /// Valid data ends here (the tail after it, if any, is cut or reported); the segment's
-        /// header if it could be read.
-        case end(UInt64, SegmentHeader?)
+        /// header if it could be read. `zeroTail`: only zeros follow, up to the end of what was
+        /// scanned (SegmentReader rule 6: preallocated space, which stays).
+        case end(UInt64, SegmentHeader?, zeroTail: Bool = false)
         /// The last segment's header is torn and it holds nothing: rewrite it.
         case recreateHeader
     }
@@ -40,16 +41,33 @@ extension LogEngine {
             switch result {
             case .recreateHeader:
                 return result
-            case .end(let validEnd, let h):
+            case .end(let validEnd, let h, let zeroTail):
                 if atEnd { return result }
                 // No header: salvage dropped the whole segment.
                 guard let h else { return .end(size, nil) }
                 header = h
+                // Zeros to the end of the window: if the rest of the file is zeros too, they are
+                // preallocated space (SegmentReader rule 6), read window by window, not all at once.
+                if zeroTail, try zeros(file, from: position + UInt64(count), to: size) {
+                    return .end(validEnd, h, zeroTail: true)
+                }
                 // No whole transaction in this window: it needs a bigger one.
                 if validEnd <= position { window = window.multipliedReportingOverflow(by: 2).overflow ? Int.max : window * 2 }
                 position = max(position, validEnd)
             }
         }
+    }
+
+    /// Whether `file` holds only zero bytes in `from..<to`, read in windows of ``recoveryWindow``.
+    static func zeros(_ file: any FileSystemFile, from: UInt64, to: UInt64) throws -> Bool {
+        var at = from
+        while at < to {
+            let bytes = try file.read(at: at, count: Int(min(UInt64(recoveryWindow), to - at)))
+            if bytes.isEmpty { return true }
+            guard bytes.withUnsafeBytes({ SegmentReader.isZero($0, from: 0) }) else { return false }
+            at += UInt64(bytes.count)
+        }
+        return true
     }
 
     /// Replays one segment into `index` (Docs/Design.md, "Recovery").
@@ -152,7 +170,7 @@ extension LogEngine {
             report.truncatedTail = .init(path: path, offset: UInt64(base + torn.validEnd), bytes: UInt64(buf.count - torn.validEnd), reason: reason)
             report.transactionsCut = torn.transactionsCut + (torn.lostTransaction == nil ? 0 : 1)
         }
-        return .end(UInt64(base + outcome.validEnd), segmentHeader)
+        return .end(UInt64(base + outcome.validEnd), segmentHeader, zeroTail: outcome.zeroTail)
     }
 
     /// Applies a committed transaction's frames to the index. `base` is the file offset of

@@ -77,7 +77,6 @@ public final class LogEngine: Sendable {
         self.logger = options.logger
         self.recoveryReport = recovered.report
         self.cache = FrameCache(capacity: options.cacheSize)
-        self.log = LogWriter(directory: directory, fileSystem: fileSystem)
         let state = Protected(EngineState(
             views: EngineViews(ViewState(index: recovered.index, segments: recovered.segments)),
             log: LogState(
@@ -85,11 +84,27 @@ public final class LogEngine: Sendable {
                 segmentInfo: recovered.segmentInfo, bytesSinceCheckpoint: recovered.bytesAfterCheckpoint),
             lastCheckpoint: recovered.checkpoint))
         self.state = state
-        self.group = GroupCommit(sequence: recovered.index.sequence, sync: {
+        let group = GroupCommit(sequence: recovered.index.sequence, sync: {
             let (tail, offset) = state.withLock { ($0.log.tail, $0.log.tailOffset) }
             try tail.file.sync()
             state.withLock { $0.log.synced(tail, through: offset) }
         })
+        self.group = group
+        var log = LogWriter(directory: directory, fileSystem: fileSystem)
+        if options.preallocationSize > 0 && options.durability != .none && options.recovery == .strict {
+            let preallocator = Preallocator(
+                directory: directory, fileSystem: fileSystem, ahead: options.preallocationSize, segmentSize: options.segmentSize,
+                background: options.preallocatesInBackground,
+                onSyncFailure: { error, path in
+                    Self.poison(
+                        LogStoreError(.storePoisoned, "fdatasync of the tail failed while preallocating it; reopen the store.", path: path, underlying: error),
+                        state: state, group: group)
+                })
+            log.preallocator = preallocator
+        }
+        self.log = log
+        log.preallocator?.start(
+            tail: recovered.tail, appendEnd: recovered.tailOffset, fileSize: (try? recovered.tail.file.size()) ?? recovered.tailOffset)
         if options.durability == .buffered { scheduleBackgroundSync() }
         scheduleCompactionCheck()
     }
@@ -264,6 +279,12 @@ public final class LogEngine: Sendable {
     /// Returns the error in force, for the caller to throw. Any thread; idempotent.
     @discardableResult
     func poison(_ error: LogStoreError) -> LogStoreError {
+        Self.poison(error, state: state, group: group)
+    }
+
+    /// ``poison(_:)`` for work that holds the engine's parts but not the engine (the preallocator).
+    @discardableResult
+    static func poison(_ error: LogStoreError, state: Protected<EngineState>, group: GroupCommit) -> LogStoreError {
         let first = state.withLock { s -> LogStoreError in
             if s.poisoned == nil {
                 s.poisoned = error
@@ -400,12 +421,13 @@ public final class LogEngine: Sendable {
             return checkpointEvery > 0 && s.log.bytesSinceCheckpoint >= checkpointEvery
         }
         group.noteAppended(seq)
+        log.preallocator?.appended(to: tail, through: offset + UInt64(encoded.bytes.count))
         if rolledOver { scheduleCompactionCheck() }
         if checkpointDue { scheduleCheckpoint() }
         return seq
     }
 
-    /// Seals the tail segment and starts a new one (``LogWriter/rollOver(from:to:replacing:baseSequence:)``),
+    /// Seals the tail segment and starts a new one (``LogWriter/rollOver(from:sealAt:to:replacing:baseSequence:)``),
     /// then makes it the tail of the log state and of every view. Caller holds the writer lock.
     func rollOverLocked(nextSequence: UInt64) throws {
         // Only a damaged or foreign MANIFEST gets here (no store makes 4 billion segments).
@@ -418,7 +440,7 @@ public final class LogEngine: Sendable {
         }
         // Compaction reserves segment numbers without the writer lock: take the number and the
         // manifest in one step so neither side hands out a number twice.
-        let (tail, previous, next) = state.withLock { s -> (SegmentFile, ManifestFile, ManifestFile) in
+        let (tail, sealAt, previous, next) = state.withLock { s -> (SegmentFile, UInt64, ManifestFile, ManifestFile) in
             let previous = s.log.manifest
             var next = previous
             // The tail is sealed at its append offset (its exact file size: a failed append is cut
@@ -427,12 +449,12 @@ public final class LogEngine: Sendable {
             next.segments.append(s.log.reserveSegmentNumber())
             next.nextSegment = s.log.manifest.nextSegment
             next.generation += 1
-            return (s.log.tail, previous, next)
+            return (s.log.tail, s.log.tailOffset, previous, next)
         }
         let number = next.segments[next.segments.count - 1]
         let segment: SegmentFile
         do {
-            segment = try log.rollOver(from: tail, to: next, replacing: previous, baseSequence: nextSequence)
+            segment = try log.rollOver(from: tail, sealAt: sealAt, to: next, replacing: previous, baseSequence: nextSequence)
         } catch {
             switch error {
             case .sealFailed(let e):
@@ -490,6 +512,16 @@ public final class LogEngine: Sendable {
                 firstError = e
             } catch {
                 logger?.warning("checkpoint on close failed; the next open replays the whole log", metadata: ["store": "\(directory)", "error": "\(error)"])
+            }
+        }
+        // A closed store keeps no preallocated space: its tail ends where its log does.
+        log.preallocator?.close()
+        if options.recovery == .strict && state.withLock({ $0.poisoned }) == nil {
+            let (tail, offset) = state.withLock { ($0.log.tail, $0.log.tailOffset) }
+            do { try log.cut(tail, to: offset) } catch {
+                logger?.warning(
+                    "could not cut the preallocated space off the tail at close; the next open reuses it",
+                    metadata: ["store": "\(directory)", "error": "\(error)"])
             }
         }
         group.fail(Self.closedError())
