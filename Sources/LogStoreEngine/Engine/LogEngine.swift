@@ -41,6 +41,8 @@ public final class LogEngine: Sendable {
     let background = BackgroundWork()
     /// Writes that failed with `.diskFull` since the last one that succeeded.
     let diskFull = Protected(0)
+    /// The committing writer's LZ4 state (used under the writer lock).
+    let compressor = LZ4.Compressor()
 
     struct EngineState: Sendable {
         /// What readers see and what writers start from (``EngineViews``).
@@ -356,7 +358,7 @@ public final class LogEngine: Sendable {
         // Secondary-index changes first: a unique-index violation refuses the commit while
         // nothing is written yet.
         let secondaryChanges = try secondaryChanges(for: ops, on: head)
-        var encoded = TransactionEncoder.encode(ops, sequence: seq, options: options, syncedThrough: synced, version: tail.version)
+        var encoded = TransactionEncoder.encode(ops, sequence: seq, options: options, syncedThrough: synced, version: tail.version, compressor: compressor)
         // Locations address segments with 32-bit offsets; segments stay below 2 GiB because a
         // transaction is at most 1 GiB and a segment rolls over at most at 1 GiB.
         guard encoded.bytes.count <= LogFrame.maxPayload else {
@@ -367,7 +369,7 @@ public final class LogEngine: Sendable {
             try rollOverLocked(nextSequence: seq)
             (head, tail, offset, synced) = state.withLock { ($0.views.head, $0.log.tail, $0.log.tailOffset, $0.log.syncedThroughForFrames) }
             // The frames claim how far the new segment is durable: encode them again.
-            encoded = TransactionEncoder.encode(ops, sequence: seq, options: options, syncedThrough: synced, version: tail.version)
+            encoded = TransactionEncoder.encode(ops, sequence: seq, options: options, syncedThrough: synced, version: tail.version, compressor: compressor)
             rolledOver = true
         }
         do {
