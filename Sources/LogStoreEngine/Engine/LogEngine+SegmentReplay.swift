@@ -133,7 +133,7 @@ extension LogEngine {
                 do {
                     // Apply to a copy so a transaction that fails half-way leaves no trace.
                     var next = index
-                    try apply(frames, buf: buf, base: base, segment: number, compacted: compacted, index: &next)
+                    try apply(frames, buf: buf, base: base, segment: number, compacted: compacted, version: segmentHeader.version, index: &next)
                     index = next
                 } catch var e as LogStoreError {
                     // CRC-valid but undecodable: written by a broken or foreign writer.
@@ -174,21 +174,29 @@ extension LogEngine {
     }
 
     /// Applies a committed transaction's frames to the index. `base` is the file offset of
-    /// `buf`. In a compacted segment every record must be a `putAt` no newer than its frame; a
-    /// `putAt` anywhere else is corruption.
+    /// `buf`. In a compacted segment a frame written by compaction (format v1: every frame; v2:
+    /// `syncedThrough` 0) holds only `putAt` records no newer than the frame, and a frame copied
+    /// unchanged from a normal segment (v2, `syncedThrough` not 0) only `put` records, which take
+    /// the frame's sequence; a `putAt` anywhere else, or a delete in a compacted segment, is
+    /// corruption (FileFormat.md §7a).
     static func apply(_ frames: [SegmentReader.Frame],
-                      buf: UnsafeRawBufferPointer, base: Int, segment: UInt32, compacted: Bool,
+                      buf: UnsafeRawBufferPointer, base: Int, segment: UInt32, compacted: Bool, version: UInt16,
                       index: inout IndexState) throws {
         for f in frames {
             let stored = UnsafeRawBufferPointer(rebasing: buf[f.payloadOffset..<(f.payloadOffset + f.header.storedLength)])
             let seq = f.header.sequence
             let frameOffset = UInt32(base + f.frameOffset)
+            // What this frame may hold: putAt (compaction wrote it), put (copied or a normal
+            // segment's), or also deletes (a normal segment's).
+            let putAt = compacted && (version < 2 || f.header.syncedThrough == 0)
             func each(_ payload: UnsafeRawBufferPointer) throws {
                 try DecodedRecord.decodeAll(payload) { rec in
-                    if compacted != (rec.op == .putAt) {
+                    if putAt != (rec.op == .putAt) || (compacted && (rec.op == .delete || rec.op == .deleteAll)) {
                         throw LogStoreError(
                             .corruption,
-                            compacted ? "A compacted segment holds a record other than putAt." : "A putAt record outside a compacted segment.",
+                            putAt
+                                ? "A frame compaction wrote holds a record other than putAt."
+                                : compacted ? "A frame copied into a compacted segment holds a record other than put." : "A putAt record outside a compacted segment.",
                             offset: UInt64(rec.valueOffset))
                     }
                     switch rec.op {

@@ -7,18 +7,21 @@
 ///
 ///     segment body := frame*
 ///     transaction  := data-frame* commit-frame      all with one sequence number (normal segments)
-///                   | commit-frame                  compacted segments: every frame stands alone
+///                   | frame                         compacted segments: every frame stands alone
+///                                                   (v2: commit or data, a frame copied unchanged
+///                                                   from a normal segment keeps its kind; v1: commit)
 ///
 /// Rules:
 /// 1. A transaction is delivered (``read(_:from:compacted:isLast:lastSequence:onTransaction:onDamage:)``'s
-///    `onTransaction`) once its commit frame is valid, never before.
+///    `onTransaction`) once its commit frame is valid, never before; in a compacted segment every
+///    valid frame is delivered alone.
 /// 2. Sequence numbers: in a normal segment each transaction's is the last delivered one plus 1
 ///    (format v2: a gap is damage) or greater than it (v1); in a compacted segment each frame's is
-///    at least the last one (compaction writes a transaction whose live records exceed one frame as
-///    several commit frames with one sequence).
+///    at least the last one (several frames can share one: the frames of one transaction copied
+///    unchanged, or a transaction's live records re-packed into several frames).
 /// 3. Damage is a frame that is truncated or invalid (length, CRC, kind, flags), a data frame in a
-///    compacted segment, a frame of another transaction inside an unfinished one, a sequence number
-///    that breaks rule 2, or an unfinished transaction at the end.
+///    version 1 compacted segment, a frame of another transaction inside an unfinished one, a
+///    sequence number that breaks rule 2, or an unfinished transaction at the end.
 /// 4. Damage in the **last** segment is a **torn tail** (unsynced bytes, cut and reported) when
 ///    nothing after it proves it durable. Format v2: no valid frame after it records a
 ///    `syncedThrough` beyond the damage's offset, so later whole transactions that were never
@@ -186,7 +189,7 @@ package struct SegmentReader {
                 case .invalid(let why):
                     resume = try damage(.frame, offset, "invalid frame: \(why)", validFramesFrom: offset + 1)
                 case .frame(let header, let payloadOffset):
-                    if compacted && header.kind != .commit {
+                    if compacted && version < 2 && header.kind != .commit {
                         resume = try damage(.transaction, offset, "data frame in a compacted segment", validFramesFrom: offset + 1)
                     } else if let first = pending.first, first.header.sequence != header.sequence {
                         // The unfinished transaction is dropped; this frame is examined again.
@@ -200,7 +203,7 @@ package struct SegmentReader {
                     } else {
                         pending.append(Frame(header: header, frameOffset: offset, payloadOffset: payloadOffset))
                         offset = payloadOffset + header.storedLength
-                        if header.kind == .commit {
+                        if header.kind == .commit || compacted {
                             if try onTransaction(pending) {
                                 last = header.sequence
                                 exact = version >= 2
