@@ -383,28 +383,29 @@ public final class LogEngine: Sendable {
                 throw e
             }
         }
-        // Index the new records.
-        var index = head.index
-        let journaling = state.withLock { $0.compactionJournal != nil }
-        var changes: [IndexJournal.Change] = []
+        // Index the new records, as one batch.
         for i in ops.indices {
-            switch ops[i] {
-            case .put(let t, let k, _):
+            if case .put = ops[i] {
                 encoded.placements[i].segment = tail.number
                 encoded.placements[i].frameOffset += UInt32(offset)
                 encoded.placements[i].sequence = seq
-                index.put(t, k, encoded.placements[i])
-                if journaling { changes.append(.put(t, k, encoded.placements[i])) }
-            case .delete(let t, let k):
-                index.delete(t, k)
-                if journaling { changes.append(.delete(t, k)) }
-            case .deleteAll(let t):
-                index.deleteAll(t)
-                if journaling { changes.append(.deleteAll(t)) }
             }
         }
+        var index = head.index
+        index.apply(ops, placements: encoded.placements)
         index.apply(secondaryChanges)
         index.sequence = seq
+        let journaling = state.withLock { $0.compactionJournal != nil }
+        var changes: [IndexJournal.Change] = []
+        if journaling {
+            for i in ops.indices {
+                switch ops[i] {
+                case .put(let t, let k, _): changes.append(.put(t, k, encoded.placements[i]))
+                case .delete(let t, let k): changes.append(.delete(t, k))
+                case .deleteAll(let t): changes.append(.deleteAll(t))
+                }
+            }
+        }
         index._checkInvariants()
         // What the commit changed, for the publication observer (a delete-all's keys are read
         // from the type's tree before the commit, only if someone asks).
