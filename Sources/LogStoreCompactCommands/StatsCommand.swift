@@ -77,6 +77,7 @@ public struct StatsCommand: ParsableCommand {
             ("liveBytes", .uint(s.liveBytes)),
             ("deadBytes", .uint(s.deadBytes)),
             ("overheadBytes", .uint(s.overheadBytes)),
+            ("preallocatedBytes", .uint(s.preallocatedBytes)),
             ("strayBytes", .uint(s.strayBytes)),
             ("records", .object([("live", .integer(s.liveRecords)), ("inLog", .integer(s.records))])),
             ("types", .object(s.types.keys.sorted().map { ($0, typeJSON(s.types[$0] ?? .init())) })),
@@ -152,6 +153,7 @@ public struct StatsCommand: ParsableCommand {
         row("Live", "\(Format.count(s.liveRecords)) records, \(Format.bytes(s.liveBytes)) (\(Format.percent(s.liveBytes, of: s.segmentBytes)))")
         row("Dead", "\(Format.bytes(s.deadBytes)) (\(Format.percent(s.deadBytes, of: s.segmentBytes))), reclaimable by compaction")
         row("Overhead", "\(Format.bytes(s.overheadBytes)) of segment and frame headers")
+        if s.preallocatedBytes > 0 { row("Preallocated", "\(Format.bytes(s.preallocatedBytes)) of zeros after the tail's last transaction (cut at the next close)") }
         if s.strayBytes > 0 { row("Stray", "\(Format.bytes(s.strayBytes)) in unlisted segment files") }
         if let r = s.compressionRatio {
             row("Compression", "\(Format.fixed(r, 2))x (\(Format.bytes(s.rawPayloadBytes)) raw, \(Format.bytes(s.storedPayloadBytes)) stored)")

@@ -15,7 +15,8 @@ public struct DataStorePowerLossConfiguration: PowerLossConfiguring, Sendable {
     public var targetedCrashFraction = 0.35
     /// Store options. Default: synchronous durability, 64 KiB segments (frequent roll-overs),
     /// 512-byte frames (multi-frame transactions), 2 KiB child spill threshold (children spill
-    /// to a temporary file in the store directory).
+    /// to a temporary file in the store directory), 16 KiB of preallocated tail (on the committing
+    /// thread; half the stores of a run draw a growing tail instead, ``PreallocationChoice``).
     public var options: LogStoreOptions
     /// The workload mix.
     public var workload = DataStoreCrashWorkloadGenerator()
@@ -40,17 +41,20 @@ public struct DataStorePowerLossConfiguration: PowerLossConfiguring, Sendable {
         o.checkpointInterval = 0
         o.compactionThreshold = 0.3
         o.compactionMinimumDeadBytes = 8 << 10
+        o.preallocationSize = 16 << 10
+        o.preallocatesInBackground = false
         options = o
     }
 
     /// `options` with background compaction (once 30% and 8 KiB of the sealed segments are
-    /// dead) and background checkpoints (every 48 KiB of log) on.
+    /// dead), background checkpoints (every 48 KiB of log) and background preallocation on.
     public static func withBackgroundMaintenance(_ options: LogStoreOptions) -> LogStoreOptions {
         var o = options
         o.autoCompaction = true
         o.compactionThreshold = 0.3
         o.compactionMinimumDeadBytes = 8 << 10
         o.checkpointInterval = 48 << 10
+        o.preallocatesInBackground = true
         return o
     }
 
@@ -120,9 +124,12 @@ public final class DataStorePowerLossHarness: PowerLossDriver<DataStoreCrashInte
             configuration.backgroundMaintenance
             ? DataStorePowerLossConfiguration.withBackgroundMaintenance(configuration.options) : configuration.options
         let directory = configuration.directory
+        let choice = PreallocationChoice(options)
+        tail = choice
         super.init(
             configuration.run, report: DataStorePowerLossReport(seed: configuration.seed), events: (100, 80), openName: "setup",
             makeInterpreter: { fs in
+                let options = choice.options
                 let interpreter = DataStoreCrashInterpreter(model: DataStoreCrashModel()) { LogDataStore(path: directory, fileSystem: fs, options: options) }
                 // Without synchronous durability only flushed commits are promised; flushing every
                 // third leaves batches of unsynced transactions for the crash to reorder.
@@ -140,7 +147,10 @@ public final class DataStorePowerLossHarness: PowerLossDriver<DataStoreCrashInte
         runCycles(until: deadline, stop: stop)
     }
 
-    override func prepareStore() { note("new store") }
+    override func prepareStore() { note("new store (\(tail.draw(&rng)))") }
+
+    /// Whether the current store preallocates its tail.
+    let tail: PreallocationChoice
 
     override func open(_ interpreter: DataStoreCrashInterpreter) throws {
         temporaryFilesBeforeOpen = Set(((try? fs.contentsOfDirectory(atPath: configuration.directory)) ?? []).filter { $0.hasSuffix(".tmp") })
@@ -158,7 +168,11 @@ public final class DataStorePowerLossHarness: PowerLossDriver<DataStoreCrashInte
             // Recovery removes the temporary files a crash left. With background maintenance, a
             // compaction started by setup() may already be writing MANIFEST.tmp or CHECKPOINT.tmp:
             // then only the crash's own child spill files are checked.
-            var leftovers = try fs.contentsOfDirectory(atPath: configuration.directory).filter { $0.hasSuffix(".tmp") }
+            // The open itself may write a new preallocation spare (a recovered tail written up to
+            // the segment size).
+            var leftovers = try fs.contentsOfDirectory(atPath: configuration.directory).filter {
+                $0.hasSuffix(".tmp") && $0 != Preallocator.spareName
+            }
             if configuration.backgroundMaintenance {
                 leftovers = leftovers.filter { temporaryFilesBeforeOpen.contains($0) && $0.hasPrefix("child-") }
             }

@@ -140,7 +140,8 @@ public struct PowerLossConfiguration: PowerLossConfiguring, Sendable {
     /// Seed, cycles and the settings every harness has.
     public var run: PowerLossRunSettings
     /// Engine options. Default: synchronous durability, 64 KiB segments (frequent roll-overs),
-    /// 512-byte frames (multi-frame transactions). With `.none` durability the workload adds
+    /// 512-byte frames (multi-frame transactions), 16 KiB of preallocated tail (on the committing
+    /// thread; half the stores of a run draw a growing tail instead, ``PreallocationChoice``). With `.none` durability the workload adds
     /// flush steps and only flushed transactions count as acknowledged (many unsynced
     /// transactions per crash). Do not use `.buffered`: its timer makes runs irreproducible.
     public var options: LogStoreOptions
@@ -155,6 +156,8 @@ public struct PowerLossConfiguration: PowerLossConfiguring, Sendable {
         o.segmentSize = 64 << 10
         o.maxFramePayload = 512
         o.cacheSize = 256 << 10
+        o.preallocationSize = 16 << 10
+        o.preallocatesInBackground = false
         options = o
     }
 
@@ -230,11 +233,15 @@ public final class EnginePowerLossHarness: PowerLossDriver<EngineCrashInterprete
     public init(_ configuration: PowerLossConfiguration) {
         self.configuration = configuration
         let directory = configuration.directory
-        let options = configuration.options
+        let choice = PreallocationChoice(configuration.options)
+        tail = choice
         super.init(
             configuration.run, report: PowerLossReport(seed: configuration.seed), events: (80, 60), openName: "open",
-            makeInterpreter: { fs in EngineCrashInterpreter(directory: directory, fileSystem: fs, options: options) })
+            makeInterpreter: { fs in EngineCrashInterpreter(directory: directory, fileSystem: fs, options: choice.options) })
     }
+
+    /// Whether the current store preallocates its tail.
+    let tail: PreallocationChoice
 
     /// Runs every cycle, then opens and checks the last crash image. Returns the report; its
     /// ``PowerLossReport/failure`` is set at the first broken promise (the run stops there).
@@ -251,10 +258,14 @@ public final class EnginePowerLossHarness: PowerLossDriver<EngineCrashInterprete
                 note("setting up the store directory failed: \(error)")
             }
         }
-        note("new store (\(preCreate ? "directory created durably in advance" : "engine creates the directory"))")
+        note("new store (\(preCreate ? "directory created durably in advance" : "engine creates the directory"), \(tail.draw(&rng)))")
     }
 
     override func open(_ interpreter: EngineCrashInterpreter) throws { try interpreter.open() }
+
+    /// The crash armed for the open hit work the open started on its way out (the first zeros
+    /// written ahead of a preallocated tail), whose failure the open does not throw.
+    override func crashedAfterOpen() -> Bool { fs.isCrashed }
 
     override func countCrashDuringOpen() { report.crashesDuringOpen += 1 }
 

@@ -368,7 +368,11 @@ final class KillDriver {
         } catch {
             throw CrashTestError("\(context), killed during \(phase) (acknowledged \(lastAck), began \(lastBegin)): \(error)")
         }
-        let leftovers = ((try? FileManager.default.contentsOfDirectory(atPath: storeDir)) ?? []).filter { $0.hasSuffix(".tmp") }
+        // (The open may write a new preallocation spare itself: a recovered tail written up to
+        // the segment size.)
+        let leftovers = ((try? FileManager.default.contentsOfDirectory(atPath: storeDir)) ?? []).filter {
+            $0.hasSuffix(".tmp") && $0 != Preallocator.spareName
+        }
         if !leftovers.isEmpty {
             throw CrashTestError(
                 "\(context), killed during \(phase): after setup() the store directory still holds \(leftovers.joined(separator: ", "))")

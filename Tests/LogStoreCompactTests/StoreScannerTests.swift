@@ -17,6 +17,22 @@ final class StoreScannerTests: XCTestCase {
         XCTAssertEqual(scan.segments.map(\.number), e.manifestInfo.segments)
     }
 
+    /// Zeros after the tail's last transaction (a preallocated tail a crash left) are free space:
+    /// no issue, not dead bytes (FileFormat.md §10, rule 5a), as recovery reads them.
+    func testZerosAfterTheTailsLastTransactionArePreallocatedNotDamage() throws {
+        let store = try makeStore()
+        let before = try StoreScanner(directory: store.dir).scan()
+        let tail = try XCTUnwrap(before.segments.last)
+        let f = try POSIXFileSystem().open(tail.path, mode: .readWrite)
+        try f.write([UInt8](repeating: 0, count: 10_000), at: try f.size())
+        try f.close()
+        let scan = try StoreScanner(directory: store.dir).scan()
+        XCTAssertEqual(scan.issues.count, before.issues.count, "\(scan.issues)")
+        XCTAssertEqual(scan.preallocatedBytes, 10_000)
+        XCTAssertEqual(scan.deadBytes, before.deadBytes)
+        XCTAssertEqual(scan.lastSequence, store.lastSequence)
+    }
+
     func testCompareIndexReportsEveryDisagreementWithAnotherLog() throws {
         let a = try makeStore()
         let b = temporaryPath("other")
@@ -71,8 +87,9 @@ final class StoreScannerTests: XCTestCase {
     }
 }
 
-/// Compaction writes a transaction whose live records exceed one frame as several commit frames
-/// with the same sequence number; recovery accepts them, and so must every tool that reads the log.
+/// Compaction copies the frames of a transaction whose records are all live as they are (data
+/// frames and the commit frame, one sequence number), or re-packs them into several commit frames
+/// with one sequence; recovery accepts both, and so must every tool that reads the log.
 final class CompactedMultiFrameTransactionTests: XCTestCase {
     func testVerifyAcceptsACompactedTransactionSpreadOverSeveralFrames() throws {
         let dir = temporaryPath("compacted-multiframe")
@@ -81,9 +98,12 @@ final class CompactedMultiFrameTransactionTests: XCTestCase {
         options.segmentSize = 64 << 10
         options.autoCompaction = false
         let engine = try LogEngine.open(directory: dir, options: options)
-        // One transaction of 40 records of ~100 bytes: ~8 frames, every record stays live.
+        // One transaction of 40 records of ~100 bytes: ~8 frames, every record stays live; and a
+        // record written and deleted, for the compaction to drop.
         let value = AttributeValue.string(String(repeating: "x", count: 100)).encoded()
+        try engine.commit([.put(type: "Gone", key: RecordKey([1]), value: value)])
         try engine.commit((0..<40).map { .put(type: "Big", key: RecordKey(Array("k\($0)".utf8)), value: value) })
+        try engine.commit([.delete(type: "Gone", key: RecordKey([1]))])
         let report = try engine.compact(includingTail: true)
         XCTAssertTrue(report.performed)
         try engine.close()

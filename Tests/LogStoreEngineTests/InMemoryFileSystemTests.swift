@@ -32,7 +32,7 @@ final class InMemoryFileSystemTests: XCTestCase {
     func testMissingCommitMarkerDropsTransaction() throws { try Scenarios.missingCommitMarkerDropsTransaction(h) }
     func testFrameOfAnotherTransactionAfterMissingCommitIsCorruption() throws { try Scenarios.frameOfAnotherTransactionAfterMissingCommitIsCorruption(h) }
     func testFrameOfAnotherTransactionAfterMissingCommitWithoutSyncClaimIsCut() throws { try Scenarios.frameOfAnotherTransactionAfterMissingCommitWithoutSyncClaimIsCut(h) }
-    func testZeroFilledTailIsIgnored() throws { try Scenarios.zeroFilledTailIsIgnored(h) }
+    func testZeroFilledTailIsFreeSpace() throws { try Scenarios.zeroFilledTailIsFreeSpace(h) }
     func testPartialSegmentHeaderOfListedSegmentIsCorruption() throws { try Scenarios.partialSegmentHeaderOfListedSegmentIsCorruption(h) }
     func testListedLastSegmentMissingIsCorruption() throws { try Scenarios.listedLastSegmentMissingIsCorruption(h) }
     func testListedNonTailSegmentMissingIsCorruption() throws { try Scenarios.listedNonTailSegmentMissingIsCorruption(h) }

@@ -15,7 +15,7 @@ final class RecoveryEdgeCaseTests: XCTestCase {
     func testFrameOfAnotherTransactionAfterMissingCommitIsCorruption() throws {
         try Scenarios.frameOfAnotherTransactionAfterMissingCommitIsCorruption(.posix(self))
     }
-    func testZeroFilledTailIsIgnored() throws { try Scenarios.zeroFilledTailIsIgnored(.posix(self)) }
+    func testZeroFilledTailIsFreeSpace() throws { try Scenarios.zeroFilledTailIsFreeSpace(.posix(self)) }
     func testPartialSegmentHeaderOfListedSegmentIsCorruption() throws { try Scenarios.partialSegmentHeaderOfListedSegmentIsCorruption(.posix(self)) }
     func testListedLastSegmentMissingIsCorruption() throws { try Scenarios.listedLastSegmentMissingIsCorruption(.posix(self)) }
     func testListedNonTailSegmentMissingIsCorruption() throws { try Scenarios.listedNonTailSegmentMissingIsCorruption(.posix(self)) }
@@ -183,18 +183,27 @@ extension Scenarios {
         try e.close()
     }
 
-    static func zeroFilledTailIsIgnored(_ h: StoreHarness) throws {
-        // Zeros after the last commit (a file extended by the OS without its data).
+    static func zeroFilledTailIsFreeSpace(_ h: StoreHarness) throws {
+        // Zeros after the last commit (preallocated space, or a file extended by the OS without
+        // its data): free space, neither damage nor a torn tail (SegmentReader rule 6). The next
+        // commit overwrites them; close cuts what is left.
         do {
             let (dir, history) = try smallStore(h)
             guard let last = history.entries.last else { return XCTFail() }
             try h.fs.appendBytes(segmentPath(dir, 1), [UInt8](repeating: 0, count: 4096))
             let e = try h.open(dir)
             assertSameContents(try dump(e), history.model)
-            XCTAssertEqual(e.recoveryReport.truncatedTail?.offset, last.end)
-            XCTAssertEqual(e.recoveryReport.truncatedTail?.bytes, 4096)
-            XCTAssertEqual(try h.fs.fileSize(segmentPath(dir, 1)), last.end)
+            XCTAssertNil(e.recoveryReport.truncatedTail)
+            XCTAssertEqual(try h.fs.fileSize(segmentPath(dir, 1)), last.end + 4096, "the zeros stay")
+            var more = history
+            try writeRecording(e, workloadTransaction(99), into: &more)
+            XCTAssertEqual(try h.fs.fileSize(segmentPath(dir, 1)), last.end + 4096, "the commit overwrote zeros")
             try e.close()
+            XCTAssertLessThan(try h.fs.fileSize(segmentPath(dir, 1)), last.end + 4096, "close cuts the zeros left")
+            let again = try h.open(dir)
+            assertSameContents(try dump(again), more.model)
+            XCTAssertNil(again.recoveryReport.truncatedTail)
+            try again.close()
         }
         // Zeros replacing the end of the last transaction.
         do {

@@ -366,11 +366,12 @@ struct History {
 
 /// Commits `ops` and records where it landed (the tail's size before and after the write).
 func writeRecording(_ e: LogEngine, _ ops: [RecordOperation], into history: inout History) throws {
-    let before = try e.fileSystem.fileSize(segmentPath(e.directory, e.manifestInfo.segments.last ?? 0))
+    // The tail's append offset, not its file size (which preallocated zeros may extend).
+    let before = e.state.withLock { $0.log.tailOffset }
     let segmentsBefore = e.manifestInfo.segments
     let seq = try write(e, ops)
     let segment = e.manifestInfo.segments.last ?? 0
-    let after = try e.fileSystem.fileSize(segmentPath(e.directory, segment))
+    let after = e.state.withLock { $0.log.tailOffset }
     let start = segmentsBefore.last == segment ? before : UInt64(SegmentHeader.sizeV2)
     history.entries.append(.init(sequence: seq, ops: ops, segment: segment, start: start, end: after))
     apply(ops, to: &history.model)

@@ -74,8 +74,13 @@ final class DataStorePowerLossTests: XCTestCase {
 
     let directory = "/data/store"
 
+    /// The harness's options; `preallocate` false gives the store a growing tail.
+    var preallocate = true
+
     func options() -> LogStoreOptions {
-        DataStorePowerLossConfiguration(seed: 0, cycles: 0).options
+        var o = DataStorePowerLossConfiguration(seed: 0, cycles: 0).options
+        if !preallocate { o.preallocationSize = 0 }
+        return o
     }
 
     func freshFileSystem() throws -> FaultInjectingFileSystem {
@@ -105,8 +110,10 @@ final class DataStorePowerLossTests: XCTestCase {
     }
 
     func testInterruptedMergeIsAllOrNothingAtEveryIOPoint() throws {
-        // Without and with a segment roll-over inside the merge's commit.
-        for rollOver in [false, true] {
+        // Without and with a segment roll-over inside the merge's commit, on a preallocated and on
+        // a growing tail.
+        for (preallocate, rollOver) in [(true, false), (true, true), (false, false), (false, true)] {
+            self.preallocate = preallocate
             var crashPoints = 0
             var sawMergedAfterCrash = false
             var sawLostAfterCrash = false
@@ -134,7 +141,7 @@ final class DataStorePowerLossTests: XCTestCase {
                 }
             }
             // Append + fdatasync; a roll-over adds the seal, the new segment and the manifest switch.
-            XCTAssertGreaterThanOrEqual(crashPoints, rollOver ? 8 : 2, "roll-over \(rollOver)")
+            XCTAssertGreaterThanOrEqual(crashPoints, rollOver ? 8 : 2, "roll-over \(rollOver), preallocate \(preallocate)")
             XCTAssertTrue(sawLostAfterCrash, "roll-over \(rollOver)")
             XCTAssertTrue(
                 sawMergedAfterCrash,
@@ -185,7 +192,9 @@ final class DataStorePowerLossTests: XCTestCase {
         guard let last = try fs.contentsOfDirectory(atPath: directory).filter({ $0.hasSuffix(".log") }).max() else { return 0 }
         let f = try fs.open(directory + "/" + last, mode: .readOnly)
         defer { try? f.close() }
-        return Int(try f.size())
+        // Where the log ends: before the zeros of a preallocated tail.
+        let bytes = try f.read(at: 0, count: Int(try f.size()))
+        return (bytes.lastIndex { $0 != 0 } ?? -1) + 1
     }
 
     // MARK: Regressions

@@ -661,8 +661,12 @@ final class Bench {
         let before = Double(apparentBytes(dir))
         var extra: [String: Double] = ["live_bytes": live, "bytes_before": before, "size_before_vs_live": before / live]
         #if LOGSTORE_HAS_COMPACT
-            let (_, secs) = try timeOnce { _ = try store.engine.compact() }
+            let cpu0 = processCPUSeconds()
+            let (report, secs) = try timeOnce { try store.engine.compact() }
+            let cpu = processCPUSeconds() - cpu0
             let after = Double(apparentBytes(dir))
+            extra["frames_copied"] = Double(report.framesCopied)
+            extra["frames_repacked"] = Double(report.framesRepacked)
             extra["bytes_after"] = after
             extra["size_after_vs_live"] = after / live
             extra["written_mb_per_second"] = after / secs / 1e6
@@ -670,6 +674,7 @@ final class Bench {
             var run = Run()
             run.latencies = [UInt64(secs * 1e9)]
             run.seconds = secs
+            run.cpuSeconds = cpu
             w.rows.append(
                 Row(
                     key: "logstore-engine", system: "LogStore engine", config: "compact()", role: .subject, run: run, units: Double(cfg.n),

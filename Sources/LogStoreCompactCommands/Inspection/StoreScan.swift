@@ -134,6 +134,9 @@ public struct StoreScan: Sendable {
     public var liveRawBytes: UInt64 = 0
     /// Segment and frame headers of valid data.
     public var overheadBytes: UInt64 = 0
+    /// Zeros after the tail's last transaction: space preallocated for the next commits (left by
+    /// a store that is open or was not closed cleanly; closing cuts them). Not dead bytes.
+    public var preallocatedBytes: UInt64 = 0
     /// Stored and raw payload bytes of every valid frame.
     public var storedPayloadBytes: UInt64 = 0
     /// See ``storedPayloadBytes``.
@@ -145,9 +148,11 @@ public struct StoreScan: Sendable {
     public init(directory: String) { self.directory = directory }
 
     /// Bytes of listed segments that compaction could reclaim: overwritten and deleted records,
-    /// tombstones, torn tails and damaged ranges (`segmentBytes - liveBytes - overheadBytes`).
+    /// tombstones, torn tails and damaged ranges (`segmentBytes - liveBytes - overheadBytes -
+    /// preallocatedBytes`).
     public var deadBytes: UInt64 {
-        segmentBytes > liveBytes + overheadBytes ? segmentBytes - liveBytes - overheadBytes : 0
+        let kept = liveBytes + overheadBytes + preallocatedBytes
+        return segmentBytes > kept ? segmentBytes - kept : 0
     }
 
     /// Bytes of segment files the manifest does not list (left by an interrupted operation).

@@ -325,6 +325,7 @@ struct ScanRun {
                 seg.damaged = true
                 return .resume
             })
+        if let outcome, outcome.zeroTail { scan.preallocatedBytes += UInt64(buf.count - outcome.validEnd) }
         if let torn = outcome?.tornTail {
             if damaged {
                 self.issue(.damage, torn.kind == .frame ? .frame : .transaction, path, torn.offset, torn.reason)

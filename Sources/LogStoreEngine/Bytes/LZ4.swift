@@ -1,22 +1,58 @@
 internal import CLZ4
+import Foundation
 
 /// The engine's only door to liblz4 (LZ4 block format, no frame header). No C type leaves this file.
 package enum LZ4 {
     /// Compresses `input`; returns nil when the result would not be smaller than the input.
+    /// Clears a fresh 16 KiB hash table for every call: a caller that compresses many blocks keeps
+    /// a ``Compressor`` instead.
     package static func compress(_ input: UnsafeRawBufferPointer) -> [UInt8]? {
-        guard input.count > 0, input.count <= Int(LZ4_MAX_INPUT_SIZE) else { return nil }
-        let bound = Int(LZ4_compressBound(Int32(input.count)))
-        var out = [UInt8](repeating: 0, count: bound)
-        guard let src = input.baseAddress else { return nil }
-        let written = out.withUnsafeMutableBytes { dst -> Int32 in
-            guard let d = dst.baseAddress else { return 0 }
-            return LZ4_compress_default(
-                src.assumingMemoryBound(to: CChar.self), d.assumingMemoryBound(to: CChar.self),
-                Int32(input.count), Int32(dst.count))
+        compressed(input) { src, dst, count, capacity in LZ4_compress_default(src, dst, count, capacity) }
+    }
+
+    /// The output buffer (uninitialized, of LZ4's worst-case size, so that LZ4 runs its faster
+    /// unbounded loop) and the call of one compressor; nil unless the result is smaller.
+    private static func compressed(
+        _ input: UnsafeRawBufferPointer, _ call: (UnsafePointer<CChar>, UnsafeMutablePointer<CChar>, Int32, Int32) -> Int32
+    ) -> [UInt8]? {
+        guard input.count > 0, input.count <= Int(LZ4_MAX_INPUT_SIZE), let src = input.baseAddress else { return nil }
+        let capacity = Int(LZ4_compressBound(Int32(input.count)))
+        let out = [UInt8](unsafeUninitializedCapacity: capacity) { dst, initialized in
+            initialized = 0
+            guard let d = dst.baseAddress else { return }
+            let written = call(
+                src.assumingMemoryBound(to: CChar.self), UnsafeMutableRawPointer(d).assumingMemoryBound(to: CChar.self),
+                Int32(input.count), Int32(capacity))
+            initialized = Int(max(0, written))
         }
-        guard written > 0, Int(written) < input.count else { return nil }
-        out.removeSubrange(Int(written)...)
-        return out
+        return !out.isEmpty && out.count < input.count ? out : nil
+    }
+
+    /// A reusable compression state (LZ4's 16 KiB hash table), reset cheaply before each block
+    /// (`LZ4_resetStream_fast`) instead of cleared whole: each block is still compressed on its
+    /// own (no dictionary), so ``decompress(_:rawLength:)`` reads it alone. For callers that
+    /// compress many frames: the committing writer, a compaction's writing thread.
+    ///
+    /// Any thread; calls are serialized by its own mutex (each owner uses it from one thread at a
+    /// time, so the mutex is never contended).
+    package final class Compressor: @unchecked Sendable {
+        // @unchecked Sendable: `state` is used only while `lock` is held.
+        private let lock = NSLock()
+        private let state: UnsafeMutablePointer<LZ4_stream_t>?
+
+        /// A compressor with its own state (about 16 KiB).
+        package init() { state = LZ4_createStream() }
+
+        deinit { if let state { _ = LZ4_freeStream(state) } }
+
+        /// Like ``LZ4/compress(_:)``.
+        package func compress(_ input: UnsafeRawBufferPointer) -> [UInt8]? {
+            guard let state else { return LZ4.compress(input) }
+            lock.lock()
+            defer { lock.unlock() }
+            LZ4_resetStream_fast(state)
+            return LZ4.compressed(input) { src, dst, count, capacity in LZ4_compress_fast_continue(state, src, dst, count, capacity, 1) }
+        }
     }
 
     /// Decompresses the first `prefix` bytes (at most `rawLength`) of the block `input`, which

@@ -8,60 +8,110 @@ struct CompactedSegment {
     var lastSequence: UInt64
 }
 
-/// Writes compacted segments: `putAt` records in ascending sequence order, grouped into commit
-/// frames of at most `maxFramePayload` raw bytes (LZ4-compressed when that is smaller), each
-/// frame's sequence the largest of its records; segments roll over at `segmentSize`.
-/// Not thread-safe; used by one compaction.
+/// A run of frames for ``CompactionOutput``, in output order, built by the thread that reads the
+/// prefix and written by the one that writes the output (``CompactionPipeline``).
+///
+///     item := copied    frame bytes (header and stored payload, unchanged) + the ordinals of
+///                       its records, whose locations move with the frame
+///           | repacked  a raw payload of `putAt` records + each record's ordinal and place
+struct CopyBatch: Sendable {
+    /// A record of a re-packed frame: its ordinal (``LivePrefix/records``) and its value's place in
+    /// the frame's raw payload.
+    struct Repacked: Sendable {
+        var ordinal: Int32
+        var valueOffset: UInt32
+        var valueLength: UInt32
+        var sequence: UInt64
+    }
+
+    enum Item: Sendable {
+        /// A frame copied as it was: `bytes[range]`; its records are `order[records]` of the prefix.
+        case copied(range: Range<Int>, sequence: UInt64, rawLength: Int, records: Range<Int>)
+        /// A re-packed frame, records `repacked[records]`: its raw payload of `rawLength` bytes in
+        /// `bytes[range]`, or, when `stored` is set, the whole frame already built (header and a
+        /// payload of `stored` bytes), by a reader that had time to spare.
+        case repacked(range: Range<Int>, records: Range<Int>, rawLength: Int, stored: Int?)
+    }
+
+    var bytes: [UInt8] = []
+    var items: [Item] = []
+    var repacked: [Repacked] = []
+}
+
+/// Writes compacted segments, frames in non-decreasing sequence order: frames copied unchanged
+/// from the compacted segments, and frames of re-packed `putAt` records (compressed with LZ4
+/// when that is smaller, checksummed here), each such frame's sequence the largest of its records.
+/// Segments roll over at `segmentSize`. Not thread-safe; used by one thread at a time.
 struct CompactionOutput {
     let engine: LogEngine
+    /// The records copied (for the locations of copied frames' records).
+    let live: LivePrefix
     /// Finished segments with their info and the log's last sequence at their end, in order.
     var segments: [CompactedSegment] = []
-    /// New location per copied record (by record index).
+    /// New location per copied record (by ordinal).
     var locations: [RecordLocation]
     private var current: SegmentFile? = nil
     private var currentInfo = SegmentInfo(length: 0, rawBytes: 0)
     private var buffer: [UInt8] = []
     private var bufferStart: UInt64 = 0
-    private var frame = _ByteWriter()
-    private var frameRecords: [(index: Int, valueOffset: Int, sequence: UInt64, valueLength: Int)] = []
     private var lastFrameSequence: UInt64 = 0
     private var created: [SegmentFile] = []
+    private var frameBytes: [UInt8] = []
+    private let compressor = LZ4.Compressor()
 
-    init(engine: LogEngine, count: Int) {
+    init(engine: LogEngine, live: LivePrefix) {
         self.engine = engine
-        locations = [RecordLocation](
-            repeating: RecordLocation(segment: 0, frameOffset: 0, valueOffset: 0, sequence: 0, valueLength: 0),
-            count: count)
-        frame = _ByteWriter(capacity: min(engine.options.maxFramePayload, 64 << 10))
+        self.live = live
+        locations = live.records.indices.map(live.location)
     }
 
-    mutating func add(index: Int, type: String, key: RecordKey, sequence: UInt64, value: UnsafeRawBufferPointer) throws {
-        let size = CompactedRecord.size(typeBytes: type.utf8.count, keyBytes: key.count, sequence: sequence, valueBytes: value.count)
-        if frame.count > 0 && frame.count + size > engine.options.maxFramePayload { try flushFrame() }
-        let at = CompactedRecord.encode(type: type, key: key, sequence: sequence, value: value, into: &frame)
-        frameRecords.append((index, at, sequence, value.count))
-    }
-
-    private mutating func flushFrame() throws {
-        guard let last = frameRecords.last else { return }
-        var bytes: [UInt8] = []
-        LogFrame.append(
-            into: &bytes, raw: frame.bytes, kind: .commit, sequence: last.sequence,
-            compress: engine.options.compression, threshold: engine.options.compressionThreshold)
-        let (segment, offset) = try place(bytes, rawBytes: frame.count, baseSequence: frameRecords[0].sequence)
-        for r in frameRecords {
-            locations[r.index] = RecordLocation(
-                segment: segment, frameOffset: offset, valueOffset: UInt32(r.valueOffset),
-                sequence: r.sequence, valueLength: UInt32(r.valueLength))
+    /// Writes the items of `batch`, in order.
+    mutating func write(_ batch: CopyBatch) throws {
+        try batch.bytes.withUnsafeBytes { bytes in
+            for item in batch.items {
+                switch item {
+                case .copied(let range, let sequence, let rawLength, let records):
+                    let (segment, offset) = try place(UnsafeRawBufferPointer(rebasing: bytes[range]), rawBytes: rawLength, baseSequence: sequence)
+                    lastFrameSequence = max(lastFrameSequence, sequence)
+                    for r in live.order[records] {
+                        locations[Int(r)].segment = segment
+                        locations[Int(r)].frameOffset = offset
+                    }
+                case .repacked(let range, let records, let rawLength, let built):
+                    let recs = batch.repacked[records]
+                    guard let first = recs.first else { continue }
+                    let sequence = recs.reduce(0) { max($0, $1.sequence) }
+                    let placed: (UInt32, UInt32)
+                    if built != nil {
+                        placed = try place(UnsafeRawBufferPointer(rebasing: bytes[range]), rawBytes: rawLength, baseSequence: first.sequence)
+                    } else {
+                        frameBytes.removeAll(keepingCapacity: true)
+                        Self.frame(UnsafeRawBufferPointer(rebasing: bytes[range]), sequence: sequence, into: &frameBytes, options: engine.options, compressor: compressor)
+                        placed = try frameBytes.withUnsafeBytes { try place($0, rawBytes: rawLength, baseSequence: first.sequence) }
+                    }
+                    for r in recs {
+                        locations[Int(r.ordinal)] = RecordLocation(
+                            segment: placed.0, frameOffset: placed.1, valueOffset: r.valueOffset,
+                            sequence: r.sequence, valueLength: r.valueLength)
+                    }
+                    lastFrameSequence = max(lastFrameSequence, sequence)
+                }
+            }
         }
-        lastFrameSequence = last.sequence
-        frameRecords.removeAll(keepingCapacity: true)
-        frame = _ByteWriter(capacity: min(engine.options.maxFramePayload, 64 << 10))
+    }
+
+    /// Appends to `out` the commit frame of a re-packed raw payload (compressed when that is
+    /// smaller); returns its stored payload length. Either thread of a compaction may build one.
+    @discardableResult
+    static func frame(_ raw: UnsafeRawBufferPointer, sequence: UInt64, into out: inout [UInt8], options: LogStoreOptions, compressor: LZ4.Compressor) -> Int {
+        LogFrame.append(
+            into: &out, raw: raw, kind: .commit, sequence: sequence, compress: options.compression, threshold: options.compressionThreshold,
+            compressor: compressor)
     }
 
     /// Appends a frame to the current segment (starting a new one when it would pass the
     /// segment size); returns where it landed.
-    private mutating func place(_ bytes: [UInt8], rawBytes: Int, baseSequence: UInt64) throws -> (UInt32, UInt32) {
+    private mutating func place(_ bytes: UnsafeRawBufferPointer, rawBytes: Int, baseSequence: UInt64) throws -> (UInt32, UInt32) {
         if let current, currentInfo.length > UInt64(current.headerSize),
             currentInfo.length + UInt64(bytes.count) > UInt64(engine.options.segmentSize)
         {
@@ -103,15 +153,14 @@ struct CompactionOutput {
         current = nil
     }
 
-    /// Writes the last frame and, if the records do not reach it, an empty commit frame carrying
-    /// `marker` (the last sequence number the replaced segments covered, so that recovery's
-    /// sequence never goes backwards even when every record was dead); syncs the last segment.
+    /// Writes, if the records do not reach it, an empty commit frame carrying `marker` (the last
+    /// sequence number the replaced segments covered, so that recovery's sequence never goes
+    /// backwards even when every record was dead); syncs the last segment.
     mutating func finish(marker: UInt64) throws {
-        try flushFrame()
         if marker > lastFrameSequence {
             var bytes: [UInt8] = []
             LogFrame.append(into: &bytes, raw: [], kind: .commit, sequence: marker, compress: false, threshold: 0)
-            _ = try place(bytes, rawBytes: 0, baseSequence: marker)
+            _ = try bytes.withUnsafeBytes { try place($0, rawBytes: 0, baseSequence: marker) }
             lastFrameSequence = marker
         }
         try finishSegment()

@@ -19,6 +19,11 @@ public struct CompactionReport: Sendable, Equatable {
     public var bytesAfter: UInt64 = 0
     /// Live records copied.
     public var recordsCopied = 0
+    /// Frames whose records were all live, copied as they were (no decompression, recompression
+    /// or new checksum).
+    public var framesCopied = 0
+    /// Frames that also held dead records: their live records were re-packed into new frames.
+    public var framesRepacked = 0
     /// The manifest generation after the switch.
     public var generation: UInt64 = 0
     /// Whether the checkpoint written after the switch succeeded (if not, the next open replays

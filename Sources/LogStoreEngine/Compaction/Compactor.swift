@@ -15,13 +15,6 @@ final class Compactor: Sendable {
     /// When background compaction may run again after failing for lack of space.
     let backoff = Protected(DiskFullBackoff())
 
-    /// One live record of the segments being compacted.
-    struct LiveRecord {
-        var type: Int
-        var key: RecordKey
-        var location: RecordLocation
-    }
-
     func run(_ engine: LogEngine, includingTail: Bool) throws -> CompactionReport {
         guard engine.options.recovery == .strict else {
             throw LogStoreError(
@@ -74,84 +67,48 @@ final class Compactor: Sendable {
         let oldSegments = prefix.compactMap { view.segments[$0] }
         guard oldSegments.count == prefix.count else { return skipped("a sealed segment is not readable in the published state") }
 
-        // Collect the live records of the prefix, in ascending sequence order (ties in file order).
-        var position: [UInt32: Int] = [:]
-        for (i, n) in prefix.enumerated() { position[n] = i }
-        var types: [String] = []
-        var records: [LiveRecord] = []
-        var liveRaw: UInt64 = 0
-        for (type, d) in view.index.types {
-            let t = types.count
-            types.append(type)
-            let typeBytes = type.utf8.count
-            for (key, loc) in d {
-                guard let i = position[loc.segment] else { continue }
-                records.append(LiveRecord(type: t, key: key, location: loc))
-                liveRaw += UInt64(
-                    LogEngine.recordSize(typeBytes: typeBytes, keyBytes: key.count, location: loc, compacted: oldSegments[i].compacted))
-            }
-        }
+        // The live records of the prefix, grouped by frame, frames in log order.
+        var live = LivePrefix(index: view.index, prefix: prefix, segments: oldSegments)
         let info = engine.state.withLock { $0.log.segmentInfo }
         let rawBefore = prefix.reduce(UInt64(0)) { $0 + (info[$1]?.rawBytes ?? 0) }
         report.bytesBefore = prefix.reduce(UInt64(0)) { $0 + (info[$1]?.length ?? 0) }
-        if prefix.count == 1 && oldSegments[0].compacted && liveRaw == rawBefore {
+        // One compacted segment whose records, read all as `put` (frames copied unchanged) or all
+        // as `putAt` (frames re-packed), fill it exactly holds nothing dead.
+        let liveRaw = live.liveRawBytesAsPut
+        if prefix.count == 1 && oldSegments[0].compacted && (liveRaw == rawBefore || liveRaw + live.sequenceBytesInCompacted == rawBefore) {
             return skipped("the sealed segments are already compact")
-        }
-        records.sort { a, b in
-            let x = a.location
-            let y = b.location
-            if x.sequence != y.sequence { return x.sequence < y.sequence }
-            if x.segment != y.segment { return (position[x.segment] ?? 0) < (position[y.segment] ?? 0) }
-            if x.frameOffset != y.frameOffset { return x.frameOffset < y.frameOffset }
-            return x.valueOffset < y.valueOffset
         }
 
         // Copy them into new segments (unlisted until the switch: a crash leaves strays that
-        // recovery removes).
-        var out = CompactionOutput(engine: engine, count: records.count)
+        // recovery removes), writing on a second thread. Meanwhile, once every frame is read,
+        // walk the index for the rebuild.
+        let pipeline = CompactionPipeline(CompactionOutput(engine: engine, live: live))
+        let out: CompactionOutput
+        let counts: CopyCounts
         do {
-            var frameID: UInt64 = .max
-            var raw: [UInt8] = []
-            for (i, rec) in records.enumerated() {
-                if i & 4095 == 0 && engine.background.isClosing { throw LogEngine.closedError() }
-                let loc = rec.location
-                if loc.frameID != frameID {
-                    guard let seg = view.segments[loc.segment] else {
-                        throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.")
-                    }
-                    raw = try seg.readFrame(loc)
-                    frameID = loc.frameID
-                }
-                let start = Int(loc.valueOffset)
-                let end = start + Int(loc.valueLength)
-                guard end <= raw.count else {
-                    throw LogStoreError(
-                        .corruption, "Record value lies outside its frame.", path: view.segments[loc.segment]?.path,
-                        offset: UInt64(loc.frameOffset))
-                }
-                try raw[start..<end].withUnsafeBytes { value in
-                    try out.add(index: i, type: types[rec.type], key: rec.key, sequence: loc.sequence, value: value)
-                }
-            }
-            try out.finish(marker: marker)
+            counts = try Self.copy(live, from: oldSegments, to: pipeline, engine: engine)
+            report.framesCopied = counts.framesCopied
+            report.framesRepacked = counts.framesRepacked
+            out = try pipeline.finish(marker: marker)
         } catch {
-            out.discard()
+            pipeline.discard()
             throw error
         }
-        report.recordsCopied = records.count
+        if counts.framesRepacked == 0 && out.segments.count == prefix.count && out.segments.reduce(0, { $0 + $1.info.length }) == report.bytesBefore {
+            // Every frame copied as it was, none dropped: the output is the input.
+            out.discard()
+            return skipped("the sealed segments are already compact")
+        }
+        report.recordsCopied = live.records.count
         report.replacedSegments = prefix
         report.newSegments = out.segments.map(\.segment.number)
         report.bytesAfter = out.segments.reduce(0) { $0 + $1.info.length }
 
-        // Re-point the copied state at the new segments, without any lock; the switch replays
-        // onto it what was appended since.
-        var byType = [[Int]](repeating: [], count: types.count)
-        for (i, rec) in records.enumerated() { byType[rec.type].append(i) }
-        var remapped = view.index
-        Self.repoint(&remapped, records: records, types: types, byType: byType, to: out.locations)
+        // Re-point the copied state at the new segments, without any lock (a bottom-up rebuild of
+        // each type's tree); the switch replays onto it what was appended since.
+        let remapped = live.rebuild(view.index, with: out.locations)
         (report.generation, report.writersBlocked) = try switchGeneration(
-            engine,             prefix: prefix, oldSegments: oldSegments, output: out, remapped: remapped,
-            records: records, types: types, byType: byType)
+            engine, prefix: prefix, oldSegments: oldSegments, output: out, remapped: remapped)
         report.performed = true
         do {
             try engine.writeCheckpoint()
@@ -165,19 +122,27 @@ final class Compactor: Sendable {
         return report
     }
 
-    /// Points every record of `index` that is still at its copied location at its copy; records
-    /// overwritten or deleted since keep their newer state.
-    static func repoint(
-        _ index: inout IndexState, records: [LiveRecord], types: [String], byType: [[Int]],
-        to locations: [RecordLocation]
-    ) {
-        for (t, indices) in byType.enumerated() where !indices.isEmpty {
-            guard var d = index.types.removeValue(forKey: types[t]) else { continue }
-            for i in indices {
-                let r = records[i]
-                if d[r.key] == r.location { d.updateValue(locations[i], forKey: r.key) }
+    /// Points every entry of `head` that lies in `prefix` at its copy, the location `remapped` (the
+    /// copied state, re-pointed) holds for its key: an entry still in the prefix was not written
+    /// since the copied state was taken (new writes never go to the prefix), so it is the record
+    /// that was copied. For the head after a journal overflow, where writes during the copy
+    /// changed the index: one walk, a lookup per moved entry, a bottom-up build per changed type.
+    static func repoint(_ head: inout IndexState, using remapped: IndexState, prefix: [UInt32]) {
+        let inPrefix = Set(prefix)
+        for (type, tree) in head.types {
+            var elements: [(RecordKey, RecordLocation)] = []
+            elements.reserveCapacity(tree.count)
+            var changed = false
+            tree.forEach { key, loc in
+                if inPrefix.contains(loc.segment), let moved = remapped.types[type]?[key] {
+                    elements.append((key, moved))
+                    changed = true
+                } else {
+                    elements.append((key, loc))
+                }
+                return true
             }
-            index.types[types[t]] = d
+            if changed, let rebuilt = Swift.type(of: tree).init(sortedElements: elements) { head.types[type] = rebuilt }
         }
     }
 
@@ -188,8 +153,7 @@ final class Compactor: Sendable {
     /// manifest rename. Returns the new generation and how long the writer lock was held.
     func switchGeneration(
         _ engine: LogEngine, prefix: [UInt32], oldSegments: [SegmentFile], output out: CompactionOutput,
-        remapped: IndexState,
-        records: [LiveRecord], types: [String], byType: [[Int]]
+        remapped: IndexState
     ) throws -> (UInt64, Duration) {
         do {
             try engine.writer.acquire()
@@ -243,7 +207,7 @@ final class Compactor: Sendable {
             newHead.index.sequence = head.index.sequence
         } else {
             // Too many writes during the copy to journal: re-point the head itself.
-            Self.repoint(&newHead.index, records: records, types: types, byType: byType, to: out.locations)
+            Self.repoint(&newHead.index, using: remapped, prefix: prefix)
         }
         newHead.index._checkInvariants()
         for n in prefix { newHead.segments[n] = nil }
@@ -267,3 +231,4 @@ final class Compactor: Sendable {
         return (next.generation, clock.now - locked)
     }
 }
+

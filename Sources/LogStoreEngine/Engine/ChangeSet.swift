@@ -9,10 +9,16 @@ package import HashTreeCollections
 /// (hash tries) for a child store, whose views are snapshots taken while it keeps changing: a copy
 /// is O(1) and later writes never copy more than their own path. Not thread-safe while mutated.
 ///
+/// A put hides the base's record of the same key, which `shadowed` notes. With
+/// ``ChangeSetStorage/defersBaseLookups`` (write transactions) a put does not look its key up in
+/// the base: it only notes the key in `unchecked`, and the first read that needs the base's
+/// hidden keys (count, iteration, keys) looks them up then (``resolveShadowed(base:)``), so a body
+/// that only writes (a bulk load) never searches the base index.
+///
 /// Invariants (checked by `_checkInvariants()` under `LOGSTORE_CHECK_INVARIANTS`):
 /// - `shadowed` holds only keys present in the base, and is empty when `cleared`;
-/// - a key is in at most one of `puts` and (`shadowed` minus `puts`);
-/// - visible count = (cleared ? 0 : base.count − shadowed.count) + puts.count.
+/// - every base key a put hides is in `shadowed` or in `unchecked`;
+/// - visible count = (cleared ? 0 : base.count − |hidden base keys|) + puts.count.
 package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
     /// A value held by the change set (see ``ChangeValue``).
     package typealias Value = ChangeValue
@@ -23,7 +29,21 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
         package var puts = Storage.Puts()
         /// Base keys hidden by a delete or a put.
         package var shadowed = Storage.Shadowed()
+        /// Keys put without looking them up in the base yet (``ChangeSetStorage/defersBaseLookups``):
+        /// those the base holds are hidden base keys not yet in `shadowed`.
+        var unchecked: [RecordKey] = []
         init(cleared: Bool = false) { self.cleared = cleared }
+
+        /// The base keys hidden so far, with `unchecked` looked up (without noting them).
+        func hiddenCount(_ type: String, base: any RecordReader) -> Int {
+            if unchecked.isEmpty || cleared { return shadowed.count }
+            var more = Set<RecordKey>()
+            for k in unchecked where !shadowed.contains(k) && base.contains(type: type, key: k) { more.insert(k) }
+            return shadowed.count + more.count
+        }
+
+        /// Whether base key `k` is hidden (by a delete, or by a put, checked or not).
+        func hides(_ k: RecordKey) -> Bool { shadowed.contains(k) || (!unchecked.isEmpty && puts[k] != nil) }
     }
     /// Per type. A plain dictionary: a store has few types, so copying it is cheap either way.
     package private(set) var types: [String: TypeChanges] = [:]
@@ -54,7 +74,28 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
 
     package func count(_ type: String, base: any RecordReader) -> Int {
         guard let c = types[type] else { return base.count(ofType: type) }
-        return (c.cleared ? 0 : base.count(ofType: type) - c.shadowed.count) + c.puts.count
+        return (c.cleared ? 0 : base.count(ofType: type) - c.hiddenCount(type, base: base)) + c.puts.count
+    }
+
+    /// Looks up in the base the keys puts left unchecked, noting those it holds in `shadowed`, so
+    /// later counts and iterations do not look them up again. Reads stay correct without it.
+    package mutating func resolveShadowed(base: any RecordReader) {
+        for type in types.keys {
+            guard types[type]?.unchecked.isEmpty == false else { continue }
+            modify(type) { c in
+                if !c.cleared {
+                    for k in c.unchecked where base.contains(type: type, key: k) { c.shadowed.insert(k) }
+                }
+                c.unchecked = []
+            }
+        }
+    }
+
+    /// Runs `body` on the changes of `type` in place (created if missing): one dictionary access,
+    /// and no copy of the maps (the dictionary yields its storage uniquely).
+    @inline(__always)
+    private mutating func modify<R>(_ type: String, _ body: (inout TypeChanges) -> R) -> R {
+        body(&types[type, default: TypeChanges()])
     }
 
     package func contains(_ type: String, _ key: RecordKey, base: any RecordReader) -> Bool {
@@ -71,28 +112,37 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
     }
 
     package mutating func put(_ type: String, _ key: RecordKey, _ value: [UInt8], base: any RecordReader) {
-        // Take the changes out so they are uniquely referenced: mutating a copy that the dictionary
-        // still holds would copy `puts`/`shadowed` on every call (quadratic transactions).
-        var c = types.removeValue(forKey: type) ?? TypeChanges()
-        if !c.cleared && base.contains(type: type, key: key) { c.shadowed.insert(key) }
-        if let old = c.puts.updateValue(.inline(value), forKey: key) { valueBytes -= Self.size(old) }
-        valueBytes += value.count
-        types[type] = c
+        // In place (`modify`): mutating a copy that the dictionary still holds would copy
+        // `puts`/`shadowed` on every call (quadratic transactions).
+        let replaced = modify(type) { c -> Int in
+            if !c.cleared {
+                if Storage.defersBaseLookups {
+                    c.unchecked.append(key)
+                } else if base.contains(type: type, key: key) {
+                    c.shadowed.insert(key)
+                }
+            }
+            return c.puts.updateValue(.inline(value), forKey: key).map(Self.size) ?? 0
+        }
+        valueBytes += value.count - replaced
     }
 
     @discardableResult
     package mutating func delete(_ type: String, _ key: RecordKey, base: any RecordReader) -> Bool {
-        var c = types.removeValue(forKey: type) ?? TypeChanges()  // unique, see put
-        var existed = false
-        if let old = c.puts.removeValue(forKey: key) {
-            valueBytes -= Self.size(old)
-            existed = true
+        let (existed, removed) = modify(type) { c -> (Bool, Int) in
+            var existed = false
+            var removed = 0
+            if let old = c.puts.removeValue(forKey: key) {
+                removed = Self.size(old)
+                existed = true
+            }
+            if !c.cleared && base.contains(type: type, key: key) {
+                if !c.shadowed.contains(key) { existed = true }
+                c.shadowed.insert(key)
+            }
+            return (existed, removed)
         }
-        if !c.cleared && base.contains(type: type, key: key) {
-            if !c.shadowed.contains(key) { existed = true }
-            c.shadowed.insert(key)
-        }
-        types[type] = c
+        valueBytes -= removed
         return existed
     }
 
@@ -111,7 +161,7 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
         var stopped = false
         if !c.cleared {
             try base.forEach(ofType: type) { k, v in
-                if c.shadowed.contains(k) { return true }
+                if c.hides(k) { return true }
                 if try !body(k, v) {
                     stopped = true
                     return false
@@ -126,7 +176,7 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
     package func keys(_ type: String, base: any RecordReader) -> [RecordKey] {
         guard let c = types[type] else { return base.keys(ofType: type) }
         var out: [RecordKey] = []
-        if !c.cleared { out = base.keys(ofType: type).filter { !c.shadowed.contains($0) } }
+        if !c.cleared { out = base.keys(ofType: type).filter { !c.hides($0) } }
         out.append(contentsOf: c.puts.keys)
         return out
     }
@@ -145,9 +195,11 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
         for type in types.keys.sorted() {
             guard let c = types[type] else { continue }
             if c.cleared { ops.append(.deleteAll(type: type)) }
+            // (Keys puts left unchecked are puts, or were deleted, which looked them up: none is
+            // a delete here.)
             for k in c.shadowed.sorted() where c.puts[k] == nil { ops.append(.delete(type: type, key: k)) }
-            for k in c.puts.keys.sorted() {
-                guard let v = c.puts[k] else { continue }
+            ops.reserveCapacity(ops.count + c.puts.count)
+            for (k, v) in c.puts.sorted(by: { $0.key < $1.key }) {
                 if case .inline(let bytes) = v {
                     ops.append(.put(type: type, key: k, value: bytes))
                 } else {
@@ -241,12 +293,16 @@ extension TreeSet: ChangeKeySet where Element == RecordKey {}
 package protocol ChangeSetStorage: Sendable {
     associatedtype Puts: ChangeMap<RecordKey, ChangeValue> & Sendable
     associatedtype Shadowed: ChangeKeySet
+    /// Whether puts leave looking their keys up in the base to the first read that needs it (see
+    /// ``ChangeSet``): for change sets nobody snapshots (a snapshot would copy the growing list).
+    static var defersBaseLookups: Bool { get }
 }
 
 /// Hash maps: cheap inserts, O(n) to copy once shared. For write transactions.
 package enum FlatChangeStorage: ChangeSetStorage {
     package typealias Puts = [RecordKey: ChangeValue]
     package typealias Shadowed = Set<RecordKey>
+    package static var defersBaseLookups: Bool { true }
 }
 
 /// Persistent hash tries: O(1) copies, path-copying writes. For child stores, whose views are
@@ -254,4 +310,5 @@ package enum FlatChangeStorage: ChangeSetStorage {
 package enum PersistentChangeStorage: ChangeSetStorage {
     package typealias Puts = TreeDictionary<RecordKey, ChangeValue>
     package typealias Shadowed = TreeSet<RecordKey>
+    package static var defersBaseLookups: Bool { false }
 }

@@ -59,9 +59,15 @@ public final class EngineTransaction: RecordReader {
     /// The sequence number of the state the transaction started from.
     public var sequence: UInt64 { base.sequence }
     /// See ``RecordReader/itemTypes``.
-    public var itemTypes: [String] { changes.itemTypes(base: base) }
+    public var itemTypes: [String] {
+        changes.resolveShadowed(base: base)
+        return changes.itemTypes(base: base)
+    }
     /// See ``RecordReader/count(ofType:)``.
-    public func count(ofType type: String) -> Int { changes.count(type, base: base) }
+    public func count(ofType type: String) -> Int {
+        changes.resolveShadowed(base: base)
+        return changes.count(type, base: base)
+    }
     /// See ``RecordReader/contains(type:key:)``.
     public func contains(type: String, key: RecordKey) -> Bool { changes.contains(type, key, base: base) }
     /// See ``RecordReader/value(type:key:)``.
@@ -72,10 +78,14 @@ public final class EngineTransaction: RecordReader {
     /// See ``RecordReader/forEach(ofType:_:)``.
     public func forEach(ofType type: String, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
         try check()
+        changes.resolveShadowed(base: base)
         try changes.forEach(type, base: base, body)
     }
     /// See ``RecordReader/keys(ofType:)``.
-    public func keys(ofType type: String) -> [RecordKey] { changes.keys(type, base: base) }
+    public func keys(ofType type: String) -> [RecordKey] {
+        changes.resolveShadowed(base: base)
+        return changes.keys(type, base: base)
+    }
 
     /// Inserts or replaces record `key` of `type`. Throws `.itemTooLarge`, `.keyTooLarge` or
     /// `.invalidArgument` when a limit of ``LogStoreOptions`` is exceeded.

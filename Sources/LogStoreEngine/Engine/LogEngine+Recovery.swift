@@ -250,17 +250,17 @@ extension LogEngine {
             report.dropped.append(.init(path: path, offset: min(size, sealed.length), bytes: size > sealed.length ? size - sealed.length : sealed.length - size, reason: message))
         }
         // An unlisted segment numbered from MANIFEST's next number on that holds more than its
-        // header was not left by an interrupted roll-over (which never appends before its manifest
-        // is in place) nor by a compaction (whose output is flagged compacted): MANIFEST is an
-        // older copy, or another store's, and that segment holds committed data.
+        // header (and the zeros of a preallocated spare) was not left by an interrupted roll-over
+        // (which never appends before its manifest is in place) nor by a compaction (whose output
+        // is flagged compacted): MANIFEST is an older copy, or another store's, and that segment
+        // holds committed data.
         let orphans = onDisk.filter { n in
             // (A file whose header names another number is a copy, not a segment written under
             // this name: a stray like any other.)
             guard !manifest.segments.contains(n), n >= manifest.nextSegment, segmentHeaders[n]?.isCompacted != true,
                 segmentHeaders[n].map({ $0.segment == n }) ?? true
             else { return false }
-            let size = (try? fileSize(fs, _joinPath(directory, LogStoreFormat.segmentFileName(n)))) ?? 0
-            return size > UInt64(segmentHeaders[n]?.size ?? SegmentHeader.maxSize)
+            return holdsData(fs, _joinPath(directory, LogStoreFormat.segmentFileName(n)), after: segmentHeaders[n]?.size ?? SegmentHeader.maxSize)
         }
         // Format v2: MANIFEST and the segments name their store. A MANIFEST none of the version 2
         // segments here belongs to is another store's (or the segments are), whatever it lists.
@@ -364,8 +364,10 @@ extension LogEngine {
                 tailOffset = UInt64(header.size)
                 segInfo = SegmentInfo(length: UInt64(header.size), rawBytes: 0)
                 seg = SegmentFile(number: number, file: file, header: header)
-            case .end(let validEnd, let header):
-                if isLast && validEnd < size && options.recovery == .strict {
+            case .end(let validEnd, let header, let zeroTail):
+                // Zeros after the last transaction are preallocated space: the next commits
+                // overwrite them. Anything else after it is a torn tail, cut off.
+                if isLast && validEnd < size && !zeroTail && options.recovery == .strict {
                     try file.truncate(to: validEnd)
                     try file.sync()
                 }
@@ -446,7 +448,7 @@ extension LogEngine {
             let writer = LogWriter(directory: directory, fileSystem: fs)
             let segment: SegmentFile
             do {
-                segment = try writer.rollOver(from: tail, to: next, replacing: manifest, baseSequence: index.sequence &+ 1)
+                segment = try writer.rollOver(from: tail, sealAt: tailOffset, to: next, replacing: manifest, baseSequence: index.sequence &+ 1)
             } catch {
                 throw LogStoreError(
                     .io, "Upgrading the store from format version \(manifest.version) to \(LogStoreFormat.version) failed; the store is unchanged. Free space or fix permissions and open it again.",
@@ -468,6 +470,15 @@ extension LogEngine {
         }
         return Recovered(index: index, segments: segments, manifest: manifest, tail: tail, tailOffset: tailOffset, report: report,
                           segmentInfo: info, checkpoint: checkpoint, bytesAfterCheckpoint: report.bytesReplayed)
+    }
+
+    /// Whether the file at `path` holds a byte other than zero from offset `start` on (false if it
+    /// cannot be read).
+    static func holdsData(_ fs: any FileSystem, _ path: String, after start: Int) -> Bool {
+        guard let f = try? fs.open(path, mode: .readOnly) else { return false }
+        defer { try? f.close() }
+        guard let size = try? f.size(), size > UInt64(start) else { return false }
+        return (try? zeros(f, from: UInt64(start), to: size)) == false
     }
 
     /// The segment header at the start of `path`, or nil if the file cannot be read or does not

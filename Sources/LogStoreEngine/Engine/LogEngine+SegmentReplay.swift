@@ -7,8 +7,9 @@ import Logging
 extension LogEngine {
     enum ScanResult {
         /// Valid data ends here (the tail after it, if any, is cut or reported); the segment's
-        /// header if it could be read.
-        case end(UInt64, SegmentHeader?)
+        /// header if it could be read. `zeroTail`: only zeros follow, up to the end of what was
+        /// scanned (SegmentReader rule 6: preallocated space, which stays).
+        case end(UInt64, SegmentHeader?, zeroTail: Bool = false)
         /// The last segment's header is torn and it holds nothing: rewrite it.
         case recreateHeader
     }
@@ -40,16 +41,33 @@ extension LogEngine {
             switch result {
             case .recreateHeader:
                 return result
-            case .end(let validEnd, let h):
+            case .end(let validEnd, let h, let zeroTail):
                 if atEnd { return result }
                 // No header: salvage dropped the whole segment.
                 guard let h else { return .end(size, nil) }
                 header = h
+                // Zeros to the end of the window: if the rest of the file is zeros too, they are
+                // preallocated space (SegmentReader rule 6), read window by window, not all at once.
+                if zeroTail, try zeros(file, from: position + UInt64(count), to: size) {
+                    return .end(validEnd, h, zeroTail: true)
+                }
                 // No whole transaction in this window: it needs a bigger one.
                 if validEnd <= position { window = window.multipliedReportingOverflow(by: 2).overflow ? Int.max : window * 2 }
                 position = max(position, validEnd)
             }
         }
+    }
+
+    /// Whether `file` holds only zero bytes in `from..<to`, read in windows of ``recoveryWindow``.
+    static func zeros(_ file: any FileSystemFile, from: UInt64, to: UInt64) throws -> Bool {
+        var at = from
+        while at < to {
+            let bytes = try file.read(at: at, count: Int(min(UInt64(recoveryWindow), to - at)))
+            if bytes.isEmpty { return true }
+            guard bytes.withUnsafeBytes({ SegmentReader.isZero($0, from: 0) }) else { return false }
+            at += UInt64(bytes.count)
+        }
+        return true
     }
 
     /// Replays one segment into `index` (Docs/Design.md, "Recovery").
@@ -115,7 +133,7 @@ extension LogEngine {
                 do {
                     // Apply to a copy so a transaction that fails half-way leaves no trace.
                     var next = index
-                    try apply(frames, buf: buf, base: base, segment: number, compacted: compacted, index: &next)
+                    try apply(frames, buf: buf, base: base, segment: number, compacted: compacted, version: segmentHeader.version, index: &next)
                     index = next
                 } catch var e as LogStoreError {
                     // CRC-valid but undecodable: written by a broken or foreign writer.
@@ -152,25 +170,33 @@ extension LogEngine {
             report.truncatedTail = .init(path: path, offset: UInt64(base + torn.validEnd), bytes: UInt64(buf.count - torn.validEnd), reason: reason)
             report.transactionsCut = torn.transactionsCut + (torn.lostTransaction == nil ? 0 : 1)
         }
-        return .end(UInt64(base + outcome.validEnd), segmentHeader)
+        return .end(UInt64(base + outcome.validEnd), segmentHeader, zeroTail: outcome.zeroTail)
     }
 
     /// Applies a committed transaction's frames to the index. `base` is the file offset of
-    /// `buf`. In a compacted segment every record must be a `putAt` no newer than its frame; a
-    /// `putAt` anywhere else is corruption.
+    /// `buf`. In a compacted segment a frame written by compaction (format v1: every frame; v2:
+    /// `syncedThrough` 0) holds only `putAt` records no newer than the frame, and a frame copied
+    /// unchanged from a normal segment (v2, `syncedThrough` not 0) only `put` records, which take
+    /// the frame's sequence; a `putAt` anywhere else, or a delete in a compacted segment, is
+    /// corruption (FileFormat.md §7a).
     static func apply(_ frames: [SegmentReader.Frame],
-                      buf: UnsafeRawBufferPointer, base: Int, segment: UInt32, compacted: Bool,
+                      buf: UnsafeRawBufferPointer, base: Int, segment: UInt32, compacted: Bool, version: UInt16,
                       index: inout IndexState) throws {
         for f in frames {
             let stored = UnsafeRawBufferPointer(rebasing: buf[f.payloadOffset..<(f.payloadOffset + f.header.storedLength)])
             let seq = f.header.sequence
             let frameOffset = UInt32(base + f.frameOffset)
+            // What this frame may hold: putAt (compaction wrote it), put (copied or a normal
+            // segment's), or also deletes (a normal segment's).
+            let putAt = compacted && (version < 2 || f.header.syncedThrough == 0)
             func each(_ payload: UnsafeRawBufferPointer) throws {
                 try DecodedRecord.decodeAll(payload) { rec in
-                    if compacted != (rec.op == .putAt) {
+                    if putAt != (rec.op == .putAt) || (compacted && (rec.op == .delete || rec.op == .deleteAll)) {
                         throw LogStoreError(
                             .corruption,
-                            compacted ? "A compacted segment holds a record other than putAt." : "A putAt record outside a compacted segment.",
+                            putAt
+                                ? "A frame compaction wrote holds a record other than putAt."
+                                : compacted ? "A frame copied into a compacted segment holds a record other than put." : "A putAt record outside a compacted segment.",
                             offset: UInt64(rec.valueOffset))
                     }
                     switch rec.op {

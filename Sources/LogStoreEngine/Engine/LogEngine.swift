@@ -41,6 +41,8 @@ public final class LogEngine: Sendable {
     let background = BackgroundWork()
     /// Writes that failed with `.diskFull` since the last one that succeeded.
     let diskFull = Protected(0)
+    /// The committing writer's LZ4 state (used under the writer lock).
+    let compressor = LZ4.Compressor()
 
     struct EngineState: Sendable {
         /// What readers see and what writers start from (``EngineViews``).
@@ -77,7 +79,6 @@ public final class LogEngine: Sendable {
         self.logger = options.logger
         self.recoveryReport = recovered.report
         self.cache = FrameCache(capacity: options.cacheSize)
-        self.log = LogWriter(directory: directory, fileSystem: fileSystem)
         let state = Protected(EngineState(
             views: EngineViews(ViewState(index: recovered.index, segments: recovered.segments)),
             log: LogState(
@@ -89,11 +90,27 @@ public final class LogEngine: Sendable {
             if let length = recovered.segmentInfo[number]?.length { segment.seal(length: length) }
         }
         recovered.tail.reserveMapping(length: UInt64(options.segmentSize))
-        self.group = GroupCommit(sequence: recovered.index.sequence, sync: {
+        let group = GroupCommit(sequence: recovered.index.sequence, sync: {
             let (tail, offset) = state.withLock { ($0.log.tail, $0.log.tailOffset) }
             try tail.file.sync()
             state.withLock { $0.log.synced(tail, through: offset) }
         })
+        self.group = group
+        var log = LogWriter(directory: directory, fileSystem: fileSystem)
+        if options.preallocationSize > 0 && options.durability != .none && options.recovery == .strict {
+            let preallocator = Preallocator(
+                directory: directory, fileSystem: fileSystem, ahead: options.preallocationSize, segmentSize: options.segmentSize,
+                background: options.preallocatesInBackground,
+                onSyncFailure: { error, path in
+                    Self.poison(
+                        LogStoreError(.storePoisoned, "fdatasync of the tail failed while preallocating it; reopen the store.", path: path, underlying: error),
+                        state: state, group: group)
+                })
+            log.preallocator = preallocator
+        }
+        self.log = log
+        log.preallocator?.start(
+            tail: recovered.tail, appendEnd: recovered.tailOffset, fileSize: (try? recovered.tail.file.size()) ?? recovered.tailOffset)
         if options.durability == .buffered { scheduleBackgroundSync() }
         scheduleCompactionCheck()
     }
@@ -268,6 +285,12 @@ public final class LogEngine: Sendable {
     /// Returns the error in force, for the caller to throw. Any thread; idempotent.
     @discardableResult
     func poison(_ error: LogStoreError) -> LogStoreError {
+        Self.poison(error, state: state, group: group)
+    }
+
+    /// ``poison(_:)`` for work that holds the engine's parts but not the engine (the preallocator).
+    @discardableResult
+    static func poison(_ error: LogStoreError, state: Protected<EngineState>, group: GroupCommit) -> LogStoreError {
         let first = state.withLock { s -> LogStoreError in
             if s.poisoned == nil {
                 s.poisoned = error
@@ -339,7 +362,7 @@ public final class LogEngine: Sendable {
         // Secondary-index changes first: a unique-index violation refuses the commit while
         // nothing is written yet.
         let secondaryChanges = try secondaryChanges(for: ops, on: head)
-        var encoded = TransactionEncoder.encode(ops, sequence: seq, options: options, syncedThrough: synced, version: tail.version)
+        var encoded = TransactionEncoder.encode(ops, sequence: seq, options: options, syncedThrough: synced, version: tail.version, compressor: compressor)
         // Locations address segments with 32-bit offsets; segments stay below 2 GiB because a
         // transaction is at most 1 GiB and a segment rolls over at most at 1 GiB.
         guard encoded.bytes.count <= LogFrame.maxPayload else {
@@ -350,7 +373,7 @@ public final class LogEngine: Sendable {
             try rollOverLocked(nextSequence: seq)
             (head, tail, offset, synced) = state.withLock { ($0.views.head, $0.log.tail, $0.log.tailOffset, $0.log.syncedThroughForFrames) }
             // The frames claim how far the new segment is durable: encode them again.
-            encoded = TransactionEncoder.encode(ops, sequence: seq, options: options, syncedThrough: synced, version: tail.version)
+            encoded = TransactionEncoder.encode(ops, sequence: seq, options: options, syncedThrough: synced, version: tail.version, compressor: compressor)
             rolledOver = true
         }
         do {
@@ -364,28 +387,29 @@ public final class LogEngine: Sendable {
                 throw e
             }
         }
-        // Index the new records.
-        var index = head.index
-        let journaling = state.withLock { $0.compactionJournal != nil }
-        var changes: [IndexJournal.Change] = []
+        // Index the new records, as one batch.
         for i in ops.indices {
-            switch ops[i] {
-            case .put(let t, let k, _):
+            if case .put = ops[i] {
                 encoded.placements[i].segment = tail.number
                 encoded.placements[i].frameOffset += UInt32(offset)
                 encoded.placements[i].sequence = seq
-                index.put(t, k, encoded.placements[i])
-                if journaling { changes.append(.put(t, k, encoded.placements[i])) }
-            case .delete(let t, let k):
-                index.delete(t, k)
-                if journaling { changes.append(.delete(t, k)) }
-            case .deleteAll(let t):
-                index.deleteAll(t)
-                if journaling { changes.append(.deleteAll(t)) }
             }
         }
+        var index = head.index
+        index.apply(ops, placements: encoded.placements)
         index.apply(secondaryChanges)
         index.sequence = seq
+        let journaling = state.withLock { $0.compactionJournal != nil }
+        var changes: [IndexJournal.Change] = []
+        if journaling {
+            for i in ops.indices {
+                switch ops[i] {
+                case .put(let t, let k, _): changes.append(.put(t, k, encoded.placements[i]))
+                case .delete(let t, let k): changes.append(.delete(t, k))
+                case .deleteAll(let t): changes.append(.deleteAll(t))
+                }
+            }
+        }
         index._checkInvariants()
         // What the commit changed, for the publication observer (a delete-all's keys are read
         // from the type's tree before the commit, only if someone asks).
@@ -404,12 +428,13 @@ public final class LogEngine: Sendable {
             return checkpointEvery > 0 && s.log.bytesSinceCheckpoint >= checkpointEvery
         }
         group.noteAppended(seq)
+        log.preallocator?.appended(to: tail, through: offset + UInt64(encoded.bytes.count))
         if rolledOver { scheduleCompactionCheck() }
         if checkpointDue { scheduleCheckpoint() }
         return seq
     }
 
-    /// Seals the tail segment and starts a new one (``LogWriter/rollOver(from:to:replacing:baseSequence:)``),
+    /// Seals the tail segment and starts a new one (``LogWriter/rollOver(from:sealAt:to:replacing:baseSequence:)``),
     /// then makes it the tail of the log state and of every view. Caller holds the writer lock.
     func rollOverLocked(nextSequence: UInt64) throws {
         // Only a damaged or foreign MANIFEST gets here (no store makes 4 billion segments).
@@ -422,7 +447,7 @@ public final class LogEngine: Sendable {
         }
         // Compaction reserves segment numbers without the writer lock: take the number and the
         // manifest in one step so neither side hands out a number twice.
-        let (tail, previous, next) = state.withLock { s -> (SegmentFile, ManifestFile, ManifestFile) in
+        let (tail, sealAt, previous, next) = state.withLock { s -> (SegmentFile, UInt64, ManifestFile, ManifestFile) in
             let previous = s.log.manifest
             var next = previous
             // The tail is sealed at its append offset (its exact file size: a failed append is cut
@@ -431,12 +456,12 @@ public final class LogEngine: Sendable {
             next.segments.append(s.log.reserveSegmentNumber())
             next.nextSegment = s.log.manifest.nextSegment
             next.generation += 1
-            return (s.log.tail, previous, next)
+            return (s.log.tail, s.log.tailOffset, previous, next)
         }
         let number = next.segments[next.segments.count - 1]
         let segment: SegmentFile
         do {
-            segment = try log.rollOver(from: tail, to: next, replacing: previous, baseSequence: nextSequence)
+            segment = try log.rollOver(from: tail, sealAt: sealAt, to: next, replacing: previous, baseSequence: nextSequence)
         } catch {
             switch error {
             case .sealFailed(let e):
@@ -496,6 +521,16 @@ public final class LogEngine: Sendable {
                 firstError = e
             } catch {
                 logger?.warning("checkpoint on close failed; the next open replays the whole log", metadata: ["store": "\(directory)", "error": "\(error)"])
+            }
+        }
+        // A closed store keeps no preallocated space: its tail ends where its log does.
+        log.preallocator?.close()
+        if options.recovery == .strict && state.withLock({ $0.poisoned }) == nil {
+            let (tail, offset) = state.withLock { ($0.log.tail, $0.log.tailOffset) }
+            do { try log.cut(tail, to: offset) } catch {
+                logger?.warning(
+                    "could not cut the preallocated space off the tail at close; the next open reuses it",
+                    metadata: ["store": "\(directory)", "error": "\(error)"])
             }
         }
         group.fail(Self.closedError())

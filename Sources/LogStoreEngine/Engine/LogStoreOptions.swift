@@ -87,6 +87,17 @@ public struct LogStoreOptions: Sendable {
     /// How long deleted ids are remembered for the DataStore layer's `changes(since:)`.
     /// Default: a day, at most a million (``ChangeHistoryRetention``).
     public var changeHistory = ChangeHistoryRetention()
+    /// How many bytes of the tail segment LogStore keeps written (with zeros) and synced ahead of
+    /// where the next commit goes, so that a durable commit overwrites allocated blocks and its
+    /// `fdatasync` flushes data only, instead of also committing the file's new size (a second
+    /// I/O per commit). Written in the background; the zeros are cut off again when a segment is
+    /// sealed and on close, and recovery reads them as free space (Docs/Design.md,
+    /// "Preallocation"). Also fills a spare file for the next segment. Not used with
+    /// ``Durability/none`` (no commit waits for a sync). Default 4 MiB; 0 turns it off.
+    public var preallocationSize: Int = 4 << 20
+    /// Whether preallocation runs on a background queue (the default) or at once on the
+    /// committing thread, which makes a crash harness's run depend on its seed alone.
+    package var preallocatesInBackground = true
 
     /// The defaults: synchronous durability, compression on, 64 MiB segments, 16 MiB items.
     public init() {}
@@ -109,6 +120,7 @@ public struct LogStoreOptions: Sendable {
         o.checkpointInterval = max(0, o.checkpointInterval)
         o.maxFramePayload = min(max(o.maxFramePayload, 512), 1 << 20)
         o.cacheSize = max(0, o.cacheSize)
+        o.preallocationSize = max(0, o.preallocationSize)
         return o
     }
 }

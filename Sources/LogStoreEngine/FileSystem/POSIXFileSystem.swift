@@ -162,21 +162,25 @@ final class POSIXFile: FileSystemFile {
     func read(at offset: UInt64, count: Int) throws -> [UInt8] {
         try checkOpen()
         guard count > 0 else { return [] }
-        var out = [UInt8](repeating: 0, count: count)
-        var done = 0
-        try out.withUnsafeMutableBytes { buf in
+        // Uninitialized: pread fills what it returns (zero-filling large reads first costs as much
+        // as copying them).
+        var failure: (any Error)? = nil
+        let out = [UInt8](unsafeUninitializedCapacity: count) { buf, initialized in
+            var done = 0
+            defer { initialized = done }
             guard let base = buf.baseAddress else { return }
-            while done < buf.count {
-                let n = pread(fd, base + done, buf.count - done, off_t(offset) + off_t(done))
+            while done < count {
+                let n = pread(fd, base + done, count - done, off_t(offset) + off_t(done))
                 if n < 0 {
                     if errno == EINTR { continue }
-                    throw _ioError("pread", errno, path)
+                    failure = _ioError("pread", errno, path)
+                    return
                 }
                 if n == 0 { break }
                 done += n
             }
         }
-        if done < count { out.removeSubrange(done...) }
+        if let failure { throw failure }
         return out
     }
 

@@ -51,29 +51,51 @@ package enum LogFrame {
     @discardableResult
     package static func append(
         into out: inout [UInt8], raw: [UInt8], kind: Kind, sequence: UInt64, compress: Bool, threshold: Int,
-        version: UInt16 = LogStoreFormat.version, syncedThrough: UInt32 = 0
+        version: UInt16 = LogStoreFormat.version, syncedThrough: UInt32 = 0, compressor: LZ4.Compressor? = nil
+    ) -> Int {
+        raw.withUnsafeBytes {
+            append(
+                into: &out, raw: $0, kind: kind, sequence: sequence, compress: compress, threshold: threshold, version: version,
+                syncedThrough: syncedThrough, compressor: compressor)
+        }
+    }
+
+    /// ``append(into:raw:kind:sequence:compress:threshold:version:syncedThrough:compressor:)`` from raw
+    /// bytes in place (a compaction's re-packed frames). `compressor`: a reusable LZ4 state for a
+    /// caller that writes many frames.
+    @discardableResult
+    package static func append(
+        into out: inout [UInt8], raw: UnsafeRawBufferPointer, kind: Kind, sequence: UInt64, compress: Bool, threshold: Int,
+        version: UInt16 = LogStoreFormat.version, syncedThrough: UInt32 = 0, compressor: LZ4.Compressor? = nil
     ) -> Int {
         var payload: [UInt8]? = nil
         if compress && raw.count >= threshold {
-            payload = raw.withUnsafeBytes { LZ4.compress($0) }
+            if let compressor {
+                payload = compressor.compress(raw)
+            } else {
+                payload = LZ4.compress(raw)
+            }
         }
         let compressed = payload != nil
-        let body = payload ?? raw
         var w = _ByteWriter(capacity: headerSizeV2)
         w.u32(0)  // crc, patched below
-        w.u32(UInt32(body.count))
-        w.u8(kind.rawValue)
-        w.u8(compressed ? flagLZ4 : 0)
-        w.u16(0)
-        w.u64(sequence)
-        w.u32(UInt32(raw.count))
-        if version >= 2 { w.u32(syncedThrough) }
-        var crc = w.bytes.withUnsafeBytes { CRC32C.update(0, UnsafeRawBufferPointer(rebasing: $0[4...])) }
-        crc = body.withUnsafeBytes { CRC32C.update(crc, $0) }
-        w.patchU32(CRC32C.mask(crc), at: 0)
-        out.append(contentsOf: w.bytes)
-        out.append(contentsOf: body)
-        return body.count
+        func finish(_ body: UnsafeRawBufferPointer) -> Int {
+            w.u32(UInt32(body.count))
+            w.u8(kind.rawValue)
+            w.u8(compressed ? flagLZ4 : 0)
+            w.u16(0)
+            w.u64(sequence)
+            w.u32(UInt32(raw.count))
+            if version >= 2 { w.u32(syncedThrough) }
+            var crc = w.bytes.withUnsafeBytes { CRC32C.update(0, UnsafeRawBufferPointer(rebasing: $0[4...])) }
+            crc = CRC32C.update(crc, body)
+            w.patchU32(CRC32C.mask(crc), at: 0)
+            out.append(contentsOf: w.bytes)
+            out.append(contentsOf: body)
+            return body.count
+        }
+        if let payload { return payload.withUnsafeBytes { finish($0) } }
+        return finish(raw)
     }
 
     package enum ParseResult {
@@ -148,6 +170,20 @@ package enum LogFrame {
         return .frame(
             Header(storedLength: storedLength, kind: kind, compressed: compressed, sequence: seq, rawLength: rawLength, syncedThrough: synced),
             payloadOffset: payloadOffset)
+    }
+
+    /// The header fields of the frame at the start of `bytes`, without checking its checksum or
+    /// reading its payload: for compaction, which copies a frame whose records the index says
+    /// are all live without reading it (its checksum travels with it). Nil if the header is
+    /// short, or its kind, flags or lengths are not a frame's.
+    package static func peekHeader(_ bytes: UnsafeRawBufferPointer, version: UInt16) -> Header? {
+        guard bytes.count >= headerSize(version: version) else { return nil }
+        var r = _ByteReader(bytes, offset: 4)
+        guard let length = try? r.u32(), let kindRaw = try? r.u8(), let kind = Kind(rawValue: kindRaw), let flags = try? r.u8(),
+            flags & ~flagLZ4 == 0, let reserved = try? r.u16(), reserved == 0, let seq = try? r.u64(), let raw = try? r.u32(),
+            let synced = version >= 2 ? try? r.u32() : 0, Int(length) <= maxPayload, Int(raw) <= maxPayload
+        else { return nil }
+        return Header(storedLength: Int(length), kind: kind, compressed: flags & flagLZ4 != 0, sequence: seq, rawLength: Int(raw), syncedThrough: synced)
     }
 
     /// The frame's records as raw bytes (decompressed if needed). Throws `.corruption` if LZ4 fails.

@@ -89,6 +89,8 @@ struct LogState: Sendable {
 struct LogWriter: Sendable {
     let directory: String
     let fileSystem: any FileSystem
+    /// Writes the tail's blocks ahead of the appends (nil: appends grow the file).
+    var preallocator: Preallocator? = nil
 
     /// How an append failed.
     enum AppendFailure: Error {
@@ -98,13 +100,25 @@ struct LogWriter: Sendable {
         case torn(any Error, undo: any Error)
     }
 
-    /// Writes one encoded transaction at `offset` of `tail`. On failure cuts off what part of it
-    /// was written, so the log never holds a torn frame this engine knows about.
+    /// Writes one encoded transaction at `offset` of `tail` (over preallocated zeros, or growing
+    /// the file). On failure cuts the file back to `offset` (dropping the zeros after it too), so
+    /// the log never holds a torn frame this engine knows about, and preallocation starts over.
     func append(_ bytes: [UInt8], to tail: SegmentFile, at offset: UInt64) throws(AppendFailure) {
         do {
-            try tail.file.write(bytes, at: offset)
+            if let preallocator {
+                try preallocator.write(bytes, to: tail, at: offset)
+            } else {
+                try tail.file.write(bytes, at: offset)
+            }
         } catch {
-            do { try tail.file.truncate(to: offset) } catch let undo { throw .torn(error, undo: undo) }
+            do {
+                if let preallocator {
+                    try preallocator.cut(tail, to: offset)
+                    preallocator.start(tail: tail, appendEnd: offset, fileSize: offset)
+                } else {
+                    try tail.file.truncate(to: offset)
+                }
+            } catch let undo { throw .torn(error, undo: undo) }
             throw .notWritten(error)
         }
     }
@@ -128,8 +142,10 @@ struct LogWriter: Sendable {
         case mayBeInstalled(any Error)
     }
 
-    /// Seals `tail` (fsync) and starts segment `next.segments.last` with base sequence
-    /// `baseSequence`: the segment file with its header first (fsync, fsync directory), then
+    /// Seals `tail` at `sealAt` (its append offset: preallocated zeros after it are cut off, so
+    /// the sealed size MANIFEST records is the file's size; then fsync) and starts segment
+    /// `next.segments.last` with base sequence `baseSequence`: the segment file with its header
+    /// first (fsync, fsync directory; from the preallocator's spare when one is ready), then
     /// `next`, replacing `previous` (``AtomicFileReplace``). Returns the new segment, open for
     /// appending.
     ///
@@ -137,26 +153,76 @@ struct LogWriter: Sendable {
     /// file (removed here, or by the next open) and a log whose last listed segment is still the
     /// one being appended to. (Manifest first would leave a failed roll-over appending to a segment
     /// that is no longer last on disk, where a later torn write reads as corruption.)
-    func rollOver(from tail: SegmentFile, to next: ManifestFile, replacing previous: ManifestFile, baseSequence: UInt64) throws(RollOverFailure) -> SegmentFile {
+    func rollOver(from tail: SegmentFile, sealAt: UInt64, to next: ManifestFile, replacing previous: ManifestFile, baseSequence: UInt64) throws(RollOverFailure) -> SegmentFile {
+        do { try cut(tail, to: sealAt) } catch {
+            resumePreallocation(tail, at: sealAt)
+            throw .notInstalled(error)
+        }
         do { try tail.file.sync() } catch { throw .sealFailed(error) }
         let number = next.segments[next.segments.count - 1]
         let segment: SegmentFile
+        var size = UInt64(0)
         do {
-            segment = try createSegment(number, baseSequence: baseSequence, storeId: next.storeId)
+            if let spare = preallocator?.takeSpare() {
+                segment = try adoptSpare(spare.file, as: number, baseSequence: baseSequence, storeId: next.storeId)
+                size = spare.size
+            } else {
+                segment = try createSegment(number, baseSequence: baseSequence, storeId: next.storeId)
+            }
         } catch {
             removeSegmentFile(number)
+            resumePreallocation(tail, at: sealAt)
             throw .notInstalled(error)
         }
         switch installManifest(next, replacing: previous) {
         case .success:
+            let start = UInt64(segment.headerSize)
+            preallocator?.start(tail: segment, appendEnd: start, fileSize: max(size, start))
             return segment
         case .failure(.notInstalled(let e)):
             try? segment.file.close()
             removeSegmentFile(number)
+            resumePreallocation(tail, at: sealAt)
             throw .notInstalled(e)
         case .failure(.mayBeInstalled(let e)):
             throw .mayBeInstalled(e)
         }
+    }
+
+    /// Cuts the zeros after `offset` (the log's end) off `tail`: preallocated ones, or ones
+    /// recovery kept (SegmentReader rule 6). Before sealing, and at close.
+    func cut(_ tail: SegmentFile, to offset: UInt64) throws {
+        if let preallocator {
+            try preallocator.cut(tail, to: offset)
+        } else if try tail.file.size() > offset {
+            try tail.file.truncate(to: offset)
+        }
+    }
+
+    /// A roll-over failed and `tail` stays the tail: preallocate it again.
+    private func resumePreallocation(_ tail: SegmentFile, at offset: UInt64) {
+        preallocator?.start(tail: tail, appendEnd: offset, fileSize: (try? tail.file.size()) ?? offset)
+    }
+
+    /// Turns the preallocator's spare file (zeros, synced) into segment file `number`: the header
+    /// over its first bytes (fsync), then renamed into place (fsync directory). Until MANIFEST lists
+    /// it, it is an unlisted segment holding nothing but zeros after its header, which recovery
+    /// removes like an interrupted roll-over's (FileFormat.md §1).
+    func adoptSpare(_ spare: any FileSystemFile, as number: UInt32, baseSequence: UInt64, storeId: StoreID?) throws -> SegmentFile {
+        defer { try? spare.close() }
+        let sparePath = _joinPath(directory, Preallocator.spareName)
+        let path = _joinPath(directory, LogStoreFormat.segmentFileName(number))
+        let header = SegmentHeader(flags: 0, segment: number, baseSequence: baseSequence, storeId: storeId)
+        do {
+            try spare.write(header.encoded(), at: 0)
+            try spare.sync()
+            try fileSystem.rename(from: sparePath, to: path)
+        } catch {
+            try? fileSystem.removeFile(atPath: sparePath)
+            throw error
+        }
+        try fileSystem.syncDirectory(atPath: directory)
+        return SegmentFile(number: number, file: try fileSystem.open(path, mode: .readWrite), header: header)
     }
 
     /// How installing a manifest failed.

@@ -7,18 +7,21 @@
 ///
 ///     segment body := frame*
 ///     transaction  := data-frame* commit-frame      all with one sequence number (normal segments)
-///                   | commit-frame                  compacted segments: every frame stands alone
+///                   | frame                         compacted segments: every frame stands alone
+///                                                   (v2: commit or data, a frame copied unchanged
+///                                                   from a normal segment keeps its kind; v1: commit)
 ///
 /// Rules:
 /// 1. A transaction is delivered (``read(_:from:compacted:isLast:lastSequence:onTransaction:onDamage:)``'s
-///    `onTransaction`) once its commit frame is valid, never before.
+///    `onTransaction`) once its commit frame is valid, never before; in a compacted segment every
+///    valid frame is delivered alone.
 /// 2. Sequence numbers: in a normal segment each transaction's is the last delivered one plus 1
 ///    (format v2: a gap is damage) or greater than it (v1); in a compacted segment each frame's is
-///    at least the last one (compaction writes a transaction whose live records exceed one frame as
-///    several commit frames with one sequence).
+///    at least the last one (several frames can share one: the frames of one transaction copied
+///    unchanged, or a transaction's live records re-packed into several frames).
 /// 3. Damage is a frame that is truncated or invalid (length, CRC, kind, flags), a data frame in a
-///    compacted segment, a frame of another transaction inside an unfinished one, a sequence number
-///    that breaks rule 2, or an unfinished transaction at the end.
+///    version 1 compacted segment, a frame of another transaction inside an unfinished one, a
+///    sequence number that breaks rule 2, or an unfinished transaction at the end.
 /// 4. Damage in the **last** segment is a **torn tail** (unsynced bytes, cut and reported) when
 ///    nothing after it proves it durable. Format v2: no valid frame after it records a
 ///    `syncedThrough` beyond the damage's offset, so later whole transactions that were never
@@ -31,6 +34,11 @@
 /// 5. Otherwise the damage is in data that was durable. The caller decides: stop (strict recovery
 ///    throws), or resume at the next valid frame of another transaction (salvage keeps every intact
 ///    transaction after it; the scanner keeps counting).
+/// 6. Format v2, last segment: where the last complete transaction ends, zero bytes up to the end
+///    of the file are **preallocated space** (the engine writes zeros ahead of its appends so that
+///    commits overwrite allocated blocks): the log ends there, and nothing is damaged or cut. No
+///    frame is all zeros (kind 0 is invalid), and a zero run followed by anything else is rule 3
+///    damage as before.
 ///
 /// Pure: reads only `buf`, runs on the calling thread, allocates only the pending frame list.
 package struct SegmentReader {
@@ -97,6 +105,10 @@ package struct SegmentReader {
         /// damage, which only the bytes after the buffer can decide; read again from ``validEnd``
         /// with more bytes (to the end of the file, at the latest).
         package var needsMore = false
+        /// Rule 6: the buffer holds only zeros from ``validEnd`` to its end, after the last complete
+        /// transaction of the last segment. With `endIsFileEnd` they are preallocated space that
+        /// ends the log; otherwise they are, if the rest of the file is zeros too.
+        package var zeroTail = false
     }
 
     /// Reads the frames of `buf` from `start` (just past the segment header, or where a checkpoint
@@ -160,16 +172,24 @@ package struct SegmentReader {
             }
         }
 
+        /// Rule 6: only zeros from `offset` (a frame boundary, nothing pending) to the end.
+        func zeroTail(at offset: Int) -> Bool {
+            isLast && version >= 2 && pending.isEmpty && offset == validEnd && isZero(buf, from: offset)
+        }
+
         do {
             scan: while offset < buf.count {
                 let resume: Int?
+                if buf[offset] == 0 && zeroTail(at: offset) {
+                    return Outcome(validEnd: validEnd, tornTail: nil, needsMore: !endIsFileEnd, zeroTail: true)
+                }
                 switch LogFrame.parse(buf, at: offset, version: version) {
                 case .truncated(let why):
                     resume = try damage(.frame, offset, "truncated frame: \(why)", validFramesFrom: offset + 1)
                 case .invalid(let why):
                     resume = try damage(.frame, offset, "invalid frame: \(why)", validFramesFrom: offset + 1)
                 case .frame(let header, let payloadOffset):
-                    if compacted && header.kind != .commit {
+                    if compacted && version < 2 && header.kind != .commit {
                         resume = try damage(.transaction, offset, "data frame in a compacted segment", validFramesFrom: offset + 1)
                     } else if let first = pending.first, first.header.sequence != header.sequence {
                         // The unfinished transaction is dropped; this frame is examined again.
@@ -183,7 +203,7 @@ package struct SegmentReader {
                     } else {
                         pending.append(Frame(header: header, frameOffset: offset, payloadOffset: payloadOffset))
                         offset = payloadOffset + header.storedLength
-                        if header.kind == .commit {
+                        if header.kind == .commit || compacted {
                             if try onTransaction(pending) {
                                 last = header.sequence
                                 exact = version >= 2
@@ -214,6 +234,25 @@ package struct SegmentReader {
 
     /// Ends a partial read (`endIsFileEnd == false`) that needs the bytes after the buffer.
     private struct NeedsMore: Error {}
+
+    /// Whether every byte of `buf` from `start` on is zero (rule 6). Word-wise.
+    package static func isZero(_ buf: UnsafeRawBufferPointer, from start: Int) -> Bool {
+        var i = max(0, start)
+        let n = buf.count
+        while i < n && i & 7 != 0 {
+            if buf[i] != 0 { return false }
+            i += 1
+        }
+        while n - i >= 8 {
+            if buf.loadUnaligned(fromByteOffset: i, as: UInt64.self) != 0 { return false }
+            i += 8
+        }
+        while i < n {
+            if buf[i] != 0 { return false }
+            i += 1
+        }
+        return true
+    }
 
     /// Ends a read at a torn tail from inside ``read(_:from:compacted:isLast:lastSequence:onTransaction:onDamage:)``.
     private struct TornTail: Error { var damage: Damage }

@@ -11,8 +11,9 @@ enum TransactionEncoder {
 
     /// `syncedThrough`: how far the tail segment is known durable now (every frame records it).
     /// `version`: the tail segment's format version, which decides the frame header layout.
+    /// `compressor`: the caller's reusable LZ4 state, if it has one.
     static func encode(_ ops: [RecordOperation], sequence: UInt64, options: LogStoreOptions, syncedThrough: UInt32,
-                       version: UInt16 = LogStoreFormat.version) -> Output {
+                       version: UInt16 = LogStoreFormat.version, compressor: LZ4.Compressor? = nil) -> Output {
         var out: [UInt8] = []
         out.reserveCapacity(ops.reduce(0) { $0 + $1.encodedSizeBound } + LogFrame.headerSizeV2 * 2)
         var placements = [RecordLocation](repeating: RecordLocation(segment: 0, frameOffset: 0, valueOffset: 0, sequence: 0, valueLength: 0), count: ops.count)
@@ -24,7 +25,8 @@ enum TransactionEncoder {
             rawBytes += UInt64(frame.count)
             LogFrame.append(
                 into: &out, raw: frame.bytes, kind: last ? .commit : .data, sequence: sequence,
-                compress: options.compression && options.compressOnWrite, threshold: options.compressionThreshold, version: version, syncedThrough: syncedThrough)
+                compress: options.compression && options.compressOnWrite, threshold: options.compressionThreshold, version: version, syncedThrough: syncedThrough,
+                compressor: compressor)
             for i in inFrame {
                 placements[i].frameOffset = UInt32(start)
             }

@@ -47,6 +47,13 @@ struct SeedCorpus {
         try write("segment", "body-with-header", 4 | 8, Array(seg.dropFirst(header)))
         try write("segment", "big-segment-tail", 4, Array(big.segments.last!.dropFirst(header).prefix(4000)))
         try write("segment", "empty-header-only", 0, Array(seg.prefix(header)))
+        // A tail with zeros preallocated after its last transaction (free space, not damage), and a
+        // compacted segment holding frames copied as they were and re-packed ones (format v2, the
+        // fuzz target's store id), as the last and as a sealed segment.
+        try write("segment", "preallocated-tail", 0, withFuzzStoreID(seg) + [UInt8](repeating: 0, count: 700))
+        let compacted = try makeCompactedSegment()
+        try write("segment", "compacted-copied-and-repacked", 0, compacted)
+        try write("segment", "compacted-sealed", 1, compacted)
 
         // manifest: real manifests (one and three segments), with and without CRC fixing.
         try write("manifest", "one-segment", 0, small.manifest)
@@ -88,6 +95,36 @@ struct SeedCorpus {
         var manifest: [UInt8]
         var segments: [[UInt8]]
         var checkpoint: [UInt8]
+    }
+
+    /// `segment` (a format v2 segment file) with its header rewritten for the store id the segment
+    /// fuzz target gives its store (`0x5A` sixteen times), so the target opens it.
+    static func withFuzzStoreID(_ segment: [UInt8]) -> [UInt8] {
+        // Header v2 (FileFormat.md §5): store id at bytes 24..<40, masked CRC-32C of 0..<44 at 44.
+        guard segment.count >= 48 else { return segment }
+        var s = segment
+        for i in 24..<40 { s[i] = 0x5A }
+        let crc = CRC32C.mask(CRC32C.checksum(Array(s[0..<44])))
+        withUnsafeBytes(of: crc.littleEndian) { for i in 0..<4 { s[44 + i] = $0[i] } }
+        return s
+    }
+
+    /// The compacted segment of a store whose first transaction's frame is left half live (so it is
+    /// re-packed) and whose later frames are all live (so they are copied as they were).
+    static func makeCompactedSegment() throws -> [UInt8] {
+        let fs = InMemoryFileSystem()
+        var options = LogStoreOptions()
+        options.durability = .none
+        options.maxFramePayload = 512
+        let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
+        try engine.commit((0..<6).map { .put(type: "T", key: RecordKey([UInt8($0)]), value: AttributeValue.int(Int64($0)).encoded()) })
+        try engine.commit([.delete(type: "T", key: RecordKey([1])), .put(type: "T", key: RecordKey([2]), value: AttributeValue.string("two").encoded())])
+        try engine.commit((10..<40).map { .put(type: "U", key: RecordKey([UInt8($0)]), value: [UInt8](repeating: UInt8($0), count: 40)) })
+        let report = try engine.compact()
+        try engine.close()
+        let f = try fs.open("/s/" + LogStoreFormat.segmentFileName(report.newSegments[0]), mode: .readOnly)
+        defer { try? f.close() }
+        return withFuzzStoreID(try f.read(at: 0, count: Int(try f.size())))
     }
 
     /// A store with puts (small, repeated-pattern and large values), deletes and a delete-all.

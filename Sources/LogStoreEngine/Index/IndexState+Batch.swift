@@ -1,0 +1,31 @@
+/// Applying a committed transaction to the index as one batch (issue 11, item 4).
+extension IndexState {
+    /// Applies `ops` in order, `placements[i]` the location of put `i`: per run of operations on
+    /// one type, its tree is taken out of the dictionary once (so it is uniquely held and updated
+    /// in place) and put back once, instead of a dictionary access per record. A commit's
+    /// operations come per type, sorted by key, so a transaction's records touch neighbouring
+    /// leaves. Does not change ``sequence``; secondary entries other than a delete-all's are the
+    /// caller's (``secondaryChanges(for:readOld:)``).
+    mutating func apply(_ ops: [RecordOperation], placements: [RecordLocation]) {
+        var i = 0
+        while i < ops.count {
+            let type = ops[i].type
+            var tree = types.removeValue(forKey: type)
+            while i < ops.count && ops[i].type == type {
+                switch ops[i] {
+                case .put(_, let k, _):
+                    if tree == nil { tree = .init() }
+                    tree?.updateValue(placements[i], forKey: k)
+                case .delete(_, let k):
+                    tree?.removeValue(forKey: k)
+                case .deleteAll:
+                    // (Also empties the type's secondary indexes.)
+                    deleteAll(type)
+                    tree = nil
+                }
+                i += 1
+            }
+            if let tree, !tree.isEmpty { types[type] = tree }
+        }
+    }
+}
