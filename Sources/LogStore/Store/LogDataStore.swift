@@ -45,9 +45,7 @@ public final class LogDataStore: DataStore {
     /// Held by `tearDown()` until the backend is closed, and by `setup()` while it opens one.
     let lifecycle = Mutex(())
     /// Runs `writeAsync` and async `write` blocks, one at a time, in the order they were queued.
-    let asyncQueue: DispatchQueue
-    /// The thread currently running an `asyncQueue` work item (to avoid waiting on ourselves).
-    let asyncQueueThread = Mutex<UInt?>(nil)
+    let writeQueue = WriteQueue(label: "LogStore.writeAsync")
     /// Declares item types' secondary indexes on first use.
     let indexRegistry = IndexRegistry()
 
@@ -55,13 +53,11 @@ public final class LogDataStore: DataStore {
     public init(directory: URL, options: LogStoreOptions = .init()) {
         kind = .directory(directory)
         self.options = options
-        asyncQueue = DispatchQueue(label: "LogStore.writeAsync")
     }
 
     init(kind: Kind, options: LogStoreOptions) {
         self.kind = kind
         self.options = options
-        asyncQueue = DispatchQueue(label: "LogStore.writeAsync")
     }
 
     /// A store at `path` on any `FileSystem` (for example the crash harness's
@@ -195,9 +191,7 @@ public final class LogDataStore: DataStore {
 
     /// Waits until every queued asynchronous write has run (unless called from the queue itself).
     package func drainAsyncQueue() {
-        let me = _currentThreadID()
-        if asyncQueueThread.withLock({ $0 == me }) { return }
-        asyncQueue.sync {}
+        writeQueue.drain()
     }
 
     /// See ``DataStore/nuke()``.
@@ -310,96 +304,15 @@ public final class LogDataStore: DataStore {
 
     func enqueueWrite<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> T,
                                    done: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        do {
-            _ = try currentBackend()
-        } catch {
-            DispatchQueue.global().async { done(.failure(error)) }
-            return
-        }
-        asyncQueue.async {
+        writeQueue.enqueue(check: { _ = try currentBackend() }, { onDurable in
             // Look the backend up when the block runs: the store may have been torn down and set
             // up again since the write was queued.
-            let backend: StoreBackend
-            do {
-                backend = try self.currentBackend()
-            } catch {
-                DispatchQueue.global().async { done(.failure(error)) }
-                return
-            }
-            let me = _currentThreadID()
-            self.asyncQueueThread.withLock { $0 = me }
-            defer { self.asyncQueueThread.withLock { $0 = nil } }
-            // The block's value is known when `write` returns; durability may be reported before or
-            // after that, on another thread. `Rendezvous` fires `done` once both are known.
-            let rendezvous = Rendezvous<T>(done)
-            do {
-                let value = try backend.write({ txn in
-                    let accessor = ReadWriteAccessor(txn: txn, indexes: self.writeIndexes)
-                    defer { accessor.invalidate() }
-                    return try block(accessor)
-                }, onDurable: { error in rendezvous.durable(error) })
-                rendezvous.value(value)
-            } catch {
-                rendezvous.failed(error)
-            }
-        }
+            let backend = try self.currentBackend()
+            return try backend.write({ txn in
+                let accessor = ReadWriteAccessor(txn: txn, indexes: self.writeIndexes)
+                defer { accessor.invalidate() }
+                return try block(accessor)
+            }, onDurable: onDurable)
+        }, done: done)
     }
-}
-
-/// Joins a write's value with its durability notification; calls `done` once, on a global queue.
-final class Rendezvous<T: Sendable>: Sendable {
-    struct State {
-        var value: T?
-        var durable: Bool = false
-        var fired = false
-    }
-    let state = Mutex(State())
-    let done: @Sendable (Result<T, any Error>) -> Void
-    init(_ done: @escaping @Sendable (Result<T, any Error>) -> Void) { self.done = done }
-
-    func fire(_ r: Result<T, any Error>) {
-        let d = done
-        DispatchQueue.global().async { d(r) }
-    }
-
-    func value(_ v: T) {
-        let ready = state.withLock { s -> Bool in
-            s.value = v
-            guard s.durable, !s.fired else { return false }
-            s.fired = true
-            return true
-        }
-        if ready { fire(.success(v)) }
-    }
-
-    func durable(_ error: (any Error)?) {
-        if let error {
-            failed(error)
-            return
-        }
-        let v = state.withLock { s -> T? in
-            s.durable = true
-            guard let v = s.value, !s.fired else { return nil }
-            s.fired = true
-            return v
-        }
-        if let v { fire(.success(v)) }
-    }
-
-    func failed(_ error: any Error) {
-        let go = state.withLock { s -> Bool in
-            defer { s.fired = true }
-            return !s.fired
-        }
-        if go { fire(.failure(error)) }
-    }
-}
-
-/// An identifier of the calling thread.
-func _currentThreadID() -> UInt {
-    #if canImport(Glibc)
-    return UInt(pthread_self())
-    #else
-    return UInt(bitPattern: pthread_self())
-    #endif
 }
