@@ -41,6 +41,8 @@ let package = Package(
         .executable(name: "logstore-demo", targets: ["logstore-demo"]),
         .executable(name: "logstore-compact", targets: ["logstore-compact"]),
         .executable(name: "logstore-crashtest", targets: ["logstore-crashtest"]),
+        // The SQLite backend: its own product so that apps using only LogStore never build GRDB.
+        .library(name: "LogStoreSQLite", targets: ["LogStoreSQLite"]),
         // The DataStore contract as executable checks, for the test targets of backends (ours and
         // third parties'), with swift-testing or XCTest. Nothing an app depends on pulls it in.
         .library(name: "DataStoreConformance", targets: ["DataStoreConformance"]),
@@ -54,6 +56,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", exact: "7.10.0"),
     ],
     targets: [
         .systemLibrary(
@@ -113,6 +116,15 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "LogStoreSQLite",
+            dependencies: [
+                "LogStoreEngine", "LogStore", "LogStoreSQL",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
             name: "DataStoreConformance",
             dependencies: ["LogStore"],
             swiftSettings: strict
@@ -143,6 +155,11 @@ let package = Package(
         .testTarget(
             name: "LogStoreSQLTests",
             dependencies: ["LogStoreSQL", "LogStore", "LogStoreEngine"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LogStoreSQLiteTests",
+            dependencies: ["LogStoreSQLite", "LogStore", "DataStoreConformance"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -220,8 +220,7 @@ public final class LogDataStore: DataStore {
     @discardableResult
     public func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T {
         let backend = try currentBackend()
-        let accessor = ReadAccessor(
-            view: try backend.readView(), indexes: (indexRegistry, { try self.rootEngine() }), latest: { try backend.readView() })
+        let accessor = ReadAccessor(view: try backend.readView(), indexes: readIndexes, latest: { try backend.readView() })
         defer { accessor.isValid = false }
         return try block(accessor)
     }
@@ -268,6 +267,18 @@ public final class LogDataStore: DataStore {
 
     func prepare<Item: DataStoreItem>(_ type: Item.Type) throws {
         try indexRegistry.ensure(Item.self, engine: { try self.rootEngine() })
+    }
+
+    /// What reads declare indexes with: the root engine; nil for a child store of another backend
+    /// (a SQLite store's child plans over its own view, without engine indexes).
+    var readIndexes: (registry: IndexRegistry, engine: () throws -> LogEngine)? {
+        hasEngineRoot ? (indexRegistry, { try self.rootEngine() }) : nil
+    }
+
+    /// Whether the root of this store's tree is a LogStore engine (not another backend).
+    var hasEngineRoot: Bool {
+        guard case .child(let parent) = kind else { return true }
+        return (parent as? LogDataStore)?.hasEngineRoot ?? false
     }
 
     /// What write bodies declare indexes with: the store's own engine (under the writer lock the
