@@ -113,7 +113,7 @@ struct Expr {
 
 /// Where a value is: a path in the item's JSON column, or an element of a JSON array being
 /// walked by `json_each`. Gives the SQL for its kind, its value and its members.
-struct Subject {
+package struct Subject {
     /// 'null', 'true', 'false', 'integer', 'real', 'text', 'array', 'object'; SQL NULL if absent.
     var kind: String
     /// The value as SQL (integer, real, text; JSON text for arrays and objects).
@@ -137,6 +137,12 @@ struct Subject {
             value: "json_extract(\(source), \(p))",
             member: { m in Subject.path(source, keys + [m]) },
             elements: "json_each(\(source), \(p))")
+    }
+
+    /// `json_extract(column, '<path>')` for a coding path (an index column); nil when a key holds
+    /// a `"`. The same expression as a path subject's value, so SQLite can match the two.
+    package static func columnExpression(_ column: String, _ codingPath: [String]) -> String? {
+        path(column, codingPath.map(jsonKey))?.value
     }
 
     /// A map key of the attribute grammar as LogStore JSON writes it: one more "$" in front of a

@@ -116,6 +116,8 @@ final class SQLiteWriteAccessor: SQLiteReadAccessor, DataStoreReadWriteAccessor 
     var changed = false
     /// Tables this transaction created: item type -> table.
     var createdTables: [String: String] = [:]
+    /// Item types whose declared indexes this transaction created or checked.
+    var declaredIndexes: Set<String> = []
 
     init(db: Database, session: SQLiteSession, sequence: UInt64) {
         self.sequence = sequence
@@ -147,7 +149,9 @@ final class SQLiteWriteAccessor: SQLiteReadAccessor, DataStoreReadWriteAccessor 
         try LogEngine.validate(type: type, key: key, valueSize: value.count, options: session.options)
         let json = try LogStoreJSON.encode(value)
         let table = try ensureTable(for: type)
-        let s = try statement("INSERT OR REPLACE INTO \(table.sqlIdentifier) (key, seq, data) VALUES (?, ?, ?)")
+        // An upsert, not INSERT OR REPLACE: a unique index's conflict must fail the write, not
+        // delete the other item.
+        let s = try statement("INSERT INTO \(table.sqlIdentifier) (key, seq, data) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET seq = excluded.seq, data = excluded.data")
         try key.withUnsafeBytes { try s.bindBlob($0, at: 1) }
         try s.bind(.integer(Int64(sequence)), at: 2)
         try json.withUnsafeBytes { try s.bindText($0, at: 3) }
@@ -212,8 +216,16 @@ final class SQLiteWriteAccessor: SQLiteReadAccessor, DataStoreReadWriteAccessor 
         }
     }
 
+    /// Declares `Item`'s indexes on its table, once per type and session (see ``SQLiteIndexes``).
+    func declareIndexes<Item: DataStoreItem>(_ type: Item.Type) throws {
+        guard !declaredIndexes.contains(Item.itemType), !session.declaredIndexes.withLock({ $0.contains(Item.itemType) }) else { return }
+        try SQLiteIndexes.declare(Item.self, table: try ensureTable(for: Item.itemType), db: db, path: path)
+        declaredIndexes.insert(Item.itemType)
+    }
+
     func insert<Item: DataStoreItem>(_ item: Item) throws {
         try checkValid()
+        try declareIndexes(Item.self)
         let key = try ItemKey.make(item.id)
         try put(type: Item.itemType, key: key, value: try AttributeCoding.encodeBytes(item))
     }

@@ -262,6 +262,7 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
                 writingThread.withLock { $0 = me }
                 defer { writingThread.withLock { $0 = nil } }
                 var created: [String: String] = [:]
+                var declared: Set<String> = []
                 var committed: UInt64? = nil
                 try db.inTransaction(.immediate) {
                     let sequence = session.sequence.withLock { $0 } + 1
@@ -274,6 +275,7 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
                         throw error
                     }
                     accessor.isValid = false
+                    declared = accessor.declaredIndexes
                     if accessor.changed {
                         try SQLiteStatement(db, "UPDATE \(SQLiteSchema.meta) SET value = ? WHERE key = 'sequence'", [.integer(Int64(sequence))], path: path).execute()
                         committed = sequence
@@ -285,6 +287,7 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
                     session.sequence.withLock { $0 = committed }
                     if !created.isEmpty { session.tables.withLock { $0.merge(created) { a, _ in a } } }
                 }
+                if !declared.isEmpty { session.declaredIndexes.withLock { $0.formUnion(declared) } }
             }
         } catch {
             // The block's own error, unchanged (GRDB rethrows it after rolling back).

@@ -31,6 +31,9 @@ enum SQLiteErrors {
             return LogStoreError(.permissionDenied, "SQLite cannot open the store (\(message)). Check that the directory exists and is writable.", path: path, underlying: underlying)
         case SQLITE_BUSY, SQLITE_LOCKED:
             return LogStoreError(.locked, "Another process holds the SQLite file's lock (\(message)). Close the other program (an app, the sqlite3 shell) and retry.", path: path, underlying: underlying)
+        case SQLITE_CONSTRAINT:
+            // The only constraints besides the key (written with an upsert) are unique indexes.
+            return LogStoreError(.uniqueConstraintViolation, "A write would give two items equal values in every column of a unique index (\(message)). The write block was rolled back; change or delete the other item first.", path: path, underlying: underlying)
         case SQLITE_TOOBIG:
             return LogStoreError(.itemTooLarge, "An item is larger than SQLite accepts (\(message)).", path: path, underlying: underlying)
         case SQLITE_MISUSE where message.lowercased().contains("closed"):

@@ -20,6 +20,8 @@ final class SQLiteSession: Sendable {
     let tables: Mutex<[String: String]>
     /// The number of the last commit (0 for an empty store).
     let sequence: Mutex<UInt64>
+    /// Item types whose declared indexes a committed write of this session created or checked.
+    let declaredIndexes = Mutex<Set<String>>([])
     /// Idle read-only connections for reads nested in reads on one thread.
     let spares = Mutex<[DatabaseQueue]>([])
     /// The open snapshots under child stores, closed at tearDown.

@@ -16,7 +16,8 @@ struct SQLiteDataStoreFactory: DataStoreFactory {
     var name: String { "SQLiteDataStore (\(mode.rawValue))" }
 
     var capabilities: DataStoreCapabilities {
-        mode == .file ? .durableStore : [.childStores, .recordAccess, .isChildStore]
+        // Observation joins when the SQLite store publishes its commits to a change feed.
+        mode == .file ? DataStoreCapabilities.durableStore.subtracting(.observation) : [.childStores, .recordAccess, .isChildStore]
     }
 
     func makeLocation() throws -> any DataStoreLocation {
