@@ -91,6 +91,12 @@ class SQLiteReadAccessor: DataStoreReadAccessor {
         }
     }
 
+    func recordCount(ofType itemType: String) throws -> Int {
+        try checkValid()
+        guard let table = try table(for: itemType) else { return 0 }
+        return Int(try statement("SELECT COUNT(*) FROM \(table.sqlIdentifier)").integer())
+    }
+
     func record(ofType itemType: String, key: RecordKey) throws -> [UInt8]? {
         try checkValid()
         guard let table = try table(for: itemType) else { return nil }
