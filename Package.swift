@@ -98,9 +98,17 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
-            name: "LogStoreCompactCommands",
+            name: "LogStoreCommandSupport",
             dependencies: [
                 "LogStoreEngine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "LogStoreCompactCommands",
+            dependencies: [
+                "LogStoreEngine", "LogStoreCommandSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
