@@ -43,6 +43,7 @@ let package = Package(
         .executable(name: "logstore-crashtest", targets: ["logstore-crashtest"]),
         // The SQLite backend: its own product so that apps using only LogStore never build GRDB.
         .library(name: "LogStoreSQLite", targets: ["LogStoreSQLite"]),
+        .executable(name: "logstore-migrate", targets: ["logstore-migrate"]),
         // The DataStore contract as executable checks, for the test targets of backends (ours and
         // third parties'), with swift-testing or XCTest. Nothing an app depends on pulls it in.
         .library(name: "DataStoreConformance", targets: ["DataStoreConformance"]),
@@ -133,6 +134,19 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "LogStoreMigrateCommands",
+            dependencies: [
+                "LogStore", "LogStoreSQLite", "LogStoreCommandSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "logstore-migrate",
+            dependencies: ["LogStoreMigrateCommands"],
+            swiftSettings: strict
+        ),
+        .target(
             name: "DataStoreConformance",
             dependencies: ["LogStore"],
             swiftSettings: strict
@@ -168,6 +182,11 @@ let package = Package(
         .testTarget(
             name: "LogStoreSQLiteTests",
             dependencies: ["LogStoreSQLite", "LogStore", "DataStoreConformance"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LogStoreMigrateTests",
+            dependencies: ["LogStoreMigrateCommands", "LogStore", "LogStoreSQLite", "_LogStoreTestSupport", "logstore-migrate"],
             swiftSettings: strict
         ),
         .testTarget(

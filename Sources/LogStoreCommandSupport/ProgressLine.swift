@@ -24,12 +24,18 @@ package final class ProgressLine {
     }
 
     package func update(_ label: String, done: UInt64, total: UInt64, unit: Unit = .bytes) {
-        let percent = total == 0 ? 100 : Int(min(100, done * 100 / total))
         let amount: String
         switch unit {
         case .bytes: amount = "\(Format.bytes(done)) / \(Format.bytes(total))"
         case .records: amount = "\(Format.count(done)) / \(Format.count(total)) records"
         }
+        update(label, done: done, total: total, detail: amount)
+    }
+
+    /// Shows `label: <percent> (<detail>)`: like ``update(_:done:total:unit:)`` with the caller's
+    /// own amount text (items, bytes, rate, time left).
+    package func update(_ label: String, done: UInt64, total: UInt64, detail amount: String) {
+        let percent = total == 0 ? 100 : Int(min(100, done * 100 / max(total, 1)))
         switch style {
         case .none:
             return

@@ -89,12 +89,16 @@ final class MigratorTests: XCTestCase {
         XCTAssertEqual(seen.last?.totalItems, 9000)
         XCTAssertGreaterThan(seen.count, 9000 / 700)
         XCTAssertTrue(try m.verify().isEqual)
-        XCTAssertNil(try m.pendingCopy(), "the last batch deletes the cursor")
+        XCTAssertEqual(try m.pendingCopy()?.isComplete, true, "the last batch marks the cursor done")
+        XCTAssertEqual(try m.copy(resume: true).itemsThisRun, 0, "a complete copy resumes to nothing left")
+        try m.finish()
+        XCTAssertNil(try m.pendingCopy(), "finish() removes the cursor")
+        XCTAssertFalse(try b.read { try $0.itemTypeNames() }.contains(DataStoreMigrator.cursorItemType))
 
         var back = DataStoreMigrator(from: b, to: c)
         back.batchBytes = 64 << 10
-        try back.copy()
-        let check = try back.verify()
+        let (_, check) = try back.migrate()
+        XCTAssertNil(try back.pendingCopy())
         XCTAssertTrue(check.isEqual, "\(check)")
         XCTAssertEqual(check.types.map(\.sourceCount), [3000, 3000, 3000])
         XCTAssertEqual(try records(a), try records(c), "byte for byte")
@@ -122,6 +126,7 @@ final class MigratorTests: XCTestCase {
         XCTAssertEqual(pending.copied, 700)
         XCTAssertEqual(pending.source, "a.sqlite")
         XCTAssertFalse(try m.verify().isEqual, "half a copy is not equal")
+        XCTAssertThrowsError(try m.finish(), "an unfinished copy cannot be finished") { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument) }
         // Without resume, an interrupted copy is refused; from another source too.
         XCTAssertThrowsError(try DataStoreMigrator(from: a, to: b).copy()) { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument) }
         var other = DataStoreMigrator(from: a, to: b)
@@ -138,6 +143,7 @@ final class MigratorTests: XCTestCase {
         XCTAssertEqual(report.items, 3000)
         XCTAssertEqual(report.itemsThisRun, 3000 - before)
         XCTAssertTrue(try m.verify().isEqual)
+        try m.finish()
         XCTAssertNil(try m.pendingCopy())
     }
 
@@ -150,8 +156,7 @@ final class MigratorTests: XCTestCase {
         defer { try? a.tearDown(); try? b.tearDown() }
         try seed(a, 200)
         let m = DataStoreMigrator(from: a, to: b)
-        try m.copy()
-        XCTAssertTrue(try m.verify().isEqual)
+        XCTAssertTrue(try m.migrate().verification.isEqual)
         try b.writeSync { w in
             var altered = try XCTUnwrap(try w.item(ofType: Order.self, id: "o17"))
             altered.total += 1
@@ -183,9 +188,8 @@ final class MigratorTests: XCTestCase {
         try seed(a, 50)
         var m = DataStoreMigrator(from: a, to: b)
         m.types = ["Order"]
-        try m.copy()
+        XCTAssertTrue(try m.migrate().verification.isEqual)
         XCTAssertEqual(try b.read { try $0.itemTypeNames() }, ["Order"])
-        XCTAssertTrue(try m.verify().isEqual)
         XCTAssertThrowsError(try m.copy()) { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument, "\($0)") }
         XCTAssertThrowsError(try DataStoreMigrator(from: a, to: a).copy()) { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument) }
     }

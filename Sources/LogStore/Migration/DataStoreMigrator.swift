@@ -7,8 +7,7 @@ import LogStoreEngine
 ///
 /// ```swift
 /// let migrator = DataStoreMigrator(from: sqliteStore, to: logStore)
-/// let copy = try migrator.copy()                 // or copy(resume: true) after an interruption
-/// let check = try migrator.verify()
+/// let (copy, check) = try migrator.migrate(resume: true)   // copy, verify, finish
 /// guard check.isEqual else { ... keep the old store ... }
 /// ```
 ///
@@ -24,7 +23,8 @@ import LogStoreEngine
 ///    copied, kept in the destination under the reserved item type `logstore.migration`), so a
 ///    crash or a `kill -9` at any moment leaves the destination at a batch boundary, and
 ///    `copy(resume: true)` continues after it. Copying an item twice writes the same bytes. The
-///    last batch deletes the cursor.
+///    last batch marks the cursor done (so a copy killed just after its last batch resumes to
+///    nothing left to copy); ``finish()`` removes it, once the copy is verified.
 /// 4. **Verified.** ``verify()`` compares both stores type by type from fresh snapshots: counts,
 ///    an order-independent digest of each side (``MigrationDigest``), and a walk of both in key
 ///    order that names every missing, extra and differing item.
@@ -81,13 +81,37 @@ public struct DataStoreMigrator: Sendable {
         return listed.filter { $0 != MigrationCursor.itemType }
     }
 
-    /// The cursor of an interrupted copy in the destination, or nil.
-    public func pendingCopy() throws -> (types: [String], source: String, copied: Int)? {
+    /// The cursor of a copy in the destination (interrupted, or complete and not finished yet),
+    /// or nil. Throws the destination's errors, `.corruption` for a damaged cursor.
+    public func pendingCopy() throws -> (types: [String], source: String, copied: Int, isComplete: Bool)? {
         try destination.read { a in
             guard let bytes = try a.record(ofType: MigrationCursor.itemType, key: MigrationCursor.key) else { return nil }
             let c = try MigrationCursor(decoding: bytes)
-            return (c.types, c.source, c.copied.reduce(0, +))
+            return (c.types, c.source, c.copied.reduce(0, +), c.index == c.types.count)
         }
+    }
+
+    /// Removes the cursor of a complete copy from the destination (call it once ``verify()``
+    /// said equal), leaving only the items. Throws `.invalidArgument` if the destination holds an
+    /// unfinished copy (resume it first); does nothing when there is no cursor.
+    public func finish() throws {
+        try destination.writeSync { w in
+            guard let bytes = try w.record(ofType: MigrationCursor.itemType, key: MigrationCursor.key) else { return }
+            let c = try MigrationCursor(decoding: bytes)
+            guard c.index == c.types.count else {
+                throw LogStoreError(.invalidArgument, "The destination's copy is not complete (\(c.copied.reduce(0, +)) items so far). Resume it before finishing.")
+            }
+            try w.deleteRecord(ofType: MigrationCursor.itemType, key: MigrationCursor.key)
+        }
+    }
+
+    /// ``copy(resume:)``, then ``verify()``, then ``finish()`` when the stores are equal. Returns
+    /// the copy's and the verification's reports; throws what they throw.
+    public func migrate(resume: Bool = false) throws -> (copy: MigrationCopyReport, verification: MigrationVerification) {
+        let copy = try copy(resume: resume)
+        let verification = try verify()
+        if verification.isEqual { try finish() }
+        return (copy, verification)
     }
 
     /// Copies the items (rules 1-3). With `resume`, continues an interrupted copy from the cursor
@@ -160,11 +184,7 @@ public struct DataStoreMigrator: Sendable {
                     let items = batch
                     try destination.writeSync { w in
                         for (key, value) in items { try w.putRecord(ofType: type, key: key, value: value) }
-                        if done {
-                            try w.deleteRecord(ofType: MigrationCursor.itemType, key: MigrationCursor.key)
-                        } else {
-                            try w.putRecord(ofType: MigrationCursor.itemType, key: MigrationCursor.key, value: snapshot.encoded)
-                        }
+                        try w.putRecord(ofType: MigrationCursor.itemType, key: MigrationCursor.key, value: snapshot.encoded)
                     }
                     cursor = next
                     itemsThisRun += batch.count

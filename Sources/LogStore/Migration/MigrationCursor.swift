@@ -12,8 +12,9 @@ import LogStoreEngine
 ///         "copied": [int] (items copied per type), "bytes": [int] (bytes copied per type)
 ///     }
 ///
-/// Deleted in the transaction of the last batch: a destination without a cursor is not in the
-/// middle of a copy.
+/// The last batch leaves it with `index` equal to the number of types (complete), so a copy
+/// killed after its last batch resumes to nothing left; `DataStoreMigrator.finish()` deletes it
+/// once the copy is verified.
 struct MigrationCursor: Equatable {
     static let itemType = "logstore.migration"
     static let key = RecordKey(Array("cursor".utf8))

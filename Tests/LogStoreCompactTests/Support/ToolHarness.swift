@@ -2,6 +2,7 @@ import Foundation
 import LogStoreCompactCommands
 import Synchronization
 import XCTest
+import _LogStoreTestSupport
 
 /// Captures what a command writes, for in-process runs.
 final class CapturedConsole: ConsoleSink {
@@ -68,13 +69,5 @@ func runBinary(_ arguments: [String]) throws -> ToolRun {
 }
 
 /// Where SwiftPM put the built products (the test bundle sits next to them).
-var productsDirectory: URL {
-    #if os(macOS)
-    for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-        return bundle.bundleURL.deletingLastPathComponent()
-    }
-    return Bundle.main.bundleURL
-    #else
-    return Bundle.main.bundleURL
-    #endif
-}
+/// The directory of the built products (where `logstore-compact` is).
+var productsDirectory: URL { buildProductsDirectory }
