@@ -90,7 +90,7 @@ let package = Package(
         ),
         .target(
             name: "LogStoreFuzzSupport",
-            dependencies: ["LogStoreEngine", "LogStore", "_LogStoreTestSupport"],
+            dependencies: ["LogStoreEngine", "LogStore", "LogStoreSQL", "_LogStoreTestSupport"],
             swiftSettings: strict
         ),
         .executableTarget(
