@@ -191,6 +191,14 @@ final class MigratorTests: XCTestCase {
         XCTAssertTrue(try m.migrate().verification.isEqual)
         XCTAssertEqual(try b.read { try $0.itemTypeNames() }, ["Order"])
         XCTAssertThrowsError(try m.copy()) { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument, "\($0)") }
+        // A finished copy killed before it could report: resuming finds it complete.
+        let again = try m.copy(resume: true)
+        XCTAssertEqual(again.itemsThisRun, 0)
+        XCTAssertTrue(again.resumed)
+        try b.writeSync { try $0.deleteItem(ofType: Order.self, id: "o1") }
+        XCTAssertThrowsError(try m.copy(resume: true), "an incomplete copy without a cursor is not resumed") {
+            XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument)
+        }
         XCTAssertThrowsError(try DataStoreMigrator(from: a, to: a).copy()) { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument) }
     }
 }

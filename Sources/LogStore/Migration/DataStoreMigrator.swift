@@ -115,8 +115,9 @@ public struct DataStoreMigrator: Sendable {
     }
 
     /// Copies the items (rules 1-3). With `resume`, continues an interrupted copy from the cursor
-    /// in the destination (and starts a new one if there is none); without, refuses a destination
-    /// that holds a cursor or items of the types to copy. Returns what was copied; throws the
+    /// in the destination (and starts a new one if there is none; a destination without a cursor
+    /// that verifies equal, a copy finished just before it was killed, is done already); without,
+    /// refuses a destination that holds a cursor or items of the types to copy. Returns what was copied; throws the
     /// stores' errors (a failed batch is not committed, so the copy can resume after it).
     @discardableResult
     public func copy(resume: Bool = false) throws -> MigrationCopyReport {
@@ -139,8 +140,17 @@ public struct DataStoreMigrator: Sendable {
         } else {
             let types = try source.read { try resolveTypes($0) }
             let occupied = try destination.read { a in try types.filter { try a.recordCount(ofType: $0) > 0 } }
-            guard occupied.isEmpty else {
-                throw LogStoreError(.invalidArgument, "The destination already holds items of \(occupied.joined(separator: ", ")). Copy into an empty store (a migration never merges into existing data), or delete those items first.")
+            if !occupied.isEmpty {
+                // A copy killed after `finish()` left no cursor: resuming it finds the items all
+                // there, which a verification proves.
+                if resume {
+                    let check = try verify()
+                    if check.isEqual {
+                        let copied = check.types.filter { types.contains($0.itemType) }.map { MigrationCopyReport.TypeCopy(itemType: $0.itemType, items: $0.sourceCount, bytes: 0) }
+                        return MigrationCopyReport(types: copied, resumed: true, itemsThisRun: 0, duration: ContinuousClock.now - start)
+                    }
+                }
+                throw LogStoreError(.invalidArgument, "The destination already holds items of \(occupied.joined(separator: ", "))\(resume ? ", and they are not a complete copy of the source" : ""). Copy into an empty store (a migration never merges into existing data), or delete those items first.")
             }
             cursor = MigrationCursor(source: sourceDescription, types: types)
         }
