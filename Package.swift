@@ -85,7 +85,7 @@ let package = Package(
         ),
         .target(
             name: "_LogStoreTestSupport",
-            dependencies: ["LogStoreEngine", "LogStore", "DataStoreConformance"],
+            dependencies: ["LogStoreEngine", "LogStore", "DataStoreConformance", "LogStoreCommandSupport"],
             swiftSettings: strict
         ),
         .target(
@@ -181,7 +181,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LogStoreSQLiteTests",
-            dependencies: ["LogStoreSQLite", "LogStore", "DataStoreConformance"],
+            dependencies: ["LogStoreSQLite", "LogStore", "DataStoreConformance", "_LogStoreTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

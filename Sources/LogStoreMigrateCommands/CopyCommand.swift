@@ -43,12 +43,11 @@ struct CopyCommand: ParsableCommand {
             try VerifyCommand.verify(stores, common)
             return
         }
-        let source = try StoreLocation(stores.source)
-        let destination = try StoreLocation(stores.destination)
-        let from = try source.open(create: false)
-        defer { try? from.tearDown() }
-        let to = try destination.open(create: true)
-        defer { try? to.tearDown() }
+        let (source, from, destination, to) = try stores.open(createDestination: true)
+        defer {
+            try? from.tearDown()
+            try? to.tearDown()
+        }
         let line = ProgressLine(common.progress)
         var migrator = DataStoreMigrator(from: from, to: to)
         migrator.types = stores.typeList

@@ -1,5 +1,6 @@
 public import ArgumentParser
 @_exported public import LogStoreCommandSupport
+import LogStore
 
 /// The `logstore-migrate` tool: root command. With two stores and no subcommand it runs
 /// ``CopyCommand`` (`logstore-migrate SRC DEST`).
@@ -59,6 +60,20 @@ struct StorePair: ParsableArguments {
 
     @Option(help: "Only these item types, comma-separated (default: every type the source lists).")
     var types: String?
+
+    /// Parses and opens both stores (`setup()`: their locks are taken); the destination is
+    /// created when `createDestination`. The caller tears them down.
+    func open(createDestination: Bool) throws -> (source: StoreLocation, from: any DataStore, destination: StoreLocation, to: any DataStore) {
+        let source = try StoreLocation(self.source)
+        let destination = try StoreLocation(self.destination)
+        let from = try source.open(create: false)
+        do {
+            return (source, from, destination, try destination.open(create: createDestination))
+        } catch {
+            try? from.tearDown()
+            throw error
+        }
+    }
 
     /// The item types given with `--types`, or nil.
     var typeList: [String]? {

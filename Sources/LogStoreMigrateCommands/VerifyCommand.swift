@@ -22,12 +22,11 @@ struct VerifyCommand: ParsableCommand {
     func run() throws { try Self.verify(stores, common) }
 
     static func verify(_ stores: StorePair, _ common: CommonOptions) throws {
-        let source = try StoreLocation(stores.source)
-        let destination = try StoreLocation(stores.destination)
-        let from = try source.open(create: false)
-        defer { try? from.tearDown() }
-        let to = try destination.open(create: false)
-        defer { try? to.tearDown() }
+        let (source, from, destination, to) = try stores.open(createDestination: false)
+        defer {
+            try? from.tearDown()
+            try? to.tearDown()
+        }
         let line = ProgressLine(common.progress)
         var migrator = DataStoreMigrator(from: from, to: to)
         migrator.types = stores.typeList

@@ -318,24 +318,22 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
     /// error (the block's own unchanged; `.notOpen` when the store is not set up).
     public func writeAsync(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> Void,
                            completion: (@Sendable ((any Error)?) -> Void)?) {
-        enqueueWrite(block) { (result: Result<Void, any Error>) in
-            if case .failure(let e) = result { completion?(e) } else { completion?(nil) }
-        }
+        writeQueue.enqueue(check: { _ = try currentSession() }, queuedWrite(block), completion: completion)
     }
 
     /// `writeSync` for Swift concurrency: queued with `writeAsync` blocks; resumes once committed.
     public func write<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (cont: CheckedContinuation<T, any Error>) in
-            enqueueWrite(block) { cont.resume(with: $0) }
-        }
+        try await writeQueue.value(check: { _ = try currentSession() }, queuedWrite(block))
     }
 
-    func enqueueWrite<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> T,
-                                   done: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        writeQueue.enqueue(check: { _ = try currentSession() }, { onDurable in
+    /// What the write queue runs for `block`: one transaction, durable when it returns.
+    func queuedWrite<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> T)
+        -> @Sendable (_ onDurable: @escaping @Sendable ((any Error)?) -> Void) throws -> T
+    {
+        { onDurable in
             let value = try self.transaction { try block($0) }
             onDurable(nil)
             return value
-        }, done: done)
+        }
     }
 }

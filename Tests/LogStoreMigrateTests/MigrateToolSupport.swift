@@ -6,31 +6,6 @@ import Synchronization
 import XCTest
 import _LogStoreTestSupport
 
-/// Captures what a command writes, for in-process runs.
-final class CapturedConsole: ConsoleSink {
-    private let out = Mutex("")
-    private let err = Mutex("")
-    let errIsTerminal = false
-    func writeOut(_ text: String) { out.withLock { $0 += text } }
-    func writeErr(_ text: String) { err.withLock { $0 += text } }
-    func flush() {}
-    var stdout: String { out.withLock { $0 } }
-    var stderr: String { err.withLock { $0 } }
-}
-
-/// One run of the tool: exit status and output.
-struct ToolRun {
-    var code: Int32
-    var stdout: String
-    var stderr: String
-
-    /// stdout parsed as one JSON object.
-    func json(file: StaticString = #filePath, line: UInt = #line) throws -> [String: Any] {
-        let object = try JSONSerialization.jsonObject(with: Data(stdout.utf8))
-        return try XCTUnwrap(object as? [String: Any], "stdout is not a JSON object: \(stdout)", file: file, line: line)
-    }
-}
-
 /// Runs `logstore-migrate` in-process (same parsing, error mapping and exit codes as the binary).
 func migrate(_ arguments: [String]) -> ToolRun {
     let console = CapturedConsole()

@@ -29,6 +29,20 @@ final class MigratorTests: XCTestCase {
         var receipt: Data
     }
 
+    /// A set-up LogStore store and SQLite store in a new directory, torn down after the test.
+    func logStoreAndSQLite() throws -> (LogDataStore, SQLiteDataStore) {
+        let dir = makeDirectory()
+        let a = LogDataStore(directory: dir.appendingPathComponent("a.store"))
+        let b = SQLiteDataStore(path: dir.appendingPathComponent("b.sqlite").path)
+        try a.setup()
+        try b.setup()
+        addTeardownBlock {
+            try? a.tearDown()
+            try? b.tearDown()
+        }
+        return (a, b)
+    }
+
     func makeDirectory() -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("logstore-migrator-\(UUID().uuidString)")
         addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
@@ -148,12 +162,7 @@ final class MigratorTests: XCTestCase {
     }
 
     func testVerificationNamesMissingExtraAndDifferingItems() throws {
-        let dir = makeDirectory()
-        let a = LogDataStore(directory: dir.appendingPathComponent("a.store"))
-        let b = SQLiteDataStore(path: dir.appendingPathComponent("b.sqlite").path)
-        try a.setup()
-        try b.setup()
-        defer { try? a.tearDown(); try? b.tearDown() }
+        let (a, b) = try logStoreAndSQLite()
         try seed(a, 200)
         let m = DataStoreMigrator(from: a, to: b)
         XCTAssertTrue(try m.migrate().verification.isEqual)
@@ -179,12 +188,7 @@ final class MigratorTests: XCTestCase {
     }
 
     func testANonEmptyDestinationIsRefusedAndChosenTypesAreCopiedAlone() throws {
-        let dir = makeDirectory()
-        let a = LogDataStore(directory: dir.appendingPathComponent("a.store"))
-        let b = SQLiteDataStore(path: dir.appendingPathComponent("b.sqlite").path)
-        try a.setup()
-        try b.setup()
-        defer { try? a.tearDown(); try? b.tearDown() }
+        let (a, b) = try logStoreAndSQLite()
         try seed(a, 50)
         var m = DataStoreMigrator(from: a, to: b)
         m.types = ["Order"]

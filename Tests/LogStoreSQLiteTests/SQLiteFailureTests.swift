@@ -3,6 +3,7 @@ import GRDB
 import LogStore
 @testable import LogStoreSQLite
 import XCTest
+import _LogStoreTestSupport
 
 /// Bad input gets a typed error and loses nothing committed: a second store or process on the
 /// file, a file that is not a store, a newer format, damage, a full disk, a read-only file system.
@@ -10,6 +11,13 @@ final class SQLiteFailureTests: XCTestCase {
     struct Item: DataStoreItem, Equatable {
         var id: Int
         var text: String
+    }
+
+    /// A tmpfs of `size` for this test (skips the test where mounting is not allowed).
+    func tmpfs(_ size: String) throws -> TemporaryMount {
+        guard let mount = TemporaryMount.tmpfs(size: size) else { throw XCTSkip("cannot mount a tmpfs here (needs root and mount(8))") }
+        addTeardownBlock { mount.unmount() }
+        return mount
     }
 
     func makeDirectory() -> URL {
@@ -120,7 +128,7 @@ final class SQLiteFailureTests: XCTestCase {
     }
 
     func testAFullDiskFailsTheWriteAndLosesNothingCommitted() throws {
-        let mount = try TmpfsMount.make(self, size: "2m")
+        let mount = try tmpfs("2m")
         let path = mount.path + "/s.sqlite"
         let store = SQLiteDataStore(path: path)
         try store.setup()
@@ -151,15 +159,15 @@ final class SQLiteFailureTests: XCTestCase {
     }
 
     func testAReadOnlyFileSystemIsPermissionDenied() throws {
-        let mount = try TmpfsMount.make(self, size: "8m")
+        let mount = try tmpfs("8m")
         let path = mount.path + "/s.sqlite"
         let store = SQLiteDataStore(path: path)
         try store.setup()
         try store.writeSync { try $0.insert(Item(id: 1, text: "kept")) }
         try store.tearDown()
-        try mount.remount(readOnly: true)
+        guard mount.remount(readOnly: true) else { throw XCTSkip("cannot remount \(mount.path) read-only") }
         assertThrowsCode(.permissionDenied) { try SQLiteDataStore(path: path).setup() }
-        try mount.remount(readOnly: false)
+        XCTAssertTrue(mount.remount(readOnly: false))
         let again = SQLiteDataStore(path: path)
         try again.setup()
         XCTAssertEqual(try again.read { try $0.item(ofType: Item.self, id: 1) }?.text, "kept")
@@ -193,41 +201,5 @@ final class SQLiteFailureTests: XCTestCase {
         XCTAssertEqual(try store.read { try $0.items(forRequest: DataStoreRequest(itemType: Reserved.self)) }.map(\.id), [4])
         XCTAssertEqual(try store.read { try $0.itemTypeNames() }, ["Thing", "logstore_meta", "thing"])
         try store.tearDown()
-    }
-}
-
-/// A tmpfs mounted for one test (root only; the test is skipped where mounting is not allowed).
-struct TmpfsMount {
-    let path: String
-
-    static func make(_ test: XCTestCase, size: String) throws -> TmpfsMount {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("logstore-sqlite-mount-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        guard getuid() == 0, run("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", path]) == 0 else {
-            try? FileManager.default.removeItem(atPath: path)
-            throw XCTSkip("cannot mount a tmpfs here (needs root and mount(8))")
-        }
-        test.addTeardownBlock {
-            _ = run("/usr/bin/umount", [path])
-            try? FileManager.default.removeItem(atPath: path)
-        }
-        return TmpfsMount(path: path)
-    }
-
-    func remount(readOnly: Bool) throws {
-        let status = Self.run("/usr/bin/mount", ["-o", readOnly ? "remount,ro" : "remount,rw", path])
-        if status != 0 { throw XCTSkip("cannot remount \(path) (mount exited \(status))") }
-    }
-
-    @discardableResult
-    static func run(_ tool: String, _ arguments: [String]) -> Int32 {
-        guard FileManager.default.isExecutableFile(atPath: tool) else { return -1 }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: tool)
-        p.arguments = arguments
-        p.standardError = FileHandle.nullDevice
-        do { try p.run() } catch { return -1 }
-        p.waitUntilExit()
-        return p.terminationStatus
     }
 }

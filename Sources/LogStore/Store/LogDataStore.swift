@@ -301,29 +301,26 @@ public final class LogDataStore: DataStore {
     /// See ``DataStore/writeAsync(_:completion:)``. The completion runs on a Dispatch global queue.
     public func writeAsync(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> Void,
                            completion: (@Sendable ((any Error)?) -> Void)?) {
-        enqueueWrite(block) { (result: Result<Void, any Error>) in
-            if case .failure(let e) = result { completion?(e) } else { completion?(nil) }
-        }
+        writeQueue.enqueue(check: { _ = try currentBackend() }, queuedWrite(block), completion: completion)
     }
 
     /// See ``DataStore/write(_:)``. Queued with `writeAsync` blocks; resumes once durable.
     public func write<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (cont: CheckedContinuation<T, any Error>) in
-            enqueueWrite(block) { cont.resume(with: $0) }
-        }
+        try await writeQueue.value(check: { _ = try currentBackend() }, queuedWrite(block))
     }
 
-    func enqueueWrite<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> T,
-                                   done: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        writeQueue.enqueue(check: { _ = try currentBackend() }, { onDurable in
-            // Look the backend up when the block runs: the store may have been torn down and set
-            // up again since the write was queued.
+    /// What the write queue runs for `block`: a write of the backend current when it runs (the
+    /// store may have been torn down and set up again since it was queued).
+    func queuedWrite<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> T)
+        -> @Sendable (_ onDurable: @escaping @Sendable ((any Error)?) -> Void) throws -> T
+    {
+        { onDurable in
             let backend = try self.currentBackend()
             return try backend.write({ txn in
                 let accessor = ReadWriteAccessor(txn: txn, indexes: self.writeIndexes)
                 defer { accessor.invalidate() }
                 return try block(accessor)
             }, onDurable: onDurable)
-        }, done: done)
+        }
     }
 }

@@ -45,6 +45,25 @@ package final class WriteQueue: Sendable {
         }
     }
 
+    /// ``enqueue(check:_:done:)`` for `writeAsync`: `completion` (on a global queue) gets nil
+    /// once the commit is durable, or the error.
+    package func enqueue(check: () throws -> Void,
+                         _ work: @escaping @Sendable (_ onDurable: @escaping @Sendable ((any Error)?) -> Void) throws -> Void,
+                         completion: (@Sendable ((any Error)?) -> Void)?) {
+        enqueue(check: check, work) { (result: Result<Void, any Error>) in
+            if case .failure(let e) = result { completion?(e) } else { completion?(nil) }
+        }
+    }
+
+    /// ``enqueue(check:_:done:)`` for the async `write`: returns the block's value once the
+    /// commit is durable, or throws the error.
+    package func value<T: Sendable>(check: () throws -> Void,
+                                    _ work: @escaping @Sendable (_ onDurable: @escaping @Sendable ((any Error)?) -> Void) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (cont: CheckedContinuation<T, any Error>) in
+            enqueue(check: check, work) { cont.resume(with: $0) }
+        }
+    }
+
     /// Waits until every write queued so far has run (returns at once when called from a queued
     /// write itself).
     package func drain() {
