@@ -101,9 +101,11 @@ struct SQLiteQuery {
             let f = SQLFragment("SELECT COUNT(*) FROM \(t) WHERE ") + sql.verdict
             return Int(try accessor.statement(f.sql, f.arguments).integer())
         }
-        // The sure rows counted in SQL, the undecided ones checked in Swift (usually none).
-        let f = SQLFragment("SELECT count(*) FILTER (WHERE ") + sql.verdict + SQLFragment(" IS 1), count(*) FILTER (WHERE ")
-            + sql.verdict + SQLFragment(" IS NULL) FROM \(t)")
+        // The sure rows counted in SQL, the undecided ones checked in Swift (usually none). The
+        // verdict is computed once per row (the subquery's LIMIT keeps SQLite from flattening it
+        // into both sums): 16 % fewer instructions than two FILTER clauses (Performance.md).
+        let f = SQLFragment("SELECT IFNULL(sum(v IS 1), 0), IFNULL(sum(v IS NULL), 0) FROM (SELECT ") + sql.verdict
+            + SQLFragment(" AS v FROM \(t) LIMIT -1)")
         var sure = 0, undecided = 0
         try accessor.statement(f.sql, f.arguments).forEachRow { row in
             sure = Int(row.integer(0))
