@@ -41,6 +41,9 @@ let package = Package(
         .executable(name: "logstore-demo", targets: ["logstore-demo"]),
         .executable(name: "logstore-compact", targets: ["logstore-compact"]),
         .executable(name: "logstore-crashtest", targets: ["logstore-crashtest"]),
+        // The SQLite backend: its own product so that apps using only LogStore never build GRDB.
+        .library(name: "LogStoreSQLite", targets: ["LogStoreSQLite"]),
+        .executable(name: "logstore-migrate", targets: ["logstore-migrate"]),
         // The DataStore contract as executable checks, for the test targets of backends (ours and
         // third parties'), with swift-testing or XCTest. Nothing an app depends on pulls it in.
         .library(name: "DataStoreConformance", targets: ["DataStoreConformance"]),
@@ -54,6 +57,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", exact: "7.10.0"),
     ],
     targets: [
         .systemLibrary(
@@ -85,12 +89,12 @@ let package = Package(
         ),
         .target(
             name: "_LogStoreTestSupport",
-            dependencies: ["LogStoreEngine", "LogStore", "DataStoreConformance"],
+            dependencies: ["LogStoreEngine", "LogStore", "DataStoreConformance", "LogStoreCommandSupport"],
             swiftSettings: strict
         ),
         .target(
             name: "LogStoreFuzzSupport",
-            dependencies: ["LogStoreEngine", "LogStore", "_LogStoreTestSupport"],
+            dependencies: ["LogStoreEngine", "LogStore", "LogStoreSQL", "_LogStoreTestSupport"],
             swiftSettings: strict
         ),
         .executableTarget(
@@ -99,9 +103,17 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
-            name: "LogStoreCompactCommands",
+            name: "LogStoreCommandSupport",
             dependencies: [
                 "LogStoreEngine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "LogStoreCompactCommands",
+            dependencies: [
+                "LogStoreEngine", "LogStoreCommandSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -114,6 +126,28 @@ let package = Package(
         .target(
             name: "LogStoreSQL",
             dependencies: ["LogStoreEngine", "LogStore"],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "LogStoreSQLite",
+            dependencies: [
+                "LogStoreEngine", "LogStore", "LogStoreSQL",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "LogStoreMigrateCommands",
+            dependencies: [
+                "LogStore", "LogStoreSQLite", "LogStoreCommandSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "logstore-migrate",
+            dependencies: ["LogStoreMigrateCommands"],
             swiftSettings: strict
         ),
         .target(
@@ -147,6 +181,16 @@ let package = Package(
         .testTarget(
             name: "LogStoreSQLTests",
             dependencies: ["LogStoreSQL", "LogStore", "LogStoreEngine"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LogStoreSQLiteTests",
+            dependencies: ["LogStoreSQLite", "LogStore", "DataStoreConformance", "_LogStoreTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LogStoreMigrateTests",
+            dependencies: ["LogStoreMigrateCommands", "LogStore", "LogStoreSQLite", "_LogStoreTestSupport", "logstore-migrate"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -55,6 +55,7 @@ let package = Package(
                 "CMallocInfo",
                 .product(name: "LogStore", package: "LogStore"),
                 .product(name: "LogStoreEngine", package: "LogStore"),
+                .product(name: "LogStoreSQLite", package: "LogStore"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)] + features

@@ -60,11 +60,4 @@ extension DataStoreConformance {
             },
         ]
     }
-
-    // MARK: Features being built
-
-    /// Secondary indexes (`DataStoreIndex`, `explain`, issue 13): their cases go here, requiring
-    /// ``DataStoreCapabilities/secondaryIndexes``; the property "indexed and unindexed answers are
-    /// equal" belongs with ``predicateCases``.
-    static var indexCases: [ConformanceCase] { [] }
 }

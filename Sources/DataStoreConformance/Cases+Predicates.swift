@@ -30,6 +30,57 @@ struct Probe: DataStoreItem {
     var kind: Kind
 }
 
+/// The fields of ``Probe``: the predicate battery is written once over them and runs on `Probe`
+/// (no index) and on ``IndexedProbe`` (the same fields, with declared indexes).
+protocol ProbeShape: DataStoreItem where ID == Int {
+    init(_ probe: Probe)
+    var id: Int { get }
+    var int: Int { get }
+    var double: Double { get }
+    var text: String { get }
+    var flag: Bool { get }
+    var date: Date { get }
+    var uuid: UUID { get }
+    var tags: [String] { get }
+    var optInt: Int? { get }
+    var optText: String? { get }
+    var optDouble: Double? { get }
+    var address: Probe.Address { get }
+    var kind: Probe.Kind { get }
+}
+
+extension Probe: ProbeShape {
+    init(_ probe: Probe) { self = probe }
+}
+
+/// ``Probe`` with secondary indexes on most fields (single, compound, nested, unique-free), so
+/// the battery checks that indexed plans give Swift's answers too.
+struct IndexedProbe: ProbeShape {
+    static let itemType = "IndexedProbe"
+    static let indexes: [DataStoreIndex<IndexedProbe>] = [
+        .init(\.int), .init(\.text), .init(\.kind, \.int), .init(\.double), .init(\.date), .init(\.optInt),
+        .init(\.address.city), .init(\.uuid), .init(\.flag, \.text), .init(\.optText), .init(\.optDouble),
+    ]
+    var id: Int
+    var int: Int
+    var double: Double
+    var text: String
+    var flag: Bool
+    var date: Date
+    var uuid: UUID
+    var tags: [String]
+    var optInt: Int?
+    var optText: String?
+    var optDouble: Double?
+    var address: Probe.Address
+    var kind: Probe.Kind
+
+    init(_ p: Probe) {
+        (id, int, double, text, flag, date, uuid, tags) = (p.id, p.int, p.double, p.text, p.flag, p.date, p.uuid, p.tags)
+        (optInt, optText, optDouble, address, kind) = (p.optInt, p.optText, p.optDouble, p.address, p.kind)
+    }
+}
+
 extension DataStoreConformance {
     static let edgeInts: [Int] = [0, 1, -1, 2, 3, 4, 100, -100, .max, .min, .max - 1, 1 << 53, (1 << 53) + 1, -(1 << 53) - 1]
     static let edgeStrings: [String] = [
@@ -64,80 +115,80 @@ extension DataStoreConformance {
     }
 
     /// Predicates over `Probe`, named.
-    static func probePredicates() -> [(String, Predicate<Probe>)] {
-        var out: [(String, Predicate<Probe>)] = []
+    static func probePredicates<P: ProbeShape>(_ type: P.Type = Probe.self) -> [(String, Predicate<P>)] {
+        var out: [(String, Predicate<P>)] = []
         for x in edgeInts {
             out += [
-                ("int == \(x)", #Predicate { $0.int == x }), ("int != \(x)", #Predicate { $0.int != x }),
-                ("int < \(x)", #Predicate { $0.int < x }), ("int <= \(x)", #Predicate { $0.int <= x }),
-                ("int > \(x)", #Predicate { $0.int > x }), ("int >= \(x)", #Predicate { $0.int >= x }),
-                ("\(x) < int", #Predicate { x < $0.int }),
+                ("int == \(x)", #Predicate<P> { $0.int == x }), ("int != \(x)", #Predicate<P> { $0.int != x }),
+                ("int < \(x)", #Predicate<P> { $0.int < x }), ("int <= \(x)", #Predicate<P> { $0.int <= x }),
+                ("int > \(x)", #Predicate<P> { $0.int > x }), ("int >= \(x)", #Predicate<P> { $0.int >= x }),
+                ("\(x) < int", #Predicate<P> { x < $0.int }),
             ]
         }
         for x in edgeDoubles {
             out += [
-                ("double == \(x)", #Predicate { $0.double == x }), ("double != \(x)", #Predicate { $0.double != x }),
-                ("double < \(x)", #Predicate { $0.double < x }), ("double <= \(x)", #Predicate { $0.double <= x }),
-                ("double > \(x)", #Predicate { $0.double > x }), ("double >= \(x)", #Predicate { $0.double >= x }),
-                ("optDouble == \(x)", #Predicate { $0.optDouble == x }), ("optDouble != \(x)", #Predicate { $0.optDouble != x }),
+                ("double == \(x)", #Predicate<P> { $0.double == x }), ("double != \(x)", #Predicate<P> { $0.double != x }),
+                ("double < \(x)", #Predicate<P> { $0.double < x }), ("double <= \(x)", #Predicate<P> { $0.double <= x }),
+                ("double > \(x)", #Predicate<P> { $0.double > x }), ("double >= \(x)", #Predicate<P> { $0.double >= x }),
+                ("optDouble == \(x)", #Predicate<P> { $0.optDouble == x }), ("optDouble != \(x)", #Predicate<P> { $0.optDouble != x }),
             ]
         }
         for x in edgeStrings {
             let d = x.debugDescription
             out += [
-                ("text == \(d)", #Predicate { $0.text == x }), ("text != \(d)", #Predicate { $0.text != x }),
-                ("text < \(d)", #Predicate { $0.text < x }), ("text <= \(d)", #Predicate { $0.text <= x }),
-                ("text > \(d)", #Predicate { $0.text > x }), ("text >= \(d)", #Predicate { $0.text >= x }),
-                ("optText == \(d)", #Predicate { $0.optText == x }), ("address.city == \(d)", #Predicate { $0.address.city == x }),
-                ("tags contains \(d)", #Predicate { $0.tags.contains(x) }),
+                ("text == \(d)", #Predicate<P> { $0.text == x }), ("text != \(d)", #Predicate<P> { $0.text != x }),
+                ("text < \(d)", #Predicate<P> { $0.text < x }), ("text <= \(d)", #Predicate<P> { $0.text <= x }),
+                ("text > \(d)", #Predicate<P> { $0.text > x }), ("text >= \(d)", #Predicate<P> { $0.text >= x }),
+                ("optText == \(d)", #Predicate<P> { $0.optText == x }), ("address.city == \(d)", #Predicate<P> { $0.address.city == x }),
+                ("tags contains \(d)", #Predicate<P> { $0.tags.contains(x) }),
             ]
         }
         for x in edgeDates {
             out += [
-                ("date == \(x)", #Predicate { $0.date == x }), ("date != \(x)", #Predicate { $0.date != x }),
-                ("date < \(x)", #Predicate { $0.date < x }), ("date <= \(x)", #Predicate { $0.date <= x }),
-                ("date > \(x)", #Predicate { $0.date > x }), ("date >= \(x)", #Predicate { $0.date >= x }),
+                ("date == \(x)", #Predicate<P> { $0.date == x }), ("date != \(x)", #Predicate<P> { $0.date != x }),
+                ("date < \(x)", #Predicate<P> { $0.date < x }), ("date <= \(x)", #Predicate<P> { $0.date <= x }),
+                ("date > \(x)", #Predicate<P> { $0.date > x }), ("date >= \(x)", #Predicate<P> { $0.date >= x }),
             ]
         }
         for u in probeUUIDs.prefix(2) {
-            out += [("uuid == \(u)", #Predicate { $0.uuid == u }), ("uuid != \(u)", #Predicate { $0.uuid != u })]
+            out += [("uuid == \(u)", #Predicate<P> { $0.uuid == u }), ("uuid != \(u)", #Predicate<P> { $0.uuid != u })]
         }
         let three: Int? = 3, none: Int? = nil, empty = "", twoTexts = ["a", "cafe\u{301}"], someInts = [1, -1, Int.max]
         let alpha = Probe.Kind.alpha
         let oneHundred = 100
         out += [
-            ("flag", #Predicate { $0.flag }), ("!flag", #Predicate { !$0.flag }),
-            ("flag == true", #Predicate { $0.flag == true }), ("flag != true", #Predicate { $0.flag != true }),
-            ("optInt == nil", #Predicate { $0.optInt == nil }), ("optInt != nil", #Predicate { $0.optInt != nil }),
-            ("optInt == 3?", #Predicate { $0.optInt == three }), ("optInt == none", #Predicate { $0.optInt == none }),
-            ("optText == nil", #Predicate { $0.optText == nil }), ("optDouble == nil", #Predicate { $0.optDouble == nil }),
-            ("address.zip == nil", #Predicate { $0.address.zip == nil }), ("address.zip != nil", #Predicate { $0.address.zip != nil }),
-            ("optInt > 2 ?? false", #Predicate { $0.optInt.flatMap { $0 > 2 } ?? false }),
-            ("optInt > 2 ?? true", #Predicate { $0.optInt.flatMap { $0 > 2 } ?? true }),
-            ("text in [a, cafe\u{301}]", #Predicate { twoTexts.contains($0.text) }),
-            ("int in [1, -1, max]", #Predicate { someInts.contains($0.int) }),
-            ("kind == alpha", #Predicate { $0.kind == alpha }),
-            ("int >= 0 && flag", #Predicate { $0.int >= 0 && $0.flag }),
-            ("int < 0 || text == \"\"", #Predicate { $0.int < 0 || $0.text == empty }),
-            ("!(int > 3 && double < 1)", #Predicate { !($0.int > 3 && $0.double < 1) }),
-            ("(int > 3 || flag) && !(text == \"a\")", #Predicate { ($0.int > 3 || $0.flag) && !($0.text == "a") }),
+            ("flag", #Predicate<P> { $0.flag }), ("!flag", #Predicate<P> { !$0.flag }),
+            ("flag == true", #Predicate<P> { $0.flag == true }), ("flag != true", #Predicate<P> { $0.flag != true }),
+            ("optInt == nil", #Predicate<P> { $0.optInt == nil }), ("optInt != nil", #Predicate<P> { $0.optInt != nil }),
+            ("optInt == 3?", #Predicate<P> { $0.optInt == three }), ("optInt == none", #Predicate<P> { $0.optInt == none }),
+            ("optText == nil", #Predicate<P> { $0.optText == nil }), ("optDouble == nil", #Predicate<P> { $0.optDouble == nil }),
+            ("address.zip == nil", #Predicate<P> { $0.address.zip == nil }), ("address.zip != nil", #Predicate<P> { $0.address.zip != nil }),
+            ("optInt > 2 ?? false", #Predicate<P> { $0.optInt.flatMap { $0 > 2 } ?? false }),
+            ("optInt > 2 ?? true", #Predicate<P> { $0.optInt.flatMap { $0 > 2 } ?? true }),
+            ("text in [a, cafe\u{301}]", #Predicate<P> { twoTexts.contains($0.text) }),
+            ("int in [1, -1, max]", #Predicate<P> { someInts.contains($0.int) }),
+            ("kind == alpha", #Predicate<P> { $0.kind == alpha }),
+            ("int >= 0 && flag", #Predicate<P> { $0.int >= 0 && $0.flag }),
+            ("int < 0 || text == \"\"", #Predicate<P> { $0.int < 0 || $0.text == empty }),
+            ("!(int > 3 && double < 1)", #Predicate<P> { !($0.int > 3 && $0.double < 1) }),
+            ("(int > 3 || flag) && !(text == \"a\")", #Predicate<P> { ($0.int > 3 || $0.flag) && !($0.text == "a") }),
             // Parts only the decoded item can decide, alone and mixed with ones SQL can.
-            ("text.count > 2", #Predicate { $0.text.count > 2 }),
-            ("text.hasPrefix(\"ca\")", #Predicate { $0.text.starts(with: "ca") }),
-            ("int % 2 == 0", #Predicate { $0.int % 2 == 0 }),
-            ("int > 0 && text.count > 1", #Predicate { $0.int > 0 && $0.text.count > 1 }),
-            ("int > 100 || tags.count == 2", #Predicate { $0.int > oneHundred || $0.tags.count == 2 }),
-            ("!(tags.isEmpty) && double >= 0", #Predicate { !$0.tags.isEmpty && $0.double >= 0 }),
-            ("true", #Predicate { _ in true }), ("false", #Predicate { _ in false }),
+            ("text.count > 2", #Predicate<P> { $0.text.count > 2 }),
+            ("text.hasPrefix(\"ca\")", #Predicate<P> { $0.text.starts(with: "ca") }),
+            ("int % 2 == 0", #Predicate<P> { $0.int % 2 == 0 }),
+            ("int > 0 && text.count > 1", #Predicate<P> { $0.int > 0 && $0.text.count > 1 }),
+            ("int > 100 || tags.count == 2", #Predicate<P> { $0.int > oneHundred || $0.tags.count == 2 }),
+            ("!(tags.isEmpty) && double >= 0", #Predicate<P> { !$0.tags.isEmpty && $0.double >= 0 }),
+            ("true", #Predicate<P> { _ in true }), ("false", #Predicate<P> { _ in false }),
         ]
         return out
     }
 
     /// Checks `predicate` on `store` (or inside `accessor`) against `Predicate.evaluate` on `items`.
-    static func checkPredicate(_ c: ConformanceContext, _ name: String, _ predicate: Predicate<Probe>, items: [Probe],
-                               _ a: any DataStoreReadAccessor) throws {
+    static func checkPredicate<P: ProbeShape>(_ c: ConformanceContext, _ name: String, _ predicate: Predicate<P>, items: [P],
+                                              _ a: any DataStoreReadAccessor) throws {
         let expected = try items.filter { try predicate.evaluate($0) }.map(\.id).sorted()
-        var req = DataStoreRequest(itemType: Probe.self)
+        var req = DataStoreRequest(itemType: P.self)
         req.predicate = predicate
         c.expectEqual(try a.items(forRequest: req).map(\.id), expected, name)
         c.expectEqual(try a.countItems(forRequest: req), expected.count, "count of \(name)")
@@ -160,6 +211,20 @@ extension DataStoreConformance {
                 try store.writeSync { a in for p in items { try a.insert(p) } }
                 try store.read { a in
                     for (name, predicate) in probePredicates() { try checkPredicate(c, name, predicate, items: items, a) }
+                }
+            },
+            ConformanceCase("predicates.indexedAnswersEqualSwiftEvaluation",
+                            "Indexes: with secondary indexes declared on most fields, requests give exactly the items, counts and order Predicate.evaluate and the sort give (indexes change plans, never answers).") { c in
+                let store = try c.openStore()
+                let items = probes().map(IndexedProbe.init)
+                try store.writeSync { a in for p in items.prefix(40) { try a.insert(p) } }
+                try store.writeSync { a in
+                    for p in items.dropFirst(40) { try a.insert(p) }
+                    try a.delete(items[3])
+                    try a.insert(IndexedProbe(probes()[3]))
+                }
+                try store.read { a in
+                    for (name, predicate) in probePredicates(IndexedProbe.self) { try checkPredicate(c, "indexed: " + name, predicate, items: items, a) }
                 }
             },
             ConformanceCase("predicates.insideWriteBlockSeeUncommittedItems",

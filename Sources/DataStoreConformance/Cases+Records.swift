@@ -30,7 +30,7 @@ extension DataStoreConformance {
                 c.expectEqual(try store.read { try $0.itemTypeNames() }, [])
             },
             ConformanceCase("records.forEachRecordWalksKeyOrderAfterAKey",
-                            "forEachRecord(ofType:after:) hands out records in ascending key order, from just after the given key, stopping when asked; record(ofType:key:) reads one.",
+                            "forEachRecord(ofType:after:) hands out records in ascending key order, from just after the given key, stopping when asked; record(ofType:key:) reads one; recordCount counts them.",
                             requires: .recordAccess) { c in
                 let store = try c.openStore()
                 let ids = [5, -3, 100, 0, 7, Int.min, 42, 8, 9, 1_000_000]
@@ -63,6 +63,8 @@ extension DataStoreConformance {
                     c.expectEqual(try a.record(ofType: Numbered.itemType, key: try ItemKey.make(42)), try AttributeEncoder().encode(Numbered(id: 42, value: "v42")).encoded())
                     c.expect(try a.record(ofType: Numbered.itemType, key: try ItemKey.make(43)) == nil, "a missing record")
                     c.expect(try a.record(ofType: "NoSuchType", key: try ItemKey.make(42)) == nil, "a missing type")
+                    c.expectEqual(try a.recordCount(ofType: Numbered.itemType), ids.count, "recordCount")
+                    c.expectEqual(try a.recordCount(ofType: "NoSuchType"), 0, "recordCount of a missing type")
                     var none = 0
                     try a.forEachRecord(ofType: "NoSuchType", after: nil) { _, _ in
                         none += 1

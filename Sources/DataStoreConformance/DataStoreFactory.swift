@@ -56,12 +56,11 @@ public struct DataStoreCapabilities: OptionSet, Sendable {
     /// `observation` and `changes` cases need it.
     public static let observation = DataStoreCapabilities(rawValue: 1 << 8)
 
-    // Reserved for features that are being built (secondary indexes): their cases are added to
-    // `DataStoreConformance.cases` with these requirements when they land.
-
-    /// Secondary indexes declared on item types (issue 13). Reserved: no case needs it yet.
+    /// Secondary indexes declared on item types are kept and enforced: a unique index refuses
+    /// equal values with `.uniqueConstraintViolation` (issue 13). Not child stores: a child keeps
+    /// what it is given, and its merge is checked by the root store's commit.
     public static let secondaryIndexes = DataStoreCapabilities(rawValue: 1 << 9)
 
     /// What `LogDataStore` on disk offers (and the SQLite backend).
-    public static let durableStore: DataStoreCapabilities = [.persistsAcrossReopen, .exclusiveLock, .childStores, .recordAccess, .observation]
+    public static let durableStore: DataStoreCapabilities = [.persistsAcrossReopen, .exclusiveLock, .childStores, .recordAccess, .observation, .secondaryIndexes]
 }

@@ -1,3 +1,4 @@
+import LogStoreCommandSupport
 public import ArgumentParser
 import LogStoreEngine
 

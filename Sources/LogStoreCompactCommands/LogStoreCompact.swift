@@ -1,4 +1,5 @@
 public import ArgumentParser
+@_exported public import LogStoreCommandSupport
 import LogStoreEngine
 
 /// The `logstore-compact` maintenance tool: root command. With a store path and no subcommand it
@@ -31,54 +32,24 @@ public enum LogStoreCompactCLI {
     /// `console`, and returns the exit status (``ToolExitCode``). Never throws and never exits the
     /// process. Runs on the calling thread.
     public static func main(_ arguments: [String], console: (any ConsoleSink)? = nil) -> Int32 {
-        let sink = console ?? StandardConsole()
-        defer { sink.flush() }
-        return Console.$current.withValue(sink) {
-            let json = arguments.contains("--json")
-            do {
-                var command = try LogStoreCompact.parseAsRoot(arguments)
-                try command.run()
-                return ToolExitCode.ok.rawValue
-            } catch let failure as ToolFailure {
-                return report(failure, json: json)
-            } catch let e as LogStoreError {
-                return report(ToolFailure(ToolExitCode.forError(e), e.description, path: e.path), json: json)
-            } catch let code as ExitCode {
-                return code.rawValue
-            } catch {
-                let code = LogStoreCompact.exitCode(for: error)
-                let message = LogStoreCompact.fullMessage(for: error)
-                if code == .success {
-                    // --help, --version: the requested text on stdout.
-                    if !message.isEmpty { Console.out(message) }
-                    return ToolExitCode.ok.rawValue
-                }
-                if code == .validationFailure {
-                    return report(ToolFailure(.usage, message), json: json, prefix: false)
-                }
-                return report(ToolFailure(.io, message), json: json)
-            }
-        }
+        ToolRunner.main(LogStoreCompact.self, toolName: "logstore-compact", arguments, console: console)
     }
 
     /// Runs `body` with the tool's output going to `console` (for calling a parsed command's
     /// `run()` directly). Runs `body` on the calling thread.
     public static func withConsole<R>(_ console: any ConsoleSink, _ body: () throws -> R) rethrows -> R {
-        try Console.$current.withValue(console, operation: body)
-    }
-
-    static func report(_ failure: ToolFailure, json: Bool, prefix: Bool = true) -> Int32 {
-        Console.err(prefix ? "logstore-compact: error: \(failure.message)" : failure.message)
-        if json {
-            Console.out(JSON.object([
-                ("error", .object([
-                    ("code", .string(failure.code.name)),
-                    ("exitCode", .integer(failure.code.rawValue)),
-                    ("message", .string(failure.message)),
-                    ("path", failure.path.map { .string($0) } ?? .null),
-                ]))
-            ]).rendered)
-        }
-        return failure.code.rawValue
+        try ToolRunner.withConsole(console, body)
     }
 }
+
+/// The text of `--help`'s exit code section (also in Docs/CLI.md).
+let exitCodesHelp = """
+    EXIT CODES
+      0  ok: done, nothing wrong found
+      1  damage: verify found damage, salvage dropped data, store damaged
+      2  usage: bad arguments or target (e.g. a non-empty --into directory)
+      3  locked: the store is open elsewhere (its LOCK is held)
+      4  not a store: missing, not a LogStore store, or a newer format
+      5  I/O error: a system call failed (disk full, permission denied)
+      6  unavailable: not in this build (in-place compaction, pending)
+    """

@@ -3,8 +3,11 @@ import LogStoreEngine
 
 // LogStore JSON -> attribute grammar (see LogStoreJSON for the mapping): a strict RFC 8259
 // parser (no trailing commas, no comments, no NaN literals) that writes canonical attribute
-// bytes as it goes. Map keys arrive sorted from LogStore's own writer; keys in another order
-// (JSON written by hand or by another tool) are sorted, duplicates are refused.
+// bytes as it goes. Map keys arrive sorted from LogStore's own writer, so a map whose keys are
+// plain, ASCII and ascending is written straight to the output (`sortedObject`); any other map
+// (keys in another order, escaped or non-ASCII keys, `$` objects) takes the general path, which
+// sorts keys and refuses duplicates and canonically equivalent ones. Strings without escapes are
+// copied from the input after a UTF-8 check.
 
 extension LogStoreJSON {
     struct Parser {
@@ -49,13 +52,13 @@ extension LogStoreJSON {
                 try literal("false")
                 out.u8(AttributeValue.Tag.false.rawValue)
             case UInt8(ascii: "\""):
-                let s = try string()
                 out.u8(AttributeValue.Tag.string.rawValue)
-                out.lengthPrefixed(s)
+                try stringValue(into: &out)
             case UInt8(ascii: "["):
                 offset += 1
                 out.u8(AttributeValue.Tag.array.rawValue)
-                var elements = _ByteWriter(capacity: 64)
+                let countAt = out.count
+                out.u8(0)
                 var count = 0
                 skipSpace()
                 if try peek() == UInt8(ascii: "]") {
@@ -63,7 +66,7 @@ extension LogStoreJSON {
                 } else {
                     while true {
                         skipSpace()
-                        try value(into: &elements, depth: depth + 1)
+                        try value(into: &out, depth: depth + 1)
                         count += 1
                         skipSpace()
                         if try peek() == UInt8(ascii: ",") { offset += 1; continue }
@@ -71,13 +74,122 @@ extension LogStoreJSON {
                         break
                     }
                 }
-                out.uvarint(UInt64(count))
-                out.append(contentsOf: elements.bytes)
+                Self.patchCount(count, at: countAt, in: &out)
             case UInt8(ascii: "{"):
-                try object(into: &out, depth: depth)
+                let start = offset, outStart = out.count
+                if try !sortedObject(into: &out, depth: depth) {
+                    // Keys out of order, or not plain: the general path sorts and checks them.
+                    offset = start
+                    out.bytes.removeSubrange(outStart...)
+                    try object(into: &out, depth: depth)
+                }
             default:
                 try number(into: &out)
             }
+        }
+
+        /// Replaces the one-byte count placeholder at `at` by the uvarint of `count` (moving what
+        /// follows when the count needs more than one byte).
+        static func patchCount(_ count: Int, at: Int, in out: inout _ByteWriter) {
+            if count < 0x80 {
+                out.bytes[at] = UInt8(count)
+                return
+            }
+            var v = _ByteWriter(capacity: 10)
+            v.uvarint(UInt64(count))
+            out.bytes.replaceSubrange(at..<at + 1, with: v.bytes)
+        }
+
+        /// A string value (the opening quote next), written as `uvarint-len utf8`: straight from
+        /// the input when it has no escape (the common case), else unescaped first.
+        mutating func stringValue(into out: inout _ByteWriter) throws {
+            let start = offset
+            var i = offset + 1
+            while i < base.count {
+                let b = base[i]
+                if b == UInt8(ascii: "\"") { break }
+                if b == UInt8(ascii: "\\") || b < 0x20 { i = -1; break }
+                i += 1
+            }
+            guard i > 0, i < base.count else {
+                out.lengthPrefixed(try string())
+                return
+            }
+            let raw = UnsafeRawBufferPointer(rebasing: base[(start + 1)..<i])
+            guard Self.isValidUTF8(raw) else { throw Failure("string is not valid UTF-8", at: start) }
+            out.lengthPrefixed(raw)
+            offset = i + 1
+        }
+
+        /// A map whose keys come in strictly ascending byte order, are plain (no escapes) and
+        /// ASCII, and none of which starts with `$` (what LogStore's own writer gives for most
+        /// items), written straight into `out`. Returns false, having consumed some input and
+        /// written some output the caller discards, when the object is anything else.
+        mutating func sortedObject(into out: inout _ByteWriter, depth: Int) throws -> Bool {
+            offset += 1
+            out.u8(AttributeValue.Tag.map.rawValue)
+            let countAt = out.count
+            out.u8(0)
+            var count = 0
+            var previous: Range<Int>? = nil
+            skipSpace()
+            if try peek() == UInt8(ascii: "}") {
+                offset += 1
+                return true
+            }
+            while true {
+                skipSpace()
+                guard try peek() == UInt8(ascii: "\"") else { throw Failure("expected a key", at: offset) }
+                var i = offset + 1
+                while i < base.count, base[i] != UInt8(ascii: "\""), base[i] != UInt8(ascii: "\\"), base[i] >= 0x20, base[i] < 0x80 { i += 1 }
+                guard i < base.count, base[i] == UInt8(ascii: "\"") else { return false }
+                let key = (offset + 1)..<i
+                if key.first.map({ base[$0] == UInt8(ascii: "$") }) ?? false { return false }
+                if let previous, !base[previous].lexicographicallyPrecedes(base[key]) { return false }
+                previous = key
+                offset = i + 1
+                out.lengthPrefixed(UnsafeRawBufferPointer(rebasing: base[key]))
+                skipSpace()
+                try expect(UInt8(ascii: ":"))
+                skipSpace()
+                try value(into: &out, depth: depth + 1)
+                count += 1
+                skipSpace()
+                if try peek() == UInt8(ascii: ",") { offset += 1; continue }
+                try expect(UInt8(ascii: "}"))
+                break
+            }
+            Self.patchCount(count, at: countAt, in: &out)
+            return true
+        }
+
+        /// Whether `b` is well-formed UTF-8 (no overlong forms, surrogates, or scalars past
+        /// U+10FFFF), without making a String.
+        static func isValidUTF8(_ b: UnsafeRawBufferPointer) -> Bool {
+            var i = 0
+            let n = b.count
+            while i < n {
+                let c = b[i]
+                if c < 0x80 { i += 1; continue }
+                let need: Int
+                var lo: UInt8 = 0x80, hi: UInt8 = 0xBF
+                switch c {
+                case 0xC2...0xDF: need = 1
+                case 0xE0: need = 2; lo = 0xA0
+                case 0xE1...0xEC, 0xEE, 0xEF: need = 2
+                case 0xED: need = 2; hi = 0x9F
+                case 0xF0: need = 3; lo = 0x90
+                case 0xF1...0xF3: need = 3
+                case 0xF4: need = 3; hi = 0x8F
+                default: return false
+                }
+                guard i + need < n else { return false }
+                let first = b[i + 1]
+                guard first >= lo, first <= hi else { return false }
+                for k in 2..<(need + 1) where !(0x80...0xBF).contains(b[i + k]) { return false }
+                i += need + 1
+            }
+            return true
         }
 
         /// A map, or one of the `$` objects.

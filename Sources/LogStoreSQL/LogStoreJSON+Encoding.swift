@@ -85,7 +85,7 @@ extension LogStoreJSON {
             }
         case AttributeValue.Tag.string.rawValue:
             let (raw, s) = try r.string()
-            if isNFC(raw, s) {
+            if !raw.contains(0), isNFC(raw, s) {
                 quote(raw, into: &out)
             } else {
                 wrapped("$string", to: &out) { quote(raw, into: &$0) }

@@ -15,8 +15,9 @@ import LogStoreEngine
 ///     double   NaN, +-infinity          -> {"$double": "NaN" | "Infinity" | "-Infinity" | "0x<16 hex>"}
 ///                                          (hex: the bits of a NaN other than 0x7ff8000000000000)
 ///     string   NFC (as Swift compares)  -> "text" (escapes: \" \\ \b \f \n \r \t \u00XX)
-///     string   not NFC                  -> {"$string": "text"} (so a plain string is always NFC,
-///                                          and SQL may compare it byte for byte)
+///     string   not NFC, or with a NUL   -> {"$string": "text"} (so a plain string is always NFC,
+///                                          and SQL may compare it byte for byte; SQLite's JSON
+///                                          functions cut a string at its first NUL)
 ///     bytes                             -> {"$bytes": "<base64>"}
 ///     date     finite                   -> {"$date": <seconds since 2001-01-01 as a double literal>}
 ///     date     non-finite               -> {"$date": "NaN" | "Infinity" | "-Infinity" | "0x<16 hex>"}

@@ -7,6 +7,6 @@ struct LogStoreCrashTest: ParsableCommand {
         commandName: "logstore-crashtest",
         abstract: "Crash-recovery tests for LogStore: kill -9 of real processes, and simulated power losses.",
         discussion: "Every run prints its seed; rerun with --seed to reproduce (Docs/Testing.md, \"Crash recovery\").",
-        subcommands: [Kill.self, GroupCommitKill.self, PowerLoss.self, Worker.self, GroupCommitWorker.self],
+        subcommands: [Kill.self, GroupCommitKill.self, PowerLoss.self, MigrateKill.self, Worker.self, GroupCommitWorker.self],
         defaultSubcommand: Kill.self)
 }

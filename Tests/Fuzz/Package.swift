@@ -13,6 +13,7 @@
 //   fuzz-manifest  MANIFEST reader                               FuzzEntryPoints.manifest
 //   fuzz-checkpoint CHECKPOINT reader and loading                FuzzEntryPoints.checkpoint
 //   fuzz-ops       DataStore scripts vs a model; engine crash scripts   StoreScriptFuzzing.run
+//   fuzz-json      LogStore JSON, the SQL backends' row format      FuzzEntryPoints.logStoreJSON
 // (all in the root package's LogStoreFuzzSupport module).
 // fuzz-corpus-seed (a normal executable) writes the seed corpora in Corpus/.
 
@@ -36,6 +37,7 @@ let package = Package(
         .executableTarget(name: "fuzz-value", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(name: "fuzz-manifest", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(name: "fuzz-checkpoint", dependencies: [fuzzSupport], swiftSettings: settings),
+        .executableTarget(name: "fuzz-json", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(
             name: "fuzz-ops",
             dependencies: [fuzzSupport],

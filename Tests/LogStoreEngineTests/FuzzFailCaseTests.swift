@@ -19,6 +19,7 @@ final class FuzzFailCaseTests: XCTestCase {
         "manifest": { b in try b.withUnsafeBytes { try FuzzEntryPoints.manifest($0) } },
         "checkpoint": { b in try b.withUnsafeBytes { try FuzzEntryPoints.checkpoint($0) } },
         "ops": { b in try StoreScriptFuzzing.run(b) },
+        "json": { b in try b.withUnsafeBytes { try FuzzEntryPoints.logStoreJSON($0) } },
     ]
 
     /// The files of `Tests/Fuzz/<kind>/<target>/`, sorted (none if the directory is missing).

@@ -30,7 +30,8 @@ final class LogStoreJSONTests: XCTestCase {
         XCTAssertEqual(try json(.double(.nan)), #"{"$double":"NaN"}"#)
         XCTAssertEqual(try json(.double(-.infinity)), #"{"$double":"-Infinity"}"#)
         XCTAssertEqual(try json(.double(-.nan)), #"{"$double":"0xfff8000000000000"}"#)
-        XCTAssertEqual(try json(.string("a\"b\\c\n\u{0}")), #""a\"b\\c\n\u0000""#)
+        XCTAssertEqual(try json(.string("a\"b\\c\n\u{1}")), #""a\"b\\c\n\u0001""#)
+        XCTAssertEqual(try json(.string("a\u{0}b")), #"{"$string":"a\u0000b"}"#, "SQLite's JSON functions cut strings at NUL: wrapped")
         XCTAssertEqual(try json(.string("caf\u{E9}")), "\"caf\u{E9}\"")
         XCTAssertEqual(try json(.string("cafe\u{301}")), "{\"$string\":\"cafe\u{301}\"}", "not NFC: wrapped")
         XCTAssertEqual(try json(.string("\u{212A}")), "{\"$string\":\"\u{212A}\"}", "the Kelvin sign's NFC is K")
@@ -124,7 +125,16 @@ final class LogStoreJSONTests: XCTestCase {
         for text in bad {
             XCTAssertThrowsError(try LogStoreJSON.decode(Array(text.utf8)), text) { XCTAssertEqual(($0 as? LogStoreError)?.code, .corruption, text) }
         }
-        XCTAssertThrowsError(try LogStoreJSON.decode([0x22, 0xFF, 0x22]), "invalid UTF-8") { XCTAssertEqual(($0 as? LogStoreError)?.code, .corruption) }
+        for bad: [UInt8] in [[0xFF], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF5, 0x80, 0x80, 0x80], [0xE2, 0x82], [0xF0, 0x8F, 0xBF, 0xBF], [0x80]] {
+            // In a value (the direct path) and in a key (the general path).
+            XCTAssertThrowsError(try LogStoreJSON.decode([0x22] + bad + [0x22]), "invalid UTF-8 \(bad)") { XCTAssertEqual(($0 as? LogStoreError)?.code, .corruption) }
+            XCTAssertThrowsError(try LogStoreJSON.decode(Array("{\"".utf8) + bad + Array("\":1}".utf8)), "invalid UTF-8 key \(bad)") {
+                XCTAssertEqual(($0 as? LogStoreError)?.code, .corruption)
+            }
+        }
+        for good in ["é", "€", "😀", "\u{10FFFF}", "\u{FFFF}"] {
+            XCTAssertEqual(try LogStoreJSON.decode(Array("[\"\(good)\"]".utf8)), AttributeValue.array([.string(good)]).encoded())
+        }
         XCTAssertThrowsError(try LogStoreJSON.encode([0xEE]), "an unknown tag") { XCTAssertEqual(($0 as? LogStoreError)?.code, .corruption) }
         XCTAssertThrowsError(try LogStoreJSON.encode([AttributeValue.Tag.string.rawValue, 2, 0xC3]), "truncated") { XCTAssertEqual(($0 as? LogStoreError)?.code, .corruption) }
     }

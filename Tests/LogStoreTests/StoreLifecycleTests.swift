@@ -3,6 +3,7 @@ import LogStore
 import LogStoreEngine
 import Synchronization
 import XCTest
+import _LogStoreTestSupport
 
 /// Errors that fit the cause (issue 20, item 5): a lifecycle race of one instance is not
 /// "another LogDataStore", and a read-only store directory is refused at `setup()` saying so.
@@ -64,12 +65,13 @@ final class StoreLifecycleTests: XCTestCase {
     }
 
     func testSetupOnReadOnlyFileSystemSaysReadOnly() throws {
-        let mount = try ReadOnlyMount.make(self)
+        guard let mount = TemporaryMount.tmpfs(size: "8m") else { throw XCTSkip("cannot mount a tmpfs here (needs root and mount(8))") }
+        addTeardownBlock { mount.unmount() }
         let store = LogDataStore(directory: URL(fileURLWithPath: mount.path).appendingPathComponent("store"))
         try store.setup()
         try store.writeSync { try $0.insert(r(1)) }
         try store.tearDown()
-        try mount.remount(readOnly: true)
+        guard mount.remount(readOnly: true) else { throw XCTSkip("cannot remount \(mount.path) read-only") }
         do {
             try store.setup()
             XCTFail("setup() opened a store on a read-only file system")
@@ -101,42 +103,6 @@ final class StoreLifecycleTests: XCTestCase {
             XCTAssertEqual(e.code, .permissionDenied)
             XCTAssertTrue(e.message.contains("not writable"), e.message)
         }
-    }
-}
-
-/// A tmpfs mounted for one test (root only; the test is skipped where mounting is not allowed).
-struct ReadOnlyMount {
-    let path: String
-
-    static func make(_ test: XCTestCase) throws -> ReadOnlyMount {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("logstore-mount-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        guard getuid() == 0, run("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", path]) == 0 else {
-            try? FileManager.default.removeItem(atPath: path)
-            throw XCTSkip("cannot mount a tmpfs here (needs root and mount(8))")
-        }
-        test.addTeardownBlock {
-            _ = run("/usr/bin/umount", [path])
-            try? FileManager.default.removeItem(atPath: path)
-        }
-        return ReadOnlyMount(path: path)
-    }
-
-    func remount(readOnly: Bool) throws {
-        let status = Self.run("/usr/bin/mount", ["-o", readOnly ? "remount,ro" : "remount,rw", path])
-        if status != 0 { throw XCTSkip("cannot remount \(path) (mount exited \(status))") }
-    }
-
-    @discardableResult
-    static func run(_ tool: String, _ arguments: [String]) -> Int32 {
-        guard FileManager.default.isExecutableFile(atPath: tool) else { return -1 }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: tool)
-        p.arguments = arguments
-        p.standardError = FileHandle.nullDevice
-        do { try p.run() } catch { return -1 }
-        p.waitUntilExit()
-        return p.terminationStatus
     }
 }
 

@@ -52,7 +52,7 @@ final class Bench {
     static let workloadNames = [
         "durable-write", "durable-write-16", "buffered-write", "bulk-insert", "point-read", "page", "scan", "count",
         "count-predicate", "open", "memory", "compaction", "child-merge", "lz4",
-        "observe-latency", "observe-write", "observe-large",
+        "observe-latency", "observe-write", "observe-large", "sqlite-adapter", "migrate",
     ]
 
     let cfg: BenchConfig
@@ -115,6 +115,8 @@ final class Bench {
             case "observe-latency": return try observeLatency()
             case "observe-write": return try observeWrite()
             case "observe-large": return try observeLarge()
+            case "sqlite-adapter": return try sqliteAdapter()
+            case "migrate": return try migrate()
             default: throw BenchError("unknown workload \(name)")
             }
         }

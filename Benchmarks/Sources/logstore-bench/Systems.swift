@@ -45,7 +45,7 @@ protocol BenchStore: AnyObject, Sendable {
 // MARK: - LogStore (DataStore API)
 
 /// LogStore through its public DataStore API (`LogDataStore`, Codable items).
-final class LogStoreDataStore: BenchStore {
+final class LogStoreDataStore: DataStoreBench {
     let key = "logstore"
     let name = "LogStore"
     let config: String
@@ -62,36 +62,7 @@ final class LogStoreDataStore: BenchStore {
         try store.setup()
     }
 
-    func insert(_ item: BenchItem) throws {
-        try store.writeSync { try $0.insert(item) }
-    }
-    func insertBatch(_ items: ArraySlice<BenchItem>) throws {
-        try store.writeSync { acc in for i in items { try acc.insert(i) } }
-    }
-    func get(_ id: Int) throws -> BenchItem? {
-        try store.read { try $0.item(ofType: BenchItem.self, id: id) }
-    }
-    func scan(minRating: Int, limit: Int?) throws -> [BenchItem] {
-        var r = DataStoreRequest(itemType: BenchItem.self)
-        r.predicate = #Predicate<BenchItem> { $0.rating >= minRating }
-        r.limit = limit
-        return try store.read { try $0.items(forRequest: r) }
-    }
-    func page(offset: Int, limit: Int) throws -> [BenchItem] {
-        var r = DataStoreRequest(itemType: BenchItem.self)
-        r.offset = offset
-        r.limit = limit
-        return try store.read { try $0.items(forRequest: r) }
-    }
-    func count() throws -> Int {
-        try store.read { try $0.countItems(forRequest: DataStoreRequest(itemType: BenchItem.self)) }
-    }
-    func count(minRating: Int) throws -> Int {
-        var r = DataStoreRequest(itemType: BenchItem.self)
-        r.predicate = #Predicate<BenchItem> { $0.rating >= minRating }
-        return try store.read { try $0.countItems(forRequest: r) }
-    }
-    func close() throws { try store.tearDown() }
+    var dataStore: any DataStore { store }
 }
 
 // MARK: - LogStore engine (raw)

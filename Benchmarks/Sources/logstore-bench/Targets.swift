@@ -106,5 +106,16 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
         observed = o.throughput / n.throughput
     }
     atLeast("observe-write-other-types", "writes with 100 observers of other types: ≥ 0.95× none", observed, 0.95)
+
+    // Issue 16: the migrator against the destination's own bulk insert; the SQLite backend
+    // against raw GRDB (one target per workload of the adapter table).
+    atLeast("migrate-into-sqlite", "migration LogStore -> SQLite: ≥ 0.7× SQLite's own bulk insert",
+            row("migrate", "migrate-logstore-sqlite")?.extra["vs_bulk_insert"], 0.7)
+    atLeast("migrate-into-logstore", "migration SQLite -> LogStore: ≥ 0.7× LogStore's own bulk insert",
+            row("migrate", "migrate-sqlite-logstore")?.extra["vs_bulk_insert"], 0.7)
+    for adapterRow in r.workload("sqlite-adapter")?.rows.filter({ $0.key.hasPrefix("logstore-sqlite:") }) ?? [] {
+        atMost("sqlite-adapter:\(adapterRow.config)", "SQLiteDataStore \(adapterRow.config): ≤ 1.3× raw GRDB's time",
+               adapterRow.extra["vs_raw_grdb"], 1.3)
+    }
     return out
 }

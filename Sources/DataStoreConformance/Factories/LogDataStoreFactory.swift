@@ -32,7 +32,7 @@ public struct LogDataStoreFactory: DataStoreFactory {
     public var capabilities: DataStoreCapabilities {
         switch mode {
         case .disk: return .durableStore
-        case .memory: return [.persistsAcrossReopen, .childStores, .recordAccess, .observation]
+        case .memory: return [.persistsAcrossReopen, .childStores, .recordAccess, .observation, .secondaryIndexes]
         case .child: return [.childStores, .recordAccess, .isChildStore, .observation]
         }
     }

@@ -426,14 +426,14 @@ enum BoundedRead {
 // MARK: - Fast paths for the DataStore layer
 
 /// Byte-level entry points the DataStore layer calls to store and load items. Runs on the
-/// caller's thread; stateless.
-enum AttributeCoding {
+/// caller's thread; stateless. Package API: the other backends encode and decode items with it.
+package enum AttributeCoding {
     /// Encodes `value` straight into the value grammar (the same bytes as
     /// `AttributeEncoder().encode(value).encoded()`, without building the `AttributeValue` tree).
     ///
     /// Throws `LogStoreError(.encodingFailed)` with the `EncodingError` (or the error the value's
     /// `encode(to:)` threw) as underlying cause.
-    static func encodeBytes<T: Encodable>(
+    package static func encodeBytes<T: Encodable>(
         _ value: T, userInfo: [CodingUserInfoKey: any Sendable] = [:]
     ) throws -> [UInt8] {
         do {
@@ -448,7 +448,7 @@ enum AttributeCoding {
     ///
     /// Throws `LogStoreError(.decodingFailed)` naming the coding path, with the `DecodingError` as
     /// underlying cause; `LogStoreError(.corruption)` when the bytes do not follow the grammar.
-    static func decode<T: Decodable>(
+    package static func decode<T: Decodable>(
         _ type: T.Type, fromBytes bytes: ArraySlice<UInt8>,
         userInfo: [CodingUserInfoKey: any Sendable] = [:]
     ) throws -> T {

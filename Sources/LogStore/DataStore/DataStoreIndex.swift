@@ -1,5 +1,5 @@
 import Foundation
-import LogStoreEngine
+package import LogStoreEngine
 
 /// A secondary index declared on an item type: the store keeps the type's items ordered by
 /// these properties, so requests that filter or sort by them read only what they return.
@@ -67,7 +67,7 @@ public struct DataStoreIndex<Item: DataStoreItem>: @unchecked Sendable, CustomSt
 
     /// The engine's definition of this index. Throws `.invalidArgument` when a key path cannot
     /// be placed in the item's stored form (rule 1).
-    func definition() throws -> IndexDefinition {
+    package func definition() throws -> IndexDefinition {
         let paths: [[String]]
         if let keyPaths {
             paths = try keyPaths.map { kp in

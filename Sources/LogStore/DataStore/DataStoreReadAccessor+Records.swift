@@ -16,6 +16,17 @@ extension DataStoreReadAccessor {
         throw LogStoreError.unsupportedRecordAccess("read records without their Swift types")
     }
 
+    /// Counts the records ``forEachRecord(ofType:after:_:)`` hands out (a backend that can count
+    /// faster implements this itself).
+    public func recordCount(ofType itemType: String) throws -> Int {
+        var n = 0
+        try forEachRecord(ofType: itemType, after: nil) { _, _ in
+            n += 1
+            return true
+        }
+        return n
+    }
+
     /// Throws `.unsupported`: this store does not offer record-level access.
     public func record(ofType itemType: String, key: RecordKey) throws -> [UInt8]? {
         throw LogStoreError.unsupportedRecordAccess("read records without their Swift types")

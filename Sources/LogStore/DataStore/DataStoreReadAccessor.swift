@@ -44,6 +44,9 @@ public protocol DataStoreReadAccessor {
     /// damaged records, or `body`'s error.
     func forEachRecord(ofType itemType: String, after key: RecordKey?,
                        _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws
+    /// The number of records of the type named `itemType` (0 for an unknown type). Throws
+    /// `.unsupported` as ``forEachRecord(ofType:after:_:)``.
+    func recordCount(ofType itemType: String) throws -> Int
     /// The canonical attribute bytes of the record `key` of the type named `itemType`, or nil.
     /// Throws `.unsupported` or `.corruption` as ``forEachRecord(ofType:after:_:)``.
     func record(ofType itemType: String, key: RecordKey) throws -> [UInt8]?

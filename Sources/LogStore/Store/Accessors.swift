@@ -107,6 +107,10 @@ final class ReadAccessor: DataStoreReadAccessor {
     func record(ofType itemType: String, key: RecordKey) throws -> [UInt8]? {
         try answer { try view.value(type: itemType, key: key).map(Array.init) }
     }
+
+    func recordCount(ofType itemType: String) throws -> Int {
+        try answer { view.count(ofType: itemType) }
+    }
 }
 
 /// The read-write accessor handed to write blocks: wraps the engine transaction.
@@ -142,6 +146,7 @@ final class ReadWriteAccessor: DataStoreReadWriteAccessor {
     func record(ofType itemType: String, key: RecordKey) throws -> [UInt8]? {
         try reader.record(ofType: itemType, key: key)
     }
+    func recordCount(ofType itemType: String) throws -> Int { try reader.recordCount(ofType: itemType) }
     func explain<Item: DataStoreItem>(_ request: DataStoreRequest<Item>) throws -> DataStoreQueryPlan {
         try reader.explain(request)
     }

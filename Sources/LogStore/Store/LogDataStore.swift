@@ -45,9 +45,7 @@ public final class LogDataStore: DataStore {
     /// Held by `tearDown()` until the backend is closed, and by `setup()` while it opens one.
     let lifecycle = Mutex(())
     /// Runs `writeAsync` and async `write` blocks, one at a time, in the order they were queued.
-    let asyncQueue: DispatchQueue
-    /// The thread currently running an `asyncQueue` work item (to avoid waiting on ourselves).
-    let asyncQueueThread = Mutex<UInt?>(nil)
+    let writeQueue = WriteQueue(label: "LogStore.writeAsync")
     /// Declares item types' secondary indexes on first use.
     let indexRegistry = IndexRegistry()
 
@@ -55,13 +53,11 @@ public final class LogDataStore: DataStore {
     public init(directory: URL, options: LogStoreOptions = .init()) {
         kind = .directory(directory)
         self.options = options
-        asyncQueue = DispatchQueue(label: "LogStore.writeAsync")
     }
 
     init(kind: Kind, options: LogStoreOptions) {
         self.kind = kind
         self.options = options
-        asyncQueue = DispatchQueue(label: "LogStore.writeAsync")
     }
 
     /// A store at `path` on any `FileSystem` (for example the crash harness's
@@ -195,9 +191,7 @@ public final class LogDataStore: DataStore {
 
     /// Waits until every queued asynchronous write has run (unless called from the queue itself).
     package func drainAsyncQueue() {
-        let me = _currentThreadID()
-        if asyncQueueThread.withLock({ $0 == me }) { return }
-        asyncQueue.sync {}
+        writeQueue.drain()
     }
 
     /// See ``DataStore/nuke()``.
@@ -226,8 +220,7 @@ public final class LogDataStore: DataStore {
     @discardableResult
     public func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T {
         let backend = try currentBackend()
-        let accessor = ReadAccessor(
-            view: try backend.readView(), indexes: (indexRegistry, { try self.rootEngine() }), latest: { try backend.readView() })
+        let accessor = ReadAccessor(view: try backend.readView(), indexes: readIndexes, latest: { try backend.readView() })
         defer { accessor.isValid = false }
         return try block(accessor)
     }
@@ -276,6 +269,18 @@ public final class LogDataStore: DataStore {
         try indexRegistry.ensure(Item.self, engine: { try self.rootEngine() })
     }
 
+    /// What reads declare indexes with: the root engine; nil for a child store of another backend
+    /// (a SQLite store's child plans over its own view, without engine indexes).
+    var readIndexes: (registry: IndexRegistry, engine: () throws -> LogEngine)? {
+        hasEngineRoot ? (indexRegistry, { try self.rootEngine() }) : nil
+    }
+
+    /// Whether the root of this store's tree is a LogStore engine (not another backend).
+    var hasEngineRoot: Bool {
+        guard case .child(let parent) = kind else { return true }
+        return (parent as? LogDataStore)?.hasEngineRoot ?? false
+    }
+
     /// What write bodies declare indexes with: the store's own engine (under the writer lock the
     /// body holds); nil for a child store, whose merges the parent's commit indexes.
     var writeIndexes: (registry: IndexRegistry, engine: () throws -> LogEngine)? {
@@ -296,110 +301,26 @@ public final class LogDataStore: DataStore {
     /// See ``DataStore/writeAsync(_:completion:)``. The completion runs on a Dispatch global queue.
     public func writeAsync(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> Void,
                            completion: (@Sendable ((any Error)?) -> Void)?) {
-        enqueueWrite(block) { (result: Result<Void, any Error>) in
-            if case .failure(let e) = result { completion?(e) } else { completion?(nil) }
-        }
+        writeQueue.enqueue(check: { _ = try currentBackend() }, queuedWrite(block), completion: completion)
     }
 
     /// See ``DataStore/write(_:)``. Queued with `writeAsync` blocks; resumes once durable.
     public func write<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (cont: CheckedContinuation<T, any Error>) in
-            enqueueWrite(block) { cont.resume(with: $0) }
-        }
+        try await writeQueue.value(check: { _ = try currentBackend() }, queuedWrite(block))
     }
 
-    func enqueueWrite<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> T,
-                                   done: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        do {
-            _ = try currentBackend()
-        } catch {
-            DispatchQueue.global().async { done(.failure(error)) }
-            return
-        }
-        asyncQueue.async {
-            // Look the backend up when the block runs: the store may have been torn down and set
-            // up again since the write was queued.
-            let backend: StoreBackend
-            do {
-                backend = try self.currentBackend()
-            } catch {
-                DispatchQueue.global().async { done(.failure(error)) }
-                return
-            }
-            let me = _currentThreadID()
-            self.asyncQueueThread.withLock { $0 = me }
-            defer { self.asyncQueueThread.withLock { $0 = nil } }
-            // The block's value is known when `write` returns; durability may be reported before or
-            // after that, on another thread. `Rendezvous` fires `done` once both are known.
-            let rendezvous = Rendezvous<T>(done)
-            do {
-                let value = try backend.write({ txn in
-                    let accessor = ReadWriteAccessor(txn: txn, indexes: self.writeIndexes)
-                    defer { accessor.invalidate() }
-                    return try block(accessor)
-                }, onDurable: { error in rendezvous.durable(error) })
-                rendezvous.value(value)
-            } catch {
-                rendezvous.failed(error)
-            }
+    /// What the write queue runs for `block`: a write of the backend current when it runs (the
+    /// store may have been torn down and set up again since it was queued).
+    func queuedWrite<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> T)
+        -> @Sendable (_ onDurable: @escaping @Sendable ((any Error)?) -> Void) throws -> T
+    {
+        { onDurable in
+            let backend = try self.currentBackend()
+            return try backend.write({ txn in
+                let accessor = ReadWriteAccessor(txn: txn, indexes: self.writeIndexes)
+                defer { accessor.invalidate() }
+                return try block(accessor)
+            }, onDurable: onDurable)
         }
     }
-}
-
-/// Joins a write's value with its durability notification; calls `done` once, on a global queue.
-final class Rendezvous<T: Sendable>: Sendable {
-    struct State {
-        var value: T?
-        var durable: Bool = false
-        var fired = false
-    }
-    let state = Mutex(State())
-    let done: @Sendable (Result<T, any Error>) -> Void
-    init(_ done: @escaping @Sendable (Result<T, any Error>) -> Void) { self.done = done }
-
-    func fire(_ r: Result<T, any Error>) {
-        let d = done
-        DispatchQueue.global().async { d(r) }
-    }
-
-    func value(_ v: T) {
-        let ready = state.withLock { s -> Bool in
-            s.value = v
-            guard s.durable, !s.fired else { return false }
-            s.fired = true
-            return true
-        }
-        if ready { fire(.success(v)) }
-    }
-
-    func durable(_ error: (any Error)?) {
-        if let error {
-            failed(error)
-            return
-        }
-        let v = state.withLock { s -> T? in
-            s.durable = true
-            guard let v = s.value, !s.fired else { return nil }
-            s.fired = true
-            return v
-        }
-        if let v { fire(.success(v)) }
-    }
-
-    func failed(_ error: any Error) {
-        let go = state.withLock { s -> Bool in
-            defer { s.fired = true }
-            return !s.fired
-        }
-        if go { fire(.failure(error)) }
-    }
-}
-
-/// An identifier of the calling thread.
-func _currentThreadID() -> UInt {
-    #if canImport(Glibc)
-    return UInt(pthread_self())
-    #else
-    return UInt(bitPattern: pthread_self())
-    #endif
 }

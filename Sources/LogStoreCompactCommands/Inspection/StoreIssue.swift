@@ -1,3 +1,4 @@
+import LogStoreCommandSupport
 import LogStoreEngine
 
 /// One problem found by ``StoreScanner`` or by ``StoreScan/compareIndex(with:)``: which file,

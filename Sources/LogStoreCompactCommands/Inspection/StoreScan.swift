@@ -1,3 +1,4 @@
+import LogStoreCommandSupport
 public import LogStoreEngine
 
 /// What ``StoreScanner`` found in a store directory: files, manifest, per-segment and per-type

@@ -1,3 +1,4 @@
+import LogStoreCommandSupport
 public import LogStoreEngine
 
 /// Reads a store directory's files directly, without opening a ``LogEngine``: checks every

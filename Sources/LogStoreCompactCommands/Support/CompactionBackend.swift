@@ -1,3 +1,4 @@
+import LogStoreCommandSupport
 import LogStoreEngine
 
 /// What in-place `compact` asks of the engine: rewrite the open store's live records into new

@@ -1,3 +1,4 @@
+import LogStoreCommandSupport
 import Foundation
 import LogStoreEngine
 

@@ -1,3 +1,4 @@
+import LogStoreCommandSupport
 import LogStoreEngine
 
 /// Copies the records of a snapshot into a new store: what `salvage` and `compact --into` do.

@@ -313,7 +313,7 @@ public final class LogEngine: Sendable {
         if let p = s.poisoned { throw p }
     }
 
-    static func validate(type: String, key: RecordKey, valueSize: Int, options: LogStoreOptions) throws {
+    package static func validate(type: String, key: RecordKey, valueSize: Int, options: LogStoreOptions) throws {
         let typeBytes = type.utf8.count
         guard typeBytes > 0 else { throw LogStoreError(.invalidArgument, "An item type name must not be empty.") }
         guard typeBytes <= options.maxTypeNameSize else {

@@ -2,45 +2,7 @@ import Foundation
 import LogStoreCompactCommands
 import Synchronization
 import XCTest
-
-/// Captures what a command writes, for in-process runs.
-final class CapturedConsole: ConsoleSink {
-    private let out = Mutex("")
-    private let err = Mutex("")
-    let errIsTerminal: Bool
-
-    init(errIsTerminal: Bool = false) { self.errIsTerminal = errIsTerminal }
-
-    func writeOut(_ text: String) { out.withLock { $0 += text } }
-    func writeErr(_ text: String) { err.withLock { $0 += text } }
-    func flush() {}
-
-    var stdout: String { out.withLock { $0 } }
-    var stderr: String { err.withLock { $0 } }
-}
-
-/// The result of one run of the tool.
-struct ToolRun {
-    var code: Int32
-    var stdout: String
-    var stderr: String
-
-    /// stdout parsed as one JSON object.
-    func json(file: StaticString = #filePath, line: UInt = #line) throws -> [String: Any] {
-        let data = Data(stdout.utf8)
-        let object = try JSONSerialization.jsonObject(with: data)
-        return try XCTUnwrap(object as? [String: Any], "stdout is not a JSON object: \(stdout)", file: file, line: line)
-    }
-
-    /// stdout parsed as JSON lines.
-    func jsonLines() throws -> [[String: Any]] {
-        try stdout.split(separator: "\n").map { line in
-            let object = try JSONSerialization.jsonObject(with: Data(line.utf8))
-            guard let dict = object as? [String: Any] else { throw NSError(domain: "not an object: \(line)", code: 0) }
-            return dict
-        }
-    }
-}
+import _LogStoreTestSupport
 
 /// Runs the tool in-process (same parsing, error mapping and exit codes as the binary).
 func runTool(_ arguments: [String]) -> ToolRun {
@@ -68,13 +30,5 @@ func runBinary(_ arguments: [String]) throws -> ToolRun {
 }
 
 /// Where SwiftPM put the built products (the test bundle sits next to them).
-var productsDirectory: URL {
-    #if os(macOS)
-    for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-        return bundle.bundleURL.deletingLastPathComponent()
-    }
-    return Bundle.main.bundleURL
-    #else
-    return Bundle.main.bundleURL
-    #endif
-}
+/// The directory of the built products (where `logstore-compact` is).
+var productsDirectory: URL { buildProductsDirectory }

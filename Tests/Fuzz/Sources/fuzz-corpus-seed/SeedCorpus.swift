@@ -81,6 +81,17 @@ struct SeedCorpus {
         try write("value", "recipe-deep", 1, [UInt8](repeating: 9, count: 2) + [UInt8](repeating: 0xFF, count: 1) + (0..<140).flatMap { _ in [9, 0xFF] as [UInt8] })
         try write("value", "recipe-scalars", 1, [9, 7, 2, 1, 2, 3, 4, 5, 6, 7, 8, 4, 0, 0, 0, 0, 0, 0, 0xF8, 0x7F, 6, 3, 1, 2, 3, 8, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 1, 1, 0])
 
+        // json: LogStore JSON texts (mode 0) as the SQL backends store items, and value recipes (mode 1).
+        let jsonTexts: [(String, String)] = [
+            ("item", #"{"$$k":{"$date":12.5},"a":"caf\u00e9","b":[1,2.5,null,true,false,-0.0,1e+300],"c":{"$uuid":"E621E1F8-C36C-4951-B6B5-7A5F2B6A1C3F"},"d":{"$bytes":"AAH/"},"e":{"$double":"NaN"},"f":{"$string":"cafe\u0301"},"g":{"$date":"-Infinity"},"h":{"$double":"0xfff8000000000000"}}"#),
+            ("unsorted-spaces", #" { "b" : [ 1 , { } , [ ] ] , "a" : "\ud83d\ude00\n" } "#),
+            ("scalars", #"[-9223372036854775808,9223372036854775807,0.1,5e-324,"",{"$string":"a\u0000b"}]"#),
+            ("deep", String(repeating: "[", count: 127) + "1" + String(repeating: "]", count: 127)),
+        ]
+        for (name, text) in jsonTexts { try write("json", name, 0, Array(text.utf8)) }
+        try write("json", "recipe-map", 1, [10, 3, 2, 1, 2, 3, 4, 5, 6, 7, 8, 5, 2, 1, 2, 0, 1, 2, 1, 3])
+        try write("json", "recipe-scalars", 1, [9, 7, 2, 1, 2, 3, 4, 5, 6, 7, 8, 4, 0, 0, 0, 0, 0, 0, 0xF8, 0x7F, 6, 3, 1, 2, 3, 8, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 1, 1, 0])
+
         // ops: DataStore scripts (mode 0 and 2) and engine crash scripts (mode 1 and 3).
         var rng = SplitMix64(seed: 0x5EED)
         for i in 0..<4 { try write("ops", "datastore-random-\(i)", UInt8(i % 2 == 0 ? 0 : 2), rng.bytes(96 + 32 * i)) }

@@ -1,7 +1,7 @@
 /// Human-readable numbers for text output.
-enum Format {
+package enum Format {
     /// `1.5 MiB`, `312 B`.
-    static func bytes(_ n: UInt64) -> String {
+    package static func bytes(_ n: UInt64) -> String {
         let units = ["B", "KiB", "MiB", "GiB", "TiB"]
         var value = Double(n)
         var unit = 0
@@ -13,12 +13,12 @@ enum Format {
     }
 
     /// Signed byte amount: `-1.5 MiB`.
-    static func signedBytes(_ n: Int64) -> String {
+    package static func signedBytes(_ n: Int64) -> String {
         n < 0 ? "-" + bytes(n.magnitude) : bytes(UInt64(n))
     }
 
     /// `1,234,567`.
-    static func count<I: BinaryInteger>(_ n: I) -> String {
+    package static func count<I: BinaryInteger>(_ n: I) -> String {
         let digits = String(n.magnitude)
         var out = ""
         for (i, c) in digits.enumerated() {
@@ -29,7 +29,7 @@ enum Format {
     }
 
     /// `value` with `places` decimals (no Foundation formatting, so output is locale-independent).
-    static func fixed(_ value: Double, _ places: Int) -> String {
+    package static func fixed(_ value: Double, _ places: Int) -> String {
         guard value.isFinite else { return "\(value)" }
         var scale = 1.0
         for _ in 0..<places { scale *= 10 }
@@ -41,17 +41,17 @@ enum Format {
     }
 
     /// `42.0%` of `part / whole` (0% when whole is 0).
-    static func percent(_ part: UInt64, of whole: UInt64) -> String {
+    package static func percent(_ part: UInt64, of whole: UInt64) -> String {
         whole == 0 ? "0.0%" : fixed(Double(part) * 100 / Double(whole), 1) + "%"
     }
 
     /// Pads `s` on the right to `width` characters.
-    static func pad(_ s: String, _ width: Int) -> String {
+    package static func pad(_ s: String, _ width: Int) -> String {
         s.count >= width ? s : s + String(repeating: " ", count: width - s.count)
     }
 
     /// Pads `s` on the left to `width` characters.
-    static func padLeft(_ s: String, _ width: Int) -> String {
+    package static func padLeft(_ s: String, _ width: Int) -> String {
         s.count >= width ? s : String(repeating: " ", count: width - s.count) + s
     }
 }

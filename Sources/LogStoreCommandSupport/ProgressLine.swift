@@ -3,18 +3,18 @@
 /// - redraw: one line rewritten in place with `\r` (at most 10 times a second), erased at the end;
 /// - plain: a line per phase and per 10% step, never rewritten (logs, CI);
 /// - none: nothing.
-final class ProgressLine {
-    enum Style { case redraw, plain, none }
-    enum Unit { case bytes, records }
+package final class ProgressLine {
+    package enum Style { case redraw, plain, none }
+    package enum Unit { case bytes, records }
 
-    let style: Style
+    package let style: Style
     let console: any ConsoleSink
     private var drawn = false
     private var lastLabel = ""
     private var lastStep = -1
     private var lastDraw: ContinuousClock.Instant? = nil
 
-    init(_ mode: ProgressMode, console: any ConsoleSink = Console.current) {
+    package init(_ mode: ProgressMode, console: any ConsoleSink = Console.current) {
         self.console = console
         switch mode {
         case .auto: style = console.errIsTerminal ? .redraw : .plain
@@ -23,13 +23,19 @@ final class ProgressLine {
         }
     }
 
-    func update(_ label: String, done: UInt64, total: UInt64, unit: Unit = .bytes) {
-        let percent = total == 0 ? 100 : Int(min(100, done * 100 / total))
+    package func update(_ label: String, done: UInt64, total: UInt64, unit: Unit = .bytes) {
         let amount: String
         switch unit {
         case .bytes: amount = "\(Format.bytes(done)) / \(Format.bytes(total))"
         case .records: amount = "\(Format.count(done)) / \(Format.count(total)) records"
         }
+        update(label, done: done, total: total, detail: amount)
+    }
+
+    /// Shows `label: <percent> (<detail>)`: like ``update(_:done:total:unit:)`` with the caller's
+    /// own amount text (items, bytes, rate, time left).
+    package func update(_ label: String, done: UInt64, total: UInt64, detail amount: String) {
+        let percent = total == 0 ? 100 : Int(min(100, done * 100 / max(total, 1)))
         switch style {
         case .none:
             return
@@ -50,7 +56,7 @@ final class ProgressLine {
     }
 
     /// Announces a step that has no measurable amount (e.g. "comparing index").
-    func phase(_ label: String) {
+    package func phase(_ label: String) {
         switch style {
         case .none: return
         case .plain: console.writeErr("\(label)...\n")
@@ -64,7 +70,7 @@ final class ProgressLine {
     }
 
     /// Erases a redrawn line so that the next output starts on a clean line.
-    func finish() {
+    package func finish() {
         if style == .redraw && drawn {
             console.writeErr("\r\u{1B}[2K")
             drawn = false

@@ -1,12 +1,13 @@
-import ArgumentParser
-import LogStoreEngine
+package import LogStoreEngine
 
-/// The exit statuses of `logstore-compact` (Docs/CLI.md, "Exit codes"). Stable: scripts test them.
+/// The exit statuses of LogStore's command-line tools, `logstore-compact` and `logstore-migrate`
+/// (Docs/CLI.md, "Exit codes"). Stable: scripts test them.
 public enum ToolExitCode: Int32, Sendable, CaseIterable {
     /// The command did what was asked and found nothing wrong.
     case ok = 0
-    /// The store is damaged: `verify` found damage, `salvage` had to drop data, or another command
-    /// met corruption (its output so far is still printed).
+    /// The store is damaged (`verify` found damage, `salvage` had to drop data, or another command
+    /// met corruption; its output so far is still printed), or a migration's verification found
+    /// the destination different from the source.
     case damage = 1
     /// The command line or a target is wrong (unknown option, non-empty `--into` directory...).
     case usage = 2
@@ -33,12 +34,13 @@ public enum ToolExitCode: Int32, Sendable, CaseIterable {
     }
 
     /// The exit status for a `LogStoreError`.
-    static func forError(_ e: LogStoreError) -> ToolExitCode {
+    package static func forError(_ e: LogStoreError) -> ToolExitCode {
         switch e.code {
         case .locked: .locked
         case .notAStore, .unsupportedFormatVersion: .notAStore
         case .corruption: .damage
         case .invalidArgument, .itemTooLarge, .keyTooLarge: .usage
+        case LogStoreError.Code("unsupported"): .unavailable  // LogStore's code (the DataStore layer's, not the engine's)
         case .io, .diskFull, .permissionDenied, .storePoisoned: .io
         default: .io
         }
@@ -46,28 +48,17 @@ public enum ToolExitCode: Int32, Sendable, CaseIterable {
 }
 
 /// A failure the tool reports itself: an exit status and a message that says what to do.
-struct ToolFailure: Error, CustomStringConvertible {
-    var code: ToolExitCode
-    var message: String
-    var path: String?
+package struct ToolFailure: Error, CustomStringConvertible {
+    package var code: ToolExitCode
+    package var message: String
+    package var path: String?
 
-    init(_ code: ToolExitCode, _ message: String, path: String? = nil) {
+    package init(_ code: ToolExitCode, _ message: String, path: String? = nil) {
         self.code = code
         self.message = message
         self.path = path
     }
 
-    var description: String { message }
+    package var description: String { message }
 }
 
-/// The text of `--help`'s exit code section (also in Docs/CLI.md).
-let exitCodesHelp = """
-    EXIT CODES
-      0  ok: done, nothing wrong found
-      1  damage: verify found damage, salvage dropped data, store damaged
-      2  usage: bad arguments or target (e.g. a non-empty --into directory)
-      3  locked: the store is open elsewhere (its LOCK is held)
-      4  not a store: missing, not a LogStore store, or a newer format
-      5  I/O error: a system call failed (disk full, permission denied)
-      6  unavailable: not in this build (in-place compaction, pending)
-    """

@@ -26,12 +26,14 @@ public protocol ConsoleSink: AnyObject, Sendable {
 
 /// The process's stdout and stderr, through `write(2)`. Stdout is buffered in 64 KiB chunks
 /// (dump prints a line per record); stderr is not.
-final class StandardConsole: ConsoleSink {
+package final class StandardConsole: ConsoleSink {
     private let buffer = Mutex<[UInt8]>([])
 
-    let errIsTerminal: Bool = isatty(2) != 0
+    package let errIsTerminal: Bool = isatty(2) != 0
 
-    func writeOut(_ text: String) {
+    package init() {}
+
+    package func writeOut(_ text: String) {
         let full = buffer.withLock { b -> [UInt8]? in
             b.append(contentsOf: text.utf8)
             guard b.count >= 64 << 10 else { return nil }
@@ -41,12 +43,12 @@ final class StandardConsole: ConsoleSink {
         if let full { Self.writeAll(1, full) }
     }
 
-    func writeErr(_ text: String) {
+    package func writeErr(_ text: String) {
         flush()
         Self.writeAll(2, Array(text.utf8))
     }
 
-    func flush() {
+    package func flush() {
         let pending = buffer.withLock { b -> [UInt8] in
             defer { b.removeAll(keepingCapacity: true) }
             return b
@@ -72,11 +74,11 @@ final class StandardConsole: ConsoleSink {
 
 /// The console of the command running on this task or thread (set by
 /// ``LogStoreCompactCLI/main(_:console:)`` and ``LogStoreCompactCLI/withConsole(_:_:)``).
-enum Console {
-    @TaskLocal static var current: any ConsoleSink = StandardConsole()
+package enum Console {
+    @TaskLocal package static var current: any ConsoleSink = StandardConsole()
 
     /// Writes a result line to stdout.
-    static func out(_ line: String) { current.writeOut(line + "\n") }
+    package static func out(_ line: String) { current.writeOut(line + "\n") }
     /// Writes a diagnostic line to stderr.
-    static func err(_ line: String) { current.writeErr(line + "\n") }
+    package static func err(_ line: String) { current.writeErr(line + "\n") }
 }

@@ -1,0 +1,309 @@
+import Foundation
+import LogStoreEngine
+
+/// Moves every item of every type (or of chosen types) from one `DataStore` to another, of any
+/// backends, and proves the copy equal: the way an app switches from SQLite to LogStore or back
+/// (the "Choosing and Switching Backends" article).
+///
+/// ```swift
+/// let migrator = DataStoreMigrator(from: sqliteStore, to: logStore)
+/// let (copy, check) = try migrator.migrate(resume: true)   // copy, verify, finish
+/// guard check.isEqual else { ... keep the old store ... }
+/// ```
+///
+/// Rules:
+/// 1. **One snapshot.** A copy reads the source in one read block: one consistent state, however
+///    long it takes and whatever the app writes meanwhile. (A resumed copy reads a new snapshot:
+///    items the source changed in between are caught by ``verify()``, or by a catch-up from the
+///    source's change log where the source offers one; see "Catching up".)
+/// 2. **Bounded memory.** Items go in batches of at most ``batchSize`` items and ``batchBytes``
+///    bytes, each one destination transaction; items are copied as their canonical attribute
+///    bytes, never decoded.
+/// 3. **Resumable and idempotent.** Each batch commits together with a cursor (the last key
+///    copied, kept in the destination under the reserved item type `logstore.migration`), so a
+///    crash or a `kill -9` at any moment leaves the destination at a batch boundary, and
+///    `copy(resume: true)` continues after it. Copying an item twice writes the same bytes. The
+///    last batch marks the cursor done (so a copy killed just after its last batch resumes to
+///    nothing left to copy); ``finish()`` removes it, once the copy is verified.
+/// 4. **Verified.** ``verify()`` compares both stores type by type from fresh snapshots: counts,
+///    an order-independent digest of each side (``MigrationDigest``), and a walk of both in key
+///    order that names every missing, extra and differing item.
+/// 5. **Types.** ``types`` if given; otherwise every type the source lists (`itemTypeNames()`),
+///    which LogStore and SQLite stores can; a backend that cannot list them needs ``types``.
+///
+/// Runs on the calling thread and blocks; its progress handler is called on that thread too.
+/// Throws `LogStoreError`s of both stores, `.invalidArgument` for a destination that already holds
+/// items of the types (copy into an empty store, or resume), `.unsupported` for a backend without
+/// record-level access, `CancellationError` when ``isCancelled`` says so.
+///
+/// ### Catching up
+/// When the observation work's `changes(since:)` lands on `DataStore`, a copy will record the
+/// source's change token at its snapshot and ``catchUp()`` will apply what changed after it, so
+/// the app can keep writing to the source until the switch. Until then, migrate with the app
+/// stopped (or writing elsewhere), as `logstore-migrate` does: it holds both stores' locks.
+public struct DataStoreMigrator: Sendable {
+    /// The store items are read from.
+    public let source: any DataStore
+    /// The store items are written to.
+    public let destination: any DataStore
+    /// The item types to copy; nil: every type the source lists.
+    public var types: [String]?
+    /// The most items per destination transaction (default 2,000).
+    public var batchSize = 2_000
+    /// The most bytes of item encodings per destination transaction (default 4 MiB; an item
+    /// larger than this goes alone).
+    public var batchBytes = 4 << 20
+    /// What the source is, recorded in the cursor; a resume from another source is refused.
+    /// Default: empty (not checked).
+    public var sourceDescription = ""
+    /// Called after every batch (and at the start and end of each type) with where the copy or
+    /// the verification stands. On the migrator's thread.
+    public var progress: (@Sendable (MigrationProgress) -> Void)?
+    /// How many missing, extra and differing ids a verification lists per type (default 100; the
+    /// counts are always complete).
+    public var reportLimit = 100
+    /// Asked after every committed batch; when it returns true the copy stops there and throws
+    /// `CancellationError` (resume it later). Default: never.
+    public var isCancelled: (@Sendable () -> Bool)?
+
+    /// A migrator from `source` to `destination` (two different, set-up stores).
+    public init(from source: any DataStore, to destination: any DataStore) {
+        self.source = source
+        self.destination = destination
+    }
+
+    /// The reserved item type of the cursor (never copied, never compared).
+    public static var cursorItemType: String { MigrationCursor.itemType }
+
+    /// The types to work on: ``types``, or those the source lists (without the cursor's).
+    func resolveTypes(_ a: any DataStoreReadAccessor) throws -> [String] {
+        let listed = try types ?? a.itemTypeNames()
+        return listed.filter { $0 != MigrationCursor.itemType }
+    }
+
+    /// The cursor of a copy in the destination (interrupted, or complete and not finished yet),
+    /// or nil. Throws the destination's errors, `.corruption` for a damaged cursor.
+    public func pendingCopy() throws -> (types: [String], source: String, copied: Int, isComplete: Bool)? {
+        try destination.read { a in
+            guard let bytes = try a.record(ofType: MigrationCursor.itemType, key: MigrationCursor.key) else { return nil }
+            let c = try MigrationCursor(decoding: bytes)
+            return (c.types, c.source, c.copied.reduce(0, +), c.index == c.types.count)
+        }
+    }
+
+    /// Removes the cursor of a complete copy from the destination (call it once ``verify()``
+    /// said equal), leaving only the items. Throws `.invalidArgument` if the destination holds an
+    /// unfinished copy (resume it first); does nothing when there is no cursor.
+    public func finish() throws {
+        try destination.writeSync { w in
+            guard let bytes = try w.record(ofType: MigrationCursor.itemType, key: MigrationCursor.key) else { return }
+            let c = try MigrationCursor(decoding: bytes)
+            guard c.index == c.types.count else {
+                throw LogStoreError(.invalidArgument, "The destination's copy is not complete (\(c.copied.reduce(0, +)) items so far). Resume it before finishing.")
+            }
+            try w.deleteRecord(ofType: MigrationCursor.itemType, key: MigrationCursor.key)
+        }
+    }
+
+    /// ``copy(resume:)``, then ``verify()``, then ``finish()`` when the stores are equal. Returns
+    /// the copy's and the verification's reports; throws what they throw.
+    public func migrate(resume: Bool = false) throws -> (copy: MigrationCopyReport, verification: MigrationVerification) {
+        let copy = try copy(resume: resume)
+        let verification = try verify()
+        if verification.isEqual { try finish() }
+        return (copy, verification)
+    }
+
+    /// Copies the items (rules 1-3). With `resume`, continues an interrupted copy from the cursor
+    /// in the destination (and starts a new one if there is none; a destination without a cursor
+    /// that verifies equal, a copy finished just before it was killed, is done already); without,
+    /// refuses a destination that holds a cursor or items of the types to copy. Returns what was copied; throws the
+    /// stores' errors (a failed batch is not committed, so the copy can resume after it).
+    @discardableResult
+    public func copy(resume: Bool = false) throws -> MigrationCopyReport {
+        guard source !== destination else {
+            throw LogStoreError(.invalidArgument, "The source and the destination of a migration are the same store.")
+        }
+        let start = ContinuousClock.now
+        var resumed = false
+        let existing = try destination.read { a in try a.record(ofType: MigrationCursor.itemType, key: MigrationCursor.key) }
+        var cursor: MigrationCursor
+        if let existing {
+            guard resume else {
+                throw LogStoreError(.invalidArgument, "The destination holds an interrupted migration. Resume it (copy(resume: true), logstore-migrate --resume), or start over with an empty destination.")
+            }
+            cursor = try MigrationCursor(decoding: existing)
+            guard sourceDescription.isEmpty || cursor.source.isEmpty || cursor.source == sourceDescription else {
+                throw LogStoreError(.invalidArgument, "The destination's interrupted migration copies from \(cursor.source), not \(sourceDescription). Resume it from that source, or start over with an empty destination.")
+            }
+            resumed = true
+        } else {
+            let types = try source.read { try resolveTypes($0) }
+            let occupied = try destination.read { a in try types.filter { try a.recordCount(ofType: $0) > 0 } }
+            if !occupied.isEmpty {
+                // A copy killed after `finish()` left no cursor: resuming it finds the items all
+                // there, which a verification proves.
+                if resume {
+                    let check = try verify()
+                    if check.isEqual {
+                        let copied = check.types.filter { types.contains($0.itemType) }.map { MigrationCopyReport.TypeCopy(itemType: $0.itemType, items: $0.sourceCount, bytes: 0) }
+                        return MigrationCopyReport(types: copied, resumed: true, itemsThisRun: 0, duration: ContinuousClock.now - start)
+                    }
+                }
+                throw LogStoreError(.invalidArgument, "The destination already holds items of \(occupied.joined(separator: ", "))\(resume ? ", and they are not a complete copy of the source" : ""). Copy into an empty store (a migration never merges into existing data), or delete those items first.")
+            }
+            cursor = MigrationCursor(source: sourceDescription, types: types)
+        }
+        var itemsThisRun = 0
+        try source.read { a in
+            let totals = try cursor.types.map { try a.recordCount(ofType: $0) }
+            let total = totals.reduce(0, +)
+            func report(_ type: String) {
+                progress?(MigrationProgress(phase: .copying, itemType: type, items: cursor.copied.reduce(0, +), totalItems: max(total, cursor.copied.reduce(0, +)),
+                                            bytes: cursor.bytes.reduce(0, +), elapsed: ContinuousClock.now - start, itemsThisRun: itemsThisRun))
+            }
+            while cursor.index < cursor.types.count {
+                let type = cursor.types[cursor.index]
+                report(type)
+                var batch: [(RecordKey, [UInt8])] = []
+                var batchSize = 0
+                var exhausted = false
+                while !exhausted {
+                    batch.removeAll(keepingCapacity: true)
+                    batchSize = 0
+                    exhausted = true
+                    try a.forEachRecord(ofType: type, after: cursor.after) { key, value in
+                        batch.append((key, Array(value)))
+                        batchSize += value.count
+                        if batch.count >= self.batchSize || batchSize >= batchBytes {
+                            exhausted = false
+                            return false
+                        }
+                        return true
+                    }
+                    var next = cursor
+                    if let last = batch.last { next.after = last.0 }
+                    next.copied[next.index] += batch.count
+                    next.bytes[next.index] += batchSize
+                    if exhausted {
+                        next.index += 1
+                        next.after = nil
+                    }
+                    let done = next.index == next.types.count
+                    let snapshot = next
+                    let items = batch
+                    try destination.writeSync { w in
+                        for (key, value) in items { try w.putRecord(ofType: type, key: key, value: value) }
+                        try w.putRecord(ofType: MigrationCursor.itemType, key: MigrationCursor.key, value: snapshot.encoded)
+                    }
+                    cursor = next
+                    itemsThisRun += batch.count
+                    report(type)
+                    if !done, isCancelled?() == true { throw CancellationError() }
+                }
+            }
+        }
+        let typeReports = cursor.types.indices.map { MigrationCopyReport.TypeCopy(itemType: cursor.types[$0], items: cursor.copied[$0], bytes: cursor.bytes[$0]) }
+        return MigrationCopyReport(types: typeReports, resumed: resumed, itemsThisRun: itemsThisRun, duration: ContinuousClock.now - start)
+    }
+
+    /// Compares the destination with the source (rule 4), type by type, each side from one
+    /// snapshot: the types copied (``types``, or those the source lists) and any other type the
+    /// destination holds (all of its items are then extra). Returns the findings; throws the
+    /// stores' errors.
+    public func verify() throws -> MigrationVerification {
+        let start = ContinuousClock.now
+        var results: [MigrationVerification.TypeResult] = []
+        try source.read { s in
+            try destination.read { d in
+                var types = Set(try resolveTypes(s))
+                if let listed = try? d.itemTypeNames() { types.formUnion(listed.filter { $0 != MigrationCursor.itemType }) }
+                let ordered = types.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+                let total = try ordered.reduce(0) { $0 + (try s.recordCount(ofType: $1)) }
+                var compared = 0, bytes = 0
+                for type in ordered {
+                    results.append(try compare(type, s, d) { n, b in
+                        compared += n
+                        bytes += b
+                        progress?(MigrationProgress(phase: .verifying, itemType: type, items: compared, totalItems: max(total, compared), bytes: bytes,
+                                                    elapsed: ContinuousClock.now - start, itemsThisRun: compared))
+                    })
+                }
+            }
+        }
+        return MigrationVerification(types: results, duration: ContinuousClock.now - start)
+    }
+
+    /// Walks `type` on both sides in key order at once (a merge join: bounded memory), hashing
+    /// each side and naming the differences.
+    func compare(_ type: String, _ s: any DataStoreReadAccessor, _ d: any DataStoreReadAccessor,
+                 progress: (Int, Int) -> Void) throws -> MigrationVerification.TypeResult {
+        var result = MigrationVerification.TypeResult(
+            itemType: type, sourceCount: 0, destinationCount: 0, sourceDigest: "", destinationDigest: "",
+            missing: [], missingCount: 0, extra: [], extraCount: 0, differing: [], differingCount: 0)
+        var sourceDigest = MigrationDigest(), destinationDigest = MigrationDigest()
+        let step = 1_000
+        var sourceAfter: RecordKey? = nil, destinationAfter: RecordKey? = nil
+        var left: [(RecordKey, [UInt8])] = [], right: [(RecordKey, [UInt8])] = []
+        var li = 0, ri = 0
+        var leftDone = false, rightDone = false
+        func refill(_ a: any DataStoreReadAccessor, _ after: inout RecordKey?, _ buffer: inout [(RecordKey, [UInt8])], _ i: inout Int, _ done: inout Bool) throws {
+            guard i >= buffer.count, !done else { return }
+            buffer.removeAll(keepingCapacity: true)
+            i = 0
+            try a.forEachRecord(ofType: type, after: after) { k, v in
+                buffer.append((k, Array(v)))
+                return buffer.count < step
+            }
+            if buffer.count < step { done = true }
+            after = buffer.last?.0 ?? after
+        }
+        /// An item's id for reports: its `id` attribute when it has a simple one, else its key.
+        func name(_ key: RecordKey, _ value: [UInt8]) -> String {
+            switch try? value.withUnsafeBytes({ try AttributeValue.lookupAttribute("id", in: $0) }) {
+            case .string(let s)?: return s
+            case .int(let i)?: return String(i)
+            case .uuid(let u)?: return u.uuidString
+            default: return ChildMerge.describeKey(key)
+            }
+        }
+        var handled = 0, handledBytes = 0
+        while true {
+            try refill(s, &sourceAfter, &left, &li, &leftDone)
+            try refill(d, &destinationAfter, &right, &ri, &rightDone)
+            let l = li < left.count ? left[li] : nil
+            let r = ri < right.count ? right[ri] : nil
+            guard l != nil || r != nil else { break }
+            if let l, r == nil || l.0 < r!.0 {
+                result.missingCount += 1
+                if result.missing.count < reportLimit { result.missing.append(name(l.0, l.1)) }
+                sourceDigest.add(itemType: type, key: l.0, value: l.1)
+                handledBytes += l.1.count
+                li += 1
+            } else if let r, l == nil || r.0 < l!.0 {
+                result.extraCount += 1
+                if result.extra.count < reportLimit { result.extra.append(name(r.0, r.1)) }
+                destinationDigest.add(itemType: type, key: r.0, value: r.1)
+                ri += 1
+            } else if let l, let r {
+                if l.1 != r.1 {
+                    result.differingCount += 1
+                    if result.differing.count < reportLimit { result.differing.append(name(l.0, l.1)) }
+                }
+                sourceDigest.add(itemType: type, key: l.0, value: l.1)
+                destinationDigest.add(itemType: type, key: r.0, value: r.1)
+                handledBytes += l.1.count
+                li += 1
+                ri += 1
+            }
+            handled += 1
+            if handled % step == 0 { progress(step, handledBytes); handledBytes = 0 }
+        }
+        progress(handled % step, handledBytes)
+        result.sourceCount = sourceDigest.count
+        result.destinationCount = destinationDigest.count
+        result.sourceDigest = sourceDigest.description
+        result.destinationDigest = destinationDigest.description
+        return result
+    }
+}

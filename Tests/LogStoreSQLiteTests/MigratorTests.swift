@@ -1,0 +1,208 @@
+import Foundation
+import LogStore
+import LogStoreSQLite
+import Synchronization
+import XCTest
+
+/// DataStoreMigrator between LogStore and SQLite: round trips verified equal, resumption after an
+/// interruption, differences named, refusals. (Kill -9 at random moments: MigrationKillTests.)
+final class MigratorTests: XCTestCase {
+    struct Restaurant: DataStoreItem, Equatable {
+        var id: UUID
+        var name: String
+        var rating: Int
+        var opened: Date
+        var tags: [String]
+    }
+    struct MenuItem: DataStoreItem, Equatable {
+        var id: Int
+        var restaurant: UUID
+        var name: String
+        var price: Double
+        var spicy: Bool?
+    }
+    struct Order: DataStoreItem, Equatable {
+        var id: String
+        var items: [Int]
+        var total: Double
+        var note: String?
+        var receipt: Data
+    }
+
+    /// A set-up LogStore store and SQLite store in a new directory, torn down after the test.
+    func logStoreAndSQLite() throws -> (LogDataStore, SQLiteDataStore) {
+        let dir = makeDirectory()
+        let a = LogDataStore(directory: dir.appendingPathComponent("a.store"))
+        let b = SQLiteDataStore(path: dir.appendingPathComponent("b.sqlite").path)
+        try a.setup()
+        try b.setup()
+        addTeardownBlock {
+            try? a.tearDown()
+            try? b.tearDown()
+        }
+        return (a, b)
+    }
+
+    func makeDirectory() -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("logstore-migrator-\(UUID().uuidString)")
+        addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
+        return dir
+    }
+
+    /// `n` items of each of the three types, deterministic.
+    func seed(_ store: any DataStore, _ n: Int) throws {
+        var rng = SystemRandomNumberGenerator()
+        let names = ["Rice & Spice", "caf\u{E9}", "cafe\u{301}", "Ülm", "東京", "", "a\u{0}b"]
+        var ids: [UUID] = []
+        for batch in stride(from: 0, to: n, by: 500) {
+            try store.writeSync { a in
+                for i in batch..<min(n, batch + 500) {
+                    let u = UUID()
+                    ids.append(u)
+                    try a.insert(Restaurant(id: u, name: names[i % names.count] + "\(i)", rating: i % 5, opened: Date(timeIntervalSinceReferenceDate: Double(i) * 1.5),
+                                            tags: i % 3 == 0 ? [] : ["t\(i % 7)"]))
+                    try a.insert(MenuItem(id: i - n / 2, restaurant: u, name: "dish \(i)", price: [0.1, -0.0, .nan, .infinity, 12.5][i % 5], spicy: i % 4 == 0 ? nil : i % 2 == 0))
+                    try a.insert(Order(id: "o\(i)", items: [i, i + 1], total: Double(i) / 3, note: i % 2 == 0 ? nil : "note",
+                                       receipt: Data((0..<(i % 9)).map { _ in UInt8.random(in: 0...255, using: &rng) })))
+                }
+            }
+        }
+    }
+
+    func records(_ store: any DataStore) throws -> [String: [[UInt8]]] {
+        try store.read { a in
+            var out: [String: [[UInt8]]] = [:]
+            for t in try a.itemTypeNames() {
+                try a.forEachRecord(ofType: t, after: nil) { k, v in
+                    out[t, default: []].append(k.bytes + [0xFF] + Array(v))
+                    return true
+                }
+            }
+            return out
+        }
+    }
+
+    func testRoundTripLogStoreToSQLiteToLogStoreIsVerifiedEqual() throws {
+        let dir = makeDirectory()
+        let a = LogDataStore(directory: dir.appendingPathComponent("a.store"))
+        let b = SQLiteDataStore(path: dir.appendingPathComponent("b.sqlite").path)
+        let c = LogDataStore(directory: dir.appendingPathComponent("c.store"))
+        for s in [a, b, c] as [any DataStore] { try s.setup() }
+        defer { for s in [a, b, c] as [any DataStore] { try? s.tearDown() } }
+        try seed(a, 3000)
+        let progress = Mutex<[MigrationProgress]>([])
+        var m = DataStoreMigrator(from: a, to: b)
+        m.batchSize = 700
+        m.progress = { p in progress.withLock { $0.append(p) } }
+        let copy = try m.copy()
+        XCTAssertEqual(copy.items, 9000)
+        XCTAssertEqual(copy.types.map(\.itemType), ["MenuItem", "Order", "Restaurant"])
+        XCTAssertFalse(copy.resumed)
+        let seen = progress.withLock { $0 }
+        XCTAssertEqual(seen.last?.items, 9000)
+        XCTAssertEqual(seen.last?.totalItems, 9000)
+        XCTAssertGreaterThan(seen.count, 9000 / 700)
+        XCTAssertTrue(try m.verify().isEqual)
+        XCTAssertEqual(try m.pendingCopy()?.isComplete, true, "the last batch marks the cursor done")
+        XCTAssertEqual(try m.copy(resume: true).itemsThisRun, 0, "a complete copy resumes to nothing left")
+        try m.finish()
+        XCTAssertNil(try m.pendingCopy(), "finish() removes the cursor")
+        XCTAssertFalse(try b.read { try $0.itemTypeNames() }.contains(DataStoreMigrator.cursorItemType))
+
+        var back = DataStoreMigrator(from: b, to: c)
+        back.batchBytes = 64 << 10
+        let (_, check) = try back.migrate()
+        XCTAssertNil(try back.pendingCopy())
+        XCTAssertTrue(check.isEqual, "\(check)")
+        XCTAssertEqual(check.types.map(\.sourceCount), [3000, 3000, 3000])
+        XCTAssertEqual(try records(a), try records(c), "byte for byte")
+        XCTAssertEqual(try c.read { try $0.items(forRequest: DataStoreRequest(itemType: Restaurant.self)) }.count, 3000)
+        // Typed reads of the copies agree with the original.
+        XCTAssertEqual(try a.read { try $0.items(forRequest: DataStoreRequest(itemType: Order.self)) },
+                       try b.read { try $0.items(forRequest: DataStoreRequest(itemType: Order.self)) })
+    }
+
+    func testAnInterruptedCopyResumesToAVerifiedEqualDestination() throws {
+        let dir = makeDirectory()
+        let a = SQLiteDataStore(path: dir.appendingPathComponent("a.sqlite").path)
+        let b = LogDataStore(directory: dir.appendingPathComponent("b.store"))
+        try a.setup()
+        try b.setup()
+        defer { try? a.tearDown(); try? b.tearDown() }
+        try seed(a, 1000)
+        let batches = Atomic<Int>(0)
+        var m = DataStoreMigrator(from: a, to: b)
+        m.batchSize = 100
+        m.sourceDescription = "a.sqlite"
+        m.isCancelled = { batches.add(1, ordering: .relaxed).newValue >= 7 }
+        XCTAssertThrowsError(try m.copy()) { XCTAssertTrue($0 is CancellationError, "\($0)") }
+        let pending = try XCTUnwrap(try m.pendingCopy())
+        XCTAssertEqual(pending.copied, 700)
+        XCTAssertEqual(pending.source, "a.sqlite")
+        XCTAssertFalse(try m.verify().isEqual, "half a copy is not equal")
+        XCTAssertThrowsError(try m.finish(), "an unfinished copy cannot be finished") { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument) }
+        // Without resume, an interrupted copy is refused; from another source too.
+        XCTAssertThrowsError(try DataStoreMigrator(from: a, to: b).copy()) { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument) }
+        var other = DataStoreMigrator(from: a, to: b)
+        other.sourceDescription = "elsewhere.sqlite"
+        XCTAssertThrowsError(try other.copy(resume: true)) { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument) }
+        batches.store(0, ordering: .relaxed)
+        m.isCancelled = { batches.add(1, ordering: .relaxed).newValue >= 9 }
+        XCTAssertThrowsError(try m.copy(resume: true)) { XCTAssertTrue($0 is CancellationError) }
+        m.isCancelled = nil
+        let before = try XCTUnwrap(try m.pendingCopy()).copied
+        XCTAssertGreaterThan(before, 700)
+        let report = try m.copy(resume: true)
+        XCTAssertTrue(report.resumed)
+        XCTAssertEqual(report.items, 3000)
+        XCTAssertEqual(report.itemsThisRun, 3000 - before)
+        XCTAssertTrue(try m.verify().isEqual)
+        try m.finish()
+        XCTAssertNil(try m.pendingCopy())
+    }
+
+    func testVerificationNamesMissingExtraAndDifferingItems() throws {
+        let (a, b) = try logStoreAndSQLite()
+        try seed(a, 200)
+        let m = DataStoreMigrator(from: a, to: b)
+        XCTAssertTrue(try m.migrate().verification.isEqual)
+        try b.writeSync { w in
+            var altered = try XCTUnwrap(try w.item(ofType: Order.self, id: "o17"))
+            altered.total += 1
+            try w.insert(altered)
+            try w.deleteItem(ofType: MenuItem.self, id: 3)
+            try w.insert(Order(id: "zz-extra", items: [], total: 0, note: nil, receipt: Data()))
+            try w.insert(DynamicItem(itemType: "Stray", id: .int(1)))
+        }
+        let check = try m.verify()
+        XCTAssertFalse(check.isEqual)
+        let byType = Dictionary(uniqueKeysWithValues: check.types.map { ($0.itemType, $0) })
+        XCTAssertEqual(byType["Order"]?.differing, ["o17"])
+        XCTAssertEqual(byType["Order"]?.extra, ["zz-extra"])
+        XCTAssertEqual(byType["MenuItem"]?.missing, ["3"])
+        XCTAssertEqual(byType["MenuItem"]?.missingCount, 1)
+        XCTAssertEqual(byType["Stray"]?.extraCount, 1, "a type only the destination has")
+        XCTAssertEqual(byType["Restaurant"]?.isEqual, true)
+        XCTAssertNotEqual(byType["Order"]?.sourceDigest, byType["Order"]?.destinationDigest)
+        XCTAssertEqual(byType["Restaurant"]?.sourceDigest, byType["Restaurant"]?.destinationDigest)
+    }
+
+    func testANonEmptyDestinationIsRefusedAndChosenTypesAreCopiedAlone() throws {
+        let (a, b) = try logStoreAndSQLite()
+        try seed(a, 50)
+        var m = DataStoreMigrator(from: a, to: b)
+        m.types = ["Order"]
+        XCTAssertTrue(try m.migrate().verification.isEqual)
+        XCTAssertEqual(try b.read { try $0.itemTypeNames() }, ["Order"])
+        XCTAssertThrowsError(try m.copy()) { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument, "\($0)") }
+        // A finished copy killed before it could report: resuming finds it complete.
+        let again = try m.copy(resume: true)
+        XCTAssertEqual(again.itemsThisRun, 0)
+        XCTAssertTrue(again.resumed)
+        try b.writeSync { try $0.deleteItem(ofType: Order.self, id: "o1") }
+        XCTAssertThrowsError(try m.copy(resume: true), "an incomplete copy without a cursor is not resumed") {
+            XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument)
+        }
+        XCTAssertThrowsError(try DataStoreMigrator(from: a, to: a).copy()) { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument) }
+    }
+}

@@ -1,0 +1,77 @@
+import DataStoreConformance
+import Foundation
+import LogStore
+import LogStoreSQLite
+import Testing
+
+/// Makes `SQLiteDataStore`s for the conformance suite: a file in a new temporary directory, or a
+/// child store of one.
+struct SQLiteDataStoreFactory: DataStoreFactory {
+    enum Mode: String, Sendable, CaseIterable {
+        case file, child
+    }
+    let mode: Mode
+    var options = LogStoreOptions()
+
+    var name: String { "SQLiteDataStore (\(mode.rawValue))" }
+
+    var capabilities: DataStoreCapabilities {
+        // Observation joins when the SQLite store publishes its commits to a change feed.
+        mode == .file ? DataStoreCapabilities.durableStore.subtracting(.observation) : [.childStores, .recordAccess, .isChildStore]
+    }
+
+    func makeLocation() throws -> any DataStoreLocation {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("logstore-sqlite-conformance-\(UUID().uuidString)")
+        let location = FileLocation(directory: dir, options: options)
+        guard mode == .child else { return location }
+        let parent = try location.makeStore()
+        try parent.setup()
+        return ChildLocation(parent: location, child: try parent.makeChildDataStore())
+    }
+
+    final class FileLocation: DataStoreLocation {
+        let directory: URL
+        let options: LogStoreOptions
+        let stores = SharedBox<[SQLiteDataStore]>([])
+        init(directory: URL, options: LogStoreOptions) {
+            self.directory = directory
+            self.options = options
+        }
+        func makeStore() throws -> any DataStore {
+            let s = SQLiteDataStore(url: directory.appendingPathComponent("store.sqlite"), options: options)
+            stores.update { $0.append(s) }
+            return s
+        }
+        func destroy() {
+            for s in stores.value { try? s.tearDown() }
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    final class ChildLocation: DataStoreLocation {
+        let parent: FileLocation
+        let child: any DataStore
+        init(parent: FileLocation, child: any DataStore) {
+            self.parent = parent
+            self.child = child
+        }
+        func makeStore() throws -> any DataStore { child }
+        func destroy() {
+            try? child.tearDown()
+            parent.destroy()
+        }
+    }
+}
+
+/// The DataStore conformance suite on `SQLiteDataStore`, as a file and as a child store.
+@Suite(.serialized)
+struct SQLiteConformanceTests {
+    @Test(arguments: DataStoreConformance.cases, SQLiteDataStoreFactory.Mode.allCases)
+    func conformance(_ check: ConformanceCase, _ mode: SQLiteDataStoreFactory.Mode) async {
+        await check.run(on: SQLiteDataStoreFactory(mode: mode)) { failure in
+            Issue.record(
+                Comment(rawValue: failure.description),
+                sourceLocation: SourceLocation(fileID: failure.fileID, filePath: failure.filePath, line: failure.line, column: 1))
+        }
+    }
+}
