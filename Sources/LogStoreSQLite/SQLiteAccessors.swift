@@ -124,6 +124,8 @@ final class SQLiteWriteAccessor: SQLiteReadAccessor, DataStoreReadWriteAccessor 
     var createdTables: [String: String] = [:]
     /// Item types whose declared indexes this transaction created or checked.
     var declaredIndexes: Set<String> = []
+    /// What the transaction changed, per item type, for the change feed (``CommitChanges``).
+    var changes: [String: CommitChanges.TypeChanges] = [:]
 
     init(db: Database, session: SQLiteSession, sequence: UInt64) {
         self.sequence = sequence
@@ -163,6 +165,7 @@ final class SQLiteWriteAccessor: SQLiteReadAccessor, DataStoreReadWriteAccessor 
         try json.withUnsafeBytes { try s.bindText($0, at: 3) }
         try s.execute()
         changed = true
+        changes[type, default: CommitChanges.TypeChanges()].written.append(key)
     }
 
     /// Deletes record `key` of `type`; whether it existed.
@@ -171,17 +174,35 @@ final class SQLiteWriteAccessor: SQLiteReadAccessor, DataStoreReadWriteAccessor 
         let s = try statement("DELETE FROM \(table.sqlIdentifier) WHERE key = ?")
         try key.withUnsafeBytes { try s.bindBlob($0, at: 1) }
         let n = try s.execute()
-        if n > 0 { changed = true }
+        if n > 0 {
+            changed = true
+            changes[type, default: CommitChanges.TypeChanges()].deleted.append(key)
+        }
         return n > 0
     }
 
     /// Deletes every record of `type`; how many there were.
     func removeAll(type: String) throws -> Int {
         guard let table = try table(for: type) else { return 0 }
-        let n = Int(try statement("SELECT COUNT(*) FROM \(table.sqlIdentifier)").integer())
+        // The keys it removes, in key order, for the change feed (observers and tombstones).
+        var keys: [RecordKey] = []
+        try statement("SELECT key FROM \(table.sqlIdentifier) ORDER BY key").forEachRow { row in
+            keys.append(row.key(0))
+            return true
+        }
         try statement("DELETE FROM \(table.sqlIdentifier)").execute()
-        if n > 0 { changed = true }
-        return n
+        if !keys.isEmpty {
+            changed = true
+            // A delete-all comes first in a commit's changes: what the transaction wrote before
+            // it never became visible; keys it deleted before it stay deleted. A second delete-all
+            // removes only keys this transaction wrote, so the first one's keys stand.
+            let removed = keys
+            var c = changes[type, default: CommitChanges.TypeChanges()]
+            c.written = []
+            if c.cleared == nil { c.cleared = CommitChanges.ClearedKeys(count: removed.count, keys: { removed }) }
+            changes[type] = c
+        }
+        return keys.count
     }
 
     /// Deletes every item of every type (nuke).

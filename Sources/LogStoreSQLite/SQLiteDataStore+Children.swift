@@ -15,12 +15,7 @@ extension SQLiteDataStore {
     /// See `ChildStoreParent`: a child store's backend over a new snapshot of this store.
     package func makeChildStore(options: LogStoreOptions) throws -> ChildStore {
         let session = try currentSession()
-        let reader = try SQLiteSnapshotReader(session: session)
-        session.snapshots.withLock { s in
-            s.removeAll { $0.reader == nil }
-            s.append(SQLiteSession.WeakSnapshot(reader))
-        }
-        return ChildStore(base: reader, options: options, spillDirectory: session.spillDirectory, fileSystem: POSIXFileSystem())
+        return ChildStore(base: try session.openSnapshot(), options: options, spillDirectory: session.spillDirectory, fileSystem: POSIXFileSystem())
     }
 
     /// See `ChildStoreParent`.
@@ -55,9 +50,7 @@ extension SQLiteDataStore {
                 try accessor.apply(operations)
             }
         } newBase: {
-            let reader = try SQLiteSnapshotReader(session: session)
-            session.snapshots.withLock { $0.append(SQLiteSession.WeakSnapshot(reader)) }
-            return reader
+            try session.openSnapshot()
         }
     }
 }

@@ -69,6 +69,7 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
     deinit {
         let session = state.withLock { $0.session }
         if let session {
+            session.feed.finish(throwing: nil)
             session.closeExtras()
             try? session.pool.close()
             session.lock.unlock()
@@ -170,6 +171,7 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
             let closed = LogDataStore.parentClosedError()
             for c in children { c.store?.invalidate(closed) }
             guard let session else { return }
+            session.feed.finish(throwing: nil)
             session.closeExtras()
             defer { session.lock.unlock() }
             do {
@@ -187,6 +189,13 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
             guard let a = accessor as? SQLiteWriteAccessor else { return }
             try a.deleteEverything()
         }
+    }
+
+    /// See `DataStore.changeFeed()`: the feed of this opening, which every commit of this store
+    /// (writes, merges, nuke) is published to right after it commits. Throws `.notOpen` before
+    /// `setup()` and after `tearDown()`. O(1), any thread.
+    public func changeFeed() throws -> DataStoreChangeFeed {
+        try currentSession().feed
     }
 
     // MARK: Reading
@@ -264,6 +273,7 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
                 var created: [String: String] = [:]
                 var declared: Set<String> = []
                 var committed: UInt64? = nil
+                var changes: [String: CommitChanges.TypeChanges] = [:]
                 try db.inTransaction(.immediate) {
                     let sequence = session.sequence.withLock { $0 } + 1
                     let accessor = SQLiteWriteAccessor(db: db, session: session, sequence: sequence)
@@ -280,12 +290,18 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
                         try SQLiteStatement(db, "UPDATE \(SQLiteSchema.meta) SET value = ? WHERE key = 'sequence'", [.integer(Int64(sequence))], path: path).execute()
                         committed = sequence
                         created = accessor.createdTables
+                        changes = accessor.changes
                     }
                     return .commit
                 }
                 if let committed {
                     session.sequence.withLock { $0 = committed }
                     if !created.isEmpty { session.tables.withLock { $0.merge(created) { a, _ in a } } }
+                    // Still holding the writer: commits reach the feed in order, one at a time.
+                    // Readers may see the commit a moment before this (SQLite shows it at COMMIT);
+                    // the feed's snapshots wait for `published` (SQLiteSession).
+                    session.feed.publish([CommitChanges(sequence: committed, types: changes)])
+                    session.published.withLock { $0 = committed }
                 }
                 if !declared.isEmpty { session.declaredIndexes.withLock { $0.formUnion(declared) } }
             }

@@ -26,6 +26,8 @@ enum SQLiteSchema {
     struct Opened {
         var sequence: UInt64
         var tables: [String: String]
+        /// The store's identity (`storeID` in the meta table), carried by change tokens.
+        var storeID: String?
     }
 
     /// Checks (or, in an empty database, creates) the schema, in the writer connection. Throws
@@ -36,16 +38,17 @@ enum SQLiteSchema {
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
         let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
         if appID == 0 && tables.isEmpty && version == 0 {
+            let storeID = UUID().uuidString
             try db.inTransaction {
                 try db.execute(sql: "PRAGMA application_id = \(applicationID)")
                 try db.execute(sql: "PRAGMA user_version = \(formatVersion)")
                 try db.execute(sql: "CREATE TABLE \(meta) (key TEXT PRIMARY KEY NOT NULL, value) WITHOUT ROWID")
                 try db.execute(sql: "CREATE TABLE \(types) (name TEXT PRIMARY KEY NOT NULL, tableName TEXT NOT NULL UNIQUE COLLATE NOCASE) WITHOUT ROWID")
                 try db.execute(sql: "INSERT INTO \(meta) (key, value) VALUES ('format', ?), ('storeID', ?), ('sequence', 0)",
-                               arguments: [formatVersion, UUID().uuidString])
+                               arguments: [formatVersion, storeID])
                 return .commit
             }
-            return Opened(sequence: 0, tables: [:])
+            return Opened(sequence: 0, tables: [:], storeID: storeID)
         }
         guard appID == applicationID else {
             let shown = tables.prefix(5).joined(separator: ", ") + (tables.count > 5 ? ", ..." : "")
@@ -64,7 +67,8 @@ enum SQLiteSchema {
             guard let name = row[0] as String?, let table = row[1] as String? else { continue }
             registered[name] = table
         }
-        return Opened(sequence: UInt64(sequence), tables: registered)
+        let storeID = try String.fetchOne(db, sql: "SELECT value FROM \(meta) WHERE key = 'storeID'")
+        return Opened(sequence: UInt64(sequence), tables: registered, storeID: storeID)
     }
 
     /// A table name for item type `type`, not taken by `taken` (lowercased names: SQLite compares

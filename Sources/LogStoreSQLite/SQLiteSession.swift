@@ -26,6 +26,12 @@ final class SQLiteSession: Sendable {
     let spares = Mutex<[DatabaseQueue]>([])
     /// The open snapshots under child stores, closed at tearDown.
     let snapshots = Mutex<[WeakSnapshot]>([])
+    /// The commit stream observation and change tracking read (``SQLiteDataStore/changeFeed()``):
+    /// every commit is published by the writer right after it commits, still holding the writer
+    /// connection, so commits are published in order and never two at once.
+    let feed: DataStoreChangeFeed
+    /// The last commit published to ``feed``.
+    let published: Mutex<UInt64>
 
     final class WeakSnapshot: Sendable {
         weak let reader: SQLiteSnapshotReader?
@@ -39,6 +45,49 @@ final class SQLiteSession: Sendable {
         self.lock = lock
         tables = Mutex(opened.tables)
         sequence = Mutex(opened.sequence)
+        published = Mutex(opened.sequence)
+        // The feed's snapshots are new held read transactions of this session (a weak reference:
+        // the session owns the feed).
+        let this = WeakSession()
+        feed = DataStoreChangeFeed(
+            storeIdentity: opened.storeID.map { "sqlite-" + $0 }, sequence: opened.sequence, retention: options.changeHistory,
+            recordsWrites: true,
+            snapshot: {
+                guard let session = this.session else {
+                    throw LogStoreError(.notOpen, "The SQLite store was torn down. Call setup() again before observing it.")
+                }
+                let reader = try session.openSnapshot()
+                // Rule 2 of the feed: a snapshot may hold a commit only once it was published
+                // (the writer publishes right after COMMIT, which readers see at once).
+                while session.published.withLock({ $0 }) < reader.sequence {
+                    guard !session.feed.isFinished else { throw LogStoreError(.notOpen, "The SQLite store was torn down while a snapshot waited for its commit.") }
+                    usleep(50)
+                }
+                return RecordReaderSnapshot(reader)
+            })
+        this.session = self
+    }
+
+    /// A held read transaction of the store's state now (``SQLiteSnapshotReader``), closed with the
+    /// session at tearDown if still open. Throws the mapped SQLite error.
+    func openSnapshot() throws -> SQLiteSnapshotReader {
+        let reader = try SQLiteSnapshotReader(session: self)
+        snapshots.withLock { s in
+            s.removeAll { $0.reader == nil }
+            s.append(WeakSnapshot(reader))
+        }
+        return reader
+    }
+
+    /// A weak reference to a session, set once after the session's init. The lock justifies
+    /// `@unchecked Sendable`.
+    final class WeakSession: @unchecked Sendable {
+        private let lock = Mutex(())
+        private weak var _session: SQLiteSession?
+        var session: SQLiteSession? {
+            get { lock.withLock { _ in _session } }
+            set { lock.withLock { _ in _session = newValue } }
+        }
     }
 
     /// Where child stores of this store spill their changes: `<file>-children/`, next to the

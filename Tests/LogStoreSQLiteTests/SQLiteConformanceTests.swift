@@ -16,8 +16,7 @@ struct SQLiteDataStoreFactory: DataStoreFactory {
     var name: String { "SQLiteDataStore (\(mode.rawValue))" }
 
     var capabilities: DataStoreCapabilities {
-        // Observation joins when the SQLite store publishes its commits to a change feed.
-        mode == .file ? DataStoreCapabilities.durableStore.subtracting(.observation) : [.childStores, .recordAccess, .isChildStore]
+        mode == .file ? DataStoreCapabilities.durableStore : [.childStores, .recordAccess, .isChildStore, .observation]
     }
 
     func makeLocation() throws -> any DataStoreLocation {

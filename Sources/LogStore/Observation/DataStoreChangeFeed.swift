@@ -12,9 +12,11 @@ import Synchronization
 /// 1. Creates one feed when it opens, with the sequence of its state then, and returns it from
 ///    ``DataStore/changeFeed()`` until it closes.
 /// 2. Calls ``publish(_:)`` with the `CommitChanges` of every commit, in sequence order, never
-///    two calls at once, and **before** any reader can see the commit: a snapshot with sequence
-///    `s` implies that every commit up to `s` was published. (LogStore calls it under its state
-///    lock, where commits become visible.)
+///    two calls at once, and never after a later commit can be seen: best **before** any reader
+///    can see the commit (LogStore calls it under its state lock, where commits become visible);
+///    a backend whose commits become visible on their own (SQLite, PostgreSQL) publishes right
+///    after the commit, still holding its writer, and its `snapshot` closure returns a snapshot
+///    only once every commit it holds was published (it waits for that moment).
 /// 3. Serves ``DataStoreSnapshot``s of its newest state through the `snapshot` closure.
 /// 4. Calls ``finish(throwing:)`` when it closes (nil: observers complete) or can commit no more
 ///    (a poisoned store, an orphaned child: observers throw the error).
@@ -94,6 +96,9 @@ public final class DataStoreChangeFeed: Sendable {
         }
         for (sub, c) in deliveries { sub.enqueue(c) }
     }
+
+    /// Whether ``finish(throwing:)`` was called. Any thread.
+    package var isFinished: Bool { state.withLock { $0.end != nil } }
 
     /// Ends every observation: nil when the store was torn down (iterations complete), an error
     /// when it can commit no more (iterations throw it). Later publications are ignored and later

@@ -53,3 +53,27 @@ enum ReaderSnapshot: DataStoreSnapshot {
         }
     }
 }
+
+/// A snapshot over any record reader that holds one fixed state (a SQL backend's held read
+/// transaction): what a backend without LogStore's engine serves to its ``DataStoreChangeFeed``.
+/// Reads go through LogStore's own accessor, so requests answer exactly as they do on the
+/// engine; a reader that failed (``FallibleRecordReader``) makes the read throw its error.
+/// `keys(ofType:writtenAfter:)` is nil: such a feed records written keys itself.
+package struct RecordReaderSnapshot: DataStoreSnapshot {
+    package let reader: any FallibleRecordReader & Sendable
+
+    package init(_ reader: any FallibleRecordReader & Sendable) { self.reader = reader }
+
+    package var sequence: UInt64 { reader.sequence }
+
+    package func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T {
+        try reader.checkHealthy()
+        let accessor = ReadAccessor(view: reader)
+        defer { accessor.isValid = false }
+        let value = try block(accessor)
+        try reader.checkHealthy()
+        return value
+    }
+
+    package func keys(ofType itemType: String, writtenAfter sequence: UInt64) throws -> [RecordKey]? { nil }
+}
