@@ -53,7 +53,7 @@ final class Bench {
         "durable-write", "durable-write-16", "buffered-write", "bulk-insert", "point-read", "page", "scan", "count",
         "count-predicate", "open", "memory", "compaction", "child-merge", "lz4",
         "observe-latency", "observe-write", "observe-large", "sqlite-adapter", "migrate",
-    ]
+    ] + appWorkloadNames
 
     let cfg: BenchConfig
     let root: String
@@ -65,6 +65,12 @@ final class Bench {
     var storeCounter = 0
     /// `--systems`: run only these stores (keys as in `makeStore`); nil = all.
     var systems: Set<String>?
+    /// The app workload's data set (AppWorkload.swift), loaded by the first app query workload.
+    var appData: AppStores?
+    /// `--app-dir`: where the app's data set is kept between runs (nil: a fresh one, removed).
+    var appDirectory: String?
+    /// The app workload's bulk-insert LogStores: MenuItem with 2 indexes, the same items without.
+    var appBulk: (indexed: LogDataStore, indexedPath: String, plain: LogDataStore, plainPath: String)?
 
     func selected(_ keys: [String]) -> [String] {
         guard let systems else { return keys }
@@ -117,7 +123,9 @@ final class Bench {
             case "observe-large": return try observeLarge()
             case "sqlite-adapter": return try sqliteAdapter()
             case "migrate": return try migrate()
-            default: throw BenchError("unknown workload \(name)")
+            default:
+                guard let w = try runApp(name) else { throw BenchError("unknown workload \(name)") }
+                return w
             }
         }
         var r = result
@@ -130,6 +138,8 @@ final class Bench {
     func closeAll() {
         for (_, s) in loaded { remove(s) }
         loaded = [:]
+        closeApp()
+        closeAppBulk()
     }
 
     // MARK: Stores

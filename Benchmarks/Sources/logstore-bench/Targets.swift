@@ -117,5 +117,8 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
         atMost("sqlite-adapter:\(adapterRow.config)", "SQLiteDataStore \(adapterRow.config): ≤ 1.3× raw GRDB's time",
                adapterRow.extra["vs_raw_grdb"], 1.3)
     }
+
+    // Issue 13 (AppWorkload.swift).
+    out += appTargets(r)
     return out
 }

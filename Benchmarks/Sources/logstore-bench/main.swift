@@ -13,13 +13,14 @@ func usage() -> Never {
     FileHandle.standardError.write(
         Data(
             """
-            usage: logstore-bench [--quick] [--json FILE] [--only NAME[,NAME...]] [--systems KEY[,KEY...]] [--keep]
+            usage: logstore-bench [--quick] [--json FILE] [--only NAME[,NAME...]] [--systems KEY[,KEY...]] [--keep] [--app-dir DIR]
               --quick   N = 100,000 items (default 1,000,000)
               --json    also write the results as JSON to FILE
               --only    run only these workloads: \(names)
               --systems run only these stores: logstore, logstore-engine, sqlite, lmdb, lmdb-nometasync
                         (the disk's limits always run; for profiling one system)
               --keep    keep the store directories (default: remove them)
+              --app-dir DIR  keep the app workload's data set in DIR and reuse it in later runs (profiling)
 
             """.utf8))
     exit(2)
@@ -30,6 +31,7 @@ var jsonPath: String?
 var only: [String]?
 var keep = false
 var systems: Set<String>?
+var appDirectory: String?
 var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
     switch a {
@@ -45,6 +47,9 @@ while let a = args.popFirst() {
             FileHandle.standardError.write(Data("unknown workload \(n)\n".utf8))
             usage()
         }
+    case "--app-dir":
+        guard let v = args.popFirst() else { usage() }
+        appDirectory = v
     case "--systems":
         guard let v = args.popFirst() else { usage() }
         systems = Set(v.split(separator: ",").map(String.init))
@@ -94,6 +99,7 @@ print(
 )
 let bench = Bench(cfg: cfg, root: root, report: report)
 bench.systems = systems
+bench.appDirectory = appDirectory
 let started = nowNanos()
 var failed = false
 for name in Bench.workloadNames where only?.contains(name) ?? true {
