@@ -37,10 +37,15 @@ import LogStoreEngine
 /// record-level access, `CancellationError` when ``isCancelled`` says so.
 ///
 /// ### Catching up
-/// When the observation work's `changes(since:)` lands on `DataStore`, a copy will record the
-/// source's change token at its snapshot and ``catchUp()`` will apply what changed after it, so
-/// the app can keep writing to the source until the switch. Until then, migrate with the app
-/// stopped (or writing elsewhere), as `logstore-migrate` does: it holds both stores' locks.
+/// A copy records the source's change token (``DataStore/changeToken()``) taken just before its
+/// snapshot, so the app may keep writing to the source while it copies. ``catchUp()`` then applies
+/// to the destination what the source changed after that token (``DataStore/changes(since:)``),
+/// as often as needed; the switch is: stop writing to the source, ``catchUp()`` once more,
+/// ``verify()``, ``finish()``, and point the app at the destination. Change tracking lives as long
+/// as the source stays open (its tombstones are in memory): a catch-up after the source was
+/// reopened throws `.historyTruncated`, and a source without change tracking throws
+/// `.unsupported` — then stop the writes and copy again into an empty destination.
+/// `logstore-migrate` holds both stores' locks, so nothing writes to the source while it copies.
 public struct DataStoreMigrator: Sendable {
     /// The store items are read from.
     public let source: any DataStore
@@ -153,6 +158,9 @@ public struct DataStoreMigrator: Sendable {
                 throw LogStoreError(.invalidArgument, "The destination already holds items of \(occupied.joined(separator: ", "))\(resume ? ", and they are not a complete copy of the source" : ""). Copy into an empty store (a migration never merges into existing data), or delete those items first.")
             }
             cursor = MigrationCursor(source: sourceDescription, types: types)
+            // Before the snapshot: what a catch-up applies starts here (a change the snapshot
+            // already holds is applied again, which writes the same bytes).
+            cursor.token = try? source.changeToken()
         }
         var itemsThisRun = 0
         try source.read { a in
@@ -205,6 +213,86 @@ public struct DataStoreMigrator: Sendable {
         }
         let typeReports = cursor.types.indices.map { MigrationCopyReport.TypeCopy(itemType: cursor.types[$0], items: cursor.copied[$0], bytes: cursor.bytes[$0]) }
         return MigrationCopyReport(types: typeReports, resumed: resumed, itemsThisRun: itemsThisRun, duration: ContinuousClock.now - start)
+    }
+
+    /// Applies to the destination, in batches each committed with the cursor, every change the
+    /// source made after the copy's token (see "Catching up"): each changed item is copied again
+    /// as the source holds it now, or deleted if the source no longer has it; new item types are
+    /// added when ``types`` is nil. Idempotent: a crash or kill between batches is repaired by
+    /// calling it again. Call it after a complete ``copy(resume:)`` and before ``finish()``.
+    /// Blocks the calling thread. Throws `.invalidArgument` when the destination holds no
+    /// complete copy, `.unsupported` when the copy recorded no token, `.historyTruncated` when
+    /// the source cannot say what changed (reopened, or history pruned: stop writes and copy
+    /// again), and the stores' errors.
+    @discardableResult
+    public func catchUp() throws -> MigrationCatchUpReport {
+        let start = ContinuousClock.now
+        guard let bytes = try destination.read({ try $0.record(ofType: MigrationCursor.itemType, key: MigrationCursor.key) }) else {
+            throw LogStoreError(.invalidArgument, "The destination holds no copy to catch up. Catch up after copy() and before finish().")
+        }
+        var cursor = try MigrationCursor(decoding: bytes)
+        guard cursor.index == cursor.types.count else {
+            throw LogStoreError(.invalidArgument, "The destination's copy is not complete (\(cursor.copied.reduce(0, +)) items so far). Resume it before catching up.")
+        }
+        guard let token = cursor.token else {
+            throw LogStoreError(.unsupported, "The copy recorded no change token of the source (its backend tracks no changes). Stop writing to the source and copy again into an empty destination.")
+        }
+        let changes = try source.changes(since: token)
+        var keys: [(type: String, key: RecordKey)] = []
+        for type in changes.itemTypes where type != MigrationCursor.itemType {
+            if !cursor.types.contains(type) {
+                guard types == nil else { continue }
+                cursor.types.append(type)
+                cursor.copied.append(0)
+                cursor.bytes.append(0)
+                cursor.index = cursor.types.count
+            }
+            for k in changes.insertedOrUpdatedKeys[type] ?? [] { keys.append((type, k)) }
+            for k in changes.deletedKeys[type] ?? [] { keys.append((type, k)) }
+        }
+        var report = MigrationCatchUpReport(token: changes.token, written: 0, deleted: 0, duration: .zero)
+        var i = 0
+        repeat {
+            // Bounded like a copy's batches: at most batchSize items, and about batchBytes.
+            let end = min(keys.count, i + batchSize)
+            var slice = Array(keys[i..<end])
+            var values: [[UInt8]?] = []
+            try source.read { a in
+                var size = 0
+                for (n, k) in slice.enumerated() {
+                    let v = try a.record(ofType: k.type, key: k.key)
+                    values.append(v)
+                    size += v?.count ?? 0
+                    if size >= batchBytes && n + 1 < slice.count {
+                        slice.removeLast(slice.count - n - 1)
+                        break
+                    }
+                }
+            }
+            var next = cursor
+            if i + slice.count == keys.count { next.token = changes.token }
+            let encodedCursor = next.encoded
+            var written = 0, deleted = 0
+            try destination.writeSync { w in
+                for (k, v) in zip(slice, values) {
+                    if let v {
+                        try w.putRecord(ofType: k.type, key: k.key, value: v)
+                        written += 1
+                    } else if try w.deleteRecord(ofType: k.type, key: k.key) {
+                        deleted += 1
+                    }
+                }
+                try w.putRecord(ofType: MigrationCursor.itemType, key: MigrationCursor.key, value: encodedCursor)
+            }
+            report.written += written
+            report.deleted += deleted
+            cursor = next
+            i += slice.count
+            progress?(MigrationProgress(phase: .copying, itemType: slice.last?.type ?? "", items: i, totalItems: keys.count, bytes: 0,
+                                        elapsed: ContinuousClock.now - start, itemsThisRun: i))
+        } while i < keys.count
+        report.duration = ContinuousClock.now - start
+        return report
     }
 
     /// Compares the destination with the source (rule 4), type by type, each side from one

@@ -9,7 +9,9 @@ import LogStoreEngine
 ///         "version": 1, "source": string (what the copy was started from),
 ///         "types": [string] (the types to copy, in order), "index": int (the type being copied),
 ///         "after": bytes (the last key copied of that type; absent before its first batch),
-///         "copied": [int] (items copied per type), "bytes": [int] (bytes copied per type)
+///         "copied": [int] (items copied per type), "bytes": [int] (bytes copied per type),
+///         "token": string (optional: the source's change token, JSON, taken before the copy's
+///                  snapshot and advanced by each catch-up; absent when the source has none)
 ///     }
 ///
 /// The last batch leaves it with `index` equal to the number of types (complete), so a copy
@@ -25,6 +27,8 @@ struct MigrationCursor: Equatable {
     var after: RecordKey? = nil
     var copied: [Int]
     var bytes: [Int]
+    /// The source's change token the destination is caught up to (``DataStoreMigrator/catchUp()``).
+    var token: DataStoreChangeToken? = nil
 
     init(source: String, types: [String]) {
         self.source = source
@@ -39,6 +43,7 @@ struct MigrationCursor: Equatable {
             "copied": .array(copied.map { .int(Int64($0)) }), "bytes": .array(bytes.map { .int(Int64($0)) }),
         ]
         if let after { m["after"] = .bytes(after.bytes) }
+        if let token, let json = try? JSONEncoder().encode(token) { m["token"] = .string(String(decoding: json, as: UTF8.self)) }
         return AttributeValue.map(m).encoded()
     }
 
@@ -69,6 +74,13 @@ struct MigrationCursor: Equatable {
         switch m["after"] {
         case nil: after = nil
         case .bytes(let b)?: after = RecordKey(b)
+        default: throw bad()
+        }
+        switch m["token"] {
+        case nil: token = nil
+        case .string(let json)?:
+            guard let t = try? JSONDecoder().decode(DataStoreChangeToken.self, from: Data(json.utf8)) else { throw bad() }
+            token = t
         default: throw bad()
         }
     }

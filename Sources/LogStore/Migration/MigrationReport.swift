@@ -51,6 +51,18 @@ public struct MigrationProgress: Sendable, CustomStringConvertible {
     }
 }
 
+/// What ``DataStoreMigrator/catchUp()`` did. A value; any thread.
+public struct MigrationCatchUpReport: Sendable, Equatable {
+    /// The source's change token the destination is now caught up to.
+    public var token: DataStoreChangeToken
+    /// Items copied again (inserted or changed in the source after the previous token).
+    public var written: Int
+    /// Items deleted from the destination (deleted in the source after the previous token).
+    public var deleted: Int
+    /// How long it took.
+    public var duration: Duration
+}
+
 /// What ``DataStoreMigrator/copy(resume:)`` did. A value; any thread.
 public struct MigrationCopyReport: Sendable, Equatable {
     /// Per item type, what was copied.
