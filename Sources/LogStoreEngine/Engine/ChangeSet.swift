@@ -142,20 +142,28 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
     /// are handed over without a copy (arrays share their storage).
     package func operations() throws -> [RecordOperation] {
         var ops: [RecordOperation] = []
+        try forEachOperation { ops.append($0) }
+        return ops
+    }
+
+    /// Calls `body` with the operations of ``operations()``, in the same order, one at a time:
+    /// values moved to the external store are read only when their operation comes, so a caller
+    /// that does not keep them holds one at a time. Throws `.corruption` for a damaged external
+    /// value, or `body`'s error.
+    package func forEachOperation(_ body: (RecordOperation) throws -> Void) throws {
         for type in types.keys.sorted() {
             guard let c = types[type] else { continue }
-            if c.cleared { ops.append(.deleteAll(type: type)) }
-            for k in c.shadowed.sorted() where c.puts[k] == nil { ops.append(.delete(type: type, key: k)) }
+            if c.cleared { try body(.deleteAll(type: type)) }
+            for k in c.shadowed.sorted() where c.puts[k] == nil { try body(.delete(type: type, key: k)) }
             for k in c.puts.keys.sorted() {
                 guard let v = c.puts[k] else { continue }
                 if case .inline(let bytes) = v {
-                    ops.append(.put(type: type, key: k, value: bytes))
+                    try body(.put(type: type, key: k, value: bytes))
                 } else {
-                    ops.append(.put(type: type, key: k, value: Array(try read(v))))
+                    try body(.put(type: type, key: k, value: Array(try read(v))))
                 }
             }
         }
-        return ops
     }
 
     /// Applies log operations made against the view base+self.

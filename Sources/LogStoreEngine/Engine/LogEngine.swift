@@ -154,7 +154,7 @@ public final class LogEngine: Sendable {
             return s.views.head
         }
         let base = EngineSnapshot(index: head.index, segments: head.segments, cache: cache)
-        let txn = EngineTransaction(base: base, limits: options)
+        let txn = EngineTransaction(base: base, limits: options, spillDirectory: (directory, fileSystem))
         defer { txn.isValid = false }
         let result = try body(txn)
         txn.isValid = false
@@ -162,7 +162,8 @@ public final class LogEngine: Sendable {
         // caller waits for them (durable and visible), so that a read after any write sees every
         // write issued before it, empty or not (DataStore rules 7 and 8).
         guard txn.hasChanges else { return (result, head.index.sequence) }
-        let seq = try appendLocked(try txn.operationsToCommit())
+        // A transaction whose values outgrew memory is committed in chunks read from its spill file.
+        let seq = txn.hasSpilled ? try appendLargeLocked(txn.changes) : try appendLocked(try txn.operationsToCommit())
         return (result, seq)
     }
 
@@ -269,8 +270,13 @@ public final class LogEngine: Sendable {
     /// Appends one transaction. Caller holds the writer lock. Notes a full disk, and says in the
     /// log when a write succeeds again after one.
     func appendLocked(_ ops: [RecordOperation]) throws -> UInt64 {
+        try notingDiskFull { try appendLockedOnce(ops) }
+    }
+
+    /// Runs an append, noting a full disk in the log (once) and when writes succeed again.
+    func notingDiskFull(_ append: () throws -> UInt64) throws -> UInt64 {
         do {
-            let seq = try appendLockedOnce(ops)
+            let seq = try append()
             if let failures = diskFull.withLock({ f -> Int? in defer { f = 0 }; return f > 0 ? f : nil }) {
                 logger?.notice("disk space is available again; writes resumed", metadata: ["store": "\(directory)", "failedWrites": "\(failures)"])
             }
@@ -287,14 +293,7 @@ public final class LogEngine: Sendable {
 
     func appendLockedOnce(_ ops: [RecordOperation]) throws -> UInt64 {
         var (head, tail, offset, synced) = state.withLock { ($0.views.head, $0.log.tail, $0.log.tailOffset, $0.log.syncedThroughForFrames) }
-        // Only a damaged or foreign log gets here (a store makes one transaction at a time).
-        guard head.index.sequence < UInt64.max else {
-            throw LogStoreError(
-                .corruption,
-                "The log's last transaction has sequence number \(head.index.sequence), the largest there is, so no transaction can follow it. Run `logstore-compact salvage` to copy the data into a new store.",
-                path: tail.path)
-        }
-        let seq = head.index.sequence + 1
+        let seq = try Self.sequence(after: head, tail: tail)
         // Secondary-index changes first: a unique-index violation refuses the commit while
         // nothing is written yet.
         let secondaryChanges = try secondaryChanges(for: ops, on: head)
@@ -327,23 +326,57 @@ public final class LogEngine: Sendable {
         var index = head.index
         let journaling = state.withLock { $0.compactionJournal != nil }
         var changes: [IndexJournal.Change] = []
+        Self.index(ops, placements: &encoded.placements, at: offset, in: tail, sequence: seq, into: &index,
+                   journaling: journaling, journal: &changes)
+        index.apply(secondaryChanges)
+        finishAppend(head: head, index: index, sequence: seq, bytes: encoded.bytes.count, rawBytes: encoded.rawBytes,
+                     journal: journaling ? changes : nil, rolledOver: rolledOver)
+        return seq
+    }
+
+    /// The sequence number of the transaction appended after `head`. Throws `.corruption` when
+    /// `head` already has the largest one (only a damaged or foreign log gets there: a store
+    /// makes one transaction at a time).
+    static func sequence(after head: ViewState, tail: SegmentFile) throws -> UInt64 {
+        guard head.index.sequence < UInt64.max else {
+            throw LogStoreError(
+                .corruption,
+                "The log's last transaction has sequence number \(head.index.sequence), the largest there is, so no transaction can follow it. Run `logstore-compact salvage` to copy the data into a new store.",
+                path: tail.path)
+        }
+        return head.index.sequence + 1
+    }
+
+    /// Puts the records of `ops`, written in frames at `offset` of `tail` (their placements
+    /// relative to that offset), into `index`, and notes each change in `journal` when a
+    /// compaction is copying (`journaling`).
+    static func index(_ ops: [RecordOperation], placements: inout [RecordLocation], at offset: UInt64, in tail: SegmentFile,
+                      sequence seq: UInt64, into index: inout IndexState, journaling: Bool, journal: inout [IndexJournal.Change]) {
         for i in ops.indices {
             switch ops[i] {
             case .put(let t, let k, _):
-                encoded.placements[i].segment = tail.number
-                encoded.placements[i].frameOffset += UInt32(offset)
-                encoded.placements[i].sequence = seq
-                index.put(t, k, encoded.placements[i])
-                if journaling { changes.append(.put(t, k, encoded.placements[i])) }
+                placements[i].segment = tail.number
+                placements[i].frameOffset += UInt32(offset)
+                placements[i].sequence = seq
+                index.put(t, k, placements[i])
+                if journaling { journal.append(.put(t, k, placements[i])) }
             case .delete(let t, let k):
                 index.delete(t, k)
-                if journaling { changes.append(.delete(t, k)) }
+                if journaling { journal.append(.delete(t, k)) }
             case .deleteAll(let t):
                 index.deleteAll(t)
-                if journaling { changes.append(.deleteAll(t)) }
+                if journaling { journal.append(.deleteAll(t)) }
             }
         }
-        index.apply(secondaryChanges)
+    }
+
+    /// Makes an appended transaction the head: installs `index` (which holds its records), counts
+    /// its `bytes`, notes its index changes in the compaction journal, and schedules what the
+    /// append makes due. Caller holds the writer lock.
+    func finishAppend(head: ViewState, index: IndexState, sequence seq: UInt64, bytes: Int, rawBytes: UInt64,
+                      journal: [IndexJournal.Change]?, rolledOver: Bool) {
+        var head = head
+        var index = index
         index.sequence = seq
         index._checkInvariants()
         head.index = index
@@ -351,14 +384,13 @@ public final class LogEngine: Sendable {
         let checkpointEvery = UInt64(options.checkpointInterval)
         let checkpointDue = state.withLock { s -> Bool in
             s.views.append(head, visibleNow: visibleNow)
-            if journaling { s.compactionJournal?.record(changes) }
-            s.log.appended(bytes: encoded.bytes.count, rawBytes: encoded.rawBytes)
+            if let journal { s.compactionJournal?.record(journal) }
+            s.log.appended(bytes: bytes, rawBytes: rawBytes)
             return checkpointEvery > 0 && s.log.bytesSinceCheckpoint >= checkpointEvery
         }
         group.noteAppended(seq)
         if rolledOver { scheduleCompactionCheck() }
         if checkpointDue { scheduleCheckpoint() }
-        return seq
     }
 
     /// Seals the tail segment and starts a new one (``LogWriter/rollOver(from:to:replacing:baseSequence:)``),

@@ -49,6 +49,19 @@ extension IndexState {
     ) throws -> SecondaryChanges {
         var changes = SecondaryChanges()
         guard hasSecondaryIndexes else { return changes }
+        try addSecondaryChanges(of: operations, readOld: readOld, to: &changes)
+        try checkUnique(changes)
+        return changes
+    }
+
+    /// Adds the secondary-index changes of `operations` to `changes`, which holds those of the
+    /// operations before them in the same commit (a large commit works them out chunk by chunk;
+    /// each key appears in one operation of the commit). Does not check unique indexes: call
+    /// ``checkUnique(_:)`` on the whole. Throws `.corruption` for a stored value that cannot be read.
+    package func addSecondaryChanges(
+        of operations: [RecordOperation], readOld: (RecordLocation) throws -> ArraySlice<UInt8>, to changes: inout SecondaryChanges
+    ) throws {
+        guard hasSecondaryIndexes else { return }
         for op in operations {
             let type: String
             let key: RecordKey
@@ -70,12 +83,10 @@ extension IndexState {
                 if let after { changes.insertions[type, default: [:]][name, default: []].append(after) }
             }
         }
-        try checkUnique(changes)
-        return changes
     }
 
     /// Refuses changes that would leave two entries of a unique index with equal values.
-    func checkUnique(_ changes: SecondaryChanges) throws {
+    package func checkUnique(_ changes: SecondaryChanges) throws {
         for (type, byName) in changes.insertions {
             for (name, inserted) in byName {
                 guard let index = secondary[type]?[name], index.definition.unique else { continue }

@@ -1,25 +1,27 @@
 import Foundation
-import LogStoreEngine
 import Synchronization
 
-/// A child store's temporary value log, used once its changes outgrow memory
-/// (``LogStoreOptions/childSpillThreshold``). Lives in the root store's directory as
-/// `child-<uuid>.tmp`; removed when the child is torn down, merged away or released, and by
-/// recovery on the next open after a crash.
+/// A temporary value log for changes that outgrew memory: a child store's
+/// (``LogStoreOptions/childSpillThreshold``, file `child-<uuid>.tmp` in the root store's
+/// directory) and a large write transaction's (``LogStoreOptions/transactionSpillThreshold``,
+/// `txn-<uuid>.tmp`). Removed when its owner goes away (the child is torn down, merged away or
+/// released; the transaction commits or rolls back), and by recovery on the next open after a
+/// crash (every `*.tmp` file is).
 ///
 ///     entry := crc:u32le (masked CRC-32C of value) length:u32le value
 ///
 /// Thread-safe: appends are serialized by `end`'s mutex; reads are positional, from any thread.
-final class SpillFile: ExternalValues {
+package final class SpillFile: ExternalValues {
     let fs: any FileSystem
     let file: any FileSystemFile
     let path: String
     let end = Mutex<UInt64>(0)
 
-    /// Creates a new, empty spill file in `directory`. Throws the file system's errors.
-    init(directory: String, fs: any FileSystem) throws {
+    /// Creates a new, empty spill file `<prefix>-<uuid>.tmp` in `directory`. Throws the file
+    /// system's errors.
+    package init(directory: String, fs: any FileSystem, prefix: String = "child") throws {
         self.fs = fs
-        path = _joinPath(directory, "child-\(UUID().uuidString).tmp")
+        path = _joinPath(directory, "\(prefix)-\(UUID().uuidString).tmp")
         file = try fs.open(path, mode: .createNew)
     }
 
@@ -29,7 +31,7 @@ final class SpillFile: ExternalValues {
     }
 
     /// See `ExternalValues.append(_:)`.
-    func append(_ bytes: [UInt8]) throws -> (offset: UInt64, length: UInt32) {
+    package func append(_ bytes: [UInt8]) throws -> (offset: UInt64, length: UInt32) {
         var w = _ByteWriter(capacity: bytes.count + 8)
         w.u32(CRC32C.mask(CRC32C.checksum(bytes)))
         w.u32(UInt32(bytes.count))
@@ -43,7 +45,7 @@ final class SpillFile: ExternalValues {
     }
 
     /// See `ExternalValues.read(offset:length:)`.
-    func read(offset: UInt64, length: UInt32) throws -> [UInt8] {
+    package func read(offset: UInt64, length: UInt32) throws -> [UInt8] {
         guard offset >= 8 else { throw LogStoreError(.corruption, "Bad spill offset.", path: path, offset: offset) }
         let raw = try file.read(at: offset - 8, count: Int(length) + 8)
         guard raw.count == Int(length) + 8 else { throw LogStoreError(.corruption, "Spill file is shorter than expected.", path: path, offset: offset) }
@@ -56,7 +58,7 @@ final class SpillFile: ExternalValues {
     }
 
     /// Unlinks the file. Readers holding this object keep reading through the open descriptor.
-    func remove() {
+    package func remove() {
         try? fs.removeFile(atPath: path)
     }
 }
