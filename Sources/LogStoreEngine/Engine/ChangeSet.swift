@@ -185,12 +185,26 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
         var newTypes = types
         for (t, c) in types {
             var nc = c
+            // Appended in batches of about 1 MiB: one write each.
+            var keys: [RecordKey] = []
+            var values: [[UInt8]] = []
+            var batchBytes = 0
+            func flush() throws {
+                guard !values.isEmpty else { return }
+                for (k, at) in zip(keys, try store.append(contentsOf: values)) { nc.puts[k] = .external(offset: at.offset, length: at.length) }
+                keys.removeAll(keepingCapacity: true)
+                values.removeAll(keepingCapacity: true)
+                batchBytes = 0
+            }
             for (k, v) in c.puts {
                 if case .inline(let bytes) = v {
-                    let (offset, length) = try store.append(bytes)
-                    nc.puts[k] = .external(offset: offset, length: length)
+                    keys.append(k)
+                    values.append(bytes)
+                    batchBytes += bytes.count
+                    if batchBytes >= 1 << 20 { try flush() }
                 }
             }
+            try flush()
             newTypes[t] = nc
         }
         externalValues = store
@@ -199,11 +213,12 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
     }
 }
 
-/// Where a ``ChangeSet`` keeps values moved out of memory (a child store's spill file).
-/// Implementations must be safe to read from any thread while one writer appends.
+/// Where a ``ChangeSet`` keeps values moved out of memory (a child store's or a large
+/// transaction's spill file). Implementations must be safe to read from any thread while one
+/// writer appends.
 package protocol ExternalValues: Sendable {
-    /// Stores `bytes`; returns where to read them back.
-    func append(_ bytes: [UInt8]) throws -> (offset: UInt64, length: UInt32)
+    /// Stores each of `values` (in one write where it can); returns where to read each back.
+    func append(contentsOf values: [[UInt8]]) throws -> [(offset: UInt64, length: UInt32)]
     /// The bytes stored at `offset`. Throws `.corruption` if they do not check out.
     func read(offset: UInt64, length: UInt32) throws -> [UInt8]
 }

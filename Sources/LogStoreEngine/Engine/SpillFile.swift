@@ -30,31 +30,55 @@ package final class SpillFile: ExternalValues {
         remove()
     }
 
-    /// See `ExternalValues.append(_:)`.
-    package func append(_ bytes: [UInt8]) throws -> (offset: UInt64, length: UInt32) {
-        var w = _ByteWriter(capacity: bytes.count + 8)
-        w.u32(CRC32C.mask(CRC32C.checksum(bytes)))
-        w.u32(UInt32(bytes.count))
-        w.append(contentsOf: bytes)
+    /// See `ExternalValues.append(contentsOf:)`: the entries of `values` in one write.
+    package func append(contentsOf values: [[UInt8]]) throws -> [(offset: UInt64, length: UInt32)] {
+        var w = _ByteWriter(capacity: values.reduce(0) { $0 + $1.count + 8 })
+        var relative: [(offset: UInt64, length: UInt32)] = []
+        relative.reserveCapacity(values.count)
+        for bytes in values {
+            w.u32(CRC32C.mask(CRC32C.checksum(bytes)))
+            w.u32(UInt32(bytes.count))
+            relative.append((UInt64(w.count), UInt32(bytes.count)))
+            w.append(contentsOf: bytes)
+        }
         return try end.withLock { e in
             try file.write(w.bytes, at: e)
-            let at = e + 8
+            let base = e
             e += UInt64(w.count)
-            return (at, UInt32(bytes.count))
+            return relative.map { (base + $0.offset, $0.length) }
         }
     }
+
+    /// The last block read (``readAheadBytes``), so that reading values in about the order they
+    /// were appended (a migration's puts, committed in key order) costs one read per block.
+    let block = Mutex<(start: UInt64, bytes: [UInt8])>((0, []))
+    static let readAheadBytes = 1 << 20
 
     /// See `ExternalValues.read(offset:length:)`.
     package func read(offset: UInt64, length: UInt32) throws -> [UInt8] {
         guard offset >= 8 else { throw LogStoreError(.corruption, "Bad spill offset.", path: path, offset: offset) }
-        let raw = try file.read(at: offset - 8, count: Int(length) + 8)
-        guard raw.count == Int(length) + 8 else { throw LogStoreError(.corruption, "Spill file is shorter than expected.", path: path, offset: offset) }
+        let start = offset - 8
+        let count = Int(length) + 8
+        let cached = block.withLock { b -> [UInt8]? in
+            guard start >= b.start, start + UInt64(count) <= b.start + UInt64(b.bytes.count) else { return nil }
+            let from = Int(start - b.start)
+            return Array(b.bytes[from..<(from + count)])
+        }
+        var raw: [UInt8]
+        if let cached {
+            raw = cached
+        } else {
+            let readBlock = try file.read(at: start, count: max(count, Self.readAheadBytes))
+            guard readBlock.count >= count else { throw LogStoreError(.corruption, "Spill file is shorter than expected.", path: path, offset: offset) }
+            raw = Array(readBlock[0..<count])
+            block.withLock { $0 = (start, readBlock) }
+        }
         let stored = raw.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self).littleEndian }
-        let value = Array(raw[8...])
-        guard CRC32C.mask(CRC32C.checksum(value)) == stored else {
+        raw.removeFirst(8)
+        guard CRC32C.mask(CRC32C.checksum(raw)) == stored else {
             throw LogStoreError(.corruption, "Spill file checksum mismatch.", path: path, offset: offset)
         }
-        return value
+        return raw
     }
 
     /// Unlinks the file. Readers holding this object keep reading through the open descriptor.
