@@ -18,7 +18,7 @@ public struct LogStoreCompact: ParsableCommand {
 
             \(exitCodesHelp)
             """,
-        subcommands: [CompactCommand.self, StatsCommand.self, VerifyCommand.self, DumpCommand.self, SalvageCommand.self],
+        subcommands: [CompactCommand.self, StatsCommand.self, VerifyCommand.self, DumpCommand.self, SalvageCommand.self, MigrationsCommand.self],
         defaultSubcommand: CompactCommand.self)
 
     /// Creates the root command (ArgumentParser calls this).
