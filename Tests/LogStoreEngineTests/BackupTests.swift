@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import XCTest
 @testable import LogStoreEngine
 
@@ -199,74 +198,5 @@ final class BackupTests: XCTestCase {
             }
         }
         assertSameContents(try dump(e), sourceBefore, "the store is never changed")
-    }
-
-    /// 16 writers and 4 readers go on while backups run; each backup holds exactly the commits
-    /// up to its sequence number, as the writers' own record of what they committed says.
-    func testABackupUnderSixteenWritersHoldsExactlyTheCommittedStateAtItsSequence() throws {
-        let harness = StoreHarness.posix(self)
-        let dir = harness.newStorePath()
-        var o = Self.options()
-        o.durability = .synchronous
-        o.segmentSize = 256 << 10
-        o.autoCompaction = true
-        o.compactionMinimumDeadBytes = 64 << 10
-        o.compactionThreshold = 0.3
-        let e = try harness.open(dir, options: o)
-        defer { try? e.close() }
-        let committed = Mutex<[UInt64: [RecordOperation]]>([:])
-        let stop = Atomic<Bool>(false)
-        let failures = Mutex<[String]>([])
-        let group = DispatchGroup()
-        for w in 0..<16 {
-            DispatchQueue.global().async(group: group) {
-                var i = 0
-                while !stop.load(ordering: .relaxed) {
-                    let ops: [RecordOperation] = [
-                        .put(type: "W\(w % 4)", key: key("w\(w)-\(i % 50)"), value: sampleValue(w * 100_000 + i, size: 200)),
-                        i % 7 == 6 ? .delete(type: "W\(w % 4)", key: key("w\(w)-\((i + 13) % 50)")) : .put(type: "Log", key: key("w\(w)-\(i)"), value: [1]),
-                    ]
-                    do {
-                        let seq = try e.commit(ops)
-                        committed.withLock { $0[seq] = ops }
-                    } catch {
-                        failures.withLock { $0.append("writer \(w): \(error)") }
-                        return
-                    }
-                    i += 1
-                }
-            }
-        }
-        for r in 0..<4 {
-            DispatchQueue.global().async(group: group) {
-                while !stop.load(ordering: .relaxed) {
-                    do {
-                        let s = try e.snapshot()
-                        for t in s.itemTypes { _ = try s.value(type: t, key: key("w\(r)-1")) }
-                    } catch {
-                        failures.withLock { $0.append("reader \(r): \(error)") }
-                        return
-                    }
-                }
-            }
-        }
-        var reports: [BackupReport] = []
-        for b in 0..<3 {
-            Thread.sleep(forTimeInterval: 0.3)
-            reports.append(try e.backup(to: harness.newStorePath("backup-\(b)"), fileSystem: harness.fs))
-        }
-        stop.store(true, ordering: .relaxed)
-        group.wait()
-        XCTAssertEqual(failures.withLock { $0 }, [])
-        let log = committed.withLock { $0 }
-        for report in reports {
-            var expected: Contents = [:]
-            for seq in log.keys.sorted() where seq <= report.sequence { apply(log[seq] ?? [], to: &expected) }
-            XCTAssertGreaterThan(report.sequence, 1)
-            let b = try harness.open(report.directory, options: Self.options())
-            assertSameContents(try dump(b), expected, "backup at \(report.sequence)")
-            XCTAssertEqual(b.recoveryReport.lastSequence, report.sequence)
-            try b.close()
-        }
     }
 }
