@@ -14,7 +14,8 @@ public struct BackupCommand: ParsableCommand {
             destination must be missing, empty, or an earlier backup of the same store: then \
             only the segment files it lacks are copied (incremental). Sealed segments are copied \
             as they are, then MANIFEST and a checkpoint are written, everything is synced and \
-            read back, and the backup is opened and compared with the store. A crash or kill \
+            read back (--verify open also opens the backup and compares every record with the \
+            store; --verify replay replays every frame). A crash or kill \
             never leaves a half backup that opens: an unfinished new backup refuses to open, an \
             earlier backup stays openable. Restore by opening the backup, or with `restore`.
 
@@ -30,8 +31,8 @@ public struct BackupCommand: ParsableCommand {
     public var destination: String
 
     /// Verification mode.
-    @Option(name: .long, help: "checksums (read the copy back, open it from its checkpoint) or replay (also replay every frame).")
-    public var verify: VerificationMode = .checksums
+    @Option(name: .long, help: "read-back (compare every byte written with the store's), open (also open the backup and compare every record) or replay (also replay every frame).")
+    public var verify: VerificationMode = .readBack
 
     /// `--json`, `--progress`.
     @OptionGroup public var common: CommonOptions
@@ -42,16 +43,24 @@ public struct BackupCommand: ParsableCommand {
     /// Backs up and prints the report. Runs on the calling thread. Throws a failure carrying the
     /// exit status (not a store, locked, damaged, bad destination, I/O).
     public func run() throws {
-        try BackupRun(command: "backup", source: store, destination: destination, verification: verify.verification, common: common).run()
+        try BackupRun(command: "backup", source: store, destination: destination, verification: verify, common: common).run()
     }
 }
 
-/// `--verify` of `backup` and `restore`.
+/// `--verify` of `backup` and `restore`: a ``BackupVerification``.
 public enum VerificationMode: String, CaseIterable, ExpressibleByArgument, Sendable {
-    /// ``BackupVerification/checksums``.
-    case checksums
+    /// ``BackupVerification/readBack``.
+    case readBack = "read-back"
+    /// ``BackupVerification/open``.
+    case open
     /// ``BackupVerification/replay``.
     case replay
 
-    var verification: BackupVerification { self == .replay ? .replay : .checksums }
+    var verification: BackupVerification {
+        switch self {
+        case .readBack: return .readBack
+        case .open: return .open
+        case .replay: return .replay
+        }
+    }
 }

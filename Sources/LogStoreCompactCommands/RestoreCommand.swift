@@ -12,7 +12,7 @@ public struct RestoreCommand: ParsableCommand {
         discussion: """
             A backup is a store: an app can open it as it is. restore copies it into a new or \
             empty directory instead, so the backup stays untouched for the next disaster, and \
-            verifies the copy by replaying its whole log (--verify checksums skips the replay). \
+            verifies the copy by replaying its whole log (--verify open or read-back check less). \
             A backup whose writing was interrupted does not open and is refused (exit 1 or 4); \
             restore from an earlier one. The target never holds a half copy that opens.
 
@@ -28,7 +28,7 @@ public struct RestoreCommand: ParsableCommand {
     public var target: String
 
     /// Verification mode.
-    @Option(name: .long, help: "replay (default: replay every frame of the copy) or checksums.")
+    @Option(name: .long, help: "replay (default: replay every frame of the copy), open or read-back.")
     public var verify: VerificationMode = .replay
 
     /// `--json`, `--progress`.
@@ -50,6 +50,6 @@ public struct RestoreCommand: ParsableCommand {
         if let existing = try? StoreAccess.fs.contentsOfDirectory(atPath: dest), !existing.isEmpty {
             throw ToolFailure(.usage, "The target \(dest) is not empty. Restore into a new or empty directory; a restore never writes over files.", path: dest)
         }
-        try BackupRun(command: "restore", source: backup, destination: target, verification: verify.verification, common: common).run()
+        try BackupRun(command: "restore", source: backup, destination: target, verification: verify, common: common).run()
     }
 }

@@ -27,7 +27,7 @@ final class BackupTests: XCTestCase {
     }
 
     func testABackupIsAStoreHoldingTheSnapshotOnDiskAndInMemoryWithEitherVerification() throws {
-        for verification in [BackupVerification.checksums, .replay] {
+        for verification in BackupVerification.allCases {
             for harness in [StoreHarness.posix(self), StoreHarness.memory()] {
                 let dir = harness.newStorePath()
                 let e = try harness.open(dir, options: Self.options())
@@ -125,6 +125,26 @@ final class BackupTests: XCTestCase {
         }
     }
 
+    /// Storage that returns other bytes than were written to it (a failing disk, a bad cable) is
+    /// caught by every verification mode before the backup's MANIFEST exists: the call throws
+    /// `.corruption`, what the backup created is removed, and a sound destination then takes the backup.
+    func testADestinationThatReadsBackOtherBytesFailsTheBackupInEveryMode() throws {
+        let harness = StoreHarness.memory()
+        let e = try harness.open(harness.newStorePath(), options: Self.options())
+        defer { try? e.close() }
+        _ = try fill(e, transactions: 0..<20)
+        for verification in BackupVerification.allCases {
+            let dest = harness.newStorePath("backup-\(verification)")
+            let failing = ReadBackFlippingFileSystem(harness.fs, flippingUnder: dest)
+            XCTAssertThrowsError(try e.backup(to: dest, fileSystem: failing, verification: verification), "\(verification)") {
+                XCTAssertEqual(($0 as? LogStoreError)?.code, .corruption, "\(verification): \($0)")
+            }
+            // What it created is gone: no MANIFEST, no segment (the directory stays, empty).
+            XCTAssertEqual(try harness.fs.contentsOfDirectory(atPath: dest), [], "\(verification)")
+            XCTAssertNoThrow(try e.backup(to: dest, fileSystem: harness.fs, verification: verification), "\(verification): retried on sound storage")
+        }
+    }
+
     /// A crash (process or power loss) at every I/O operation of a backup never leaves a
     /// destination that opens as anything but a whole backup, and never changes the store, which
     /// lives on another file system. An incremental backup's destination always opens: as the
@@ -198,5 +218,22 @@ final class BackupTests: XCTestCase {
             }
         }
         assertSameContents(try dump(e), sourceBefore, "the store is never changed")
+    }
+}
+
+/// A file system whose segment files under one directory read back with their first byte flipped.
+final class ReadBackFlippingFileSystem: WrappingFileSystem, @unchecked Sendable {
+    // @unchecked Sendable: `directory` is immutable.
+    let directory: String
+
+    init(_ base: any FileSystem, flippingUnder directory: String) {
+        self.directory = directory
+        super.init(base)
+    }
+
+    override func didRead(_ path: String, at offset: UInt64, _ bytes: inout [UInt8]) {
+        let name = String(path.split(separator: "/").last ?? "")
+        guard path.hasPrefix(directory + "/"), LogStoreFormat.segmentNumber(fromFileName: name) != nil, offset == 0, !bytes.isEmpty else { return }
+        bytes[0] ^= 0x40
     }
 }

@@ -51,7 +51,7 @@ struct BenchConfig {
 final class Bench {
     static let workloadNames = [
         "durable-write", "durable-write-16", "buffered-write", "bulk-insert", "point-read", "page", "scan", "count",
-        "count-predicate", "open", "memory", "compaction", "child-merge", "lz4",
+        "count-predicate", "open", "memory", "compaction", "child-merge", "lz4", "migration", "backup", "backup-writers",
     ]
 
     let cfg: BenchConfig
@@ -111,6 +111,9 @@ final class Bench {
             case "compaction": return try compaction()
             case "child-merge": return try childMerge()
             case "lz4": return try lz4()
+            case "migration": return try migration()
+            case "backup": return try backup()
+            case "backup-writers": return try backupWriters()
             default: throw BenchError("unknown workload \(name)")
             }
         }

@@ -99,5 +99,15 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
         engineNote = String(format: "engine alone (binary values): %+.0f %%", (cOn / cOff - 1) * 100)
     }
     atMost("lz4-cpu", "LZ4: ≤ 15 % more write CPU", cpu, 0.15, text: { String(format: "%+.0f %%", $0 * 100) }, note: engineNote)
+
+    // Issue 15: migrations and backup.
+    atLeast(
+        "migration-vs-bulk", "a migration of every item: ≥ 0.5× the bulk-insert rate of the same items",
+        row("migration", "logstore-bulk-insert")?.ratio, 0.5, note: scaleNote)
+    atLeast(
+        "backup-bandwidth", "backup: ≥ 50 % of bare sequential write bandwidth", row("backup", "bare-sequential-write")?.ratio, 0.5,
+        text: { String(format: "%.0f %%", $0 * 100) })
+    atLeast(
+        "backup-writers", "writer throughput during a backup: ≥ 0.8× without", row("backup-writers", "logstore-no-backup")?.ratio, 0.8)
     return out
 }

@@ -20,7 +20,7 @@ extension LogDataStore {
     /// changed; the destination never opens as a backup it is not); `.corruption` when the copy
     /// does not verify.
     @discardableResult
-    public func backup(to url: URL, verification: BackupVerification = .checksums,
+    public func backup(to url: URL, verification: BackupVerification = .readBack,
                        progress: ((BackupProgress) -> Void)? = nil) throws -> BackupReport {
         let (engine, fs) = try backupSource()
         return try engine.backup(to: url.path, fileSystem: fs, verification: verification, progress: progress)
@@ -29,7 +29,7 @@ extension LogDataStore {
     /// ``backup(to:verification:progress:)`` for Swift concurrency: runs off the caller's executor
     /// (on a Dispatch global queue thread, where `progress` is called too).
     @discardableResult
-    public func backup(to url: URL, verification: BackupVerification = .checksums,
+    public func backup(to url: URL, verification: BackupVerification = .readBack,
                        progress: (@Sendable (BackupProgress) -> Void)? = nil) async throws -> BackupReport {
         let (engine, fs) = try backupSource()
         return try await withCheckedThrowingContinuation { (cont: CheckedContinuation<BackupReport, any Error>) in

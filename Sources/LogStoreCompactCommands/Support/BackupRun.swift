@@ -8,7 +8,7 @@ struct BackupRun {
     var command: String
     var source: String
     var destination: String
-    var verification: BackupVerification
+    var verification: VerificationMode
     var common: CommonOptions
 
     /// Opens `source` without changing it (salvage recovery reads and never cuts or removes),
@@ -30,7 +30,7 @@ struct BackupRun {
         defer { progress.finish() }
         let report: BackupReport
         do {
-            report = try engine.backup(to: dest, fileSystem: StoreAccess.fs, verification: verification) { p in
+            report = try engine.backup(to: dest, fileSystem: StoreAccess.fs, verification: verification.verification) { p in
                 switch p.phase {
                 case .copying: progress.update("copying", done: p.bytesDone, total: p.bytesTotal)
                 case .verifying: progress.phase("verifying")
@@ -55,7 +55,7 @@ struct BackupRun {
                 ("segmentsReused", .integer(report.segmentsReused)),
                 ("bytesCopied", .uint(report.bytesCopied)),
                 ("bytes", .uint(report.bytes)),
-                ("verification", .string(verification == .replay ? "replay" : "checksums")),
+                ("verification", .string(verification.rawValue)),
                 ("seconds", .double(seconds)),
             ]).rendered)
         } else {
@@ -63,7 +63,13 @@ struct BackupRun {
             Console.out("  \(Format.count(report.records)) records through transaction \(report.sequence), \(report.segments) segment\(report.segments == 1 ? "" : "s"), \(Format.bytes(report.bytes))")
             let rate = seconds > 0 ? " (\(Format.bytes(UInt64(Double(report.bytesCopied) / seconds)))/s)" : ""
             Console.out("  copied \(report.segmentsCopied) segment\(report.segmentsCopied == 1 ? "" : "s"), \(Format.bytes(report.bytesCopied)) in \(Format.fixed(seconds, 2)) s\(rate); reused \(report.segmentsReused) already there")
-            Console.out("OK: verified (\(verification == .replay ? "every frame replayed" : "checksums read back, opened from its checkpoint"))")
+            let how: String
+            switch verification {
+            case .readBack: how = "every byte written read back and compared"
+            case .open: how = "read back, opened and compared record by record"
+            case .replay: how = "read back, every frame replayed and compared"
+            }
+            Console.out("OK: verified (\(how))")
         }
     }
 }

@@ -1,13 +1,20 @@
 /// How ``LogEngine/backup(to:fileSystem:verification:progress:)`` checks the copy before it
-/// declares the backup complete.
-public enum BackupVerification: Sendable, Hashable {
-    /// Every copied file is read back and its CRC-32C compared with the bytes read from the
-    /// store; then the backup is opened from the checkpoint written for it, and its sequence
-    /// number, item types and every record's location must equal the snapshot's. The default.
-    case checksums
-    /// As ``checksums``, but the backup is opened by replaying its whole log before its checkpoint
-    /// is written: every frame's checksum and every transaction is checked, as
-    /// `logstore-compact verify` does. Costs a full replay (CPU bound).
+/// declares the backup complete. Stronger checks cost more: see Docs/Performance.md, "Migrations
+/// and backup".
+public enum BackupVerification: String, Sendable, Hashable, CaseIterable {
+    /// Every byte copied is read back from the backup and compared with the store's; MANIFEST
+    /// and CHECKPOINT are read back and compared with what was written. The default: it proves
+    /// the files hold what was meant, at the cost of reading them (from the page cache, mostly).
+    case readBack
+    /// As ``readBack``, then the backup is opened from its checkpoint and its sequence number,
+    /// item types, every record's location and its secondary indexes are compared with the
+    /// snapshot's: the backup opens as the store it is meant to be. Costs an open (about the
+    /// time of opening the store from a checkpoint).
+    case open
+    /// As ``readBack``, then the backup is opened by replaying its whole log before its checkpoint
+    /// is written: every frame's checksum and every transaction is checked (as
+    /// `logstore-compact verify` does), its secondary indexes are built again from its records,
+    /// and everything is compared with the snapshot. Costs a full replay (CPU bound).
     case replay
 }
 

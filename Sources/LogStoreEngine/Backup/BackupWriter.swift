@@ -11,8 +11,6 @@ final class BackupWriter {
     /// Files this backup created, to remove when it is abandoned (until the MANIFEST is in place).
     private var created: [String] = []
     private var manifestInstalled = false
-    /// Per segment: the CRC-32C of the bytes copied from the store, to compare with a read-back.
-    private var copiedCRC: [UInt32: UInt32] = [:]
     /// The bytes copied or appended at once.
     static let chunk = 4 << 20
 
@@ -174,13 +172,11 @@ final class BackupWriter {
             at = 0
         }
         defer { try? target.close() }
-        var crc: UInt32 = 0
         while at < plan.length {
             let bytes = try plan.file.read(at: at, count: Int(min(UInt64(Self.chunk), plan.length - at)))
             guard !bytes.isEmpty else {
                 throw LogStoreError(.corruption, "Segment \(plan.number) of the store ends at \(at) bytes, before the \(plan.length) its snapshot covers.", path: plan.file.path)
             }
-            crc = bytes.withUnsafeBytes { CRC32C.update(crc, $0) }
             try target.write(bytes, at: at)
             at += UInt64(bytes.count)
             copied(UInt64(bytes.count))
@@ -188,7 +184,6 @@ final class BackupWriter {
         // An appended tail may be longer than the snapshot (an interrupted incremental backup).
         if case .append = plan.action, try target.size() > plan.length { try target.truncate(to: plan.length) }
         try target.sync()
-        copiedCRC[plan.number] = crc
     }
 
     /// Renames the copies into place and makes the renames durable.
@@ -202,7 +197,8 @@ final class BackupWriter {
         try fs.syncDirectory(atPath: directory)
     }
 
-    /// Reads back what was copied and compares checksums with the bytes read from the store.
+    /// Reads back what was copied and compares it with the store's bytes (memcmp: cheaper than a
+    /// checksum of each side, and exact).
     func verifyCopies(_ plans: [SegmentPlan]) throws {
         for p in plans {
             let from: UInt64
@@ -216,23 +212,47 @@ final class BackupWriter {
             guard try f.size() == p.length else {
                 throw LogStoreError(.corruption, "The backup's segment \(p.number) has \(try f.size()) bytes after the copy, not \(p.length).", path: f.path)
             }
-            var crc: UInt32 = 0
             var at = from
             while at < p.length {
-                let bytes = try f.read(at: at, count: Int(min(UInt64(Self.chunk), p.length - at)))
-                crc = bytes.withUnsafeBytes { CRC32C.update(crc, $0) }
-                at += UInt64(bytes.count)
-                if bytes.isEmpty { break }
-            }
-            guard crc == copiedCRC[p.number] else {
-                throw LogStoreError(.corruption, "The backup's segment \(p.number) reads back other bytes than were copied into it: the destination's storage is failing.", path: f.path)
+                let n = Int(min(UInt64(Self.chunk), p.length - at))
+                guard Self.same(try f.read(at: at, count: n), try p.file.read(at: at, count: n)) else {
+                    throw LogStoreError(.corruption, "The backup's segment \(p.number) reads back other bytes than were copied into it at \(at): the destination's storage is failing.", path: f.path, offset: at)
+                }
+                at += UInt64(n)
             }
         }
     }
 
+    /// Whether two byte arrays are equal (memcmp).
+    static func same(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        return a.withUnsafeBytes { x in
+            b.withUnsafeBytes { y in
+                guard let px = x.baseAddress, let py = y.baseAddress else { return true }
+                return memcmp(px, py, x.count) == 0
+            }
+        }
+    }
+
+    /// Replaces the file `name` with `bytes` (atomically) and reads it back.
+    func installFile(_ name: String, _ bytes: [UInt8]) throws {
+        try AtomicFileReplace.replaceOrThrow(name, in: directory, with: bytes, fs: fs)
+        let f = try fs.open(path(name), mode: .readOnly)
+        defer { try? f.close() }
+        guard Self.same(try f.read(at: 0, count: bytes.count + 1), bytes) else {
+            throw LogStoreError(.corruption, "The backup's \(name) reads back other bytes than were written: the destination's storage is failing.", path: f.path)
+        }
+    }
+
+    /// Writes the backup's CHECKPOINT (after its MANIFEST: a checkpoint newer than the manifest is
+    /// refused) and reads it back.
+    func installCheckpoint(_ bytes: [UInt8]) throws {
+        try installFile(LogStoreFormat.checkpointFileName, bytes)
+    }
+
     /// Writes the backup's MANIFEST: from now on the destination is the new backup.
     func installManifest(_ manifest: ManifestFile) throws {
-        try AtomicFileReplace.replaceOrThrow(LogStoreFormat.manifestFileName, in: directory, with: manifest.encoded(), fs: fs)
+        try installFile(LogStoreFormat.manifestFileName, manifest.encoded())
         manifestInstalled = true
         created.removeAll()
     }

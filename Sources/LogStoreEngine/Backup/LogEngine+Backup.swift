@@ -50,7 +50,7 @@ extension LogEngine {
     /// open, or, for an incremental backup, as the previous backup); `.corruption` when the copy
     /// does not verify (the destination's MANIFEST is removed).
     @discardableResult
-    public func backup(to destination: String, fileSystem: any FileSystem, verification: BackupVerification = .checksums,
+    public func backup(to destination: String, fileSystem: any FileSystem, verification: BackupVerification = .readBack,
                        progress: ((BackupProgress) -> Void)? = nil) throws -> BackupReport {
         let started = ContinuousClock.now
         let dest = Self.normalized(destination)
@@ -111,15 +111,15 @@ extension LogEngine {
             try writer.installManifest(manifest)
             try writer.removeUnlisted(keeping: Set(manifest.segments))
 
-            if verification == .checksums {
+            if verification != .replay {
                 let created = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
                 let checkpoint = CheckpointFile.encode(generation: manifest.generation, createdAtMillis: created, segments: segmentList,
                                                        index: capture.view.index, storeId: storeId)
-                try AtomicFileReplace.replaceOrThrow(LogStoreFormat.checkpointFileName, in: dest, with: checkpoint, fs: fileSystem)
+                try writer.installCheckpoint(checkpoint)
             }
             lock.unlock()
             unlocked = true
-            try writer.verifyByOpening(expected: capture.view.index, replay: verification == .replay)
+            if verification != .readBack { try writer.verifyByOpening(expected: capture.view.index, replay: verification == .replay) }
             try writer.finish()
         } catch {
             writer.abandon()
