@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XCTest
 @testable import LogStoreEngine
 
@@ -179,5 +180,122 @@ final class LargeTransactionTests: XCTestCase {
             }
         }
         XCTAssertGreaterThan(points, 5)
+    }
+
+    /// Values spill in key order whatever order they were put in, so that a commit (which reads
+    /// them in key order) reads the spill file front to back; a spill that fails halfway loses
+    /// nothing: moved values read from the file, the rest from memory, and a later spill moves
+    /// the rest.
+    func testValuesSpillInKeyOrderAndASpillThatFailsHalfwayLosesNothing() throws {
+        var rng = SplitMix64(seed: 15)
+        let keys = (0..<3_000).map { key(String(format: "k%05d", $0)) }.shuffled(using: &rng)
+        var changes = ChangeSet<FlatChangeStorage>()
+        let base = EngineSnapshot(index: IndexState(), segments: [:], cache: nil)
+        for (i, k) in keys.enumerated() { changes.put("T", k, sampleValue(i, size: 700), base: base) }
+        let expected = Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($1, sampleValue($0, size: 700)) })
+        let store = RecordingValues(failingAppend: 2)
+        XCTAssertThrowsError(try changes.moveValues(to: store))
+        XCTAssertGreaterThan(store.appended.withLock { $0.count }, 0, "a first batch moved")
+        for k in keys { XCTAssertEqual(try changes.value("T", k, base: base).map(Array.init), expected[k]) }
+        try changes.moveValues(to: store)
+        XCTAssertEqual(changes.valueBytes, 0)
+        XCTAssertEqual(store.appended.withLock { $0 }, keys.sorted().map { expected[$0] ?? [] }, "appended in key order")
+        var committed: [RecordKey] = []
+        try changes.forEachOperation { op in
+            guard case .put(_, let k, let v) = op else { return XCTFail("\(op)") }
+            XCTAssertEqual(v, expected[k])
+            committed.append(k)
+        }
+        XCTAssertEqual(committed, keys.sorted())
+    }
+
+    /// The count of deletes a change set keeps (so that a commit of a million rewrites looks no
+    /// key up to find there are no deletes) stays exact through any mix of puts, deletes and
+    /// delete-alls over keys the base has and has not, for both change-set storages; the
+    /// operations a commit writes are the model's.
+    func testTheDeleteCountFollowsEveryPutDeleteAndDeleteAll() throws {
+        let harness = StoreHarness.memory()
+        let e = try harness.open(harness.newStorePath(), options: Self.options())
+        defer { try? e.close() }
+        try write(e, (0..<20).map { .put(type: "T", key: key("k\($0)"), value: sampleValue($0)) })
+        let base = try e.snapshot()
+        func check<S: ChangeSetStorage>(_ storage: S.Type, seed: UInt64) throws {
+            var rng = SplitMix64(seed: seed)
+            var changes = ChangeSet<S>()
+            var model = Dictionary(uniqueKeysWithValues: (0..<20).map { (key("k\($0)"), sampleValue($0)) })
+            for step in 0..<400 {
+                let k = key("k\(Int.random(in: 0..<30, using: &rng))")
+                switch Int.random(in: 0..<10, using: &rng) {
+                case 0:
+                    changes.deleteAll("T", base: base)
+                    model = [:]
+                case 1...4:
+                    changes.delete("T", k, base: base)
+                    model[k] = nil
+                default:
+                    changes.put("T", k, sampleValue(step), base: base)
+                    model[k] = sampleValue(step)
+                }
+                XCTAssertTrue(changes._deletesAreCounted(), "\(S.self) step \(step)")
+            }
+            var result = Dictionary(uniqueKeysWithValues: try base.locations(ofType: "T").map { ($0.key, Array(try base.value(type: "T", key: $0.key) ?? [])) })
+            try changes.forEachOperation { op in
+                switch op {
+                case .deleteAll: result = [:]
+                case .delete(_, let k): XCTAssertNotNil(result.removeValue(forKey: k), "\(S.self): a delete of a key that is there")
+                case .put(_, let k, let v): result[k] = v
+                }
+            }
+            XCTAssertEqual(result, model, "\(S.self)")
+        }
+        for seed in 0..<8 as Range<UInt64> {
+            try check(FlatChangeStorage.self, seed: seed)
+            try check(PersistentChangeStorage.self, seed: seed)
+        }
+    }
+
+    /// A spill file returns each value whatever order values are read in: front to back (a
+    /// commit: a block read ahead serves many), backwards and at random (reads inside the
+    /// transaction: one value read alone).
+    func testASpillFileReadsValuesInAnyOrder() throws {
+        let fs = InMemoryFileSystem()
+        try fs.createDirectory(atPath: "/s")
+        let file = try SpillFile(directory: "/s", fs: fs, prefix: "txn")
+        let values = (0..<5_000).map { sampleValue($0, size: 50 + $0 % 700) }
+        var at: [(offset: UInt64, length: UInt32)] = []
+        for chunk in stride(from: 0, to: values.count, by: 900) { at += try file.append(contentsOf: Array(values[chunk..<min(chunk + 900, values.count)])) }
+        var rng = SplitMix64(seed: 7)
+        for order in [Array(values.indices), Array(values.indices.reversed()), values.indices.shuffled(using: &rng)] {
+            for i in order { XCTAssertEqual(try file.read(offset: at[i].offset, length: at[i].length), values[i], "value \(i)") }
+        }
+    }
+}
+
+/// An ``ExternalValues`` in memory that records what was appended, in order, and fails its
+/// `failingAppend`-th append (counting from 1) once.
+final class RecordingValues: ExternalValues {
+    let appended = Mutex<[[UInt8]]>([])
+    let failAt: Mutex<Int?>
+
+    init(failingAppend: Int?) { failAt = Mutex(failingAppend) }
+
+    func append(contentsOf values: [[UInt8]]) throws -> [(offset: UInt64, length: UInt32)] {
+        let fail = failAt.withLock { n -> Bool in
+            guard let left = n else { return false }
+            n = left == 1 ? nil : left - 1
+            return left == 1
+        }
+        if fail { throw LogStoreError(.io, "simulated failed append") }
+        return appended.withLock { a in
+            defer { a += values }
+            return values.indices.map { (UInt64(a.count + $0), UInt32(values[$0].count)) }
+        }
+    }
+
+    func read(offset: UInt64, length: UInt32) throws -> [UInt8] {
+        try appended.withLock { a in
+            guard offset < a.count, a[Int(offset)].count == Int(length) else { throw LogStoreError(.corruption, "no value at \(offset)") }
+            return a[Int(offset)]
+        }
     }
 }

@@ -254,15 +254,18 @@ final class MigrationTests: XCTestCase {
                         // Behind the walk: not walked again.
                         if id == 4_000 { try tx.insert(DynamicItem(itemType: "Order", id: .int(3_999), attributes: ["total": .int(-1)])) }
                         if id == 6_000 { XCTAssertTrue(try tx.deleteItem(ofType: "Order", id: .int(6_000))) }
+                        // Ahead of the walk, in a page not read yet: walked (merged in).
+                        if id == 100 { try tx.insert(DynamicItem(itemType: "Order", id: .int(7_001), attributes: ["total": .int(0)])) }
                     }
-                    XCTAssertEqual(seen.count, 5_000)
+                    XCTAssertTrue(seen.contains(7_001), "a put ahead of the walk's pages is merged in")
+                    XCTAssertEqual(seen.count, 5_001)
                     XCTAssertEqual(seen, seen.sorted(), "id order")
                     try tx.insert(DynamicItem(itemType: "Order", id: .int(6_000), attributes: ["total": .int(-1)]))
                     try tx.insert(DynamicItem(itemType: "Order", id: .int(10_001), attributes: ["total": .int(-1)]))
                 }
             }
             let orders = try all(store, OrderV1.self)
-            XCTAssertEqual(orders.count, 5_002)
+            XCTAssertEqual(orders.count, 5_003)
             XCTAssertTrue(orders.allSatisfy { $0.total == -1 })
             try store.tearDown()
         }

@@ -13,11 +13,8 @@ extension RecordReader {
     /// `.corruption` or `body`'s error.
     package func forEachRecordInKeyOrder(ofType type: String, after key: RecordKey?,
                                          _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
-        if self is EngineSnapshot {
-            try forEachKeyInOrder(ofType: type, fromOffset: firstOffset(ofType: type, after: key)) { k in
-                guard let v = try value(type: type, key: k) else { return true }
-                return try body(k, v)
-            }
+        if let snapshot = self as? EngineSnapshot {
+            try snapshot.forEachRecordInOrder(ofType: type, fromOffset: firstOffset(ofType: type, after: key), body)
             return
         }
         if let txn = self as? EngineTransaction, txn.baseView is EngineSnapshot {
@@ -61,15 +58,22 @@ extension RecordReader {
 extension EngineTransaction {
     /// The key-order walk of a write transaction over a committed snapshot: the snapshot's
     /// ordered walk after `key` without the keys the transaction deleted or replaced, merged with
-    /// the transaction's own puts after `key` (sorted per call).
+    /// the transaction's own puts after `key` (sorted per call; none to sort when every put lies
+    /// at or before `key`, as in a walk that rewrites what it passed).
     func forEachRecordMerged(ofType type: String, after key: RecordKey?, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
         let base = baseView
         guard let c = changes.types[type] else {
             try base.forEachRecordInKeyOrder(ofType: type, after: key, body)
             return
         }
-        var puts = c.puts.keys.filter { key == nil || $0 > key! }
-        puts.sort()
+        // The puts after `key`, sorted: none when the largest put is not after it (a walk that
+        // writes behind itself), without looking at each.
+        var puts: [RecordKey] = []
+        if let key {
+            if let maxPut = c.maxPutKey, maxPut > key { puts = c.puts.keys.filter { $0 > key }.sorted() }
+        } else {
+            puts = c.puts.keys.sorted()
+        }
         var next = 0
         var stopped = false
         /// Hands out the puts before `limit` (all when nil); false when `body` stopped.
@@ -81,14 +85,13 @@ extension EngineTransaction {
             }
             return true
         }
-        if !c.cleared {
-            try base.forEachKeyInOrder(ofType: type, fromOffset: base.firstOffset(ofType: type, after: key)) { k in
+        if !c.cleared, let snapshot = base as? EngineSnapshot {
+            try snapshot.forEachRecordInOrder(ofType: type, fromOffset: base.firstOffset(ofType: type, after: key)) { k, v in
                 guard try drain(before: k) else {
                     stopped = true
                     return false
                 }
                 if c.shadowed.contains(k) { return true }
-                guard let v = try base.value(type: type, key: k) else { return true }
                 if try !body(k, v) {
                     stopped = true
                     return false

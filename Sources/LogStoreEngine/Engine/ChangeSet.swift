@@ -23,7 +23,19 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
         package var puts = Storage.Puts()
         /// Base keys hidden by a delete or a put.
         package var shadowed = Storage.Shadowed()
+        /// The largest key ever put (an upper bound of `puts`' keys: deletes leave it). A walk in
+        /// key order that writes behind itself (a migration) learns from it that no put lies
+        /// ahead without looking at every put.
+        package var maxPutKey: RecordKey? = nil
+        /// How many keys of `shadowed` have no put: the deletes a commit writes. Kept by `put` and
+        /// `delete`, so that a commit that rewrites a million records (and so shadows a million)
+        /// need not look each of them up in `puts` to learn there is no delete among them.
+        package fileprivate(set) var deletes = 0
         init(cleared: Bool = false) { self.cleared = cleared }
+
+        /// The keys of `shadowed` without a put (the deletes), unsorted; found without a lookup
+        /// when there are none.
+        package var deletedKeys: [RecordKey] { deletes == 0 ? [] : shadowed.filter { puts[$0] == nil } }
     }
     /// Per type. A plain dictionary: a store has few types, so copying it is cheap either way.
     package private(set) var types: [String: TypeChanges] = [:]
@@ -74,8 +86,12 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
         // Take the changes out so they are uniquely referenced: mutating a copy that the dictionary
         // still holds would copy `puts`/`shadowed` on every call (quadratic transactions).
         var c = types.removeValue(forKey: type) ?? TypeChanges()
-        if !c.cleared && base.contains(type: type, key: key) { c.shadowed.insert(key) }
-        if let old = c.puts.updateValue(.inline(value), forKey: key) { valueBytes -= Self.size(old) }
+        let newlyShadowed = !c.cleared && base.contains(type: type, key: key) ? c.shadowed.insert(key).inserted : nil
+        let old = c.puts.updateValue(.inline(value), forKey: key)
+        if let old { valueBytes -= Self.size(old) }
+        // A key shadowed before without a put was a delete; this put replaces it.
+        if newlyShadowed == false && old == nil { c.deletes -= 1 }
+        if c.maxPutKey.map({ key > $0 }) ?? true { c.maxPutKey = key }
         valueBytes += value.count
         types[type] = c
     }
@@ -84,13 +100,19 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
     package mutating func delete(_ type: String, _ key: RecordKey, base: any RecordReader) -> Bool {
         var c = types.removeValue(forKey: type) ?? TypeChanges()  // unique, see put
         var existed = false
-        if let old = c.puts.removeValue(forKey: key) {
+        let old = c.puts.removeValue(forKey: key)
+        if let old {
             valueBytes -= Self.size(old)
             existed = true
         }
         if !c.cleared && base.contains(type: type, key: key) {
-            if !c.shadowed.contains(key) { existed = true }
-            c.shadowed.insert(key)
+            // A new delete: of a base key not shadowed yet, or of one a put had shadowed.
+            if c.shadowed.insert(key).inserted {
+                existed = true
+                c.deletes += 1
+            } else if old != nil {
+                c.deletes += 1
+            }
         }
         types[type] = c
         return existed
@@ -154,9 +176,10 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
         for type in types.keys.sorted() {
             guard let c = types[type] else { continue }
             if c.cleared { try body(.deleteAll(type: type)) }
-            for k in c.shadowed.sorted() where c.puts[k] == nil { try body(.delete(type: type, key: k)) }
-            for k in c.puts.keys.sorted() {
-                guard let v = c.puts[k] else { continue }
+            for k in c.deletedKeys.sorted() { try body(.delete(type: type, key: k)) }
+            // Sorted with their values: no hash lookup per key (a million random ones for a
+            // migration's commit).
+            for (k, v) in c.puts.sorted(by: { $0.key < $1.key }) {
                 if case .inline(let bytes) = v {
                     try body(.put(type: type, key: k, value: bytes))
                 } else {
@@ -164,6 +187,11 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
                 }
             }
         }
+    }
+
+    /// Checks `deletes` against its definition (tests).
+    package func _deletesAreCounted() -> Bool {
+        types.values.allSatisfy { c in c.deletes == c.shadowed.filter { c.puts[$0] == nil }.count }
     }
 
     /// Applies log operations made against the view base+self.
@@ -179,37 +207,43 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
 
     /// Moves every in-memory value to `store` (appending), leaving references; later reads go
     /// through `store`. Pass the same store on every call (values moved earlier are read from the
-    /// newest one). Throws what `store.append` throws, in which case values moved so far stay
-    /// in memory too (the change set is unchanged).
+    /// newest one). Values are appended per type in key order, the order a commit reads them back
+    /// (``forEachOperation(_:)``): a transaction that writes in key order (a migration's walk)
+    /// gets a spill file in key order, read back sequentially (in hash order, every read was a
+    /// seek). Throws what `store.append` throws; values moved until then are read from `store`,
+    /// the others stay in memory (either way the change set holds the same changes).
     package mutating func moveValues(to store: any ExternalValues) throws {
-        var newTypes = types
-        for (t, c) in types {
-            var nc = c
+        externalValues = store
+        for t in Array(types.keys) {
+            // Taken out, so that the puts are uniquely referenced and change in place (a copy of
+            // a million-entry dictionary per spill, otherwise).
+            guard var c = types.removeValue(forKey: t) else { continue }
+            defer { types[t] = c }
+            var inline: [(key: RecordKey, bytes: [UInt8])] = []
+            for (k, v) in c.puts {
+                if case .inline(let bytes) = v { inline.append((k, bytes)) }
+            }
+            inline.sort { $0.key < $1.key }
             // Appended in batches of about 1 MiB: one write each.
-            var keys: [RecordKey] = []
-            var values: [[UInt8]] = []
+            var batch = 0..<0
             var batchBytes = 0
             func flush() throws {
-                guard !values.isEmpty else { return }
-                for (k, at) in zip(keys, try store.append(contentsOf: values)) { nc.puts[k] = .external(offset: at.offset, length: at.length) }
-                keys.removeAll(keepingCapacity: true)
-                values.removeAll(keepingCapacity: true)
+                guard !batch.isEmpty else { return }
+                let at = try store.append(contentsOf: inline[batch].map(\.bytes))
+                for (i, a) in zip(batch, at) {
+                    c.puts[inline[i].key] = .external(offset: a.offset, length: a.length)
+                    valueBytes -= inline[i].bytes.count
+                }
+                batch = batch.upperBound..<batch.upperBound
                 batchBytes = 0
             }
-            for (k, v) in c.puts {
-                if case .inline(let bytes) = v {
-                    keys.append(k)
-                    values.append(bytes)
-                    batchBytes += bytes.count
-                    if batchBytes >= 1 << 20 { try flush() }
-                }
+            for i in inline.indices {
+                batch = batch.lowerBound..<(i + 1)
+                batchBytes += inline[i].bytes.count
+                if batchBytes >= 1 << 20 { try flush() }
             }
             try flush()
-            newTypes[t] = nc
         }
-        externalValues = store
-        types = newTypes
-        valueBytes = 0
     }
 }
 

@@ -145,7 +145,7 @@ extension ChangeSet {
         for (type, c) in types {
             let t = 1 + 10 + type.utf8.count
             if c.cleared { n += t }
-            for k in c.shadowed where c.puts[k] == nil { n += t + 10 + k.count }
+            for k in c.deletedKeys { n += t + 10 + k.count }
             for (k, v) in c.puts {
                 switch v {
                 case .inline(let b): n += t + 10 + k.count + 10 + b.count

@@ -49,9 +49,11 @@ package final class SpillFile: ExternalValues {
         }
     }
 
-    /// The last block read (``readAheadBytes``), so that reading values in about the order they
-    /// were appended (a migration's puts, committed in key order) costs one read per block.
-    let block = Mutex<(start: UInt64, bytes: [UInt8])>((0, []))
+    /// The last block read ahead (``readAheadBytes``) and where the last value read ended: values
+    /// read in the order they were appended (a large transaction's commit, which reads in key
+    /// order what was spilled in key order) cost one read per block; a value read out of that
+    /// order is read alone (reading a block ahead for it would copy a MiB per value).
+    let block = Mutex<(start: UInt64, bytes: [UInt8], lastEnd: UInt64)>((0, [], 0))
     static let readAheadBytes = 1 << 20
 
     /// See `ExternalValues.read(offset:length:)`.
@@ -59,19 +61,27 @@ package final class SpillFile: ExternalValues {
         guard offset >= 8 else { throw LogStoreError(.corruption, "Bad spill offset.", path: path, offset: offset) }
         let start = offset - 8
         let count = Int(length) + 8
-        let cached = block.withLock { b -> [UInt8]? in
-            guard start >= b.start, start + UInt64(count) <= b.start + UInt64(b.bytes.count) else { return nil }
+        let (cached, sequential) = block.withLock { b -> ([UInt8]?, Bool) in
+            let sequential = start == b.lastEnd
+            b.lastEnd = start + UInt64(count)
+            guard start >= b.start, start + UInt64(count) <= b.start + UInt64(b.bytes.count) else { return (nil, sequential) }
             let from = Int(start - b.start)
-            return Array(b.bytes[from..<(from + count)])
+            return (Array(b.bytes[from..<(from + count)]), sequential)
         }
         var raw: [UInt8]
         if let cached {
             raw = cached
-        } else {
-            let readBlock = try file.read(at: start, count: max(count, Self.readAheadBytes))
+        } else if sequential && count < Self.readAheadBytes {
+            let readBlock = try file.read(at: start, count: Self.readAheadBytes)
             guard readBlock.count >= count else { throw LogStoreError(.corruption, "Spill file is shorter than expected.", path: path, offset: offset) }
             raw = Array(readBlock[0..<count])
-            block.withLock { $0 = (start, readBlock) }
+            block.withLock {
+                $0.start = start
+                $0.bytes = readBlock
+            }
+        } else {
+            raw = try file.read(at: start, count: count)
+            guard raw.count == count else { throw LogStoreError(.corruption, "Spill file is shorter than expected.", path: path, offset: offset) }
         }
         let stored = raw.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self).littleEndian }
         raw.removeFirst(8)

