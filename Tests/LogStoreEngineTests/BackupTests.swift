@@ -125,6 +125,31 @@ final class BackupTests: XCTestCase {
         }
     }
 
+    /// copyBytes copies a range between two files: inside the kernel between POSIX files, by
+    /// reading and writing between any others (here a POSIX file into memory and back); a source
+    /// that ends early copies what it has; progress adds up to the bytes copied.
+    func testCopyBytesCopiesARangeBetweenAnyTwoFiles() throws {
+        let posix = StoreHarness.posix(self)
+        let memory = InMemoryFileSystem()
+        let dir = posix.newStorePath()
+        try posix.fs.createDirectory(atPath: dir)
+        let bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let source = try posix.fs.open(dir + "/source", mode: .createNew)
+        try source.write(bytes, at: 0)
+        for (name, target) in [("posix", try posix.fs.open(dir + "/target", mode: .createNew)), ("memory", try memory.open("/target", mode: .createNew))] {
+            var progress: UInt64 = 0
+            XCTAssertEqual(try target.copyBytes(from: source, at: 1_000, count: 250_000, to: 10, chunk: 64 << 10) { progress += $0 }, 250_000, name)
+            XCTAssertEqual(progress, 250_000, name)
+            XCTAssertTrue(try target.read(at: 10, count: 250_000) == Array(bytes[1_000..<251_000]), name)
+            XCTAssertEqual(try target.copyBytes(from: source, at: 299_000, count: 5_000, to: 260_000, chunk: 4_096) { _ in }, 1_000, "\(name): the source ends")
+            XCTAssertTrue(try target.read(at: 260_000, count: 5_000) == Array(bytes[299_000...]), name)
+            // And back, from the other kind.
+            let back = try posix.fs.open(dir + "/back-\(name)", mode: .createNew)
+            XCTAssertEqual(try back.copyBytes(from: target, at: 10, count: 250_000, to: 0, chunk: 1 << 20) { _ in }, 250_000, name)
+            XCTAssertTrue(try back.read(at: 0, count: 250_000) == Array(bytes[1_000..<251_000]), name)
+        }
+    }
+
     /// Storage that returns other bytes than were written to it (a failing disk, a bad cable) is
     /// caught by every verification mode before the backup's MANIFEST exists: the call throws
     /// `.corruption`, what the backup created is removed, and a sound destination then takes the backup.

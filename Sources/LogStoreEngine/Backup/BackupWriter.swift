@@ -172,14 +172,10 @@ final class BackupWriter {
             at = 0
         }
         defer { try? target.close() }
-        while at < plan.length {
-            let bytes = try plan.file.read(at: at, count: Int(min(UInt64(Self.chunk), plan.length - at)))
-            guard !bytes.isEmpty else {
-                throw LogStoreError(.corruption, "Segment \(plan.number) of the store ends at \(at) bytes, before the \(plan.length) its snapshot covers.", path: plan.file.path)
-            }
-            try target.write(bytes, at: at)
-            at += UInt64(bytes.count)
-            copied(UInt64(bytes.count))
+        // Inside the kernel where the file system can (copy_file_range): one copy of each byte.
+        at += try target.copyBytes(from: plan.file, at: at, count: plan.length - at, to: at, chunk: Self.chunk, copied: copied)
+        guard at == plan.length else {
+            throw LogStoreError(.corruption, "Segment \(plan.number) of the store ends at \(at) bytes, before the \(plan.length) its snapshot covers.", path: plan.file.path)
         }
         // An appended tail may be longer than the snapshot (an interrupted incremental backup).
         if case .append = plan.action, try target.size() > plan.length { try target.truncate(to: plan.length) }

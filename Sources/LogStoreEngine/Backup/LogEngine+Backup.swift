@@ -88,6 +88,19 @@ extension LogEngine {
             }
             plan.append(writer.plan(segment: s.number, file: file.file, length: s.length, sealed: s.number != capture.log.tail.number))
         }
+        // The backup's MANIFEST: the store's, with a generation above the destination's and a
+        // next segment number past the gap (see rule 4).
+        var manifest = capture.log.manifest
+        let previous = writer.previousManifest
+        manifest.generation = max(manifest.generation, (previous?.generation ?? 0) + 1)
+        let gapped = manifest.nextSegment.addingReportingOverflow(Self.segmentNumberGap)
+        manifest.nextSegment = max(gapped.overflow ? manifest.nextSegment : gapped.partialValue, previous?.nextSegment ?? 0)
+        // Its checkpoint (unless the replay writes one) is encoded on another thread while the
+        // segments are copied: both take about as long at a million records.
+        let checkpoint = verification == .replay ? nil : BackgroundValue { [generation = manifest.generation, index = capture.view.index] in
+            CheckpointFile.encode(generation: generation, createdAtMillis: UInt64(max(0, Date().timeIntervalSince1970 * 1000)),
+                                  segments: segmentList, index: index, storeId: storeId)
+        }
         let total = plan.reduce(UInt64(0)) { $0 + $1.bytesToCopy }
         var done: UInt64 = 0
         progress?(BackupProgress(phase: .copying, bytesDone: 0, bytesTotal: total, segmentsDone: 0, segmentsTotal: plan.count))
@@ -103,20 +116,9 @@ extension LogEngine {
             progress?(BackupProgress(phase: .verifying, bytesDone: 0, bytesTotal: total, segmentsDone: 0, segmentsTotal: plan.count))
             try writer.verifyCopies(plan)
 
-            var manifest = capture.log.manifest
-            let previous = writer.previousManifest
-            manifest.generation = max(manifest.generation, (previous?.generation ?? 0) + 1)
-            let gapped = manifest.nextSegment.addingReportingOverflow(Self.segmentNumberGap)
-            manifest.nextSegment = max(gapped.overflow ? manifest.nextSegment : gapped.partialValue, previous?.nextSegment ?? 0)
             try writer.installManifest(manifest)
             try writer.removeUnlisted(keeping: Set(manifest.segments))
-
-            if verification != .replay {
-                let created = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
-                let checkpoint = CheckpointFile.encode(generation: manifest.generation, createdAtMillis: created, segments: segmentList,
-                                                       index: capture.view.index, storeId: storeId)
-                try writer.installCheckpoint(checkpoint)
-            }
+            if let checkpoint { try writer.installCheckpoint(checkpoint.wait()) }
             lock.unlock()
             unlocked = true
             if verification != .readBack { try writer.verifyByOpening(expected: capture.view.index, replay: verification == .replay) }
