@@ -28,6 +28,7 @@ extension LogStoreError.Code {
     public static let migrationFailed = LogStoreError.Code("migrationFailed")
     /// The registered migrations do not extend what the store has applied: one was registered
     /// before a migration the store has applied but never ran itself (it was inserted, renamed or
-    /// reordered), or two have one name. Migrations can only be appended.
+    /// reordered). Migrations can only be appended. (An empty or repeated name is
+    /// `.invalidArgument`.)
     public static let migrationHistoryMismatch = LogStoreError.Code("migrationHistoryMismatch")
 }

@@ -18,7 +18,7 @@ import Synchronization
 /// try store.setup()        // applies what this store has not applied yet
 /// ```
 ///
-/// The record of each step goes into the store itself (``StoreHistory``, the reserved item type
+/// The record of each step goes into the store itself (`StoreHistory`, the reserved item type
 /// `logstore.history`), written in the step's own transaction: a crash leaves the store before or
 /// after a step, never between, and never with a step applied but not recorded. A step works on
 /// raw items (``MigrationTransaction``), so it needs none of the Swift types the store was written
@@ -81,7 +81,7 @@ public final class DataStoreMigrations: Sendable {
         set { state.withLock { $0.eraseStoreOnMigrationChange = newValue } }
     }
 
-    /// The migrations of `store` (its history, ``StoreHistory``): what ran, when, and the index
+    /// The migrations of `store` (its history, `StoreHistory`): what ran, when, and the index
     /// declarations that changed. Runs one `read` block on the calling thread. Throws the store's
     /// errors (`.unsupported` for a store without record-level access).
     public static func history(of store: any DataStore) throws -> [StoreHistory.Entry] {
@@ -231,7 +231,7 @@ public struct MigrationReport: Sendable, Equatable {
     public var unknown: [String] = []
     /// Set when ``DataStoreMigrations/eraseStoreOnMigrationChange`` erased the store: why.
     public var erasedBecause: String?
-    /// The store's history after the call (``StoreHistory``).
+    /// The store's history after the call (`StoreHistory`).
     public var history: [StoreHistory.Entry] = []
 
     /// An empty report.

@@ -20,7 +20,7 @@ public import LogStoreEngine
 /// (or none of it, if it throws). The walks (``forEachItem(ofType:_:)`` and the helpers built on
 /// it) read a type in id order, a page at a time, so a step over millions of items holds one page
 /// of them; the store keeps what the step writes out of memory past its spill threshold
-/// (``LogStoreOptions/transactionSpillThreshold`` for ``LogDataStore``).
+/// (`LogStoreOptions/transactionSpillThreshold` for ``LogDataStore``).
 ///
 /// Valid only inside the step that received it, on the thread that runs the step: afterwards
 /// every method throws `.accessorExpired`. Methods throw the store's errors: `.corruption`,

@@ -9,7 +9,7 @@ extension LogDataStore {
         state.withLock { $0.backend == nil ? nil : $0.migrationReport }
     }
 
-    /// The store's history (``StoreHistory``): the migrations it applied and the index
+    /// The store's history (`StoreHistory`): the migrations it applied and the index
     /// declarations that changed, oldest first. Throws `.notOpen` before ``setup()``, and the
     /// store's read errors. Runs one `read` on the calling thread.
     public func history() throws -> [StoreHistory.Entry] {

@@ -207,7 +207,7 @@ public final class LogDataStore: DataStore {
         asyncQueue.sync {}
     }
 
-    /// See ``DataStore/nuke()``. The store's history (its applied migrations, ``StoreHistory``)
+    /// See ``DataStore/nuke()``. The store's history (its applied migrations, `StoreHistory`)
     /// stays: the items go, the schema they had does not change.
     public func nuke() throws {
         try writeTransaction { txn in
