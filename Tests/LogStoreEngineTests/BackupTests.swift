@@ -115,6 +115,12 @@ final class BackupTests: XCTestCase {
             try write(e, ops)
             apply(ops, to: &model)
             let third = try e.backup(to: dest, fileSystem: harness.fs)
+            // Nothing new: nothing copied, every segment (the tail too) reused.
+            let fourth = try e.backup(to: dest, fileSystem: harness.fs)
+            XCTAssertEqual(fourth.bytesCopied, 0, harness.name)
+            XCTAssertEqual(fourth.segmentsCopied, 0, harness.name)
+            XCTAssertEqual(fourth.segmentsReused, fourth.segments, harness.name)
+            XCTAssertEqual(fourth.sequence, third.sequence)
             try e.close()
             let b = try harness.open(dest, options: Self.options())
             XCTAssertEqual(b.recoveryReport.lastSequence, third.sequence)

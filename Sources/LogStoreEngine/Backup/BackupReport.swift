@@ -62,9 +62,10 @@ public struct BackupReport: Sendable, Hashable {
     public var records: Int
     /// Segment files of the backup.
     public var segments: Int
-    /// Segment files copied now (all of them, unless an incremental backup reused some).
+    /// Segment files copied or extended now (all of them, unless an incremental backup reused
+    /// some).
     public var segmentsCopied: Int
-    /// Segment files already in the destination and kept (incremental backup).
+    /// Segment files already in the destination and kept as they were (incremental backup).
     public var segmentsReused: Int
     /// Bytes copied.
     public var bytesCopied: UInt64

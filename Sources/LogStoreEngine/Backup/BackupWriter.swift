@@ -110,6 +110,10 @@ final class BackupWriter {
         var length: UInt64
         var action: Action
 
+        /// Whether the backup writes this segment (a tail that did not grow since the earlier
+        /// backup is reused as it is, like a sealed segment).
+        var writesBytes: Bool { action == .copy || bytesToCopy > 0 }
+
         var bytesToCopy: UInt64 {
             switch action {
             case .reuse: return 0

@@ -132,7 +132,7 @@ extension LogEngine {
         logger?.notice("backup written", metadata: ["store": "\(directory)", "backup": "\(dest)", "sequence": "\(capture.view.index.sequence)", "bytes": "\(done)"])
         return BackupReport(
             directory: dest, sequence: capture.view.index.sequence, records: capture.view.index.totalCount, segments: plan.count,
-            segmentsCopied: plan.filter { $0.action != .reuse }.count, segmentsReused: plan.filter { $0.action == .reuse }.count,
+            segmentsCopied: plan.filter(\.writesBytes).count, segmentsReused: plan.filter { !$0.writesBytes }.count,
             bytesCopied: done, bytes: bytes, verification: verification, duration: ContinuousClock.now - started)
     }
 
