@@ -61,7 +61,7 @@ struct BackupRun {
         } else {
             Console.out("\(command) \(src) -> \(dest)")
             Console.out("  \(Format.count(report.records)) records through transaction \(report.sequence), \(report.segments) segment\(report.segments == 1 ? "" : "s"), \(Format.bytes(report.bytes))")
-            let rate = seconds > 0 ? " (\(Format.bytes(UInt64(Double(report.bytesCopied) / seconds)))/s)" : ""
+            let rate = seconds > 0 && report.bytesCopied > 0 ? " (\(Format.bytes(UInt64(Double(report.bytesCopied) / seconds)))/s)" : ""
             Console.out("  copied \(report.segmentsCopied) segment\(report.segmentsCopied == 1 ? "" : "s"), \(Format.bytes(report.bytesCopied)) in \(Format.fixed(seconds, 2)) s\(rate); reused \(report.segmentsReused) already there")
             let how: String
             switch verification {
