@@ -3,6 +3,7 @@ import LogStoreCompactCommands
 import LogStoreEngine
 import Synchronization
 import XCTest
+import _LogStoreTestSupport
 
 final class BackupCommandTests: XCTestCase {
     /// Every record of a closed store, by type and key.
@@ -134,17 +135,7 @@ final class BackupCommandTests: XCTestCase {
             let verify = runTool(["verify", report.directory, "--progress", "none"])
             XCTAssertEqual(verify.code, 0, "\(report.directory): \(verify.stdout) \(verify.stderr)")
             var expected: [String: [RecordKey: [UInt8]]] = [:]
-            for seq in log.keys.sorted() where seq <= report.sequence {
-                for op in log[seq] ?? [] {
-                    switch op {
-                    case .put(let t, let k, let v): expected[t, default: [:]][k] = v
-                    case .delete(let t, let k):
-                        expected[t]?[k] = nil
-                        if expected[t]?.isEmpty == true { expected[t] = nil }
-                    case .deleteAll(let t): expected[t] = nil
-                    }
-                }
-            }
+            for seq in log.keys.sorted() where seq <= report.sequence { CrashOracle.apply(log[seq] ?? [], to: &expected) }
             XCTAssertEqual(try contents(report.directory), expected, "backup at transaction \(report.sequence)")
         }
     }

@@ -618,12 +618,9 @@ final class Bench {
         let n = Double(count)
         let keyBytes = 8.0
         let entry = Double(MemoryLayout<RecordKey>.stride + MemoryLayout<RecordLocation>.stride)
-        var run = Run()
-        run.latencies = [UInt64(secs * 1e9)]
-        run.seconds = secs
         w.rows.append(
             Row(
-                key: "logstore", system: "LogStore", config: "index of \(count) items", role: .subject, run: run, units: n,
+                key: "logstore", system: "LogStore", config: "index of \(count) items", role: .subject, run: .once(seconds: secs), units: n,
                 extra: [
                     "heap_bytes_per_item": (Double(heap1) - Double(heap0)) / n,
                     "rss_bytes_per_item": (Double(rss1) - Double(rss0)) / n,
@@ -665,12 +662,9 @@ final class Bench {
             extra["size_after_vs_live"] = after / live
             extra["written_mb_per_second"] = after / secs / 1e6
             extra["read_mb_per_second"] = before / secs / 1e6
-            var run = Run()
-            run.latencies = [UInt64(secs * 1e9)]
-            run.seconds = secs
             w.rows.append(
                 Row(
-                    key: "logstore-engine", system: "LogStore engine", config: "compact()", role: .subject, run: run, units: Double(cfg.n),
+                    key: "logstore-engine", system: "LogStore engine", config: "compact()", role: .subject, run: .once(seconds: secs), units: Double(cfg.n),
                     extra: extra))
             let bare = try Physical.sequentialWrite(path: freshDir("bare"), totalBytes: Int(after))
             w.rows.append(
