@@ -84,6 +84,7 @@ let package = Package(
                 "LogStoreEngine",
                 .product(name: "HashTreeCollections", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

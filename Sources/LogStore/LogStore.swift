@@ -8,4 +8,8 @@
 @_exported public import enum LogStoreEngine.AttributeValue
 @_exported public import struct LogStoreEngine.RecordKey
 @_exported public import struct LogStoreEngine.RecoveryReport
+@_exported public import enum LogStoreEngine.StoreHistory
+@_exported public import enum LogStoreEngine.BackupVerification
+@_exported public import struct LogStoreEngine.BackupProgress
+@_exported public import struct LogStoreEngine.BackupReport
 @_exported public import Foundation

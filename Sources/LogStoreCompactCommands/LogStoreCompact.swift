@@ -11,7 +11,7 @@ public struct LogStoreCompact: ParsableCommand {
     /// Name, help text (with the exit codes) and subcommands.
     public static let configuration = CommandConfiguration(
         commandName: "logstore-compact",
-        abstract: "Inspect, verify, compact and salvage LogStore stores.",
+        abstract: "Inspect, verify, compact, salvage, back up and restore LogStore stores.",
         discussion: """
             Every command takes the store's lock first, so it refuses a store that an app has \
             open (exit 3). Results go to stdout, diagnostics and progress to stderr; --json \
@@ -19,7 +19,10 @@ public struct LogStoreCompact: ParsableCommand {
 
             \(exitCodesHelp)
             """,
-        subcommands: [CompactCommand.self, StatsCommand.self, VerifyCommand.self, DumpCommand.self, SalvageCommand.self],
+        subcommands: [
+            CompactCommand.self, StatsCommand.self, VerifyCommand.self, DumpCommand.self, SalvageCommand.self, MigrationsCommand.self,
+            BackupCommand.self, RestoreCommand.self,
+        ],
         defaultSubcommand: CompactCommand.self)
 
     /// Creates the root command (ArgumentParser calls this).

@@ -9,7 +9,8 @@ extension FuzzEntryPoints {
     /// Input: `mode:u8 bytes`. Mode bit 0 clear: `bytes` is decoded; if it decodes to `v`, then
     /// `v.encoded()` must decode to a value identical to `v` (doubles compared by bit pattern) and
     /// re-encode to the same bytes, and for a map every attribute must read the same through
-    /// ``AttributeValue/lookupAttribute(_:in:)``. Lookups on any bytes never trap. Bit 0 set:
+    /// ``AttributeValue/lookupAttribute(_:in:)``. Lookups on any bytes never trap, nor does
+    /// decoding them as a store history record (``historyEntry(_:)``). Bit 0 set:
     /// `bytes` is a recipe for a value (see `buildValue`); encoding it and decoding the result
     /// must give the same value back, and decoding must fail exactly when the value nests deeper
     /// than ``AttributeValue/maxDepth``. Throws ``FuzzPropertyViolation``.
@@ -39,6 +40,7 @@ extension FuzzEntryPoints {
             return
         }
 
+        try historyEntry(bytes)
         // Lookups must never trap, whatever the bytes; they only throw `.corruption`.
         let probe = probeKey(bytes)
         do {
@@ -84,6 +86,29 @@ extension FuzzEntryPoints {
     }
 
     /// A short key derived from the input, to probe lookups of absent and present attributes.
+    /// The store history's record decoder (``StoreHistory/Entry``, an attribute map with a
+    /// schema; FileFormat.md section 7b) on any bytes: it throws `.corruption`, or gives an entry
+    /// whose encoding decodes to an entry with the same encoding.
+    static func historyEntry(_ bytes: [UInt8]) throws {
+        let entry: StoreHistory.Entry
+        do {
+            entry = try StoreHistory.Entry(key: StoreHistory.key(ordinal: UInt64(bytes.count)), value: bytes)
+        } catch {
+            try expectCorruption(error, "StoreHistory.Entry")
+            return
+        }
+        let again: StoreHistory.Entry
+        do {
+            again = try StoreHistory.Entry(key: entry.key, value: entry.encoded)
+        } catch {
+            throw FuzzPropertyViolation("a history entry re-encodes to bytes that do not decode: \(error)")
+        }
+        // (Compared by encoding: a date may be NaN, which is not equal to itself.)
+        guard again.encoded == entry.encoded, again.ordinal == entry.ordinal else {
+            throw FuzzPropertyViolation("a history entry changed through encode and decode: \(entry) became \(again)")
+        }
+    }
+
     static func probeKey(_ bytes: [UInt8]) -> String {
         String(decoding: bytes.suffix(2).map { 0x61 + $0 % 4 }, as: UTF8.self)
     }

@@ -22,6 +22,8 @@ public final class DataStoreCrashInterpreter: CrashInterpreter {
         case writeAsync = "async"
         /// `merge(child)`.
         case merge
+        /// A migration applied by `setup()` (``DataStoreCrashStep/migrate(_:)``).
+        case migrate
     }
 
     /// Makes a new, not yet set-up store object for the store's location (called by ``open()``
@@ -53,8 +55,18 @@ public final class DataStoreCrashInterpreter: CrashInterpreter {
     struct Aborted: Error {}
 
     /// Sets up a new store object. Throws what `setup()` throws (the object is dropped then).
+    ///
+    /// Migrations the workload ran are registered only by the migrate step that runs each (so a
+    /// crash leaves the store before or after it, and no later open finishes it): every open
+    /// allows the store's history to name migrations it does not register.
     public func open() throws {
+        try open { _ in }
+    }
+
+    func open(_ register: (DataStoreMigrations) -> Void) throws {
         let s = makeStore()
+        s.migrations.allowsUnknownMigrations = true
+        register(s.migrations)
         try s.setup()
         store = s
     }
@@ -147,6 +159,19 @@ public final class DataStoreCrashInterpreter: CrashInterpreter {
         case .compact(let includingTail):
             let r = try store.engineForTesting().compact(includingTail: includingTail)
             if r.performed { compactionsPerformed += 1 }
+        case .migrate(let type):
+            let ops = model.migrationOperations(type: type)
+            try close()
+            willCommit(n, ops, .migrate)
+            model.apply(step)
+            try open { DataStoreCrashMigration.register(type: type, transaction: n, on: $0) }
+            guard let migrated = self.store, migrated.migrationReport?.applied == [DataStoreCrashMigration.name(n)] else {
+                throw CrashOracleViolation("setup() did not apply the migration of transaction \(n): \(String(describing: self.store?.migrationReport))")
+            }
+            // Durable whatever the durability mode, then acknowledged.
+            try migrated.flush()
+            didCommit(n)
+            try verify()
         }
     }
 

@@ -242,6 +242,10 @@ public enum DataStoreCrashStep: Sendable, Equatable {
     /// `LogEngine.compact(includingTail:)` on the store's engine (which also writes a
     /// checkpoint). Changes no contents.
     case compact(includingTail: Bool)
+    /// `tearDown()`, then a new store object with the migration ``DataStoreCrashMigration`` of
+    /// the next transaction over the item type registered, and `setup()`: the migration is one
+    /// parent transaction (its operations: ``DataStoreCrashModel/migrationOperations(type:)``).
+    case migrate(String)
 
     /// The step's name, for event logs and phase reports.
     public var name: String {
@@ -256,6 +260,7 @@ public enum DataStoreCrashStep: Sendable, Equatable {
         case .verify: return "verify"
         case .reopen: return "reopen"
         case .compact: return "compact"
+        case .migrate: return "migrate"
         }
     }
 
@@ -264,6 +269,7 @@ public enum DataStoreCrashStep: Sendable, Equatable {
         switch self {
         case .write(let ops), .writeAsync(let ops), .abortedWrite(let ops), .childWrite(let ops):
             return name + " " + String(CrashWorkloadStep.write(ops).summary.dropFirst("write ".count))
+        case .migrate(let type): return "migrate \(type)"
         default: return name
         }
     }
@@ -330,11 +336,31 @@ public struct DataStoreCrashModel: Sendable, Equatable {
         return ops
     }
 
+    /// The operations of the migration of `type` as the next transaction (in key order: each
+    /// record rewritten or deleted by ``DataStoreCrashMigration/transform(type:key:value:transaction:)``,
+    /// then the marker).
+    public func migrationOperations(type: String) -> [RecordOperation] {
+        let n = lastTransaction + 1
+        let records = parent[type] ?? [:]
+        var ops: [RecordOperation] = []
+        for key in records.keys.sorted() {
+            if let new = DataStoreCrashMigration.transform(type: type, key: key, value: records[key] ?? [], transaction: n) {
+                ops.append(.put(type: type, key: key, value: new))
+            } else {
+                ops.append(.delete(type: type, key: key))
+            }
+        }
+        let marker = DataStoreCrashMigration.marker(n)
+        ops.append(.put(type: CrashWorkloadValue.markerType, key: marker.key, value: marker.value))
+        return ops
+    }
+
     /// The operations of the parent transaction `step` commits (nil if it commits none).
     public func parentTransaction(_ step: DataStoreCrashStep) -> [RecordOperation]? {
         switch step {
         case .write(let ops), .writeAsync(let ops): return ops
         case .merge: return mergeOperations()
+        case .migrate(let type): return migrationOperations(type: type)
         default: return nil
         }
     }
@@ -357,6 +383,10 @@ public struct DataStoreCrashModel: Sendable, Equatable {
             CrashOracle.apply(ops, to: &c.state)
             c.writes += 1
             child = c
+        case .migrate(let type):
+            CrashOracle.apply(migrationOperations(type: type), to: &parent)
+            lastTransaction += 1
+            child = nil
         case .discardChild, .reopen:
             child = nil
         case .abortedWrite, .verify, .compact:
@@ -392,6 +422,9 @@ public struct DataStoreCrashWorkloadGenerator: Sendable {
     public var mergeProbability = 0.25
     /// With a child: probability that a step discards it.
     public var discardChildProbability = 0.03
+    /// Probability that a step is a migration of one of the item types that hold items (a
+    /// reopen that applies it: ``DataStoreCrashStep/migrate(_:)``).
+    public var migrateProbability = 0.02
 
     /// The default mix.
     public init() {
@@ -404,6 +437,10 @@ public struct DataStoreCrashWorkloadGenerator: Sendable {
     /// The next step for a store whose workload state is `model`.
     public func nextStep(model: DataStoreCrashModel, rng: inout SplitMix64) -> DataStoreCrashStep {
         if rng.chance(reopenProbability) { return .reopen }
+        if rng.chance(migrateProbability) {
+            let types = DataStoreCrashTypes.itemTypes.filter { !(model.parent[$0] ?? [:]).isEmpty }
+            if !types.isEmpty { return .migrate(types[rng.int(in: 0..<types.count)]) }
+        }
         // Mostly with the tail: the stores are small, often a single segment with nothing sealed.
         if rng.chance(compactProbability) { return .compact(includingTail: rng.chance(0.75)) }
         if rng.chance(verifyProbability) { return .verify }
@@ -464,6 +501,7 @@ extension DataStoreCrashWorkloadGenerator {
                 switch step {
                 case .merge: kind = .merge
                 case .writeAsync: kind = .writeAsync
+                case .migrate: kind = .migrate
                 default: kind = .write
                 }
                 out.append(DataStoreCrashReplayedTransaction(number: m.lastTransaction + 1, kind: kind))

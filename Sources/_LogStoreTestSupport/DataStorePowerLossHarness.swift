@@ -10,7 +10,7 @@ public struct DataStorePowerLossConfiguration: PowerLossConfiguring, Sendable {
     /// Seed, cycles and the settings every harness has.
     public var run: PowerLossRunSettings
     /// The share of cycles that aim their crash at the first merge, reopen, async write, child
-    /// write or compaction of the cycle (a crash at one of its first I/O operations; if there is no such step,
+    /// write, compaction or migration of the cycle (a crash at one of its first I/O operations; if there is no such step,
     /// at a random later operation or at the end of the cycle).
     public var targetedCrashFraction = 0.35
     /// Store options. Default: synchronous durability, 64 KiB segments (frequent roll-overs),
@@ -138,7 +138,7 @@ public final class DataStorePowerLossHarness: PowerLossDriver<DataStoreCrashInte
             })
     }
 
-    static let targets = ["merge", "merge", "reopen", "writeAsync", "childWrite", "compact"]
+    static let targets = ["merge", "merge", "reopen", "writeAsync", "childWrite", "compact", "migrate"]
 
     /// Runs every cycle (or until `deadline`, or until `stop` returns true; it is asked before
     /// each cycle), then opens and checks the last crash image. Returns the report; its
@@ -209,6 +209,8 @@ public final class DataStorePowerLossHarness: PowerLossDriver<DataStoreCrashInte
             mix.mergeProbability = max(mix.mergeProbability, 0.35)
         } else if target == "compact" {
             mix.compactProbability = max(mix.compactProbability, 0.25)
+        } else if target == "migrate" {
+            mix.migrateProbability = max(mix.migrateProbability, 0.2)
         }
         for _ in 0..<steps {
             let step = mix.nextStep(model: interpreter.model, rng: &rng)

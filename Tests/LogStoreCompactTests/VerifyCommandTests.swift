@@ -160,4 +160,22 @@ final class VerifyCommandTests: XCTestCase {
         XCTAssertEqual(run.code, 1)
         XCTAssertTrue(issues(try run.json()).contains { $0["kind"] as? String == "checkpoint" && $0["severity"] as? String == "damage" })
     }
+
+    /// A compacted segment's frame holds putAt records of many transactions, each with its own
+    /// sequence number (the frame's is the largest): verify compares each record's own, as the
+    /// engine's index holds it.
+    func testVerifyOfACompactedStoreComparesEachPutAtRecordsOwnSequence() throws {
+        let dir = temporaryPath()
+        var o = StoreFixture.options()
+        o.maxFramePayload = 8 << 10
+        let e = try LogEngine.open(directory: dir, options: o)
+        for t in 0..<40 {
+            try e.commit([.put(type: "A", key: RecordKey(Array("k\(t % 25)".utf8)), value: AttributeValue.int(Int64(t)).encoded())])
+        }
+        _ = try e.compact(includingTail: true)
+        try e.close()
+        let run = runTool(["verify", dir, "--json", "--progress", "none"])
+        XCTAssertEqual(run.code, 0, run.stdout + run.stderr)
+        XCTAssertEqual(issues(try run.json()).count, 0)
+    }
 }

@@ -282,6 +282,8 @@ class WrappingFileSystem: FileSystem, @unchecked Sendable {
     func didSync(_ path: String) {}
     /// Called before a file's sync; throwing fails the sync without syncing.
     func willSync(_ path: String) throws {}
+    /// Called with the bytes a read returns; may change them (storage that reads back wrong).
+    func didRead(_ path: String, at offset: UInt64, _ bytes: inout [UInt8]) {}
 }
 
 final class WrappedFile: FileSystemFile {
@@ -292,7 +294,11 @@ final class WrappedFile: FileSystemFile {
         self.owner = owner
     }
     var path: String { inner.path }
-    func read(at offset: UInt64, count: Int) throws -> [UInt8] { try inner.read(at: offset, count: count) }
+    func read(at offset: UInt64, count: Int) throws -> [UInt8] {
+        var bytes = try inner.read(at: offset, count: count)
+        owner.didRead(path, at: offset, &bytes)
+        return bytes
+    }
     func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
         let allowed = try owner.willWrite(path, bytes.count)
         if allowed < bytes.count {

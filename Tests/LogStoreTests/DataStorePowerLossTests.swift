@@ -6,7 +6,8 @@ import _LogStoreTestSupport
 
 /// Simulated power losses and process crashes under `LogDataStore` (Docs/Testing.md, "Crash
 /// recovery"): single- and multi-item transactions, async writes, deletes, delete-alls, child
-/// stores merged as one transaction, reopens, crashes at every kind of I/O.
+/// stores merged as one transaction, reopens, migrations applied by setup(), crashes at every kind
+/// of I/O.
 ///
 /// `LOGSTORE_DATASTORE_POWERLOSS_CYCLES` sets the number of crash cycles (default 500; half as
 /// many with background compaction) and
@@ -30,10 +31,13 @@ final class DataStorePowerLossTests: XCTestCase {
         // The mix reaches every kind of step and crashes inside merges.
         for step in [
             "write", "writeAsync", "abortedWrite", "makeChild", "childWrite", "merge", "discardChild", "verify", "reopen", "compact",
+            "migrate",
         ]
         where cycles >= 300 {
             XCTAssertGreaterThan(report.steps[step] ?? 0, 0, "no \(step) steps, seed \(seed)")
         }
+        // Migrations applied by setup() are crashed in too: the store is then before or after them.
+        if cycles >= 300 { XCTAssertGreaterThan(report.crashesDuring["migrate"] ?? 0, 0, "no crash during a migration, seed \(seed)") }
     }
 
     /// `.none` and `.buffered` durability: only flushed commits are promised (the interpreter

@@ -52,7 +52,7 @@ final class Bench {
     static let workloadNames = [
         "durable-write", "durable-write-16", "buffered-write", "bulk-insert", "point-read", "page", "scan", "count",
         "count-predicate", "open", "memory", "compaction", "child-merge", "lz4",
-        "observe-latency", "observe-write", "observe-large", "sqlite-adapter", "migrate",
+        "observe-latency", "observe-write", "observe-large", "sqlite-adapter", "migrate", "migration", "backup", "backup-writers",
     ] + appWorkloadNames
 
     let cfg: BenchConfig
@@ -123,6 +123,9 @@ final class Bench {
             case "observe-large": return try observeLarge()
             case "sqlite-adapter": return try sqliteAdapter()
             case "migrate": return try migrate()
+            case "migration": return try migration()
+            case "backup": return try backup()
+            case "backup-writers": return try backupWriters()
             default:
                 guard let w = try runApp(name) else { throw BenchError("unknown workload \(name)") }
                 return w
@@ -632,12 +635,9 @@ final class Bench {
         let keyBytes = 8.0
         // Integer ids are 8-byte keys, which the index holds as one word (issue 11, item 7).
         let entry = keyBytes + Double(MemoryLayout<RecordLocation>.stride)
-        var run = Run()
-        run.latencies = [UInt64(secs * 1e9)]
-        run.seconds = secs
         w.rows.append(
             Row(
-                key: "logstore", system: "LogStore", config: "index of \(count) items", role: .subject, run: run, units: n,
+                key: "logstore", system: "LogStore", config: "index of \(count) items", role: .subject, run: .once(seconds: secs), units: n,
                 extra: [
                     "heap_bytes_per_item": (Double(heap1) - Double(heap0)) / n,
                     "rss_bytes_per_item": (Double(rss1) - Double(rss0)) / n,
@@ -683,13 +683,9 @@ final class Bench {
             extra["size_after_vs_live"] = after / live
             extra["written_mb_per_second"] = after / secs / 1e6
             extra["read_mb_per_second"] = before / secs / 1e6
-            var run = Run()
-            run.latencies = [UInt64(secs * 1e9)]
-            run.seconds = secs
-            run.cpuSeconds = cpu
             w.rows.append(
                 Row(
-                    key: "logstore-engine", system: "LogStore engine", config: "compact()", role: .subject, run: run, units: Double(cfg.n),
+                    key: "logstore-engine", system: "LogStore engine", config: "compact()", role: .subject, run: .once(seconds: secs, cpu: cpu), units: Double(cfg.n),
                     extra: extra))
             let bare = try Physical.sequentialWrite(path: freshDir("bare"), totalBytes: Int(after))
             w.rows.append(

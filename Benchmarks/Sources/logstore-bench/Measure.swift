@@ -80,6 +80,12 @@ struct Run {
 
     var ops: Int { latencies.count }
 
+    /// A run of one timed operation of `seconds`, which used `cpu` seconds of process CPU (0:
+    /// not measured).
+    static func once(seconds: Double, cpu: Double = 0) -> Run {
+        Run(latencies: [UInt64(seconds * 1e9)], seconds: seconds, cpuSeconds: cpu)
+    }
+
     /// Adds another slice of the same measurement.
     mutating func merge(_ other: Run) {
         latencies += other.latencies

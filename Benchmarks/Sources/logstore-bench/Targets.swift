@@ -120,5 +120,15 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
 
     // Issue 13 (AppWorkload.swift).
     out += appTargets(r)
+
+    // Issue 15: migrations and backup.
+    atLeast(
+        "migration-vs-bulk", "a migration of every item: ≥ 0.5× the bulk-insert rate of the same items",
+        row("migration", "logstore-bulk-insert")?.ratio, 0.5, note: scaleNote)
+    atLeast(
+        "backup-bandwidth", "backup: ≥ 50 % of bare sequential write bandwidth", row("backup", "bare-sequential-write")?.ratio, 0.5,
+        text: { String(format: "%.0f %%", $0 * 100) })
+    atLeast(
+        "backup-writers", "writer throughput during a backup: ≥ 0.8× without", row("backup-writers", "logstore-no-backup")?.ratio, 0.8)
     return out
 }

@@ -34,7 +34,7 @@ extension ChildStore {
             if c.cleared {
                 deleted = base.keys(ofType: type).filter { c.puts[$0] == nil }
             } else {
-                deleted = c.shadowed.filter { c.puts[$0] == nil }
+                deleted = c.deletedKeys
             }
             for k in deleted.sorted() { changes.append(Change(type: type, key: k, value: nil)) }
             for k in c.puts.keys.sorted() {

@@ -44,6 +44,28 @@ extension DataStoreReadWriteAccessor {
     public func deleteRecord(ofType itemType: String, key: RecordKey) throws -> Bool {
         throw LogStoreError.unsupportedRecordAccess("delete records without their Swift types")
     }
+
+    /// Deletes the records of `itemType` one by one: pages of keys read with
+    /// ``DataStoreReadAccessor/forEachRecord(ofType:after:_:)``, each deleted with
+    /// ``deleteRecord(ofType:key:)`` after its page was read. Throws what they throw.
+    @discardableResult
+    public func deleteAllRecords(ofType itemType: String) throws -> Int {
+        var deleted = 0
+        while true {
+            var keys: [RecordKey] = []
+            try forEachRecord(ofType: itemType, after: nil) { key, _ in
+                keys.append(key)
+                return keys.count < 10_000
+            }
+            var progressed = false
+            for key in keys where try deleteRecord(ofType: itemType, key: key) {
+                deleted += 1
+                progressed = true
+            }
+            // (A store that lists records it cannot delete would otherwise loop here.)
+            if !progressed { return deleted }
+        }
+    }
 }
 
 extension LogStoreError {

@@ -78,4 +78,9 @@ public protocol DataStoreReadWriteAccessor: DataStoreReadAccessor {
     /// Deletes record `key` of the type named `itemType`; true when it existed. Throws
     /// `.unsupported` if the store does not offer record-level access.
     @discardableResult func deleteRecord(ofType itemType: String, key: RecordKey) throws -> Bool
+    /// Deletes every record of the type named `itemType`; returns how many there were. The
+    /// default walks the type and deletes record by record; a backend that can drop a whole type
+    /// at once (LogStore: one log operation; SQL: one `DELETE`) implements it. Throws
+    /// `.unsupported` if the store does not offer record-level access.
+    @discardableResult func deleteAllRecords(ofType itemType: String) throws -> Int
 }

@@ -22,3 +22,18 @@ extension LogStoreError.Code {
     /// `DataStoreMigrator` needs, on a backend that does not implement it).
     public static let unsupported = LogStoreError.Code("unsupported")
 }
+
+/// The error codes of migrations (``DataStoreMigrations``), thrown by `setup()`.
+extension LogStoreError.Code {
+    /// The store has applied migrations this build does not register: it was written by a newer
+    /// version of the app. Refused unless ``DataStoreMigrations/allowsUnknownMigrations`` is set.
+    public static let unknownMigrations = LogStoreError.Code("unknownMigrations")
+    /// A migration step threw: it was rolled back (nothing of it, nor of the steps after it,
+    /// was committed). `LogStoreError.migration` names it; `underlyingError` is its error.
+    public static let migrationFailed = LogStoreError.Code("migrationFailed")
+    /// The registered migrations do not extend what the store has applied: one was registered
+    /// before a migration the store has applied but never ran itself (it was inserted, renamed or
+    /// reordered). Migrations can only be appended. (An empty or repeated name is
+    /// `.invalidArgument`.)
+    public static let migrationHistoryMismatch = LogStoreError.Code("migrationHistoryMismatch")
+}

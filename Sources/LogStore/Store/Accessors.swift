@@ -24,12 +24,24 @@ final class ReadAccessor: DataStoreReadAccessor {
         self.latest = latest
     }
 
-    /// Declares `Item`'s indexes if this store has not yet; when that built one and nothing was
-    /// committed since this block's snapshot, reads on from a snapshot of the same state that has it.
+    /// Refuses an item type reserved for LogStore's own records (requests never show them), then
+    /// declares `Item`'s indexes if this store has not yet; when that built one and nothing was
+    /// committed since this block's snapshot, reads on from a snapshot of the same state that has
+    /// it. Inside a write, the index history (``StoreHistory``) is recorded in its transaction.
     func prepare<Item: DataStoreItem>(_ type: Item.Type) throws {
-        guard let indexes, try indexes.registry.ensure(Item.self, engine: indexes.engine), let latest else { return }
+        try Self.checkNotReserved(Item.itemType)
+        guard let indexes, try indexes.registry.ensure(Item.self, engine: indexes.engine, transaction: view as? EngineTransaction),
+            let latest
+        else { return }
         let fresh = try latest()
         if fresh.sequence == view.sequence { view = fresh }
+    }
+
+    /// Throws `.invalidArgument` for an item type with the reserved prefix (``StoreHistory``).
+    static func checkNotReserved(_ type: String) throws {
+        guard !StoreHistory.isReserved(type) else {
+            throw LogStoreError(.invalidArgument, "The item type \"\(type)\" is reserved for LogStore's own records (the prefix \"\(StoreHistory.reservedPrefix)\"). Give the type another itemType.")
+        }
     }
 
     func checkValid() throws {
@@ -87,11 +99,14 @@ final class ReadAccessor: DataStoreReadAccessor {
     }
 
     func item<Item: DataStoreItem>(ofType type: Item.Type, id: Item.ID) throws -> Item? {
-        try answer { try QueryExecutor.item(type, id: id, in: view) }
+        try Self.checkNotReserved(Item.itemType)
+        return try answer { try QueryExecutor.item(type, id: id, in: view) }
     }
 
     func itemTypeNames() throws -> [String] {
-        try answer { view.itemTypes.filter { view.count(ofType: $0) > 0 }.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) } }
+        try answer {
+            view.itemTypes.filter { !StoreHistory.isReserved($0) && view.count(ofType: $0) > 0 }.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        }
     }
 
     func forEachRecord(ofType itemType: String, after key: RecordKey?, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
@@ -191,5 +206,10 @@ final class ReadWriteAccessor: DataStoreReadWriteAccessor {
     @discardableResult
     func deleteRecord(ofType itemType: String, key: RecordKey) throws -> Bool {
         try reader.answer { try txn.delete(type: itemType, key: key) }
+    }
+
+    @discardableResult
+    func deleteAllRecords(ofType itemType: String) throws -> Int {
+        try reader.answer { try txn.deleteAll(type: itemType) }
     }
 }

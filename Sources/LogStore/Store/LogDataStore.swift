@@ -36,6 +36,8 @@ public final class LogDataStore: DataStore {
         var children: [WeakChild] = []
         /// Set when a parent was torn down under this child.
         var failure: LogStoreError?
+        /// What the last `setup()` did with the migrations.
+        var migrationReport: MigrationReport?
     }
 
     let kind: Kind
@@ -48,6 +50,10 @@ public final class LogDataStore: DataStore {
     let writeQueue = WriteQueue(label: "LogStore.writeAsync")
     /// Declares item types' secondary indexes on first use.
     let indexRegistry = IndexRegistry()
+    /// The store's migrations: register them before ``setup()``, which applies those the store
+    /// has not applied yet (see ``DataStoreMigrations`` and the "Migrations" article). A child
+    /// store has none (its root store's are applied at the root's `setup()`).
+    public let migrations = DataStoreMigrations()
 
     /// A store in `directory` (created by ``setup()`` if missing). Does no I/O until `setup()`.
     public init(directory: URL, options: LogStoreOptions = .init()) {
@@ -82,8 +88,12 @@ public final class LogDataStore: DataStore {
 
     // MARK: Lifecycle
 
-    /// See ``DataStore/setup()``. For a child store, `setup()` is allowed and harmless; after the
-    /// child's `tearDown()` it starts a new, empty overlay over the parent's current state.
+    /// See ``DataStore/setup()``. Then applies the registered ``migrations`` the store has not
+    /// applied yet, before any other call can see the store; throws their errors
+    /// (`.migrationFailed`, `.unknownMigrations`, `.migrationHistoryMismatch`, `.invalidArgument`),
+    /// leaving the store closed. For a child store, `setup()` is allowed and harmless (migrations
+    /// registered on a child throw `.invalidArgument`); after the child's `tearDown()` it starts a
+    /// new, empty overlay over the parent's current state.
     public func setup() throws {
         // Already set up: return without waiting (also inside a write block, where waiting for a
         // concurrent tearDown() that waits for this block would deadlock).
@@ -94,17 +104,26 @@ public final class LogDataStore: DataStore {
         // A tearDown() in progress still holds the engine's lock: wait for it, or the new open
         // would fail with `.locked` blaming "another LogDataStore".
         try lifecycle.withLock { _ in
-            try state.withLock { s in
+            let needed = try state.withLock { s -> Bool in
                 if let f = s.failure { throw f }
-                if s.backend != nil { return }
-                let backend = try makeBackend()
-                do {
-                    s.feed = try makeFeed(for: backend)
-                } catch {
-                    try? backend.close()
-                    throw error
-                }
+                return s.backend == nil
+            }
+            guard needed else { return }
+            let backend = try makeBackend()
+            let report: MigrationReport?
+            let feed: DataStoreChangeFeed
+            do {
+                // Migrations first: their commits are part of the state observers start from.
+                report = try applyMigrations(on: backend)
+                feed = try makeFeed(for: backend)
+            } catch {
+                try? backend.close()
+                throw error
+            }
+            state.withLock { s in
                 s.backend = backend
+                s.feed = feed
+                s.migrationReport = report
             }
         }
     }
@@ -194,10 +213,11 @@ public final class LogDataStore: DataStore {
         writeQueue.drain()
     }
 
-    /// See ``DataStore/nuke()``.
+    /// See ``DataStore/nuke()``. The store's history (its applied migrations, `StoreHistory`)
+    /// stays: the items go, the schema they had does not change.
     public func nuke() throws {
         try writeTransaction { txn in
-            for t in txn.itemTypes { try txn.deleteAll(type: t) }
+            for t in txn.itemTypes where !StoreHistory.isReserved(t) { try txn.deleteAll(type: t) }
         }
     }
 

@@ -378,9 +378,12 @@ struct ScanRun {
                                     }
                                 }
                             }
+                            // A compacted segment's frame holds records of many transactions: each
+                            // putAt carries its own (the frame's sequence is only the largest).
                             let loc = RecordLocation(
                                 segment: segment, frameOffset: UInt32(f.frameOffset),
-                                valueOffset: UInt32(rec.valueOffset), sequence: sequence, valueLength: UInt32(rec.valueLength))
+                                valueOffset: UInt32(rec.valueOffset), sequence: rec.op == .putAt ? rec.sequence : sequence,
+                                valueLength: UInt32(rec.valueLength))
                             ops.append(Op(tag: rec.op, type: rec.type, key: rec.key,
                                            entry: ScanEntry(location: loc, valueCRC: crc, rawSize: size, storedShare: Double(size) * share)))
                         }

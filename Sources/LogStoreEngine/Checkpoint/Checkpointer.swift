@@ -35,15 +35,8 @@ final class Checkpointer: Sendable {
             return Capture(index: s.views.head.index, segments: s.views.head.segments, log: s.log)
         }
         // A writable store runs on a version 2 manifest (recovery upgrades older ones).
-        guard let capture, let storeId = capture.log.manifest.storeId else { return }
+        guard let capture, let storeId = capture.log.manifest.storeId, let segments = Self.segments(of: capture.log) else { return }
         let tail = capture.log.tail
-        var segments: [CheckpointFile.Segment] = []
-        for n in capture.log.manifest.segments {
-            guard var info = capture.log.segmentInfo[n] else { return }
-            if n == tail.number { info.length = capture.log.tailOffset }
-            segments.append(CheckpointFile.Segment(number: n, length: info.length, rawBytes: info.rawBytes))
-        }
-        guard segments.last?.number == tail.number else { return }
         do {
             try tail.file.sync()
         } catch {
@@ -71,6 +64,22 @@ final class Checkpointer: Sendable {
         engine.state.withLock { $0.lastCheckpoint = mark }
         engine.logger?.debug(
             "checkpoint written", metadata: ["store": "\(engine.directory)", "sequence": "\(mark.sequence)", "bytes": "\(bytes.count)"])
+    }
+}
+
+extension Checkpointer {
+    /// What a checkpoint of `log` records about its segments: each listed segment's valid length
+    /// (the tail's append offset) and raw payload bytes, in replay order; nil when `log` does
+    /// not know one of them or does not end with its tail.
+    static func segments(of log: LogState) -> [CheckpointFile.Segment]? {
+        var segments: [CheckpointFile.Segment] = []
+        for n in log.manifest.segments {
+            guard var info = log.segmentInfo[n] else { return nil }
+            if n == log.tail.number { info.length = log.tailOffset }
+            segments.append(CheckpointFile.Segment(number: n, length: info.length, rawBytes: info.rawBytes))
+        }
+        guard segments.last?.number == log.tail.number else { return nil }
+        return segments
     }
 }
 

@@ -68,12 +68,15 @@ extension EngineTransaction {
     public func forEachIndexEntry(ofType type: String, index: String, in range: IndexEntryRange, reverse: Bool,
                                   _ body: (_ entry: RecordKey, _ key: RecordKey) throws -> Bool) throws {
         try check()
+        // Puts that hide base keys must be known before the base's entries are filtered.
+        resolveHiddenKeys()
         try changes.forEachIndexEntry(type, index: index, in: range, reverse: reverse, base: base, body)
     }
 
     /// See ``RecordReader/countIndexEntries(ofType:index:in:)``.
     public func countIndexEntries(ofType type: String, index: String, in range: IndexEntryRange) throws -> Int {
         try check()
+        resolveHiddenKeys()
         return try changes.countIndexEntries(type, index: index, in: range, base: base)
     }
 }
@@ -126,6 +129,7 @@ extension EngineTransaction {
     /// See ``RecordReader/forEachKeyInOrder(ofType:fromOffset:_:)``: the base's ordered walk
     /// merged with this transaction's own keys.
     public func forEachKeyInOrder(ofType type: String, fromOffset offset: Int, _ body: (RecordKey) throws -> Bool) rethrows {
+        resolveHiddenKeys()
         try changes.forEachKeyInOrder(type, fromOffset: offset, base: base, body)
     }
 }

@@ -32,6 +32,14 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
         /// Keys put without looking them up in the base yet (``ChangeSetStorage/defersBaseLookups``):
         /// those the base holds are hidden base keys not yet in `shadowed`.
         var unchecked: [RecordKey] = []
+        /// The largest key ever put (an upper bound of `puts`' keys: deletes leave it). A walk in
+        /// key order that writes behind itself (a migration) learns from it that no put lies
+        /// ahead without looking at every put.
+        package var maxPutKey: RecordKey? = nil
+        /// How many keys of `shadowed` have no put: the deletes a commit writes. Kept by `put` and
+        /// `delete`, so that a commit that rewrites a million records (and so shadows a million)
+        /// need not look each of them up in `puts` to learn there is no delete among them.
+        package fileprivate(set) var deletes = 0
         init(cleared: Bool = false) { self.cleared = cleared }
 
         /// The base keys hidden so far, with `unchecked` looked up (without noting them).
@@ -44,6 +52,11 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
 
         /// Whether base key `k` is hidden (by a delete, or by a put, checked or not).
         func hides(_ k: RecordKey) -> Bool { shadowed.contains(k) || (!unchecked.isEmpty && puts[k] != nil) }
+
+        /// The keys of `shadowed` without a put (the deletes), unsorted; found without a lookup
+        /// when there are none. (Keys puts left unchecked are puts, or were deleted, which looked
+        /// them up: none is a delete without being in `shadowed`.)
+        package var deletedKeys: [RecordKey] { deletes == 0 ? [] : shadowed.filter { puts[$0] == nil } }
     }
     /// Per type. A plain dictionary: a store has few types, so copying it is cheap either way.
     package private(set) var types: [String: TypeChanges] = [:]
@@ -115,6 +128,8 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
         // In place (`modify`): mutating a copy that the dictionary still holds would copy
         // `puts`/`shadowed` on every call (quadratic transactions).
         let replaced = modify(type) { c -> Int in
+            // A key shadowed before without a put was a delete; this put replaces it.
+            let wasDelete = c.deletes > 0 && c.puts[key] == nil && c.shadowed.contains(key)
             if !c.cleared {
                 if Storage.defersBaseLookups {
                     c.unchecked.append(key)
@@ -122,6 +137,8 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
                     c.shadowed.insert(key)
                 }
             }
+            if wasDelete { c.deletes -= 1 }
+            if c.maxPutKey.map({ key > $0 }) ?? true { c.maxPutKey = key }
             return c.puts.updateValue(.inline(value), forKey: key).map(Self.size) ?? 0
         }
         valueBytes += value.count - replaced
@@ -132,13 +149,19 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
         let (existed, removed) = modify(type) { c -> (Bool, Int) in
             var existed = false
             var removed = 0
-            if let old = c.puts.removeValue(forKey: key) {
+            let old = c.puts.removeValue(forKey: key)
+            if let old {
                 removed = Self.size(old)
                 existed = true
             }
             if !c.cleared && base.contains(type: type, key: key) {
-                if !c.shadowed.contains(key) { existed = true }
-                c.shadowed.insert(key)
+                // A new delete: of a base key not shadowed yet, or of one a put had shadowed.
+                if c.shadowed.insert(key).inserted {
+                    existed = true
+                    c.deletes += 1
+                } else if old != nil {
+                    c.deletes += 1
+                }
             }
             return (existed, removed)
         }
@@ -192,22 +215,34 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
     /// are handed over without a copy (arrays share their storage).
     package func operations() throws -> [RecordOperation] {
         var ops: [RecordOperation] = []
+        try forEachOperation { ops.append($0) }
+        return ops
+    }
+
+    /// Calls `body` with the operations of ``operations()``, in the same order, one at a time:
+    /// values moved to the external store are read only when their operation comes, so a caller
+    /// that does not keep them holds one at a time. Throws `.corruption` for a damaged external
+    /// value, or `body`'s error.
+    package func forEachOperation(_ body: (RecordOperation) throws -> Void) throws {
         for type in types.keys.sorted() {
             guard let c = types[type] else { continue }
-            if c.cleared { ops.append(.deleteAll(type: type)) }
-            // (Keys puts left unchecked are puts, or were deleted, which looked them up: none is
-            // a delete here.)
-            for k in c.shadowed.sorted() where c.puts[k] == nil { ops.append(.delete(type: type, key: k)) }
-            ops.reserveCapacity(ops.count + c.puts.count)
+            if c.cleared { try body(.deleteAll(type: type)) }
+            for k in c.deletedKeys.sorted() { try body(.delete(type: type, key: k)) }
+            // Sorted with their values: no hash lookup per key (a million random ones for a
+            // migration's commit).
             for (k, v) in c.puts.sorted(by: { $0.key < $1.key }) {
                 if case .inline(let bytes) = v {
-                    ops.append(.put(type: type, key: k, value: bytes))
+                    try body(.put(type: type, key: k, value: bytes))
                 } else {
-                    ops.append(.put(type: type, key: k, value: Array(try read(v))))
+                    try body(.put(type: type, key: k, value: Array(try read(v))))
                 }
             }
         }
-        return ops
+    }
+
+    /// Checks `deletes` against its definition (tests).
+    package func _deletesAreCounted() -> Bool {
+        types.values.allSatisfy { c in c.deletes == c.shadowed.filter { c.puts[$0] == nil }.count }
     }
 
     /// Applies log operations made against the view base+self.
@@ -223,31 +258,52 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
 
     /// Moves every in-memory value to `store` (appending), leaving references; later reads go
     /// through `store`. Pass the same store on every call (values moved earlier are read from the
-    /// newest one). Throws what `store.append` throws, in which case values moved so far stay
-    /// in memory too (the change set is unchanged).
+    /// newest one). Values are appended per type in key order, the order a commit reads them back
+    /// (``forEachOperation(_:)``): a transaction that writes in key order (a migration's walk)
+    /// gets a spill file in key order, read back sequentially (in hash order, every read was a
+    /// seek). Throws what `store.append` throws; values moved until then are read from `store`,
+    /// the others stay in memory (either way the change set holds the same changes).
     package mutating func moveValues(to store: any ExternalValues) throws {
-        var newTypes = types
-        for (t, c) in types {
-            var nc = c
-            for (k, v) in c.puts {
-                if case .inline(let bytes) = v {
-                    let (offset, length) = try store.append(bytes)
-                    nc.puts[k] = .external(offset: offset, length: length)
-                }
-            }
-            newTypes[t] = nc
-        }
         externalValues = store
-        types = newTypes
-        valueBytes = 0
+        for t in Array(types.keys) {
+            // Taken out, so that the puts are uniquely referenced and change in place (a copy of
+            // a million-entry dictionary per spill, otherwise).
+            guard var c = types.removeValue(forKey: t) else { continue }
+            defer { types[t] = c }
+            var inline: [(key: RecordKey, bytes: [UInt8])] = []
+            for (k, v) in c.puts {
+                if case .inline(let bytes) = v { inline.append((k, bytes)) }
+            }
+            inline.sort { $0.key < $1.key }
+            // Appended in batches of about 1 MiB: one write each.
+            var batch = 0..<0
+            var batchBytes = 0
+            func flush() throws {
+                guard !batch.isEmpty else { return }
+                let at = try store.append(contentsOf: inline[batch].map(\.bytes))
+                for (i, a) in zip(batch, at) {
+                    c.puts[inline[i].key] = .external(offset: a.offset, length: a.length)
+                    valueBytes -= inline[i].bytes.count
+                }
+                batch = batch.upperBound..<batch.upperBound
+                batchBytes = 0
+            }
+            for i in inline.indices {
+                batch = batch.lowerBound..<(i + 1)
+                batchBytes += inline[i].bytes.count
+                if batchBytes >= 1 << 20 { try flush() }
+            }
+            try flush()
+        }
     }
 }
 
-/// Where a ``ChangeSet`` keeps values moved out of memory (a child store's spill file).
-/// Implementations must be safe to read from any thread while one writer appends.
+/// Where a ``ChangeSet`` keeps values moved out of memory (a child store's or a large
+/// transaction's spill file). Implementations must be safe to read from any thread while one
+/// writer appends.
 package protocol ExternalValues: Sendable {
-    /// Stores `bytes`; returns where to read them back.
-    func append(_ bytes: [UInt8]) throws -> (offset: UInt64, length: UInt32)
+    /// Stores each of `values` (in one write where it can); returns where to read each back.
+    func append(contentsOf values: [[UInt8]]) throws -> [(offset: UInt64, length: UInt32)]
     /// The bytes stored at `offset`. Throws `.corruption` if they do not check out.
     func read(offset: UInt64, length: UInt32) throws -> [UInt8]
 }

@@ -67,7 +67,13 @@ public struct CommitChanges: Sendable {
     /// keys before the commit (capture only that type's state: it lives as long as the tombstones
     /// kept for it). O(operations).
     package init(sequence: UInt64, operations: [RecordOperation], keysBefore: (String) -> ClearedKeys) {
-        var types: [String: TypeChanges] = [:]
+        self.init(sequence: sequence, types: [:])
+        add(operations: operations, keysBefore: keysBefore)
+    }
+
+    /// Adds the changes of `operations`, the next ones of the same commit (a large transaction
+    /// commits its operations chunk by chunk, in order). See ``init(sequence:operations:keysBefore:)``.
+    package mutating func add(operations: [RecordOperation], keysBefore: (String) -> ClearedKeys) {
         for op in operations {
             switch op {
             case .put(let t, let k, _): types[t, default: TypeChanges()].written.append(k)
@@ -75,7 +81,6 @@ public struct CommitChanges: Sendable {
             case .deleteAll(let t): types[t, default: TypeChanges()].cleared = keysBefore(t)
             }
         }
-        self.init(sequence: sequence, types: types)
     }
 }
 

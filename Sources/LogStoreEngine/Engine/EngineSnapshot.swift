@@ -65,6 +65,14 @@ public struct EngineSnapshot: RecordReader, Sendable {
         try index.types[type]?.forEach(fromOffset: offset) { k, _ in try body(k) }
     }
 
+    /// Calls `body` with the records of `type` in key order from position `offset` until it
+    /// returns false: ``forEachKeyInOrder(ofType:fromOffset:_:)`` with each value read from the
+    /// location the walk holds (no second index lookup per key). Throws `.corruption` or `body`'s
+    /// error.
+    package func forEachRecordInOrder(ofType type: String, fromOffset offset: Int, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
+        try index.types[type]?.forEach(fromOffset: offset) { k, loc in try body(k, try read(loc)) }
+    }
+
     /// Every (key, location) of `type`, in key order.
     public func locations(ofType type: String) -> [(key: RecordKey, location: RecordLocation)] {
         guard let d = index.types[type] else { return [] }

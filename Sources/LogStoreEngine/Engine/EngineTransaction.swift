@@ -11,12 +11,33 @@ public final class EngineTransaction: RecordReader {
     let limits: LogStoreOptions
     /// Cleared when the body returns: every later call throws `.accessorExpired`.
     package var isValid = true
+    /// Where values go once the changes hold more than ``LogStoreOptions/transactionSpillThreshold``
+    /// bytes of them (nil: they stay in memory).
+    let spillDirectory: (path: String, fileSystem: any FileSystem)?
+    /// The spill file, once values were moved to it. Removed when the transaction goes away.
+    private(set) var spillFile: SpillFile? = nil
 
     /// A transaction over `base`, checking values against `limits`. For the engine, and for
     /// backends of the DataStore layer (child stores) that run write bodies of their own.
-    package init(base: any RecordReader, limits: LogStoreOptions) {
+    /// `spillDirectory`: where a large transaction moves its values (see
+    /// ``LogStoreOptions/transactionSpillThreshold``); nil keeps them in memory.
+    package init(base: any RecordReader, limits: LogStoreOptions, spillDirectory: (path: String, fileSystem: any FileSystem)? = nil) {
         self.base = base
         self.limits = limits
+        self.spillDirectory = spillDirectory
+    }
+
+    /// Whether values were moved out of memory: the engine then commits the transaction in
+    /// chunks (``LogEngine/appendLargeLocked(_:)``).
+    package var hasSpilled: Bool { spillFile != nil }
+
+    /// Moves the in-memory values to the spill file once they pass the threshold.
+    private func spillIfNeeded() throws {
+        let threshold = limits.transactionSpillThreshold
+        guard let spillDirectory, threshold > 0, changes.valueBytes > threshold else { return }
+        let file = try spillFile ?? SpillFile(directory: spillDirectory.path, fs: spillDirectory.fileSystem, prefix: "txn")
+        try changes.moveValues(to: file)
+        spillFile = file
     }
 
     /// Operations handed over whole (``commitAsIs(_:)``), committed instead of the change set's.
@@ -88,11 +109,13 @@ public final class EngineTransaction: RecordReader {
     }
 
     /// Inserts or replaces record `key` of `type`. Throws `.itemTooLarge`, `.keyTooLarge` or
-    /// `.invalidArgument` when a limit of ``LogStoreOptions`` is exceeded.
+    /// `.invalidArgument` when a limit of ``LogStoreOptions`` is exceeded, and the file system's
+    /// errors when the values are moved to the spill file (the put is kept, in memory).
     public func put(type: String, key: RecordKey, value: [UInt8]) throws {
         try check()
         try LogEngine.validate(type: type, key: key, valueSize: value.count, options: limits)
         changes.put(type, key, value, base: base)
+        try spillIfNeeded()
     }
 
     /// Deletes record `key` of `type`; returns whether it existed.
@@ -114,6 +137,11 @@ public final class EngineTransaction: RecordReader {
     /// The state the transaction started from (without its own changes): the store's head
     /// snapshot, or a child's view. Used by merges to detect conflicts.
     public var baseView: any RecordReader { base }
+
+    /// Looks up the base keys this transaction's puts hide (puts defer it, ``ChangeSet``), so
+    /// that `changes`' `shadowed` lists every hidden base key: call it before filtering a walk of
+    /// the base by `shadowed` (the key-order walk of `forEachRecord(ofType:after:)`).
+    package func resolveHiddenKeys() { changes.resolveShadowed(base: base) }
 
     /// Whether the transaction changed anything.
     public var hasChanges: Bool { !changes.isEmpty || !(handedOver?.isEmpty ?? true) }

@@ -205,7 +205,7 @@ public final class LogEngine: Sendable {
             return s.views.head
         }
         let base = EngineSnapshot(index: head.index, segments: head.segments, cache: cache)
-        let txn = EngineTransaction(base: base, limits: options)
+        let txn = EngineTransaction(base: base, limits: options, spillDirectory: (directory, fileSystem))
         defer { txn.isValid = false }
         let result = try body(txn)
         txn.isValid = false
@@ -213,7 +213,8 @@ public final class LogEngine: Sendable {
         // caller waits for them (durable and visible), so that a read after any write sees every
         // write issued before it, empty or not (DataStore rules 7 and 8).
         guard txn.hasChanges else { return (result, head.index.sequence) }
-        let seq = try appendLocked(try txn.operationsToCommit())
+        // A transaction whose values outgrew memory is committed in chunks read from its spill file.
+        let seq = txn.hasSpilled ? try appendLargeLocked(txn.changes) : try appendLocked(try txn.operationsToCommit())
         return (result, seq)
     }
 
@@ -330,8 +331,13 @@ public final class LogEngine: Sendable {
     /// Appends one transaction. Caller holds the writer lock. Notes a full disk, and says in the
     /// log when a write succeeds again after one.
     func appendLocked(_ ops: [RecordOperation]) throws -> UInt64 {
+        try notingDiskFull { try appendLockedOnce(ops) }
+    }
+
+    /// Runs an append, noting a full disk in the log (once) and when writes succeed again.
+    func notingDiskFull(_ append: () throws -> UInt64) throws -> UInt64 {
         do {
-            let seq = try appendLockedOnce(ops)
+            let seq = try append()
             if let failures = diskFull.withLock({ f -> Int? in defer { f = 0 }; return f > 0 ? f : nil }) {
                 logger?.notice("disk space is available again; writes resumed", metadata: ["store": "\(directory)", "failedWrites": "\(failures)"])
             }
@@ -351,14 +357,7 @@ public final class LogEngine: Sendable {
             (($0.views.head, $0.log.tail, $0.log.tailOffset, $0.log.syncedThroughForFrames), $0.publicationObserver != nil)
         }
         var (head, tail, offset, synced) = start
-        // Only a damaged or foreign log gets here (a store makes one transaction at a time).
-        guard head.index.sequence < UInt64.max else {
-            throw LogStoreError(
-                .corruption,
-                "The log's last transaction has sequence number \(head.index.sequence), the largest there is, so no transaction can follow it. Run `logstore-compact salvage` to copy the data into a new store.",
-                path: tail.path)
-        }
-        let seq = head.index.sequence + 1
+        let seq = try Self.sequence(after: head, tail: tail)
         // Secondary-index changes first: a unique-index violation refuses the commit while
         // nothing is written yet.
         let secondaryChanges = try secondaryChanges(for: ops, on: head)
@@ -388,50 +387,91 @@ public final class LogEngine: Sendable {
             }
         }
         // Index the new records, as one batch.
-        for i in ops.indices {
-            if case .put = ops[i] {
-                encoded.placements[i].segment = tail.number
-                encoded.placements[i].frameOffset += UInt32(offset)
-                encoded.placements[i].sequence = seq
-            }
-        }
         var index = head.index
-        index.apply(ops, placements: encoded.placements)
-        index.apply(secondaryChanges)
-        index.sequence = seq
         let journaling = state.withLock { $0.compactionJournal != nil }
         var changes: [IndexJournal.Change] = []
+        Self.index(ops, placements: &encoded.placements, at: offset, in: tail, sequence: seq, into: &index,
+                   journaling: journaling, journal: &changes)
+        index.apply(secondaryChanges)
+        // What the commit changed, for the publication observer (a delete-all's keys are read
+        // from the type's tree before the commit, only if someone asks).
+        let committed = observed ? CommitChanges(sequence: seq, operations: ops, keysBefore: Self.keysBefore(head.index)) : nil
+        finishAppend(head: head, index: index, sequence: seq, bytes: encoded.bytes.count, rawBytes: encoded.rawBytes,
+                     journal: journaling ? changes : nil, committed: committed, tail: tail, end: offset + UInt64(encoded.bytes.count),
+                     rolledOver: rolledOver)
+        return seq
+    }
+
+    /// The sequence number of the transaction appended after `head`. Throws `.corruption` when
+    /// `head` already has the largest one (only a damaged or foreign log gets there: a store
+    /// makes one transaction at a time).
+    static func sequence(after head: ViewState, tail: SegmentFile) throws -> UInt64 {
+        guard head.index.sequence < UInt64.max else {
+            throw LogStoreError(
+                .corruption,
+                "The log's last transaction has sequence number \(head.index.sequence), the largest there is, so no transaction can follow it. Run `logstore-compact salvage` to copy the data into a new store.",
+                path: tail.path)
+        }
+        return head.index.sequence + 1
+    }
+
+    /// Puts the records of `ops`, written in frames at `offset` of `tail` (their placements
+    /// relative to that offset), into `index` as one batch per type, and notes each change in
+    /// `journal` when a compaction is copying (`journaling`).
+    static func index(_ ops: [RecordOperation], placements: inout [RecordLocation], at offset: UInt64, in tail: SegmentFile,
+                      sequence seq: UInt64, into index: inout IndexState, journaling: Bool, journal: inout [IndexJournal.Change]) {
+        for i in ops.indices {
+            if case .put = ops[i] {
+                placements[i].segment = tail.number
+                placements[i].frameOffset += UInt32(offset)
+                placements[i].sequence = seq
+            }
+        }
+        index.apply(ops, placements: placements)
         if journaling {
             for i in ops.indices {
                 switch ops[i] {
-                case .put(let t, let k, _): changes.append(.put(t, k, encoded.placements[i]))
-                case .delete(let t, let k): changes.append(.delete(t, k))
-                case .deleteAll(let t): changes.append(.deleteAll(t))
+                case .put(let t, let k, _): journal.append(.put(t, k, placements[i]))
+                case .delete(let t, let k): journal.append(.delete(t, k))
+                case .deleteAll(let t): journal.append(.deleteAll(t))
                 }
             }
         }
-        index._checkInvariants()
-        // What the commit changed, for the publication observer (a delete-all's keys are read
-        // from the type's tree before the commit, only if someone asks).
-        let committed = observed ? CommitChanges(sequence: seq, operations: ops, keysBefore: { [before = head.index] t in
+    }
+
+    /// For ``CommitChanges``: the keys a delete-all of a type removes, read from `before` (the
+    /// state the commit started from) only when someone asks.
+    static func keysBefore(_ before: IndexState) -> (String) -> CommitChanges.ClearedKeys {
+        { t in
             let tree = before.types[t]
             return CommitChanges.ClearedKeys(count: tree?.count ?? 0, keys: { tree?.keys ?? [] })
-        }) : nil
+        }
+    }
+
+    /// Makes an appended transaction the head: installs `index` (which holds its records), hands
+    /// `committed` to the publication observer, counts its `bytes`, notes its index changes in the
+    /// compaction journal, tells the preallocator the tail now ends at `end`, and schedules what
+    /// the append makes due. Caller holds the writer lock.
+    func finishAppend(head: ViewState, index: IndexState, sequence seq: UInt64, bytes: Int, rawBytes: UInt64,
+                      journal: [IndexJournal.Change]?, committed: CommitChanges?, tail: SegmentFile, end: UInt64, rolledOver: Bool) {
+        var head = head
+        var index = index
+        index.sequence = seq
+        index._checkInvariants()
         head.index = index
         let visibleNow = options.durability != .synchronous
         let checkpointEvery = UInt64(options.checkpointInterval)
         let checkpointDue = state.withLock { s -> Bool in
             s.views.append(head, visibleNow: visibleNow, changes: committed)
             s.announcePublished()
-            if journaling { s.compactionJournal?.record(changes) }
-            s.log.appended(bytes: encoded.bytes.count, rawBytes: encoded.rawBytes)
+            if let journal { s.compactionJournal?.record(journal) }
+            s.log.appended(bytes: bytes, rawBytes: rawBytes)
             return checkpointEvery > 0 && s.log.bytesSinceCheckpoint >= checkpointEvery
         }
         group.noteAppended(seq)
-        log.preallocator?.appended(to: tail, through: offset + UInt64(encoded.bytes.count))
+        log.preallocator?.appended(to: tail, through: end)
         if rolledOver { scheduleCompactionCheck() }
         if checkpointDue { scheduleCheckpoint() }
-        return seq
     }
 
     /// Seals the tail segment and starts a new one (``LogWriter/rollOver(from:sealAt:to:replacing:baseSequence:)``),

@@ -65,6 +65,12 @@ public struct LogStoreOptions: Sendable {
     /// A child store keeps its changes in memory up to this many bytes, then spills them to a
     /// temporary log file in the parent's directory. Default 8 MiB.
     public var childSpillThreshold: Int = 8 << 20
+    /// A write transaction keeps the values it writes in memory up to this many bytes, then
+    /// moves them to a temporary file in the store's directory (`txn-<uuid>.tmp`, removed when the
+    /// transaction ends) and commits in chunks, so that a transaction of millions of records (a
+    /// migration) holds at most this much of its values in memory at once (Docs/Design.md, "Large
+    /// transactions"). 0 keeps every value in memory. Default 32 MiB.
+    public var transactionSpillThreshold: Int = 32 << 20
     /// Where the store reports recovery, compaction and I/O failures. Default: none.
     public var logger: Logger? = nil
     /// Whether the store compacts itself in the background (on a utility-QoS queue, without
@@ -121,6 +127,7 @@ public struct LogStoreOptions: Sendable {
         o.maxFramePayload = min(max(o.maxFramePayload, 512), 1 << 20)
         o.cacheSize = max(0, o.cacheSize)
         o.preallocationSize = max(0, o.preallocationSize)
+        o.transactionSpillThreshold = max(0, o.transactionSpillThreshold)
         return o
     }
 }

@@ -90,6 +90,9 @@ public struct LogStoreError: Error, Sendable, CustomStringConvertible, CustomDeb
     public var underlyingError: (any Error)?
     /// For the DataStore layer's `mergeConflict` code: the conflicting items.
     public var conflicts: [Conflict]
+    /// For the DataStore layer's migration codes (`migrationFailed`): the name of the migration
+    /// concerned; nil otherwise.
+    public var migration: String? = nil
 
     /// Creates an error. Library code uses this; users normally only read errors.
     public init(

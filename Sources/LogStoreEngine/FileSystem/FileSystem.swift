@@ -67,12 +67,42 @@ public protocol FileSystemFile: AnyObject, Sendable {
     func sync() throws
     /// Closes the file. Later calls throw. Idempotent.
     func close() throws
+    /// Copies `count` bytes of `source` from `sourceOffset` into this file at `offset`, at most
+    /// `chunk` bytes at a time, calling `copied` with each piece's size; returns the bytes copied
+    /// (fewer only when `source` ends first). Runs on the calling thread. Throws either file's
+    /// I/O errors. The default reads and writes through these two objects; the POSIX file system
+    /// copies inside the kernel (`copy_file_range`, one copy of each byte instead of two) when
+    /// both files are its own. Nothing is synced.
+    func copyBytes(from source: any FileSystemFile, at sourceOffset: UInt64, count: UInt64, to offset: UInt64, chunk: Int,
+                   copied: (UInt64) -> Void) throws -> UInt64
 }
 
 extension FileSystemFile {
     /// Writes all of `bytes` at `offset`.
     public func write(_ bytes: [UInt8], at offset: UInt64) throws {
         try bytes.withUnsafeBytes { try write($0, at: offset) }
+    }
+
+    /// See ``FileSystemFile/copyBytes(from:at:count:to:chunk:copied:)``: reads `source` and
+    /// writes this file, a chunk at a time.
+    public func copyBytes(from source: any FileSystemFile, at sourceOffset: UInt64, count: UInt64, to offset: UInt64, chunk: Int,
+                          copied: (UInt64) -> Void) throws -> UInt64 {
+        try copyByReading(from: source, at: sourceOffset, count: count, to: offset, chunk: chunk, copied: copied)
+    }
+
+    /// The default ``copyBytes(from:at:count:to:chunk:copied:)``, for implementations that fall
+    /// back to it.
+    func copyByReading(from source: any FileSystemFile, at sourceOffset: UInt64, count: UInt64, to offset: UInt64, chunk: Int,
+                       copied: (UInt64) -> Void) throws -> UInt64 {
+        var done: UInt64 = 0
+        while done < count {
+            let bytes = try source.read(at: sourceOffset + done, count: Int(min(UInt64(max(1, chunk)), count - done)))
+            if bytes.isEmpty { break }
+            try write(bytes, at: offset + done)
+            done += UInt64(bytes.count)
+            copied(UInt64(bytes.count))
+        }
+        return done
     }
 }
 

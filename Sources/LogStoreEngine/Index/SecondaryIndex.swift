@@ -52,6 +52,21 @@ extension IndexState {
     ) throws -> SecondaryChanges {
         var changes = SecondaryChanges()
         guard hasSecondaryIndexes else { return changes }
+        try addSecondaryChanges(of: operations, readOld: readOld, to: &changes)
+        try checkUnique(changes)
+        return changes
+    }
+
+    /// Adds the secondary-index changes of `operations` to `changes`, which holds those of the
+    /// operations before them in the same commit (a large commit works them out chunk by chunk, in
+    /// the change set's order: a type's delete-all before its other operations, each key in one
+    /// chunk). Within `operations` a key touched twice, or written and then cleared, counts with
+    /// its final state only. Does not check unique indexes: call ``checkUnique(_:)`` on the
+    /// whole. Throws `.corruption` for a stored value that cannot be read.
+    package func addSecondaryChanges(
+        of operations: [RecordOperation], readOld: (RecordLocation) throws -> ArraySlice<UInt8>, to changes: inout SecondaryChanges
+    ) throws {
+        guard hasSecondaryIndexes else { return }
         // Each touched key's final value (nil: deleted), per indexed type.
         var final: [String: [RecordKey: ArraySlice<UInt8>?]] = [:]
         for op in operations {
@@ -83,12 +98,10 @@ extension IndexState {
                 }
             }
         }
-        try checkUnique(changes)
-        return changes
     }
 
     /// Refuses changes that would leave two entries of a unique index with equal values.
-    func checkUnique(_ changes: SecondaryChanges) throws {
+    package func checkUnique(_ changes: SecondaryChanges) throws {
         for (type, byName) in changes.insertions {
             for (name, inserted) in byName {
                 guard let index = secondary[type]?[name], index.definition.unique else { continue }

@@ -11,9 +11,11 @@ enum TransactionEncoder {
 
     /// `syncedThrough`: how far the tail segment is known durable now (every frame records it).
     /// `version`: the tail segment's format version, which decides the frame header layout.
+    /// `commit`: whether the last frame is the transaction's commit frame (false: a chunk of a
+    /// large transaction that more frames follow; every frame is a data frame).
     /// `compressor`: the caller's reusable LZ4 state, if it has one.
     static func encode(_ ops: [RecordOperation], sequence: UInt64, options: LogStoreOptions, syncedThrough: UInt32,
-                       version: UInt16 = LogStoreFormat.version, compressor: LZ4.Compressor? = nil) -> Output {
+                       version: UInt16 = LogStoreFormat.version, commit: Bool = true, compressor: LZ4.Compressor? = nil) -> Output {
         var out: [UInt8] = []
         out.reserveCapacity(ops.reduce(0) { $0 + $1.encodedSizeBound } + LogFrame.headerSizeV2 * 2)
         var placements = [RecordLocation](repeating: RecordLocation(segment: 0, frameOffset: 0, valueOffset: 0, sequence: 0, valueLength: 0), count: ops.count)
@@ -43,7 +45,7 @@ enum TransactionEncoder {
             }
             inFrame.append(i)
         }
-        flush(last: true)
+        flush(last: commit)
         return Output(bytes: out, rawBytes: rawBytes, placements: placements)
     }
 }
