@@ -40,15 +40,22 @@ public struct LogStoreOptions: Sendable {
     /// Whether frames are LZ4-compressed when that makes them smaller. Default true.
     public var compression: Bool = true
     /// With ``compression``: whether write transactions compress their frames too, or leave them
-    /// for compaction to compress when it copies them. Default true.
+    /// for compaction to compress when it copies them. Default false.
     ///
     /// A point read of an uncompressed frame uses the record's bytes in place; one of a
     /// compressed frame decompresses the frame up to the record first, most of the read's work on
-    /// data that outgrows the frame cache (Docs/Performance.md, "Step 7 (reads)": random reads over
-    /// 1M items cost 4.0 instead of 6.1 µs of CPU through the DataStore). The price is a larger
-    /// log until compaction copies the data, which happens only as records are overwritten or
-    /// deleted (``compactionThreshold``) or on `compact()`.
+    /// data that outgrows the frame cache, and compressing costs a writer more CPU than the rest
+    /// of its work on text-heavy items (Docs/Performance.md, "Issue 11: closing the gaps"). The
+    /// price is a larger log until compaction copies the data: as records are overwritten or
+    /// deleted (``compactionThreshold``), on `compact()`, and, with ``autoCompaction``, once
+    /// sealed segments written uncompressed make up half the store (at least
+    /// ``compactionMinimumDeadBytes`` of them).
     public var compressOnWrite: Bool = true
+    /// With ``compression``: how hard compaction compresses the frames it re-packs. 0: LZ4's fast
+    /// mode, as writers use; 1 to 12: LZ4HC at that level (same format and decompression speed,
+    /// smaller frames, slower compaction). Default 0 (Docs/Performance.md, "Issue 11: closing the
+    /// gaps"). Values outside 0...12 are clamped.
+    public var compactionCompressionLevel: Int = 0
     /// Frames smaller than this are never compressed. Default 256 bytes.
     public var compressionThreshold: Int = 256
     /// The largest encoded item (record value) accepted; a larger one throws `.itemTooLarge`.
@@ -120,6 +127,7 @@ public struct LogStoreOptions: Sendable {
         o.checkpointInterval = max(0, o.checkpointInterval)
         o.maxFramePayload = min(max(o.maxFramePayload, 512), 1 << 20)
         o.cacheSize = max(0, o.cacheSize)
+        o.compactionCompressionLevel = min(max(o.compactionCompressionLevel, 0), 12)
         o.preallocationSize = max(0, o.preallocationSize)
         return o
     }
