@@ -27,6 +27,62 @@ final class CompressionTests: XCTestCase {
         XCTAssertTrue(copied.contains { $0.header.compressed }, "compaction compressed what it copied")
         assertSameContents(try dump(e), model)
     }
+
+    func testCompactionWithLZ4HCLevelWritesFramesNoLargerThanFastLZ4() throws {
+        let h = StoreHarness.posix(self)
+        let ops = Scenarios.textHeavyOps()
+        var model = Contents()
+        apply(ops, to: &model)
+        var stored: [Int: Int] = [:]
+        for level in [0, 9] {
+            var o = LogStoreOptions.replayOnly
+            o.compressOnWrite = false
+            o.compactionCompressionLevel = level
+            let dir = h.newStorePath("level\(level)")
+            let e = try h.open(dir, options: o)
+            try write(e, ops)
+            let report = try e.compact()
+            let copied = try report.newSegments.flatMap { frames(ofSegment: try h.fs.readAll(segmentPath(dir, $0))) }
+            XCTAssertTrue(copied.contains { $0.header.compressed }, "level \(level): compaction compressed what it copied")
+            stored[level] = copied.reduce(0) { $0 + $1.header.storedLength }
+            assertSameContents(try dump(e), model)
+            try e.close()
+            // LZ4HC output is the same block format: a cold reopen reads it back.
+            let e2 = try h.open(dir, options: o)
+            assertSameContents(try dump(e2), model)
+            try e2.close()
+        }
+        XCTAssertLessThanOrEqual(stored[9] ?? .max, stored[0] ?? 0, "LZ4HC frames are no larger than fast LZ4's")
+    }
+
+    func testSealedSegmentsWrittenUncompressedMakeCompactionDueWhenWritersLeaveCompressionToCompaction() throws {
+        let h = StoreHarness.posix(self)
+        for compressOnWrite in [false, true] {
+            var o = LogStoreOptions.replayOnly
+            o.compressOnWrite = compressOnWrite
+            o.segmentSize = 64 << 10
+            o.compactionMinimumDeadBytes = 0
+            let e = try h.open(h.newStorePath(compressOnWrite ? "compressing" : "lazy"), options: o)
+            defer { try? e.close() }
+            // Only inserts: no dead bytes at all, several sealed segments.
+            for round in 0..<8 {
+                try write(e, Scenarios.textHeavyOps().enumerated().map { i, op in
+                    guard case .put(let t, _, let v) = op else { return op }
+                    return .put(type: t, key: key("r\(round)-\(i)"), value: v)
+                })
+            }
+            let stats = e.storageStats()
+            if !compressOnWrite {
+                XCTAssertGreaterThan(stats.segments.filter(\.isSealed).count, 1, "several sealed segments, written uncompressed")
+            }
+            XCTAssertEqual(stats.reclaimableBytes, 0, "nothing was overwritten")
+            XCTAssertEqual(e.compactionDue(), !compressOnWrite, "compressOnWrite \(compressOnWrite)")
+            if !compressOnWrite {
+                _ = try e.compact()
+                XCTAssertFalse(e.compactionDue(), "compacted segments are not counted again")
+            }
+        }
+    }
 }
 
 extension Scenarios {

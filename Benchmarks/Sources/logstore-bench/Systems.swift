@@ -52,12 +52,17 @@ final class LogStoreDataStore: DataStoreBench {
     let path: String
     let store: LogDataStore
 
-    init(path: String, mode: Mode, compression: Bool = true, durability: Durability? = nil) throws {
+    /// The options it was opened with.
+    let options: LogStoreOptions
+
+    init(path: String, mode: Mode, compression: Bool = true, durability: Durability? = nil, tune: (inout LogStoreOptions) -> String = { _ in "" }) throws {
         var o = LogStoreOptions()
         o.durability = durability ?? (mode == .durable ? .synchronous : .buffered)
         o.compression = compression
+        let tuned = tune(&o)
+        options = o
         self.path = path
-        config = "\(o.durability)" + (compression ? "" : ", no LZ4")
+        config = "\(o.durability)" + (compression ? "" : ", no LZ4") + tuned
         store = LogDataStore(directory: URL(fileURLWithPath: path), options: o)
         try store.setup()
     }
@@ -77,13 +82,21 @@ final class LogStoreEngineStore: BenchStore {
     let engine: LogEngine
     static let type = "BenchItem"
 
-    init(path: String, mode: Mode, compression: Bool = true, durability: Durability? = nil, cacheSize: Int? = nil) throws {
+    /// The options it was opened with.
+    let options: LogStoreOptions
+
+    init(
+        path: String, mode: Mode, compression: Bool = true, durability: Durability? = nil, cacheSize: Int? = nil,
+        tune: (inout LogStoreOptions) -> String = { _ in "" }
+    ) throws {
         var o = LogStoreOptions()
         o.durability = durability ?? (mode == .durable ? .synchronous : .buffered)
         o.compression = compression
         if let cacheSize { o.cacheSize = cacheSize }
+        let tuned = tune(&o)
+        options = o
         self.path = path
-        config = "\(o.durability), binary values" + (compression ? "" : ", no LZ4")
+        config = "\(o.durability), binary values" + (compression ? "" : ", no LZ4") + tuned
         engine = try LogEngine.open(directory: path, fileSystem: POSIXFileSystem(), options: o)
     }
 

@@ -28,30 +28,48 @@ package enum LZ4 {
         return !out.isEmpty && out.count < input.count ? out : nil
     }
 
-    /// A reusable compression state (LZ4's 16 KiB hash table), reset cheaply before each block
-    /// (`LZ4_resetStream_fast`) instead of cleared whole: each block is still compressed on its
-    /// own (no dictionary), so ``decompress(_:rawLength:)`` reads it alone. For callers that
-    /// compress many frames: the committing writer, a compaction's writing thread.
+    /// A reusable compression state, reset cheaply before each block instead of cleared whole:
+    /// LZ4's fast mode (a 16 KiB hash table, `LZ4_resetStream_fast`) or, with a `level` from 1 to
+    /// 12, LZ4HC (about 256 KiB of state, `LZ4_resetStreamHC_fast`): same block format and the same
+    /// decompression speed, smaller output, several times slower to compress (compaction output,
+    /// ``LogStoreOptions/compactionCompressionLevel``). Each block is still compressed on its own
+    /// (no dictionary), so ``decompress(_:rawLength:)`` reads it alone. For callers that compress
+    /// many frames: the committing writer, a compaction's two threads.
     ///
     /// Any thread; calls are serialized by its own mutex (each owner uses it from one thread at a
     /// time, so the mutex is never contended).
     package final class Compressor: @unchecked Sendable {
-        // @unchecked Sendable: `state` is used only while `lock` is held.
+        // @unchecked Sendable: `fast` and `high` are used only while `lock` is held.
         private let lock = NSLock()
-        private let state: UnsafeMutablePointer<LZ4_stream_t>?
+        private let fast: UnsafeMutablePointer<LZ4_stream_t>?
+        private let high: UnsafeMutablePointer<LZ4_streamHC_t>?
+        /// The LZ4HC level, or 0 for LZ4's fast mode.
+        package let level: Int
 
-        /// A compressor with its own state (about 16 KiB).
-        package init() { state = LZ4_createStream() }
+        /// A compressor with its own state: fast mode when `level` is 0 (the default), else LZ4HC
+        /// at `level` (clamped to 1...12).
+        package init(level: Int = 0) {
+            self.level = level <= 0 ? 0 : min(level, 12)
+            fast = self.level == 0 ? LZ4_createStream() : nil
+            high = self.level == 0 ? nil : LZ4_createStreamHC()
+        }
 
-        deinit { if let state { _ = LZ4_freeStream(state) } }
+        deinit {
+            if let fast { _ = LZ4_freeStream(fast) }
+            if let high { _ = LZ4_freeStreamHC(high) }
+        }
 
         /// Like ``LZ4/compress(_:)``.
         package func compress(_ input: UnsafeRawBufferPointer) -> [UInt8]? {
-            guard let state else { return LZ4.compress(input) }
             lock.lock()
             defer { lock.unlock() }
-            LZ4_resetStream_fast(state)
-            return LZ4.compressed(input) { src, dst, count, capacity in LZ4_compress_fast_continue(state, src, dst, count, capacity, 1) }
+            if let high {
+                LZ4_resetStreamHC_fast(high, Int32(level))
+                return LZ4.compressed(input) { src, dst, count, capacity in LZ4_compress_HC_continue(high, src, dst, count, capacity) }
+            }
+            guard let fast else { return LZ4.compress(input) }
+            LZ4_resetStream_fast(fast)
+            return LZ4.compressed(input) { src, dst, count, capacity in LZ4_compress_fast_continue(fast, src, dst, count, capacity, 1) }
         }
     }
 

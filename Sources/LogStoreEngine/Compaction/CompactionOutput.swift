@@ -57,10 +57,11 @@ struct CompactionOutput {
     private var lastFrameSequence: UInt64 = 0
     private var created: [SegmentFile] = []
     private var frameBytes: [UInt8] = []
-    private let compressor = LZ4.Compressor()
+    private let compressor: LZ4.Compressor
 
     init(engine: LogEngine, live: LivePrefix) {
         self.engine = engine
+        compressor = LZ4.Compressor(level: engine.options.compactionCompressionLevel)
         self.live = live
         locations = live.records.indices.map(live.location)
     }

@@ -23,7 +23,7 @@ extension Compactor {
         var repack = RepackedFrame(capacity: maxFrame)
         let options = engine.options
         // Builds re-packed frames on this thread too while the writing thread is behind.
-        let compressor = LZ4.Compressor()
+        let compressor = LZ4.Compressor(level: options.compactionCompressionLevel)
         func flushRepacked() { repack.flush(into: &batch, building: pipeline.isBehind ? compressor : nil, options: options) }
         func submitIfFull() {
             if batch.bytes.count >= 1 << 20 {

@@ -156,11 +156,25 @@ extension LogEngine {
 
     /// Whether background compaction should run: enough dead bytes in sealed segments, both as a
     /// share of the store (``LogStoreOptions/compactionThreshold``) and in absolute terms
-    /// (``LogStoreOptions/compactionMinimumDeadBytes``).
+    /// (``LogStoreOptions/compactionMinimumDeadBytes``); or, when writers leave frames for
+    /// compaction to compress (``LogStoreOptions/compressOnWrite`` false), sealed segments
+    /// written (nearly) uncompressed make up half the store and at least
+    /// ``LogStoreOptions/compactionMinimumDeadBytes`` (so a store that is only ever added to is
+    /// compressed too; a compacted segment is never counted again, so incompressible data is
+    /// compacted once).
     func compactionDue() -> Bool {
         let stats = storageStats()
-        return stats.reclaimableBytes > 0
+        if stats.reclaimableBytes > 0
             && stats.reclaimableBytes >= UInt64(options.compactionMinimumDeadBytes)
             && stats.reclaimableShare >= options.compactionThreshold
+        {
+            return true
+        }
+        guard options.compression && !options.compressOnWrite, stats.totalBytes > 0 else { return false }
+        let uncompressed = stats.segments.reduce(UInt64(0)) { sum, s in
+            // Frames hold at least 90 % of their raw bytes: (nearly) nothing was compressed.
+            s.isSealed && !s.isCompacted && s.rawBytes > 0 && s.rawBytes * 10 >= s.fileBytes * 9 ? sum + s.fileBytes : sum
+        }
+        return uncompressed > 0 && uncompressed >= UInt64(options.compactionMinimumDeadBytes) && 2 * uncompressed >= stats.totalBytes
     }
 }
