@@ -150,6 +150,16 @@ package enum QueryExecutor {
             return (try finish(Array(matches.dropFirst(request.offset)), &stats), plan)
 
         case .index(let name, let ranges, let reverse):
+            if plan.sortedByIndex && matcher.matchesEverything {
+                // Nothing to check: the entries alone give the order, so only the records
+                // returned are read (an offset skips index entries, not records).
+                let keys = try windowKeys(ranges, index: name, reverse: reverse, tieGroupComponents: plan.tieGroupComponents, needed: needed, in: view, type: type)
+                return (try keys.dropFirst(request.offset).compactMap { k in
+                    stats.visited += 1
+                    stats.decoded += 1
+                    return try view.value(type: type, key: k).map { try decode(Item.self, $0) }
+                }, plan)
+            }
             if plan.sortedByIndex {
                 let groupComponents = plan.tieGroupComponents
                 var group: [Match<Item>] = []
@@ -214,6 +224,43 @@ package enum QueryExecutor {
         var results = SortedResults(request, needed: needed)
         for m in matches { try results.add(key: m.key, bytes: m.bytes, item: m.item, stats: &stats) }
         return (try results.items(stats: &stats), plan)
+    }
+
+    /// The record keys of the first `needed` entries (all without a limit) of `ranges` of an index
+    /// that delivers the request's sort, each group of entries sharing `tieGroupComponents`
+    /// leading components put in id order. Reads no record.
+    static func windowKeys(
+        _ ranges: [IndexEntryRange], index name: String, reverse: Bool, tieGroupComponents: Int?, needed: Int?, in view: any RecordReader, type: String
+    ) throws -> [RecordKey] {
+        var keys: [RecordKey] = []
+        var group: [RecordKey] = []
+        var groupPrefix: [UInt8]? = nil
+        var done = false
+        func flush() {
+            group.sort()
+            keys.append(contentsOf: group)
+            group.removeAll(keepingCapacity: true)
+            if let needed, keys.count >= needed { done = true }
+        }
+        for range in ranges where !done {
+            try view.forEachIndexEntry(ofType: type, index: name, in: range, reverse: reverse) { entry, key in
+                guard let n = tieGroupComponents else {
+                    keys.append(key)
+                    if let needed, keys.count >= needed { done = true }
+                    return !done
+                }
+                let prefix = entry.withUnsafeBytes { raw in IndexKeyEncoding.prefixLength(ofEntry: raw, componentCount: n).map { Array(raw[..<$0]) } }
+                if prefix != groupPrefix {
+                    flush()
+                    if done { return false }
+                    groupPrefix = prefix
+                }
+                group.append(key)
+                return true
+            }
+            flush()
+        }
+        return needed.map { Array(keys.prefix($0)) } ?? keys
     }
 
     /// The items of `matches`, decoding those not decoded yet.
