@@ -88,26 +88,10 @@ struct ConditionEvaluator {
             return compare(s, op, v)
         case .oneOf(let a, let vs):
             guard let s = try stored(a) else { return nil }
-            var sawUnknown = false
-            for v in vs {
-                switch compare(s, .equal, v) {
-                case true?: return true
-                case nil: sawUnknown = true
-                case false?: continue
-                }
-            }
-            return sawUnknown ? nil : false
+            return anyEqual(vs) { compare(s, .equal, $0) }
         case .containsElement(let a, let v):
             guard let s = try stored(a), case .array(let elements) = s else { return nil }
-            var sawUnknown = false
-            for e in elements {
-                switch compare(e, .equal, v) {
-                case true?: return true
-                case nil: sawUnknown = true
-                case false?: continue
-                }
-            }
-            return sawUnknown ? nil : false
+            return anyEqual(elements) { compare($0, .equal, v) }
         case .and(let cs):
             var unknown = false
             for c in cs {
@@ -131,6 +115,20 @@ struct ConditionEvaluator {
         case .not(let c):
             return try eval(c, raw, paths, values).map { !$0 }
         }
+    }
+
+    /// Whether `equal` holds for one of `values`: true as soon as it does, nil if it could not
+    /// tell for one and held for none, false otherwise.
+    static func anyEqual(_ values: [AttributeValue], _ equal: (AttributeValue) -> Bool?) -> Bool? {
+        var sawUnknown = false
+        for v in values {
+            switch equal(v) {
+            case true?: return true
+            case nil: sawUnknown = true
+            case false?: continue
+            }
+        }
+        return sawUnknown ? nil : false
     }
 
     /// `stored op constant` with Swift's semantics on the decoded values; nil when Swift would not
