@@ -261,8 +261,12 @@ package struct CheckpointFile {
         guard count == UInt64(index.count(type)) else {
             throw _DecodeError("index \(definition.name) of \(type) has \(count) entries for \(index.count(type)) records", at: countAt)
         }
-        var entries: [IndexEntry] = []
-        entries.reserveCapacity(Int(count))
+        // Entries go straight into the narrow form while they fit it (no array of wide entries
+        // to convert), into the wide one from the first that does not.
+        var narrow: [IndexEntry24] = []
+        var wide: [IndexEntry] = []
+        var isWide = false
+        narrow.reserveCapacity(Int(count))
         let n = definition.attributes.count
         for _ in 0..<Int(count) {
             let entryAt = r.offset
@@ -273,10 +277,21 @@ package struct CheckpointFile {
             else {
                 throw _DecodeError("malformed entry in index \(definition.name) of \(type)", at: entryAt)
             }
-            entries.append(IndexEntry(raw))
+            let entry = IndexEntry(raw)
+            if !isWide, let e = IndexEntry24(entry) {
+                narrow.append(e)
+                continue
+            }
+            if !isWide {
+                isWide = true
+                wide.reserveCapacity(Int(count))
+                wide.append(contentsOf: narrow.lazy.map(\.entry))
+                narrow = []
+            }
+            wide.append(entry)
         }
         // Built from the arrays (no per-entry copy into a sequence of pairs).
-        guard let tree = SecondaryEntries(sortedKeys: entries) else {
+        guard let tree = isWide ? SecondaryEntries(sortedKeys: wide) : SecondaryEntries(sortedNarrow: narrow) else {
             throw _DecodeError("entries of index \(definition.name) of \(type) are not strictly ascending", at: countAt)
         }
         return (type, SecondaryIndex(definition: definition, entries: tree))

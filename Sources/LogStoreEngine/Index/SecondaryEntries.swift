@@ -67,7 +67,12 @@ package enum SecondaryEntries: Sendable, Equatable {
             }
             narrow.append(n)
         }
-        guard let t = OrderedTree(sortedKeys: narrow, values: Array(repeating: IndexEntryMark(), count: narrow.count)) else { return nil }
+        self.init(sortedNarrow: narrow)
+    }
+
+    /// The narrow entries `keys`, which must ascend strictly (else nil); built bottom-up in O(n).
+    package init?(sortedNarrow keys: [IndexEntry24]) {
+        guard let t = OrderedTree(sortedKeys: keys, values: Array(repeating: IndexEntryMark(), count: keys.count)) else { return nil }
         self = .narrow(t)
     }
 
