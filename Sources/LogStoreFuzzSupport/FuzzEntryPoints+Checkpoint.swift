@@ -58,7 +58,7 @@ extension FuzzEntryPoints {
                     guard index.entries.count == (cp.index.types[type]?.count ?? 0), name == index.definition.name else {
                         throw FuzzPropertyViolation("checkpoint decoded index \(name) of \(type) with \(index.entries.count) entries for \((cp.index.types[type]?.count ?? 0)) records")
                     }
-                    for (entry, _) in index.entries where IndexKeyEncoding.recordKey(ofEntry: entry, componentCount: index.definition.attributes.count) == nil {
+                    for entry in index.entries.keys where IndexKeyEncoding.recordKey(ofEntry: entry, componentCount: index.definition.attributes.count) == nil {
                         throw FuzzPropertyViolation("checkpoint decoded a malformed entry of index \(name) of \(type)")
                     }
                     guard let other = back.index.secondary[type]?[name], other.definition == index.definition, other.entries == index.entries else {

@@ -22,7 +22,7 @@ struct ChildView: FallibleRecordReader, Sendable {
     }
     func secondaryIndexes(ofType type: String) -> [String: IndexDefinition] { base.secondaryIndexes(ofType: type) }
     func forEachIndexEntry(ofType type: String, index: String, in range: IndexEntryRange, reverse: Bool,
-                           _ body: (RecordKey, RecordKey) throws -> Bool) throws {
+                           _ body: (IndexEntry, RecordKey) throws -> Bool) throws {
         try changes.forEachIndexEntry(type, index: index, in: range, reverse: reverse, base: base, body)
     }
     func countIndexEntries(ofType type: String, index: String, in range: IndexEntryRange) throws -> Int {

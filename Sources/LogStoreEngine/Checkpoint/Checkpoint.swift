@@ -133,7 +133,10 @@ package struct CheckpointFile {
                 secondary.definition.encode(into: &w)
                 w.u64(secondary.definition.definitionHash)
                 w.uvarint(UInt64(secondary.entries.count))
-                for (entry, _) in secondary.entries { entry.withUnsafeBytes { w.lengthPrefixed($0) } }
+                secondary.entries.forEach { entry in
+                    entry.withUnsafeBytes { w.lengthPrefixed($0) }
+                    return true
+                }
             }
         }
         w.u8(Tag.end.rawValue)
@@ -258,18 +261,37 @@ package struct CheckpointFile {
         guard count == UInt64(index.count(type)) else {
             throw _DecodeError("index \(definition.name) of \(type) has \(count) entries for \(index.count(type)) records", at: countAt)
         }
-        var entries: [RecordKey] = []
-        entries.reserveCapacity(Int(count))
+        // Entries go straight into the narrow form while they fit it (no array of wide entries
+        // to convert), into the wide one from the first that does not.
+        var narrow: [IndexEntry24] = []
+        var wide: [IndexEntry] = []
+        var isWide = false
+        narrow.reserveCapacity(Int(count))
         let n = definition.attributes.count
         for _ in 0..<Int(count) {
             let entryAt = r.offset
-            let entry = RecordKey(try r.lengthPrefixed())
-            guard let key = IndexKeyEncoding.recordKey(ofEntry: entry, componentCount: n), key.count > 0 || index.location(type, key) != nil else {
+            let raw = try r.lengthPrefixed()
+            // The record key is what follows the components (parsed in place: no key is made).
+            guard let keyStart = IndexKeyEncoding.prefixLength(ofEntry: raw, componentCount: n),
+                keyStart < raw.count || index.location(type, RecordKey([UInt8]())) != nil
+            else {
                 throw _DecodeError("malformed entry in index \(definition.name) of \(type)", at: entryAt)
             }
-            entries.append(entry)
+            let entry = IndexEntry(raw)
+            if !isWide, let e = IndexEntry24(entry) {
+                narrow.append(e)
+                continue
+            }
+            if !isWide {
+                isWide = true
+                wide.reserveCapacity(Int(count))
+                wide.append(contentsOf: narrow.lazy.map(\.entry))
+                narrow = []
+            }
+            wide.append(entry)
         }
-        guard let tree = OrderedTree(sortedElements: entries.lazy.map { ($0, IndexEntryMark()) }) else {
+        // Built from the arrays (no per-entry copy into a sequence of pairs).
+        guard let tree = isWide ? SecondaryEntries(sortedKeys: wide) : SecondaryEntries(sortedNarrow: narrow) else {
             throw _DecodeError("entries of index \(definition.name) of \(type) are not strictly ascending", at: countAt)
         }
         return (type, SecondaryIndex(definition: definition, entries: tree))

@@ -6,22 +6,23 @@ extension ChangeSet {
     /// per call on top of the base's scan.
     package func forEachIndexEntry(
         _ type: String, index name: String, in range: IndexEntryRange, reverse: Bool, base: any RecordReader,
-        _ body: (RecordKey, RecordKey) throws -> Bool
+        _ body: (IndexEntry, RecordKey) throws -> Bool
     ) throws {
         guard let c = types[type] else {
             return try base.forEachIndexEntry(ofType: type, index: name, in: range, reverse: reverse, body)
         }
         guard let definition = base.secondaryIndexes(ofType: type)[name] else { throw LogStoreError.noSuchIndex(type, name) }
         // The entries of this change set's own values in the range, in scan order.
-        var own: [(entry: RecordKey, key: RecordKey)] = []
+        var own: [(entry: IndexEntry, key: RecordKey)] = []
+        let paths = IndexKeyEncoding.paths(of: definition)
         for (k, v) in c.puts {
-            let entry = try IndexState.entry(definition, key: k, value: try read(v))
+            let entry = try IndexState.entry(paths, key: k, value: try read(v))
             if range.contains(entry) { own.append((entry, k)) }
         }
         own.sort { reverse ? $1.entry < $0.entry : $0.entry < $1.entry }
         var next = 0
         var stopped = false
-        func before(_ a: RecordKey, _ b: RecordKey) -> Bool { reverse ? b < a : a < b }
+        func before(_ a: IndexEntry, _ b: IndexEntry) -> Bool { reverse ? b < a : a < b }
         if !c.cleared {
             try base.forEachIndexEntry(ofType: type, index: name, in: range, reverse: reverse) { entry, key in
                 if c.shadowed.contains(key) { return true }
@@ -66,7 +67,7 @@ extension EngineTransaction {
     /// See ``RecordReader/forEachIndexEntry(ofType:index:in:reverse:_:)``: includes this
     /// transaction's own changes.
     public func forEachIndexEntry(ofType type: String, index: String, in range: IndexEntryRange, reverse: Bool,
-                                  _ body: (_ entry: RecordKey, _ key: RecordKey) throws -> Bool) throws {
+                                  _ body: (_ entry: IndexEntry, _ key: RecordKey) throws -> Bool) throws {
         try check()
         // Puts that hide base keys must be known before the base's entries are filtered.
         resolveHiddenKeys()

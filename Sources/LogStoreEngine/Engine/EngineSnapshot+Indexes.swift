@@ -10,24 +10,24 @@ extension IndexState {
     /// `reverse`), each with its record key. Throws `.invalidArgument` if there is no such index,
     /// `.corruption` for an entry whose record key cannot be found.
     func forEachIndexEntry(ofType type: String, index name: String, in range: IndexEntryRange, reverse: Bool,
-                           _ body: (RecordKey, RecordKey) throws -> Bool) throws {
+                           _ body: (IndexEntry, RecordKey) throws -> Bool) throws {
         guard let index = secondary[type]?[name] else { throw LogStoreError.noSuchIndex(type, name) }
         let n = index.definition.attributes.count
-        func emit(_ entry: RecordKey) throws -> Bool {
+        func emit(_ entry: IndexEntry) throws -> Bool {
             guard let key = IndexKeyEncoding.recordKey(ofEntry: entry, componentCount: n) else {
                 throw LogStoreError(.corruption, "An entry of index \(index.definition) of \(type) is malformed.")
             }
             return try body(entry, key)
         }
-        let lower = RecordKey(range.lower)
-        let upper = range.upper.map { RecordKey($0) }
+        let lower = IndexEntry(range.lower)
+        let upper = range.upper.map { IndexEntry($0) }
         if reverse {
-            try index.entries.forEachReversed(below: upper) { entry, _ in
+            try index.entries.forEachReversed(below: upper) { entry in
                 guard !(entry < lower) else { return false }
                 return try emit(entry)
             }
         } else {
-            try index.entries.forEach(from: lower) { entry, _ in
+            try index.entries.forEach(from: lower) { entry in
                 if let upper, !(entry < upper) { return false }
                 return try emit(entry)
             }
@@ -37,8 +37,8 @@ extension IndexState {
     /// The number of entries of `index` of `type` in `range`: O(log n).
     func countIndexEntries(ofType type: String, index name: String, in range: IndexEntryRange) throws -> Int {
         guard let index = secondary[type]?[name] else { throw LogStoreError.noSuchIndex(type, name) }
-        let lower = RecordKey(range.lower)
-        let below = range.upper.map { index.entries.rank(of: RecordKey($0)) } ?? index.entries.count
+        let lower = IndexEntry(range.lower)
+        let below = range.upper.map { index.entries.rank(of: IndexEntry($0)) } ?? index.entries.count
         return Swift.max(0, below - index.entries.rank(of: lower))
     }
 }
@@ -51,7 +51,7 @@ extension EngineSnapshot {
 
     /// See ``RecordReader/forEachIndexEntry(ofType:index:in:reverse:_:)``: walks the index's tree.
     public func forEachIndexEntry(ofType type: String, index name: String, in range: IndexEntryRange, reverse: Bool,
-                                  _ body: (_ entry: RecordKey, _ key: RecordKey) throws -> Bool) throws {
+                                  _ body: (_ entry: IndexEntry, _ key: RecordKey) throws -> Bool) throws {
         try index.forEachIndexEntry(ofType: type, index: name, in: range, reverse: reverse, body)
     }
 

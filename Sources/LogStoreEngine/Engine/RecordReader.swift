@@ -36,7 +36,7 @@ public protocol RecordReader {
     /// then the record key. A reader with changes of its own (a write transaction, a child store)
     /// includes them. Throws `.invalidArgument` for an index it does not have.
     func forEachIndexEntry(ofType type: String, index: String, in range: IndexEntryRange, reverse: Bool,
-                           _ body: (_ entry: RecordKey, _ key: RecordKey) throws -> Bool) throws
+                           _ body: (_ entry: IndexEntry, _ key: RecordKey) throws -> Bool) throws
     /// The number of entries of index `index` of `type` in `range` (O(log n) on a committed
     /// snapshot). Throws `.invalidArgument` for an index it does not have.
     func countIndexEntries(ofType type: String, index: String, in range: IndexEntryRange) throws -> Int
@@ -62,7 +62,7 @@ public struct IndexEntryRange: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether `entry` lies in the range.
-    public func contains(_ entry: RecordKey) -> Bool {
+    public func contains(_ entry: IndexEntry) -> Bool {
         entry.withUnsafeBytes { e in
             !e.lexicographicallyPrecedes(lower) && (upper.map { e.lexicographicallyPrecedes($0) } ?? true)
         }
@@ -81,7 +81,7 @@ extension RecordReader {
 
     /// See ``RecordReader/forEachIndexEntry(ofType:index:in:reverse:_:)``: this reader has no index.
     public func forEachIndexEntry(ofType type: String, index: String, in range: IndexEntryRange, reverse: Bool,
-                                  _ body: (_ entry: RecordKey, _ key: RecordKey) throws -> Bool) throws {
+                                  _ body: (_ entry: IndexEntry, _ key: RecordKey) throws -> Bool) throws {
         throw LogStoreError.noSuchIndex(type, index)
     }
 

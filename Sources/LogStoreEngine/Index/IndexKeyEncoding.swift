@@ -132,12 +132,12 @@ public enum IndexKeyEncoding {
     // MARK: Entries
 
     /// The entry of a record whose index attributes hold `values` (nil: missing).
-    public static func entry(_ values: [AttributeValue?], key: RecordKey) -> RecordKey {
+    public static func entry(_ values: [AttributeValue?], key: RecordKey) -> IndexEntry {
         var out: [UInt8] = []
         out.reserveCapacity(values.count * 12 + key.count)
         for v in values { append(v ?? .null, to: &out) }
         key.withUnsafeBytes { out.append(contentsOf: $0) }
-        return RecordKey(out)
+        return IndexEntry(out)
     }
 
     /// The values of `definition`'s attributes in the record stored as `value`: nil for a missing
@@ -145,22 +145,34 @@ public enum IndexKeyEncoding {
     /// bytes, or damage a read would report). Index entries are derived data: they never make a
     /// commit, a replay or a rebuild fail.
     public static func values(of definition: IndexDefinition, in value: UnsafeRawBufferPointer) -> [AttributeValue?] {
-        definition.attributes.map { path in
-            (try? AttributeValue.lookupAttribute(path: path.map { Array($0.utf8) }, in: value)) ?? nil
-        }
+        values(ofPaths: paths(of: definition), in: value)
+    }
+
+    /// The attribute paths of `definition`, as the UTF-8 bytes of their keys.
+    static func paths(of definition: IndexDefinition) -> [[[UInt8]]] {
+        definition.attributes.map { path in path.map { Array($0.utf8) } }
+    }
+
+    /// ``values(of:in:)`` with the attribute paths as bytes (``paths(of:)``).
+    static func values(ofPaths paths: [[[UInt8]]], in value: UnsafeRawBufferPointer) -> [AttributeValue?] {
+        paths.map { path in (try? AttributeValue.lookupAttribute(path: path, in: value)) ?? nil }
     }
 
     /// The record key at the end of `entry`, whose first `componentCount` components are index
     /// values; nil when the entry is malformed.
+    public static func recordKey(ofEntry entry: IndexEntry, componentCount: Int) -> RecordKey? {
+        entry.withUnsafeBytes { recordKey(ofEntry: $0, componentCount: componentCount) }
+    }
+
+    /// ``recordKey(ofEntry:componentCount:)`` of an entry's bytes held as a ``RecordKey``.
     public static func recordKey(ofEntry entry: RecordKey, componentCount: Int) -> RecordKey? {
-        entry.withUnsafeBytes { raw -> RecordKey? in
-            var i = 0
-            for _ in 0..<componentCount {
-                guard let next = skipComponent(raw, from: i) else { return nil }
-                i = next
-            }
-            return RecordKey(raw[i...])
-        }
+        entry.withUnsafeBytes { recordKey(ofEntry: $0, componentCount: componentCount) }
+    }
+
+    /// ``recordKey(ofEntry:componentCount:)`` of an entry's bytes.
+    static func recordKey(ofEntry raw: UnsafeRawBufferPointer, componentCount: Int) -> RecordKey? {
+        guard let i = prefixLength(ofEntry: raw, componentCount: componentCount) else { return nil }
+        return RecordKey(UnsafeRawBufferPointer(rebasing: raw[i...]))
     }
 
     /// The prefix of `entry` holding its first `count` components (for grouping equal values).

@@ -39,7 +39,7 @@ package struct IndexState: Sendable {
         types[type] = nil
         if replayTouches != nil, secondary[type] != nil { replayTouches?.clear(type) }
         if var indexes = secondary[type] {
-            for name in indexes.keys { indexes[name]?.entries = OrderedTree() }
+            for name in indexes.keys { indexes[name]?.entries = SecondaryEntries() }
             secondary[type] = indexes
         }
     }

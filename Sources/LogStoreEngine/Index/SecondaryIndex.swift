@@ -7,11 +7,16 @@ package struct IndexEntryMark: Sendable, Equatable {
 /// persistent ordered tree like the primary index, so snapshots of it are O(1) too.
 package struct SecondaryIndex: Sendable {
     package var definition: IndexDefinition
-    package var entries: OrderedTree<RecordKey, IndexEntryMark>
+    package var entries: SecondaryEntries
 
-    package init(definition: IndexDefinition, entries: OrderedTree<RecordKey, IndexEntryMark> = OrderedTree()) {
+    package init(definition: IndexDefinition, entries: SecondaryEntries = SecondaryEntries()) {
         self.definition = definition
         self.entries = entries
+    }
+
+    /// An index whose entries are `entries` (tests and tools that build trees of entries).
+    package init(definition: IndexDefinition, entries: OrderedTree<IndexEntry, IndexEntryMark>) {
+        self.init(definition: definition, entries: SecondaryEntries(entries))
     }
 }
 
@@ -21,8 +26,8 @@ package struct SecondaryChanges: Sendable {
     /// Types whose entries are all dropped first (a delete-all).
     var cleared: Set<String> = []
     /// Per type and index name: entries to remove, then entries to insert.
-    var removals: [String: [String: [RecordKey]]] = [:]
-    var insertions: [String: [String: [RecordKey]]] = [:]
+    var removals: [String: [String: [IndexEntry]]] = [:]
+    var insertions: [String: [String: [IndexEntry]]] = [:]
 
     var isEmpty: Bool { cleared.isEmpty && removals.isEmpty && insertions.isEmpty }
 }
@@ -35,8 +40,14 @@ extension IndexState {
     var hasSecondaryIndexes: Bool { !secondary.isEmpty }
 
     /// The entries `definition` gives the record `key` stored as `value`.
-    static func entry(_ definition: IndexDefinition, key: RecordKey, value: ArraySlice<UInt8>) throws -> RecordKey {
-        let values = value.withUnsafeBytes { IndexKeyEncoding.values(of: definition, in: $0) }
+    static func entry(_ definition: IndexDefinition, key: RecordKey, value: ArraySlice<UInt8>) throws -> IndexEntry {
+        try entry(IndexKeyEncoding.paths(of: definition), key: key, value: value)
+    }
+
+    /// ``entry(_:key:value:)`` with the definition's attribute paths as bytes
+    /// (``IndexKeyEncoding/paths(of:)``, made once per batch of records, not once per record).
+    static func entry(_ paths: [[[UInt8]]], key: RecordKey, value: ArraySlice<UInt8>) throws -> IndexEntry {
+        let values = value.withUnsafeBytes { IndexKeyEncoding.values(ofPaths: paths, in: $0) }
         return IndexKeyEncoding.entry(values, key: key)
     }
 
@@ -86,18 +97,49 @@ extension IndexState {
         for (type, keys) in final {
             guard let indexes = secondary[type] else { continue }
             let cleared = changes.cleared.contains(type)
+            // Per index: its paths as bytes (once), and what it loses and gains.
+            var work = indexes.map { (name: $0.key, paths: IndexKeyEncoding.paths(of: $0.value.definition), removed: [IndexEntry](), inserted: [IndexEntry]()) }
             for (key, value) in keys {
                 // After a delete-all nothing of the type is left to replace.
                 let old: ArraySlice<UInt8>? = cleared ? nil : try location(type, key).map(readOld)
-                for (name, index) in indexes {
-                    let before = try old.map { try Self.entry(index.definition, key: key, value: $0) }
-                    let after = try value.map { try Self.entry(index.definition, key: key, value: $0) }
+                for i in work.indices {
+                    let before = try old.map { try Self.entry(work[i].paths, key: key, value: $0) }
+                    let after = try value.map { try Self.entry(work[i].paths, key: key, value: $0) }
                     if before == after { continue }
-                    if let before { changes.removals[type, default: [:]][name, default: []].append(before) }
-                    if let after { changes.insertions[type, default: [:]][name, default: []].append(after) }
+                    if let before { work[i].removed.append(before) }
+                    if let after { work[i].inserted.append(after) }
                 }
             }
+            for w in work {
+                // Sorted, so that ``apply(_:)`` walks each tree once, left to right; merged into
+                // what earlier chunks of the same commit found.
+                if !w.removed.isEmpty { Self.mergeSorted(w.removed.sorted(), into: &changes.removals[type, default: [:]][w.name, default: []]) }
+                if !w.inserted.isEmpty { Self.mergeSorted(w.inserted.sorted(), into: &changes.insertions[type, default: [:]][w.name, default: []]) }
+            }
         }
+    }
+
+    /// Merges sorted `more` into sorted `entries` (linear; `entries` is usually empty).
+    static func mergeSorted(_ more: [IndexEntry], into entries: inout [IndexEntry]) {
+        if entries.isEmpty {
+            entries = more
+            return
+        }
+        var out: [IndexEntry] = []
+        out.reserveCapacity(entries.count + more.count)
+        var i = 0, j = 0
+        while i < entries.count && j < more.count {
+            if more[j] < entries[i] {
+                out.append(more[j])
+                j += 1
+            } else {
+                out.append(entries[i])
+                i += 1
+            }
+        }
+        out.append(contentsOf: entries[i...])
+        out.append(contentsOf: more[j...])
+        entries = out
     }
 
     /// Refuses changes that would leave two entries of a unique index with equal values.
@@ -108,7 +150,7 @@ extension IndexState {
                 let n = index.definition.attributes.count
                 let removed = Set(changes.removals[type]?[name] ?? [])
                 let cleared = changes.cleared.contains(type)
-                var seen: [[UInt8]: RecordKey] = [:]
+                var seen: [[UInt8]: IndexEntry] = [:]
                 for entry in inserted {
                     let (prefix, hasNull) = entry.withUnsafeBytes { raw -> ([UInt8]?, Bool) in
                         (IndexKeyEncoding.prefixLength(ofEntry: raw, componentCount: n).map { Array(raw[..<$0]) },
@@ -120,8 +162,8 @@ extension IndexState {
                     }
                     seen[prefix] = entry
                     guard !cleared else { continue }
-                    var clash: RecordKey? = nil
-                    index.entries.forEach(from: RecordKey(prefix)) { existing, _ in
+                    var clash: IndexEntry? = nil
+                    index.entries.forEach(from: IndexEntry(prefix)) { existing in
                         let starts = existing.withUnsafeBytes { $0.starts(with: prefix) }
                         guard starts else { return false }
                         if !removed.contains(existing) {
@@ -136,7 +178,7 @@ extension IndexState {
         }
     }
 
-    static func uniqueViolation(_ type: String, _ definition: IndexDefinition, _ entry: RecordKey, _ other: RecordKey, _ n: Int) -> LogStoreError {
+    static func uniqueViolation(_ type: String, _ definition: IndexDefinition, _ entry: IndexEntry, _ other: IndexEntry, _ n: Int) -> LogStoreError {
         let a = IndexKeyEncoding.recordKey(ofEntry: entry, componentCount: n).map(\.description) ?? "?"
         let b = IndexKeyEncoding.recordKey(ofEntry: other, componentCount: n).map(\.description) ?? "?"
         return LogStoreError(
@@ -149,18 +191,18 @@ extension IndexState {
         guard !changes.isEmpty else { return }
         for type in changes.cleared {
             guard var indexes = secondary[type] else { continue }
-            for name in indexes.keys { indexes[name]?.entries = OrderedTree() }
+            for name in indexes.keys { indexes[name]?.entries = SecondaryEntries() }
             secondary[type] = indexes
         }
-        for (type, byName) in changes.removals {
-            for (name, entries) in byName {
-                for e in entries { secondary[type]?[name]?.entries.removeValue(forKey: e) }
+        for type in Set(changes.removals.keys).union(changes.insertions.keys) {
+            guard var indexes = secondary.removeValue(forKey: type) else { continue }
+            for name in Set((changes.removals[type] ?? [:]).keys).union((changes.insertions[type] ?? [:]).keys) {
+                // Out of the dictionary while it changes: one lookup per index, not per entry.
+                guard var index = indexes.removeValue(forKey: name) else { continue }
+                index.entries.apply(removing: changes.removals[type]?[name] ?? [], inserting: changes.insertions[type]?[name] ?? [])
+                indexes[name] = index
             }
-        }
-        for (type, byName) in changes.insertions {
-            for (name, entries) in byName {
-                for e in entries { secondary[type]?[name]?.entries.updateValue(IndexEntryMark(), forKey: e) }
-            }
+            secondary[type] = indexes
         }
     }
 
@@ -170,18 +212,19 @@ extension IndexState {
     package func buildSecondaryIndex(
         _ definition: IndexDefinition, ofType type: String, read: (RecordLocation) throws -> ArraySlice<UInt8>
     ) throws -> SecondaryIndex {
-        var entries: [RecordKey] = []
+        var entries: [IndexEntry] = []
         entries.reserveCapacity(count(type))
         if let tree = types[type] {
             // Read in file order, each frame's neighbours together.
             var locations = tree.map { ($0.key, $0.value) }
             locations.sort { $0.1.frameID < $1.1.frameID || ($0.1.frameID == $1.1.frameID && $0.1.valueOffset < $1.1.valueOffset) }
-            for (key, loc) in locations { entries.append(try Self.entry(definition, key: key, value: try read(loc))) }
+            let paths = IndexKeyEncoding.paths(of: definition)
+            for (key, loc) in locations { entries.append(try Self.entry(paths, key: key, value: try read(loc))) }
         }
         entries.sort()
         if definition.unique {
             let n = definition.attributes.count
-            var previous: (prefix: [UInt8], entry: RecordKey)? = nil
+            var previous: (prefix: [UInt8], entry: IndexEntry)? = nil
             for e in entries {
                 let (prefix, hasNull) = e.withUnsafeBytes { raw -> ([UInt8]?, Bool) in
                     (IndexKeyEncoding.prefixLength(ofEntry: raw, componentCount: n).map { Array(raw[..<$0]) },
@@ -192,8 +235,7 @@ extension IndexState {
                 previous = (prefix, e)
             }
         }
-        let tree = OrderedTree(sortedElements: entries.lazy.map { ($0, IndexEntryMark()) }) ?? OrderedTree()
-        return SecondaryIndex(definition: definition, entries: tree)
+        return SecondaryIndex(definition: definition, entries: SecondaryEntries(sortedKeys: entries) ?? SecondaryEntries())
     }
 }
 
@@ -232,12 +274,13 @@ extension IndexState {
         for (type, keys) in touches.keys {
             for (name, index) in secondaryIndexes(ofType: type) {
                 var tree = index.entries
+                let paths = IndexKeyEncoding.paths(of: index.definition)
                 for key in keys {
-                    let before = try start.location(type, key).map { try Self.entry(index.definition, key: key, value: try read($0)) }
-                    let after = try location(type, key).map { try Self.entry(index.definition, key: key, value: try read($0)) }
+                    let before = try start.location(type, key).map { try Self.entry(paths, key: key, value: try read($0)) }
+                    let after = try location(type, key).map { try Self.entry(paths, key: key, value: try read($0)) }
                     if before == after { continue }
-                    if let before { tree.removeValue(forKey: before) }
-                    if let after { tree.updateValue(IndexEntryMark(), forKey: after) }
+                    if let before { tree.remove(before) }
+                    if let after { tree.insert(after) }
                 }
                 secondary[type]?[name]?.entries = tree
             }
@@ -299,12 +342,13 @@ extension SecondaryIndex {
     package func summary(type: String) -> SecondaryIndexSummary {
         var bytes = 0
         var heap = 0
-        for (entry, _) in entries {
+        entries.forEach { entry in
             bytes += entry.count
             // A heap array: its 32-byte header plus its bytes, rounded to 16.
-            if entry.count > RecordKey.inlineCapacity { heap += 32 + (entry.count + 15) / 16 * 16 }
+            if !entry.isInline { heap += 32 + (entry.count + 15) / 16 * 16 }
+            return true
         }
-        let slots = entries.count * MemoryLayout<RecordKey>.stride * 4 / 3
+        let slots = entries.count * entries.slotBytes * 4 / 3
         return SecondaryIndexSummary(type: type, definition: definition.description, entries: entries.count, entryBytes: bytes, estimatedMemoryBytes: slots + heap)
     }
 }

@@ -12,23 +12,48 @@ import LogStoreEngine
 /// Each attribute is looked up on the stored bytes at most once per item. A value type that
 /// holds no state between items; one per request, on the request's thread.
 struct ConditionEvaluator {
+    /// The condition with each attribute replaced by its slot in ``paths`` (nil: no coding path,
+    /// decided by decoding), so that evaluating an item hashes no path.
+    indirect enum Compiled {
+        case constant(Bool)
+        case opaque
+        case comparison(Int?, QueryComparison, AttributeValue)
+        case oneOf(Int?, [AttributeValue])
+        case containsElement(Int?, AttributeValue)
+        case and([Compiled])
+        case or([Compiled])
+        case not(Compiled)
+    }
+
     let condition: QueryCondition
-    /// Every distinct attribute path the condition reads, as UTF-8 bytes.
-    let paths: [[String]: [[UInt8]]]
+    let compiled: Compiled
+    /// Every distinct attribute path the condition reads, as UTF-8 bytes, by slot.
+    let paths: [[[UInt8]]]
 
     init(_ condition: QueryCondition) {
         self.condition = condition
-        var paths: [[String]: [[UInt8]]] = [:]
-        func visit(_ c: QueryCondition) {
+        var slots: [[String]: Int] = [:]
+        var paths: [[[UInt8]]] = []
+        func slot(_ a: QueryAttribute) -> Int? {
+            guard let p = a.codingPath else { return nil }
+            if let s = slots[p] { return s }
+            slots[p] = paths.count
+            paths.append(p.map { Array($0.utf8) })
+            return paths.count - 1
+        }
+        func compile(_ c: QueryCondition) -> Compiled {
             switch c {
-            case .comparison(let a, _, _), .oneOf(let a, _), .containsElement(let a, _):
-                if let p = a.codingPath { paths[p] = p.map { Array($0.utf8) } }
-            case .and(let cs), .or(let cs): cs.forEach(visit)
-            case .not(let c): visit(c)
-            case .constant, .opaque: break
+            case .constant(let b): return .constant(b)
+            case .opaque: return .opaque
+            case .comparison(let a, let op, let v): return .comparison(slot(a), op, v)
+            case .oneOf(let a, let vs): return .oneOf(slot(a), vs)
+            case .containsElement(let a, let v): return .containsElement(slot(a), v)
+            case .and(let cs): return .and(cs.map(compile))
+            case .or(let cs): return .or(cs.map(compile))
+            case .not(let c): return .not(compile(c))
             }
         }
-        visit(condition)
+        compiled = compile(condition)
         self.paths = paths
     }
 
@@ -36,69 +61,74 @@ struct ConditionEvaluator {
     /// malformed bytes.
     func evaluate(_ bytes: ArraySlice<UInt8>) throws -> Bool? {
         try bytes.withUnsafeBytes { raw in
-            var values: [[String]: AttributeValue] = [:]
-            func stored(_ a: QueryAttribute) throws -> AttributeValue? {
-                guard let p = a.codingPath, let utf8 = paths[p] else { return nil }
-                if let v = values[p] { return v }
-                let v = try AttributeValue.lookupAttribute(path: utf8, in: raw) ?? .null
-                values[p] = v
-                return v
+            // Each slot's stored value, looked up on first use (nil: not yet).
+            try withUnsafeTemporaryAllocation(of: AttributeValue?.self, capacity: Swift.max(paths.count, 1)) { values in
+                values.initialize(repeating: nil)
+                defer { values.deinitialize() }
+                return try Self.eval(compiled, raw, paths, values)
             }
-            func eval(_ c: QueryCondition) throws -> Bool? {
-                switch c {
-                case .constant(let b): return b
-                case .opaque: return nil
-                case .comparison(let a, let op, let v):
-                    guard let s = try stored(a) else { return nil }
-                    return Self.compare(s, op, v)
-                case .oneOf(let a, let vs):
-                    guard let s = try stored(a) else { return nil }
-                    var sawUnknown = false
-                    for v in vs {
-                        switch Self.compare(s, .equal, v) {
-                        case true?: return true
-                        case nil: sawUnknown = true
-                        case false?: continue
-                        }
-                    }
-                    return sawUnknown ? nil : false
-                case .containsElement(let a, let v):
-                    guard let s = try stored(a), case .array(let elements) = s else { return nil }
-                    var sawUnknown = false
-                    for e in elements {
-                        switch Self.compare(e, .equal, v) {
-                        case true?: return true
-                        case nil: sawUnknown = true
-                        case false?: continue
-                        }
-                    }
-                    return sawUnknown ? nil : false
-                case .and(let cs):
-                    var unknown = false
-                    for c in cs {
-                        switch try eval(c) {
-                        case false?: return false
-                        case nil: unknown = true
-                        case true?: continue
-                        }
-                    }
-                    return unknown ? nil : true
-                case .or(let cs):
-                    var unknown = false
-                    for c in cs {
-                        switch try eval(c) {
-                        case true?: return true
-                        case nil: unknown = true
-                        case false?: continue
-                        }
-                    }
-                    return unknown ? nil : false
-                case .not(let c):
-                    return try eval(c).map { !$0 }
+        }
+    }
+
+    static func eval(_ c: Compiled, _ raw: UnsafeRawBufferPointer, _ paths: [[[UInt8]]], _ values: UnsafeMutableBufferPointer<AttributeValue?>) throws
+        -> Bool?
+    {
+        func stored(_ slot: Int?) throws -> AttributeValue? {
+            guard let slot else { return nil }
+            if let v = values[slot] { return v }
+            let v = try AttributeValue.lookupAttribute(path: paths[slot], in: raw) ?? .null
+            values[slot] = v
+            return v
+        }
+        switch c {
+        case .constant(let b): return b
+        case .opaque: return nil
+        case .comparison(let a, let op, let v):
+            guard let s = try stored(a) else { return nil }
+            return compare(s, op, v)
+        case .oneOf(let a, let vs):
+            guard let s = try stored(a) else { return nil }
+            return anyEqual(vs) { compare(s, .equal, $0) }
+        case .containsElement(let a, let v):
+            guard let s = try stored(a), case .array(let elements) = s else { return nil }
+            return anyEqual(elements) { compare($0, .equal, v) }
+        case .and(let cs):
+            var unknown = false
+            for c in cs {
+                switch try eval(c, raw, paths, values) {
+                case false?: return false
+                case nil: unknown = true
+                case true?: continue
                 }
             }
-            return try eval(condition)
+            return unknown ? nil : true
+        case .or(let cs):
+            var unknown = false
+            for c in cs {
+                switch try eval(c, raw, paths, values) {
+                case true?: return true
+                case nil: unknown = true
+                case false?: continue
+                }
+            }
+            return unknown ? nil : false
+        case .not(let c):
+            return try eval(c, raw, paths, values).map { !$0 }
         }
+    }
+
+    /// Whether `equal` holds for one of `values`: true as soon as it does, nil if it could not
+    /// tell for one and held for none, false otherwise.
+    static func anyEqual(_ values: [AttributeValue], _ equal: (AttributeValue) -> Bool?) -> Bool? {
+        var sawUnknown = false
+        for v in values {
+            switch equal(v) {
+            case true?: return true
+            case nil: sawUnknown = true
+            case false?: continue
+            }
+        }
+        return sawUnknown ? nil : false
     }
 
     /// `stored op constant` with Swift's semantics on the decoded values; nil when Swift would not

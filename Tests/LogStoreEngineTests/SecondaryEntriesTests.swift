@@ -1,0 +1,84 @@
+import XCTest
+@testable import LogStoreEngine
+
+/// `SecondaryEntries` (and `IndexEntry`, `IndexEntry24`) against a sorted array of byte strings:
+/// the narrow form answers every question, including bounds longer than any entry it can hold,
+/// exactly as the wide form and the model do, before and after it widens.
+final class SecondaryEntriesTests: XCTestCase {
+    struct Rng {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        mutating func bytes(maxCount: Int) -> [UInt8] {
+            // Few distinct byte values, so that entries share prefixes and zero padding matters.
+            (0..<Int(next() % UInt64(maxCount + 1))).map { _ in [0x00, 0x01, 0x7F, 0xFF][Int(next() % 4)] }
+        }
+    }
+
+    func check(_ entries: SecondaryEntries, _ model: [[UInt8]], probes: [[UInt8]], _ what: String) {
+        XCTAssertEqual(entries.count, model.count, what)
+        XCTAssertEqual(entries.keys.map(\.bytes), model, what)
+        for p in probes {
+            let probe = IndexEntry(p)
+            let below = model.filter { $0.lexicographicallyPrecedes(p) }
+            XCTAssertEqual(entries.rank(of: probe), below.count, "\(what): rank of \(p)")
+            var from: [[UInt8]] = []
+            entries.forEach(from: probe) { e in
+                from.append(e.bytes)
+                return true
+            }
+            XCTAssertEqual(from, Array(model.dropFirst(below.count)), "\(what): from \(p)")
+            var reversed: [[UInt8]] = []
+            entries.forEachReversed(below: probe) { e in
+                reversed.append(e.bytes)
+                return true
+            }
+            XCTAssertEqual(reversed, below.reversed(), "\(what): below \(p)")
+            XCTAssertEqual(entries.contains(probe), model.contains(p), "\(what): contains \(p)")
+        }
+    }
+
+    func testShortEntriesStayNarrowAndAnswerLongBoundsExactly() {
+        var rng = Rng(state: 13)
+        var entries = SecondaryEntries()
+        var model = Set<[UInt8]>()
+        for _ in 0..<600 {
+            let b = rng.bytes(maxCount: 24)
+            entries.insert(IndexEntry(b))
+            model.insert(b)
+        }
+        guard case .narrow = entries else { return XCTFail("entries of at most 24 bytes widened the index") }
+        let probes = (0..<300).map { _ in rng.bytes(maxCount: 70) }
+        check(entries, model.sorted { $0.lexicographicallyPrecedes($1) }, probes: probes, "narrow")
+    }
+
+    func testALongEntryWidensTheIndexOnceAndKeepsEveryEntry() {
+        var rng = Rng(state: 2026)
+        var entries = SecondaryEntries()
+        var model = Set<[UInt8]>()
+        for i in 0..<800 {
+            let b = rng.bytes(maxCount: i < 400 ? 24 : 70)
+            entries.insert(IndexEntry(b))
+            model.insert(b)
+            if i % 5 == 0 {
+                let all = model.sorted { $0.lexicographicallyPrecedes($1) }
+                let victim = all[Int(rng.next() % UInt64(all.count))]
+                entries.remove(IndexEntry(victim))
+                model.remove(victim)
+            }
+        }
+        guard case .wide = entries else { return XCTFail("an entry of more than 24 bytes left the index narrow") }
+        let sorted = model.sorted { $0.lexicographicallyPrecedes($1) }
+        check(entries, sorted, probes: (0..<300).map { _ in rng.bytes(maxCount: 70) }, "wide")
+        // Built bottom-up from the same entries: the same answers, and equal to the grown one.
+        guard let built = SecondaryEntries(sortedKeys: sorted.map { IndexEntry($0) }) else { return XCTFail("sorted entries refused") }
+        XCTAssertEqual(built, entries)
+        XCTAssertEqual(IndexEntry(Array(repeating: 0xAB, count: 57)).isInline, false, "57 bytes are kept in a heap array")
+        XCTAssertEqual(IndexEntry(Array(repeating: 0xAB, count: 56)).isInline, true)
+    }
+}
