@@ -76,13 +76,7 @@ extension LogStoreJSON {
                 }
                 Self.patchCount(count, at: countAt, in: &out)
             case UInt8(ascii: "{"):
-                let start = offset, outStart = out.count
-                if try !sortedObject(into: &out, depth: depth) {
-                    // Keys out of order, or not plain: the general path sorts and checks them.
-                    offset = start
-                    out.bytes.removeSubrange(outStart...)
-                    try object(into: &out, depth: depth)
-                }
+                try sortedObject(into: &out, depth: depth)
             default:
                 try number(into: &out)
             }
@@ -123,36 +117,51 @@ extension LogStoreJSON {
 
         /// A map whose keys come in strictly ascending byte order, are plain (no escapes) and
         /// ASCII, and none of which starts with `$` (what LogStore's own writer gives for most
-        /// items), written straight into `out`. Returns false, having consumed some input and
-        /// written some output the caller discards, when the object is anything else.
-        mutating func sortedObject(into out: inout _ByteWriter, depth: Int) throws -> Bool {
+        /// items), written straight into `out`. At the first key that is anything else, the
+        /// members read so far move to the general path (``objectMembers(into:depth:start:members:)``),
+        /// which continues from that key: nothing is parsed twice (a retry from the object's start
+        /// would re-parse every nested map once per level that fell back: 2^depth work).
+        mutating func sortedObject(into out: inout _ByteWriter, depth: Int) throws {
+            let start = offset
+            let outStart = out.count
             offset += 1
             out.u8(AttributeValue.Tag.map.rawValue)
             let countAt = out.count
             out.u8(0)
             var count = 0
             var previous: Range<Int>? = nil
+            // Each member's key in the input and value in `out`, for the general path.
+            var read: [(key: Range<Int>, value: Range<Int>)] = []
             skipSpace()
             if try peek() == UInt8(ascii: "}") {
                 offset += 1
-                return true
+                return
             }
             while true {
                 skipSpace()
                 guard try peek() == UInt8(ascii: "\"") else { throw Failure("expected a key", at: offset) }
                 var i = offset + 1
                 while i < base.count, base[i] != UInt8(ascii: "\""), base[i] != UInt8(ascii: "\\"), base[i] >= 0x20, base[i] < 0x80 { i += 1 }
-                guard i < base.count, base[i] == UInt8(ascii: "\"") else { return false }
                 let key = (offset + 1)..<i
-                if key.first.map({ base[$0] == UInt8(ascii: "$") }) ?? false { return false }
-                if let previous, !base[previous].lexicographicallyPrecedes(base[key]) { return false }
+                let plain = i < base.count && base[i] == UInt8(ascii: "\"")
+                    && !(key.first.map { base[$0] == UInt8(ascii: "$") } ?? false)
+                    && (previous.map { base[$0].lexicographicallyPrecedes(base[key]) } ?? true)
+                guard plain else {
+                    // Not plain, a `$` key, or out of order: the general path takes over here.
+                    let members = read.map { (key: Array(base[$0.key]), value: Array(out.bytes[$0.value])) }
+                    out.bytes.removeSubrange(outStart...)
+                    try objectMembers(into: &out, depth: depth, start: start, members: members)
+                    return
+                }
                 previous = key
                 offset = i + 1
                 out.lengthPrefixed(UnsafeRawBufferPointer(rebasing: base[key]))
                 skipSpace()
                 try expect(UInt8(ascii: ":"))
                 skipSpace()
+                let valueStart = out.count
                 try value(into: &out, depth: depth + 1)
+                read.append((key, valueStart..<out.count))
                 count += 1
                 skipSpace()
                 if try peek() == UInt8(ascii: ",") { offset += 1; continue }
@@ -160,7 +169,6 @@ extension LogStoreJSON {
                 break
             }
             Self.patchCount(count, at: countAt, in: &out)
-            return true
         }
 
         /// Whether `b` is well-formed UTF-8 (no overlong forms, surrogates, or scalars past
@@ -192,18 +200,11 @@ extension LogStoreJSON {
             return true
         }
 
-        /// A map, or one of the `$` objects.
-        mutating func object(into out: inout _ByteWriter, depth: Int) throws {
-            let start = offset
-            offset += 1
-            skipSpace()
-            if try peek() == UInt8(ascii: "}") {
-                offset += 1
-                out.u8(AttributeValue.Tag.map.rawValue)
-                out.uvarint(0)
-                return
-            }
-            var members: [(key: [UInt8], value: [UInt8])] = []
+        /// The members of a map, or one of the `$` objects, from the key at `offset` on: the
+        /// general path. `members` are those already read (plain keys in ascending order, values
+        /// as attribute bytes); `start` is where the object began (for errors).
+        mutating func objectMembers(into out: inout _ByteWriter, depth: Int, start: Int, members read: [(key: [UInt8], value: [UInt8])]) throws {
+            var members = read
             var sorted = true
             while true {
                 skipSpace()
