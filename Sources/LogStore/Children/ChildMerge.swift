@@ -20,7 +20,8 @@ package enum ChildMerge {
     /// Decides whether the parent changed item (`type`, `key`) since the child's `base`.
     package typealias ChangedSince = (_ base: any RecordReader, _ type: String, _ key: RecordKey) throws -> Bool
     /// Called inside the parent's transaction: returns the operations to commit, nil when the
-    /// child has no changes. Throws `.mergeConflict` under `.failOnConflict`.
+    /// child has no changes. Throws `.mergeConflict` under `.failOnConflict`. May be called again
+    /// when the parent's transaction is run again (a retried serialization failure).
     package typealias Plan = (_ changedSince: ChangedSince) throws -> [RecordOperation]?
 
     /// Runs steps 1 to 4. `transaction` runs its argument inside one durable write transaction of
@@ -43,10 +44,16 @@ package enum ChildMerge {
         child.drainAsyncQueue()
         var merging = false
         defer { if merging { overlay.endMerge(rebaseOnto: nil) } }
+        // A backend whose transactions retry (PostgreSQL's serialization failures) calls the plan
+        // once per attempt: the child's lock is taken and its changes listed once; the conflicts
+        // are found again against the parent's state of each attempt.
+        var begun: (base: any RecordReader & Sendable, changes: [ChildStore.Change])? = nil
         try transaction { changedSince in
-            let (childBase, changes) = try overlay.beginMerge()
-            merging = true
-            guard !changes.isEmpty else { return nil }
+            if begun == nil {
+                begun = try overlay.beginMerge()
+                merging = true
+            }
+            guard let (childBase, changes) = begun, !changes.isEmpty else { return nil }
             return try operations(changes, policy: policy) { type, key in try changedSince(childBase, type, key) }
         }
         // The merge is committed and durable. Rebase the child onto the parent's new state; if the
