@@ -218,11 +218,18 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // A worker process of the multi-process concurrency test (not a product).
+        .executableTarget(
+            name: "logstore-postgres-worker",
+            dependencies: ["LogStorePostgres", "LogStore"],
+            path: "Tests/LogStorePostgresWorker",
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "LogStorePostgresTests",
             dependencies: [
                 "LogStorePostgres", "LogStore", "LogStoreEngine", "LogStoreSQL", "DataStoreConformance", "_LogStoreTestSupport",
-                "LogStoreMigrateCommands",
+                "LogStoreMigrateCommands", "logstore-postgres-worker", "logstore-migrate",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: strict

@@ -33,6 +33,10 @@ extension PostgresDataStore {
         /// How long the commit log (`logstore_commits`, what observers of other servers read)
         /// keeps a commit. An observer that falls further behind re-reads its results. Default 1 hour.
         public var commitLogRetention: Duration = .seconds(3600)
+        /// Whether `setup()` creates the store (its schema and tables) when the schema holds none.
+        /// False for tools that must not create what they read (then `setup()` throws
+        /// `.notAStore`). Default true.
+        public var createIfMissing = true
         /// Where the store logs (connection events, retries, DDL). Default: label `LogStorePostgres`.
         public var logger = Logger(label: "LogStorePostgres")
         /// The NIO event loops the connections run on. Default: NIO's shared singleton group.

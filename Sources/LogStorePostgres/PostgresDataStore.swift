@@ -81,6 +81,18 @@ public final class PostgresDataStore: DataStore, ChildStoreParent {
         self.init(configuration: try Configuration(url: url), options: options)
     }
 
+    /// A set-up store at `url` for a command-line tool: created when `create`, else
+    /// `.notAStore` when the URL's schema holds no store. Throws what `init(url:)` and `setup()`
+    /// throw. Blocks the caller.
+    public static func openForTools(url: String, create: Bool) throws -> PostgresDataStore {
+        var configuration = try Configuration(url: url)
+        configuration.createIfMissing = create
+        configuration.logger.logLevel = .error
+        let store = PostgresDataStore(configuration: configuration)
+        try store.setup()
+        return store
+    }
+
     deinit {
         let s = state.withLock { $0 }
         s.poller?.stop()
@@ -137,7 +149,7 @@ public final class PostgresDataStore: DataStore, ChildStoreParent {
                     guard encoding?.uppercased() == "UTF8" else {
                         throw LogStoreError(.unsupported, "The database's encoding is \(encoding ?? "unknown"); LogStore needs UTF8 (jsonb text). Create the database with ENCODING 'UTF8'.", path: configuration.place)
                     }
-                    opened = try PostgresSchema.open(s, schema: configuration.schema)
+                    opened = try PostgresSchema.open(s, schema: configuration.schema, create: configuration.createIfMissing)
                     // PostgreSQL 12+: one statement ends a read and begins the next.
                     try s.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                     pool.chains.store((try? s.run("ROLLBACK AND CHAIN")) != nil, ordering: .relaxed)

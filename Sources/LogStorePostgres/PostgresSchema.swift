@@ -46,15 +46,15 @@ enum PostgresSchema {
     /// safe when several servers set up the same store at once. Throws `.notAStore` for a schema
     /// holding another application's tables, `.unsupportedFormatVersion` for a newer format,
     /// `.corruption` when the store's own tables are damaged, and the mapped server errors.
-    static func open(_ s: PostgresStatements, schema: String) throws -> Opened {
+    static func open(_ s: PostgresStatements, schema: String, create: Bool = true) throws -> Opened {
         for attempt in 1...3 {
             do {
-                return try openOnce(s, schema: schema)
+                return try openOnce(s, schema: schema, create: create)
             } catch let e as LogStoreError where attempt < 3 && isCreationRace(e) {
                 continue
             }
         }
-        return try openOnce(s, schema: schema)
+        return try openOnce(s, schema: schema, create: create)
     }
 
     /// Two servers creating the same table or schema at once: one of them fails with a unique
@@ -64,7 +64,7 @@ enum PostgresSchema {
         return state == "23505" || state == "42P07" || state == "42P06" || state == "40001"
     }
 
-    static func openOnce(_ s: PostgresStatements, schema: String) throws -> Opened {
+    static func openOnce(_ s: PostgresStatements, schema: String, create: Bool) throws -> Opened {
         let existing = try s.run(SQLFragment("SELECT table_name::text FROM information_schema.tables WHERE table_schema = ?", [.text(Array(schema.utf8))]))
             .rows.compactMap { try? $0.decode(String.self) }
         if !existing.contains(meta) {
@@ -72,7 +72,10 @@ enum PostgresSchema {
                 let shown = existing.sorted().prefix(5).joined(separator: ", ") + (existing.count > 5 ? ", ..." : "")
                 throw LogStoreError(.notAStore, "The PostgreSQL schema \(schema) holds tables of another application (\(shown)), not a LogStore store. Give the store a schema of its own (Configuration.schema, or ?schema= in the URL).", path: schema)
             }
-            try create(s, schema: schema)
+            guard create else {
+                throw LogStoreError(.notAStore, "There is no LogStore store in the PostgreSQL schema \(schema). Check the URL's database and ?schema=.", path: schema)
+            }
+            try self.create(s, schema: schema)
         }
         let q = { (name: String) in qualified(schema, name) }
         var format: Int? = nil
