@@ -40,6 +40,8 @@ final class PostgresConnectionPool: Sendable {
     struct Idle {
         var connection: PostgresConnection
         var begun: Bool
+        /// Idle when another connection broke: checked with a statement before it is handed out.
+        var suspect = false
     }
 
     struct State {
@@ -56,7 +58,7 @@ final class PostgresConnectionPool: Sendable {
          logger: Logger, place: String) {
         self.configuration = configuration
         self.group = group
-        self.maximum = max(1, maximum)
+        self.maximum = max(2, maximum)
         self.leaseTimeout = leaseTimeout
         self.logger = logger
         self.place = place
@@ -71,7 +73,7 @@ final class PostgresConnectionPool: Sendable {
     /// connection frees up in time, `.notOpen` after ``close()``, and what connecting throws.
     func lease(preferBegun: Bool = false) throws -> (connection: PostgresConnection, begun: Bool) {
         enum Next {
-            case use(PostgresConnection, Bool)
+            case use(PostgresConnection, Bool, Bool)
             case open(Int)
             case wait(Waiter)
         }
@@ -84,13 +86,13 @@ final class PostgresConnectionPool: Sendable {
             }
             if let i = s.idle.lastIndex(where: { $0.begun == preferBegun }) {
                 let idle = s.idle.remove(at: i)
-                return .use(idle.connection, idle.begun)
+                return .use(idle.connection, idle.begun, idle.suspect)
             }
             // A writer opens a connection rather than roll back a reader's (which then stays
             // ready for the next read); a reader takes any idle one (BEGIN costs less than a
             // new connection).
             if preferBegun || s.open >= maximum, let idle = s.idle.popLast() {
-                return .use(idle.connection, idle.begun)
+                return .use(idle.connection, idle.begun, idle.suspect)
             }
             if s.open < maximum {
                 s.open += 1
@@ -102,7 +104,14 @@ final class PostgresConnectionPool: Sendable {
             return .wait(w)
         }
         switch next {
-        case .use(let c, let begun): return (c, begun)
+        case .use(let c, let begun, let suspect):
+            guard suspect else { return (c, begun) }
+            // Another connection broke while this one idled: the server may have ended it too.
+            if (try? PostgresStatements.wait(for: c.query("SELECT 1", logger: logger), connection: c, timeout: .seconds(10))) != nil {
+                return (c, begun)
+            }
+            release(c, reusable: false)
+            return try lease(preferBegun: preferBegun)
         case .open(let id): return (try connect(id: id), false)
         case .wait(let w):
             let nanos = leaseTimeout.components.seconds * 1_000_000_000 + leaseTimeout.components.attoseconds / 1_000_000_000
@@ -168,19 +177,27 @@ final class PostgresConnectionPool: Sendable {
     /// read transaction and begins the next in one statement. Set once at setup.
     let chains = Atomic<Bool>(false)
 
-    /// Gives back a connection whose read transaction is over, at once: the statement that ends
-    /// it and begins the next is sent but not waited for (the connection runs its statements in
-    /// order, so the next read's first statement follows it). The caller never waits for it.
+    /// Gives back a connection whose read transaction is over, without making the caller wait:
+    /// the statement that ends it and begins the next is sent, and the connection idles once it
+    /// is answered (closed if it fails: a connection the server ended is never handed out to a
+    /// write). A caller that needs a connection meanwhile takes another (the pool holds at least
+    /// two), so back-to-back reads alternate and never wait for it.
     func releaseAfterReading(_ c: PostgresConnection) {
         guard !c.isClosed else { return release(c, reusable: false) }
-        if chains.load(ordering: .relaxed) {
-            c.query("ROLLBACK AND CHAIN", logger: logger).whenFailure { _ in c.closeInBackground() }
-            release(c, reusable: true, begun: true)
-            return
-        }
         let logger = logger
-        c.query("ROLLBACK", logger: logger).flatMap { _ in c.query(Self.beginReading, logger: logger) }.whenFailure { _ in c.closeInBackground() }
-        release(c, reusable: true, begun: true)
+        let ended: EventLoopFuture<PostgresQueryResult>
+        if chains.load(ordering: .relaxed) {
+            ended = c.query("ROLLBACK AND CHAIN", logger: logger)
+        } else {
+            ended = c.query("ROLLBACK", logger: logger).flatMap { _ in c.query(Self.beginReading, logger: logger) }
+        }
+        ended.whenComplete { result in
+            if case .success = result {
+                self.release(c, reusable: true, begun: true)
+            } else {
+                self.release(c, reusable: false)
+            }
+        }
     }
 
     /// Opens connection `id` (its slot is already counted in `open`), giving the slot back on failure.
@@ -243,6 +260,17 @@ final class PostgresConnectionPool: Sendable {
         for c in idle { c.connection.closeInBackground() }
         for w in waiters { w.ready.signal() }
     }
+
+    /// Marks every idle connection suspect: a connection broke (a server restart or failover ends
+    /// them all), so each is checked before it is handed out again. Any thread; never blocks.
+    func connectionBroke() {
+        state.withLock { s in
+            for i in s.idle.indices { s.idle[i].suspect = true }
+        }
+    }
+
+    /// Whether ``close()`` was called.
+    var isClosed: Bool { state.withLock { $0.closed } }
 
     static func closedError() -> LogStoreError {
         LogStoreError(.notOpen, "The store is not set up. Call setup() before using it (and not after tearDown()).")

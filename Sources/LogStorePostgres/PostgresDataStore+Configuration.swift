@@ -24,6 +24,9 @@ extension PostgresDataStore {
         public var maximumConnections: Int = 10
         /// How long a caller waits for a free connection before `.serverUnavailable`. Default 30 s.
         public var leaseTimeout: Duration = .seconds(30)
+        /// How long a statement may go unanswered (a server or network that stopped answering)
+        /// before its connection is closed and the call throws `.serverUnavailable`. Default 5 min.
+        public var statementTimeout: Duration = .seconds(300)
         /// How writes that conflict with concurrent writes are run again.
         public var retry = RetryPolicy()
         /// How often the store looks for commits of other servers while something observes it

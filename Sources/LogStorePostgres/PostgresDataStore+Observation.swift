@@ -31,7 +31,7 @@ final class PostgresStateSnapshot: DataStoreSnapshot, Sendable {
         try PostgresConnectionPool.checkNotOnEventLoop()
         self.session = session
         connection = try session.pool.leaseForReading()
-        statements = PostgresStatements(connection: connection, logger: session.configuration.logger, place: session.place)
+        statements = PostgresStatements(connection: connection, logger: session.configuration.logger, place: session.place, timeout: session.configuration.statementTimeout)
         do {
             sequence = UInt64(max(0, try statements.integers(SQLFragment("SELECT sequence FROM \(session.own(PostgresSchema.sequence)) WHERE id = 1")).first ?? 0))
             let s = statements

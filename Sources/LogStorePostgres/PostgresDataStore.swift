@@ -143,7 +143,7 @@ public final class PostgresDataStore: DataStore, ChildStoreParent {
             let opened: PostgresSchema.Opened
             do {
                 let c = try pool.leaseClean()
-                let s = PostgresStatements(connection: c, logger: configuration.logger, place: configuration.place)
+                let s = PostgresStatements(connection: c, logger: configuration.logger, place: configuration.place, timeout: configuration.statementTimeout)
                 do {
                     let encoding = try s.run("SHOW server_encoding").rows.first.flatMap { try? $0.decode(String.self) }
                     guard encoding?.uppercased() == "UTF8" else {
@@ -280,13 +280,24 @@ public final class PostgresDataStore: DataStore, ChildStoreParent {
             let start = ContinuousClock.now
             var work: [PostgresSchemaWork] = []
             var attempt = 0
+            var reconnects = 0
             while true {
                 attempt += 1
                 if !work.isEmpty {
                     try doSchemaWork(work, session)
                     work = []
                 }
-                switch try attemptTransaction(body, session) {
+                let result: Attempt<T>
+                do {
+                    result = try attemptTransaction(body, session)
+                } catch let e as LogStoreError where e.code == .serverUnavailable && reconnects < 2 && !session.pool.isClosed {
+                    // A connection the server ended (a restart, a failover, an idle connection it
+                    // dropped): nothing was committed; run the block again on a new connection.
+                    reconnects += 1
+                    configuration.logger.debug("connection lost, attempt \(attempt): \(e)")
+                    continue
+                }
+                switch result {
                 case .committed(let value):
                     return value
                 case .again(let schemaWork, let conflict):

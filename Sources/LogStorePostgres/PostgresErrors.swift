@@ -63,6 +63,11 @@ enum PostgresErrors {
         guard let state = e.serverInfo?[.sqlState] else {
             switch e.code {
             case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .poolClosed:
+                // A connection closed because the server said it ends the session (57P01..03,
+                // e.g. pg_terminate_backend before the statement arrived): nothing committed.
+                if let cause = e.underlying as? PSQLError, let state = cause.serverInfo?[.sqlState], state.hasPrefix("57P") {
+                    return unavailable(place: place, cause: message(cause), error: e, duringCommit: false)
+                }
                 return unavailable(place: place, cause: message(e), error: e, duringCommit: duringCommit)
             case .sslUnsupported, .failedToAddSSLHandler, .receivedUnencryptedDataAfterSSLRequest:
                 return LogStoreError(.serverUnavailable, "The PostgreSQL server does not offer TLS, which the configuration requires (\(message(e))). Enable ssl on the server, or connect with sslmode=prefer or disable on a trusted network.", path: place, underlying: e)
@@ -97,7 +102,12 @@ enum PostgresErrors {
         case "22P05", "22021":
             return LogStoreError(.invalidArgument, "PostgreSQL cannot store a value of this item (\(text)): its text columns cannot hold NUL characters or invalid UTF-8.", path: place, underlying: e)
         default:
-            if state.hasPrefix("08") || state.hasPrefix("57P") {
+            if state.hasPrefix("57P") {
+                // The server ended the session (shutdown, restart, pg_terminate_backend) and said
+                // so in its answer to the statement: the transaction did not commit.
+                return unavailable(place: place, cause: text, error: e, duringCommit: false)
+            }
+            if state.hasPrefix("08") {
                 return unavailable(place: place, cause: text, error: e, duringCommit: duringCommit)
             }
             return LogStoreError(.io, "PostgreSQL failed (\(text)).", path: place, underlying: e)

@@ -56,12 +56,13 @@ final class PostgresSession: Sendable {
     func withConnection<T>(_ body: (PostgresStatements) throws -> T) throws -> T {
         try PostgresConnectionPool.checkNotOnEventLoop()
         let connection = try pool.leaseClean()
-        let statements = PostgresStatements(connection: connection, logger: configuration.logger, place: place)
+        let statements = PostgresStatements(connection: connection, logger: configuration.logger, place: place, timeout: configuration.statementTimeout)
         do {
             let value = try body(statements)
             pool.release(connection, reusable: true)
             return value
         } catch {
+            if connection.isClosed { pool.connectionBroke() }
             pool.release(connection, reusable: !connection.isClosed)
             throw error
         }
@@ -77,9 +78,14 @@ final class PostgresSession: Sendable {
         pendingReads.withLock { $0[ObjectIdentifier(gate)] = gate }
         defer {
             pendingReads.withLock { $0[ObjectIdentifier(gate)] = nil }
-            if connection.isClosed { pool.release(connection, reusable: false) } else { pool.releaseAfterReading(connection) }
+            if connection.isClosed {
+                pool.connectionBroke()
+                pool.release(connection, reusable: false)
+            } else {
+                pool.releaseAfterReading(connection)
+            }
         }
-        return try body(PostgresStatements(connection: connection, logger: configuration.logger, place: place, gate: gate))
+        return try body(PostgresStatements(connection: connection, logger: configuration.logger, place: place, gate: gate, timeout: configuration.statementTimeout))
     }
 
     /// Fixes the snapshots of the reads of this process that began but ran no statement yet, so
@@ -123,7 +129,7 @@ final class PostgresSession: Sendable {
         try PostgresConnectionPool.checkNotOnEventLoop()
         do {
             let c = try PostgresConnection.connect(on: pool.group.next(), configuration: pool.configuration, id: Int.random(in: 1_000_000...Int.max), logger: configuration.logger).wait()
-            return PostgresStatements(connection: c, logger: configuration.logger, place: place)
+            return PostgresStatements(connection: c, logger: configuration.logger, place: place, timeout: configuration.statementTimeout)
         } catch {
             throw PostgresErrors.map(error, place: place)
         }

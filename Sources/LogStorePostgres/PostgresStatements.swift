@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import LogStore
 import LogStoreEngine
@@ -18,6 +19,8 @@ struct PostgresStatements {
     let place: String
     /// For a read: the gate its first statement passes (it takes the snapshot).
     var gate: PostgresSnapshotGate? = nil
+    /// How long a statement may go unanswered before the connection is given up.
+    var timeout: Duration = .seconds(300)
 
     /// `sql` with its `?` placeholders numbered `$1...` (quoted text left alone).
     static func numbered(_ sql: String) -> String {
@@ -82,11 +85,35 @@ struct PostgresStatements {
     }
 
     func execute(_ query: PostgresQuery, duringCommit: Bool) throws -> PostgresQueryResult {
+        if connection.isClosed {
+            throw LogStoreError(.serverUnavailable, "The connection to PostgreSQL is closed (the server ended it, or the network broke). Nothing of the current transaction was committed. Retry once the server is reachable.", path: place)
+        }
         do {
-            return try connection.query(query, logger: logger).wait()
+            return try Self.wait(for: connection.query(query, logger: logger), connection: connection, timeout: timeout)
         } catch {
             throw PostgresErrors.map(error, place: place, duringCommit: duringCommit)
         }
+    }
+
+    /// The value of `future`, waiting at most `timeout`: then the connection is closed (a server
+    /// or network that stopped answering) and the wait fails with `.serverUnavailable`.
+    static func wait<T: Sendable>(for future: EventLoopFuture<T>, connection: PostgresConnection, timeout: Duration) throws -> T {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<T, any Error>?>(nil)
+        future.whenComplete { r in
+            result.withLock { $0 = r }
+            done.signal()
+        }
+        let nanos = Int(clamping: timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
+        if done.wait(timeout: .now() + .nanoseconds(nanos)) == .timedOut {
+            connection.closeInBackground()
+            // Closing fails the statement; if even that does not come, give up on it.
+            if done.wait(timeout: .now() + .seconds(5)) == .timedOut {
+                throw LogStoreError(.serverUnavailable, "PostgreSQL did not answer a statement for \(timeout); the connection was closed. Nothing of the current transaction was committed unless it was COMMIT.")
+            }
+        }
+        guard let r = result.withLock({ $0 }) else { throw LogStoreError(.serverUnavailable, "A statement ended without a result.") }
+        return try r.get()
     }
 
     /// The integers of the first row of `fragment`'s result (0 for NULL; empty without a row).
@@ -200,7 +227,7 @@ final class PostgresSnapshotGate: Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard !fixed.load(ordering: .acquiring) else { return }
-        _ = try? connection.query("SELECT 1", logger: logger).wait()
+        _ = try? PostgresStatements.wait(for: connection.query("SELECT 1", logger: logger), connection: connection, timeout: .seconds(60))
         fixed.store(true, ordering: .releasing)
     }
 }

@@ -24,6 +24,7 @@ enum PostgresTestServer {
         c.schema = schema
         c.maximumConnections = 6
         c.pollInterval = .milliseconds(50)
+        c.statementTimeout = .seconds(30)
         return c
     }
 
