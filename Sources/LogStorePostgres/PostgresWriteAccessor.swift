@@ -20,7 +20,7 @@ enum PostgresSchemaWork: Hashable {
 /// The write accessor of `PostgresDataStore`'s write blocks: one connection, and a SERIALIZABLE
 /// transaction begun at the block's first statement. Inserts are batched: sent as one statement
 /// (per table, with the sequence bump and the commit log entry) when a read needs them, when the
-/// batch is large, or at the end; reads through the accessor see the block's own writes.
+/// batch is full (1,000 rows or 4 MiB), or at the end; reads through the accessor see the block's own writes.
 ///
 /// A block that only inserts never begins a transaction: its writes, the bump of
 /// `logstore_sequence` and its commit log entry go as ONE autocommitted statement at the end
@@ -191,11 +191,13 @@ final class PostgresWriteAccessor: PostgresReadAccessor, DataStoreReadWriteAcces
             var scratch = PostgresBindings()
             try t.kind.bind(key, into: &scratch)
         }
+        // A full batch is sent before the next insert joins it, so that a block of exactly one
+        // batch still commits as one statement.
+        if pendingCount >= Self.batchRows || pendingBytes >= Self.batchBytes { try flush() }
         pending[t, default: []].append((key, json))
         pendingCount += 1
         pendingBytes += json.count + key.count
         changes.wrote(type, key)
-        if pendingCount >= Self.batchRows || pendingBytes >= Self.batchBytes { try flush() }
     }
 
     /// Deletes record `key` of `type`; whether it existed.
