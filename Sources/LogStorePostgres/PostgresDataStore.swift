@@ -63,10 +63,8 @@ public final class PostgresDataStore: DataStore, ChildStoreParent {
     let writer = NSLock()
     /// Runs `writeAsync` and async `write` blocks in the order they were queued.
     let writeQueue = WriteQueue(label: "LogStorePostgres.writeAsync")
-    /// The thread inside a write block, if any.
-    let writingThread = Mutex<UInt?>(nil)
-    /// How many read blocks each thread is inside.
-    let readDepth = Mutex<[UInt: Int]>([:])
+    /// Which threads are inside read and write blocks (reentrancy checks).
+    let marks = _ThreadMarks()
 
     /// A store in the database and schema `configuration` names. Does no I/O until `setup()`.
     public init(configuration: Configuration, options: LogStoreOptions = LogStoreOptions()) {
@@ -111,15 +109,7 @@ public final class PostgresDataStore: DataStore, ChildStoreParent {
         return s
     }
 
-    var isWritingOnCurrentThread: Bool {
-        let me = _currentThreadID()
-        return writingThread.withLock { $0 == me }
-    }
-
-    var isReadingOnCurrentThread: Bool {
-        let me = _currentThreadID()
-        return readDepth.withLock { ($0[me] ?? 0) > 0 }
-    }
+    var isWritingOnCurrentThread: Bool { marks.isWritingOnCurrentThread }
 
     // MARK: Lifecycle
 
@@ -188,9 +178,7 @@ public final class PostgresDataStore: DataStore, ChildStoreParent {
     /// `.reentrantWrite` when called from inside a read or write block of this store (it would
     /// wait for that block).
     public func tearDown() throws {
-        if isWritingOnCurrentThread || isReadingOnCurrentThread {
-            throw LogStoreError(.reentrantWrite, "tearDown() was called from inside a read or write block of the same store; it would wait for that block. Tear down after it returns.")
-        }
+        if marks.isInsideBlockOnCurrentThread { throw _ThreadMarks.reentrantTearDownError() }
         writeQueue.drain()
         lifecycle.withLock { _ in
             let s = state.withLock { s -> State in
@@ -237,18 +225,12 @@ public final class PostgresDataStore: DataStore, ChildStoreParent {
     @discardableResult
     public func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T {
         let session = try currentSession()
-        let me = _currentThreadID()
-        readDepth.withLock { $0[me, default: 0] += 1 }
-        defer {
-            readDepth.withLock { d in
-                let n = (d[me] ?? 1) - 1
-                d[me] = n > 0 ? n : nil
+        return try marks.reading { _ in
+            try session.inSnapshot { s in
+                let accessor = PostgresReadAccessor(statements: s, session: session)
+                defer { accessor.isValid = false }
+                return try block(accessor)
             }
-        }
-        return try session.inSnapshot { s in
-            let accessor = PostgresReadAccessor(statements: s, session: session)
-            defer { accessor.isValid = false }
-            return try block(accessor)
         }
     }
 
@@ -270,9 +252,7 @@ public final class PostgresDataStore: DataStore, ChildStoreParent {
     /// unchanged (rolled back).
     func transaction<T>(_ body: (PostgresWriteAccessor) throws -> T) throws -> T {
         let session = try currentSession()
-        if isWritingOnCurrentThread {
-            throw LogStoreError(.reentrantWrite, "A write block called writeSync on the same store; it would wait for itself forever. Do the work in the outer block, or use writeAsync.")
-        }
+        if isWritingOnCurrentThread { throw _ThreadMarks.reentrantWriteError() }
         try PostgresConnectionPool.checkNotOnEventLoop()
         writer.lock()
         defer { writer.unlock() }
@@ -332,15 +312,7 @@ public final class PostgresDataStore: DataStore, ChildStoreParent {
                 session.declaredIndexes.withLock { $0.formUnion(accessor.declaredIndexes) }
                 return .again(accessor.schemaWork, conflict: accessor.conflict)
             }
-            let me = _currentThreadID()
-            writingThread.withLock { $0 = me }
-            let outcome: Result<T, any Error>
-            do {
-                outcome = .success(try body(accessor))
-            } catch {
-                outcome = .failure(error)
-            }
-            writingThread.withLock { $0 = nil }
+            let outcome = marks.writing { Result { try body(accessor) } }
             if accessor.restart != nil { return again() }
             let value: T
             switch outcome {
@@ -414,9 +386,7 @@ public final class PostgresDataStore: DataStore, ChildStoreParent {
     @discardableResult
     public func writeSync<T>(_ block: (any DataStoreReadWriteAccessor) throws -> T) throws -> T {
         _ = try currentSession()
-        if isWritingOnCurrentThread {
-            throw LogStoreError(.reentrantWrite, "A write block called writeSync on the same store; it would wait for itself forever. Do the work in the outer block, or use writeAsync.")
-        }
+        if isWritingOnCurrentThread { throw _ThreadMarks.reentrantWriteError() }
         writeQueue.drain()
         return try transaction { try block($0) }
     }
@@ -427,23 +397,12 @@ public final class PostgresDataStore: DataStore, ChildStoreParent {
     /// `.notOpen` when the store is not set up).
     public func writeAsync(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> Void,
                            completion: (@Sendable ((any Error)?) -> Void)?) {
-        writeQueue.enqueue(check: { _ = try currentSession() }, queuedWrite(block), completion: completion)
+        writeQueue.enqueue(check: { _ = try currentSession() }, durableTransaction: { try self.transaction { try block($0) } }, completion: completion)
     }
 
     /// `writeSync` for Swift concurrency: queued with `writeAsync` blocks (on the queue's thread,
     /// never the cooperative pool); resumes once committed.
     public func write<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> T) async throws -> T {
-        try await writeQueue.value(check: { _ = try currentSession() }, queuedWrite(block))
-    }
-
-    /// What the write queue runs for `block`: one transaction, durable when it returns.
-    func queuedWrite<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> T)
-        -> @Sendable (_ onDurable: @escaping @Sendable ((any Error)?) -> Void) throws -> T
-    {
-        { onDurable in
-            let value = try self.transaction { try block($0) }
-            onDurable(nil)
-            return value
-        }
+        try await writeQueue.value(check: { _ = try currentSession() }, durableTransaction: { try self.transaction { try block($0) } })
     }
 }

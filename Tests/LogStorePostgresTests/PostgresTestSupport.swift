@@ -66,9 +66,7 @@ struct PostgresDataStoreFactory: DataStoreFactory {
     func makeLocation() throws -> any DataStoreLocation {
         let location = SchemaLocation(schema: PostgresTestServer.freshSchema("c"), options: options)
         guard mode == .child else { return location }
-        let parent = try location.makeStore()
-        try parent.setup()
-        return ChildLocation(parent: location, child: try parent.makeChildDataStore())
+        return try ChildStoreLocation(childOf: location)
     }
 
     final class SchemaLocation: DataStoreLocation {
@@ -87,20 +85,6 @@ struct PostgresDataStoreFactory: DataStoreFactory {
         func destroy() {
             for s in stores.value { try? s.tearDown() }
             PostgresTestServer.drop(schema: schema)
-        }
-    }
-
-    final class ChildLocation: DataStoreLocation {
-        let parent: SchemaLocation
-        let child: any DataStore
-        init(parent: SchemaLocation, child: any DataStore) {
-            self.parent = parent
-            self.child = child
-        }
-        func makeStore() throws -> any DataStore { child }
-        func destroy() {
-            try? child.tearDown()
-            parent.destroy()
         }
     }
 }
