@@ -16,7 +16,9 @@ struct ChangeTracker {
 
     var isEmpty: Bool { states.isEmpty }
 
-    mutating func wrote(_ type: String, _ key: RecordKey) {
+    /// Records a write of `key`; whether it is the first change of `key` in the transaction.
+    @discardableResult
+    mutating func wrote(_ type: String, _ key: RecordKey) -> Bool {
         states[type, default: TypeState()].write(key)
     }
 
@@ -49,11 +51,18 @@ struct ChangeTracker {
 }
 
 extension ChangeTracker.TypeState {
-    mutating func write(_ key: RecordKey) {
-        if deleted.remove(key) != nil { deletedOrder.removeAll { $0 == key } }
-        guard writtenAt[key] == nil else { return }
+    /// Whether `key` had no change in the transaction before.
+    mutating func write(_ key: RecordKey) -> Bool {
+        if deleted.remove(key) != nil {
+            deletedOrder.removeAll { $0 == key }
+            writtenAt[key] = written.count
+            written.append(key)
+            return false
+        }
+        if writtenAt[key] != nil { return false }
         writtenAt[key] = written.count
         written.append(key)
+        return true
     }
 
     mutating func delete(_ key: RecordKey) {

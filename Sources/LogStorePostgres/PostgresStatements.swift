@@ -231,3 +231,18 @@ final class PostgresSnapshotGate: Sendable {
         fixed.store(true, ordering: .releasing)
     }
 }
+
+/// LogStore JSON bytes sent as a `jsonb` parameter in the binary format (a version byte, 1, then
+/// the text): no `String` is made of them, and arrays of them bind as `jsonb[]`.
+struct PostgresJSONBParameter: PostgresNonThrowingEncodable, PostgresArrayEncodable {
+    static var psqlType: PostgresDataType { .jsonb }
+    static var psqlFormat: PostgresFormat { .binary }
+    static var psqlArrayType: PostgresDataType { .jsonbArray }
+
+    let json: [UInt8]
+
+    func encode<JSONEncoder: PostgresJSONEncoder>(into byteBuffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) {
+        byteBuffer.writeInteger(UInt8(1))
+        byteBuffer.writeBytes(json)
+    }
+}

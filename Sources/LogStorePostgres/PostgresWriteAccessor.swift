@@ -55,6 +55,8 @@ final class PostgresWriteAccessor: PostgresReadAccessor, DataStoreReadWriteAcces
     var pendingBytes = 0
     /// What the transaction changed, per item type (the commit log's entry).
     var changes = ChangeTracker()
+    /// Whether the transaction wrote some key more than once (batches then keep the last value).
+    var rewrote = false
 
     static let batchRows = 1000
     static let batchBytes = 4 << 20
@@ -127,18 +129,23 @@ final class PostgresWriteAccessor: PostgresReadAccessor, DataStoreReadWriteAcces
         }
         let upsert = " ON CONFLICT (id) DO UPDATE SET version = excluded.version, data = excluded.data"
         for (n, (t, rows)) in batches.sorted(by: { $0.key.name < $1.key.name }).enumerated() {
-            var latest: [RecordKey: Int] = [:]
-            for (i, row) in rows.enumerated() { latest[row.0] = i }
-            let kept = rows.indices.filter { latest[rows[$0].0] == $0 }.map { rows[$0] }
+            // ON CONFLICT cannot touch a row twice in one statement: keep each key's last value
+            // (only when the transaction wrote some key twice: the change tracker knows).
+            var kept = rows
+            if rewrote {
+                var latest: [RecordKey: Int] = [:]
+                for (i, row) in rows.enumerated() { latest[row.0] = i }
+                kept = rows.indices.filter { latest[rows[$0].0] == $0 }.map { rows[$0] }
+            }
             let k = binds.count + 1
             if kept.count == 1 {
                 try t.kind.bind(kept[0].0, into: &binds)
-                binds.append(String(decoding: kept[0].1, as: UTF8.self))
-                sql += ", logstore_w\(n) AS (INSERT INTO \(t.sql) (id, version, data) SELECT $\(k)::\(t.kind.sqlType), sequence, $\(k + 1)::jsonb FROM logstore_s\(upsert))"
+                binds.append(PostgresJSONBParameter(json: kept[0].1))
+                sql += ", logstore_w\(n) AS (INSERT INTO \(t.sql) (id, version, data) SELECT $\(k)::\(t.kind.sqlType), sequence, $\(k + 1) FROM logstore_s\(upsert))"
             } else {
                 try t.kind.bind(kept.map(\.0), into: &binds)
-                binds.append(kept.map { String(decoding: $0.1, as: UTF8.self) })
-                sql += ", logstore_w\(n) AS (INSERT INTO \(t.sql) (id, version, data) SELECT logstore_r.k, logstore_s.sequence, logstore_r.d::jsonb FROM logstore_s, unnest($\(k)::\(t.kind.arrayType), $\(k + 1)::text[]) AS logstore_r(k, d)\(upsert))"
+                binds.append(kept.map { PostgresJSONBParameter(json: $0.1) })
+                sql += ", logstore_w\(n) AS (INSERT INTO \(t.sql) (id, version, data) SELECT logstore_r.k, logstore_s.sequence, logstore_r.d FROM logstore_s, unnest($\(k)::\(t.kind.arrayType), $\(k + 1)::jsonb[]) AS logstore_r(k, d)\(upsert))"
             }
         }
         if let log {
@@ -197,7 +204,7 @@ final class PostgresWriteAccessor: PostgresReadAccessor, DataStoreReadWriteAcces
         pending[t, default: []].append((key, json))
         pendingCount += 1
         pendingBytes += json.count + key.count
-        changes.wrote(type, key)
+        if !changes.wrote(type, key) { rewrote = true }
     }
 
     /// Deletes record `key` of `type`; whether it existed.

@@ -52,7 +52,7 @@ final class Bench {
     static let workloadNames = [
         "durable-write", "durable-write-16", "buffered-write", "bulk-insert", "point-read", "page", "scan", "count",
         "count-predicate", "open", "memory", "compaction", "child-merge", "lz4",
-        "observe-latency", "observe-write", "observe-large", "sqlite-adapter", "migrate",
+        "observe-latency", "observe-write", "observe-large", "sqlite-adapter", "migrate", "postgres-adapter", "postgres-migrate",
     ]
 
     let cfg: BenchConfig
@@ -117,6 +117,8 @@ final class Bench {
             case "observe-large": return try observeLarge()
             case "sqlite-adapter": return try sqliteAdapter()
             case "migrate": return try migrate()
+            case "postgres-adapter": return try postgresAdapter()
+            case "postgres-migrate": return try postgresMigrate()
             default: throw BenchError("unknown workload \(name)")
             }
         }
