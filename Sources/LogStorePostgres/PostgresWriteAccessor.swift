@@ -361,3 +361,5 @@ final class PostgresWriteAccessor: PostgresReadAccessor, DataStoreReadWriteAcces
         }
     }
 }
+
+extension PostgresWriteAccessor: ChildMergeTarget {}

@@ -264,3 +264,5 @@ final class SQLiteWriteAccessor: SQLiteReadAccessor, DataStoreReadWriteAccessor 
         return try remove(type: itemType, key: key)
     }
 }
+
+extension SQLiteWriteAccessor: ChildMergeTarget {}

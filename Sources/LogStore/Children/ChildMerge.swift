@@ -64,6 +64,26 @@ package enum ChildMerge {
         }
     }
 
+    /// ``run(child:parent:policy:parentIsWriting:transaction:newBase:)`` for a backend whose write
+    /// transactions hand out an accessor that checks conflicts and applies operations itself (the
+    /// SQL backends): the writes queued on the parent come first, then one `transaction` finds the
+    /// conflicts with `changedSince` and applies what the policy keeps.
+    package static func run<Accessor: ChildMergeTarget>(child: any DataStore, parent: any ChildStoreParent, policy: MergePolicy,
+                                                        parentIsWriting: Bool, queue: WriteQueue,
+                                                        transaction: ((Accessor) throws -> Void) throws -> Void,
+                                                        newBase: () throws -> any RecordReader & Sendable) throws {
+        try run(child: child, parent: parent, policy: policy, parentIsWriting: parentIsWriting, transaction: { plan in
+            // Writes queued on the parent before the merge come first (issue order).
+            queue.drain()
+            try withoutActuallyEscaping(plan) { plan in
+                try transaction { accessor in
+                    guard let operations = try plan({ base, type, key in try accessor.changedSince(base: base, type: type, key: key) }) else { return }
+                    try accessor.apply(operations)
+                }
+            }
+        }, newBase: newBase)
+    }
+
     /// The operations that apply `changes` under `policy`: all of them (`.childWins`), those on
     /// items the parent did not change (`.parentWins`), or all of them if none conflicts
     /// (`.failOnConflict`, which throws `.mergeConflict` listing the items otherwise).
@@ -99,4 +119,13 @@ package enum ChildMerge {
         }
         return key.description
     }
+}
+
+/// The write accessor of a backend that merges children with
+/// ``ChildMerge/run(child:parent:policy:parentIsWriting:queue:transaction:newBase:)``.
+package protocol ChildMergeTarget {
+    /// Whether record (`type`, `key`) changed in the parent after the child's `base`.
+    func changedSince(base: any RecordReader, type: String, key: RecordKey) throws -> Bool
+    /// Applies the merged operations in the accessor's transaction.
+    func apply(_ operations: [RecordOperation]) throws
 }
