@@ -8,11 +8,16 @@
 //   CLZ4, CCRC32C <- LogStoreEngine <- LogStore <- logstore-demo, logstore-crashtest
 //                          <- LogStoreCompactCommands <- logstore-compact   (the engine only)
 //                                 LogStore <- LogStoreSQL <- LogStoreSQLite (+ GRDB)
-//          LogStore, LogStoreSQLite <- LogStoreMigrateCommands <- logstore-migrate
+//                                 LogStore <- LogStoreSQL <- LogStorePostgres (+ postgres-nio, NIO)
+//          LogStore, LogStoreSQLite <- LogStoreMigrateCommands <- logstore-migrate (+ LogStorePostgres)
 //                                 LogStore <- DataStoreConformance (test support, no test framework)
 //
 // LogStoreSQL is the SQL backends' shared, database-free half (the JSON row format, #Predicate to
-// SQL): LogStoreSQLite uses it with GRDB, and a PostgreSQL backend can use it without GRDB.
+// SQL in both dialects): LogStoreSQLite uses it with GRDB, LogStorePostgres with postgres-nio.
+// Only LogStorePostgres, its tests and the logstore-migrate executable link NIO: the commands'
+// module takes the PostgreSQL opener from the executable, so an app never builds NIO unless it
+// depends on LogStorePostgres. LOGSTORE_POSTGRES=0 leaves the PostgreSQL targets (and the
+// resolution of postgres-nio) out, for the builds that do not need them (ThreadSanitizer, fuzzing).
 // LogStoreCommandSupport (console, progress line, JSON output, exit codes) is shared by the two
 // command-line tools and depends on the engine's error type only.
 //
@@ -25,6 +30,7 @@
 import PackageDescription
 
 let fuzzing = Context.environment["LOGSTORE_FUZZ"] == "1"
+let postgres = Context.environment["LOGSTORE_POSTGRES"] != "0" && !fuzzing
 
 let strict: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
@@ -47,7 +53,10 @@ let package = Package(
         // The DataStore contract as executable checks, for the test targets of backends (ours and
         // third parties'), with swift-testing or XCTest. Nothing an app depends on pulls it in.
         .library(name: "DataStoreConformance", targets: ["DataStoreConformance"]),
-    ] + (fuzzing ? [
+    ] + (postgres ? [
+        // The PostgreSQL backend: its own product so that only apps that use it build NIO.
+        .library(name: "LogStorePostgres", targets: ["LogStorePostgres"]),
+    ] : []) + (fuzzing ? [
         // For Tests/Fuzz only (LOGSTORE_FUZZ=1): test support and the fuzz entry points. Not API.
         .library(name: "_LogStoreTestSupport", targets: ["_LogStoreTestSupport"]),
         .library(name: "LogStoreFuzzSupport", targets: ["LogStoreFuzzSupport"]),
@@ -58,7 +67,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
         .package(url: "https://github.com/groue/GRDB.swift.git", exact: "7.10.0"),
-    ],
+    ] + (postgres ? [
+        .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
+    ] : []),
     targets: [
         .systemLibrary(
             name: "CLZ4",
@@ -148,8 +159,8 @@ let package = Package(
         ),
         .executableTarget(
             name: "logstore-migrate",
-            dependencies: ["LogStoreMigrateCommands"],
-            swiftSettings: strict
+            dependencies: ["LogStoreMigrateCommands"] + (postgres ? ["LogStorePostgres"] : []),
+            swiftSettings: strict + (postgres ? [.define("LOGSTORE_POSTGRES")] : [])
         ),
         .target(
             name: "DataStoreConformance",
@@ -202,5 +213,31 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-    ]
+    ] + (postgres ? [
+        .target(
+            name: "LogStorePostgres",
+            dependencies: [
+                "LogStoreEngine", "LogStore", "LogStoreSQL",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // A worker process of the multi-process concurrency test (not a product).
+        .executableTarget(
+            name: "logstore-postgres-worker",
+            dependencies: ["LogStorePostgres", "LogStore"],
+            path: "Tests/LogStorePostgresWorker",
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LogStorePostgresTests",
+            dependencies: [
+                "LogStorePostgres", "LogStore", "LogStoreEngine", "LogStoreSQL", "DataStoreConformance", "_LogStoreTestSupport",
+                "LogStoreMigrateCommands", "logstore-postgres-worker", "logstore-migrate",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: strict
+        ),
+    ] : [])
 )

@@ -1,8 +1,8 @@
 // swift-tools-version: 6.1
 //
 // LogStore benchmarks: one runner, `logstore-bench`, that measures LogStore next to SQLite (GRDB),
-// LMDB and the disk's own limits in one process, on one disk. A nested package so that users of
-// the library never build GRDB or link LMDB.
+// LMDB and the disk's own limits in one process, on one disk, and the PostgreSQL backend beside raw
+// postgres-nio. A nested package so that users of the library never build GRDB, NIO or link LMDB.
 //
 //   swift run --manifest-cache none -c release --package-path Benchmarks logstore-bench [--quick] [--json FILE] [--only NAME]
 //
@@ -39,6 +39,7 @@ let package = Package(
     dependencies: [
         .package(name: "LogStore", path: ".."),
         .package(url: "https://github.com/groue/GRDB.swift.git", exact: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
     ],
     targets: [
         .systemLibrary(
@@ -57,6 +58,8 @@ let package = Package(
                 .product(name: "LogStoreEngine", package: "LogStore"),
                 .product(name: "LogStoreSQLite", package: "LogStore"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "LogStorePostgres", package: "LogStore"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)] + features
         ),

@@ -64,3 +64,36 @@ public struct DataStoreCapabilities: OptionSet, Sendable {
     /// What `LogDataStore` on disk offers (and the SQLite backend).
     public static let durableStore: DataStoreCapabilities = [.persistsAcrossReopen, .exclusiveLock, .childStores, .recordAccess, .observation, .secondaryIndexes]
 }
+
+/// A place for a child store: a child of a store set up on another place, for backends whose
+/// factories test their child stores (the child is the one store of the place). Destroying it
+/// tears the child down, then destroys the parent's place.
+public final class ChildStoreLocation: DataStoreLocation {
+    /// The parent's place.
+    public let parent: any DataStoreLocation
+    /// The child store.
+    public let child: any DataStore
+
+    /// A child of a store made (and set up) on `parent`. Throws what the parent's `setup()` and
+    /// `makeChildDataStore()` throw; `parent` is destroyed then.
+    public init(childOf parent: any DataStoreLocation) throws {
+        self.parent = parent
+        do {
+            let store = try parent.makeStore()
+            try store.setup()
+            child = try store.makeChildDataStore()
+        } catch {
+            parent.destroy()
+            throw error
+        }
+    }
+
+    /// The child (the same object every time).
+    public func makeStore() throws -> any DataStore { child }
+
+    /// Tears the child down and destroys the parent's place.
+    public func destroy() {
+        try? child.tearDown()
+        parent.destroy()
+    }
+}

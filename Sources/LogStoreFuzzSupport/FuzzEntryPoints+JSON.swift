@@ -11,10 +11,13 @@ extension FuzzEntryPoints {
     /// `.corruption` or gives canonical attribute bytes that `AttributeValue.decode` reads, whose
     /// JSON decodes back to the same bytes (a fixed point after one round). Bit 0 set: `bytes` is
     /// a value recipe (as for `fuzz-value`); its canonical encoding must transcode to JSON and
-    /// back to the same bytes, exactly. Throws ``FuzzPropertyViolation``.
+    /// back to the same bytes, exactly. Bit 1 chooses the dialect of the JSON written: clear,
+    /// SQLite's; set, PostgreSQL's (positional reals, `$utf8` strings). Throws
+    /// ``FuzzPropertyViolation``.
     public static func logStoreJSON(_ data: UnsafeRawBufferPointer) throws {
         guard let mode = data.first else { return }
         let bytes = Array(data.dropFirst())
+        let dialect: SQLDialect = mode & 2 != 0 ? .postgres : .sqlite
         if mode & 1 != 0 {
             var recipe = Recipe(bytes: bytes)
             let v = buildValue(&recipe, depth: 1)
@@ -22,7 +25,7 @@ extension FuzzEntryPoints {
             let encoded = v.encoded()
             let back: [UInt8]
             do {
-                back = try LogStoreJSON.decode(try LogStoreJSON.encode(encoded))
+                back = try LogStoreJSON.decode(try LogStoreJSON.encode(encoded, dialect: dialect))
             } catch {
                 throw FuzzPropertyViolation("a value's JSON does not transcode back: \(v): \(error)")
             }
@@ -44,7 +47,7 @@ extension FuzzEntryPoints {
         }
         let again: [UInt8]
         do {
-            again = try LogStoreJSON.decode(try LogStoreJSON.encode(canonical))
+            again = try LogStoreJSON.decode(try LogStoreJSON.encode(canonical, dialect: dialect))
         } catch {
             throw FuzzPropertyViolation("canonical bytes from JSON do not transcode back: \(v): \(error)")
         }

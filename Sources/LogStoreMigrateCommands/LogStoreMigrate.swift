@@ -11,11 +11,13 @@ public struct LogStoreMigrate: ParsableCommand {
     /// Name, help text (with the exit codes) and subcommands.
     public static let configuration = CommandConfiguration(
         commandName: "logstore-migrate",
-        abstract: "Copy a store between LogStore and SQLite, verified, resumable.",
+        abstract: "Copy a store between LogStore, SQLite and PostgreSQL, verified, resumable.",
         discussion: """
-            A store is a LogStore directory or a SQLite file (.sqlite, .sqlite3, .db, or any \
-            existing file); prefix it with logstore: or sqlite: to say which. Both stores are \
-            opened, so their locks are taken: stop the app first (exit 3 otherwise). Results go \
+            A store is a LogStore directory, a SQLite file (.sqlite, .sqlite3, .db, or any \
+            existing file), or a PostgreSQL URL (postgres://user:password@host/db?schema=s); \
+            prefix a path with logstore: or sqlite: to say which. Both stores are opened, so the \
+            locks of file stores are taken: stop the app first (exit 3 otherwise); a PostgreSQL \
+            store has no lock: stop the app servers that write to it. Results go \
             to stdout, progress to stderr; --json prints one JSON document. See Docs/CLI.md and \
             the "Choosing and Switching Backends" article.
 
@@ -52,7 +54,7 @@ let migrateExitCodesHelp = """
 
 /// Options every subcommand that reads two stores takes.
 struct StorePair: ParsableArguments {
-    @Argument(help: "The store to copy from (a LogStore directory or a SQLite file).")
+    @Argument(help: "The store to copy from (a LogStore directory, a SQLite file or a PostgreSQL URL).")
     var source: String
 
     @Argument(help: "The store to copy to (created if missing).")

@@ -213,13 +213,19 @@ extension LogStoreJSON {
                 skipSpace()
                 try expect(UInt8(ascii: ":"))
                 skipSpace()
-                if members.isEmpty, key.first == UInt8(ascii: "$"), key.count < 2 || key[1] != UInt8(ascii: "$") {
+                let encodedKey = key.starts(with: Self.encodedKeyPrefix)
+                if members.isEmpty, !encodedKey, key.first == UInt8(ascii: "$"), key.count < 2 || key[1] != UInt8(ascii: "$") {
                     try special(String(decoding: key, as: UTF8.self), at: keyAt, into: &out)
                     skipSpace()
                     try expect(UInt8(ascii: "}"))
                     return
                 }
-                if key.first == UInt8(ascii: "$") {
+                if encodedKey {
+                    guard let data = Data(base64Encoded: String(decoding: key.dropFirst(Self.encodedKeyPrefix.count), as: UTF8.self)),
+                        String(validating: data, as: UTF8.self) != nil
+                    else { throw Failure("bad $u: key (not base64 of UTF-8)", at: keyAt) }
+                    key = Array(data)
+                } else if key.first == UInt8(ascii: "$") {
                     guard key.count >= 2, key[1] == UInt8(ascii: "$") else {
                         throw Failure("a key starting with \"$\" is written with \"$$\" in a map", at: keyAt)
                     }
@@ -258,18 +264,22 @@ extension LogStoreJSON {
             }
         }
 
+        /// `$u:`: a map key given as the base64 of its UTF-8 (PostgreSQL dialect, for keys with a
+        /// NUL, which jsonb cannot hold).
+        static let encodedKeyPrefix = Array("$u:".utf8)
+
         /// The body of `{"$kind": ...}`.
         mutating func special(_ kind: String, at keyAt: Int, into out: inout _ByteWriter) throws {
             let at = offset
             switch kind {
             case "$double":
-                guard let d = nonFinite(String(decoding: try string(), as: UTF8.self)) else { throw Failure("bad $double", at: at) }
+                guard let d = specialValue(String(decoding: try string(), as: UTF8.self)) else { throw Failure("bad $double", at: at) }
                 out.u8(AttributeValue.Tag.double.rawValue)
                 out.f64(d)
             case "$date":
                 let d: Double
                 if try peek() == UInt8(ascii: "\"") {
-                    guard let n = nonFinite(String(decoding: try string(), as: UTF8.self)) else { throw Failure("bad $date", at: at) }
+                    guard let n = specialValue(String(decoding: try string(), as: UTF8.self)) else { throw Failure("bad $date", at: at) }
                     d = n
                 } else {
                     d = try double()
@@ -288,6 +298,11 @@ extension LogStoreJSON {
                 let s = try string()
                 out.u8(AttributeValue.Tag.string.rawValue)
                 out.lengthPrefixed(s)
+            case "$utf8":
+                guard let data = Data(base64Encoded: String(decoding: try string(), as: UTF8.self)) else { throw Failure("bad $utf8 (not base64)", at: at) }
+                guard String(validating: data, as: UTF8.self) != nil else { throw Failure("bad $utf8 (not UTF-8)", at: at) }
+                out.u8(AttributeValue.Tag.string.rawValue)
+                out.lengthPrefixed(data)
             default:
                 throw Failure("unknown LogStore JSON object \(kind)", at: keyAt)
             }

@@ -65,7 +65,7 @@ extension LogStoreJSON {
         }
     }
 
-    static func encodeValue(_ r: inout Reader, into out: inout [UInt8], depth: Int) throws {
+    static func encodeValue(_ r: inout Reader, into out: inout [UInt8], depth: Int, dialect: SQLDialect) throws {
         guard depth < AttributeValue.maxDepth else { throw Failure("value nested deeper than \(AttributeValue.maxDepth)", at: r.offset) }
         let at = r.offset
         let tag = try r.u8()
@@ -78,14 +78,17 @@ extension LogStoreJSON {
             append(String(Int64(bitPattern: (z >> 1) ^ (0 &- (z & 1)))), to: &out)
         case AttributeValue.Tag.double.rawValue:
             let d = try r.f64()
-            if d.isFinite {
-                append(doubleText(d), to: &out)
+            if let text = numberText(d, dialect) {
+                append(text, to: &out)
             } else {
-                wrapped("$double", to: &out) { quote(nonFiniteText(d), into: &$0) }
+                wrapped("$double", to: &out) { quote(specialText(d), into: &$0) }
             }
         case AttributeValue.Tag.string.rawValue:
             let (raw, s) = try r.string()
-            if !raw.contains(0), isNFC(raw, s) {
+            if raw.contains(0) && dialect == .postgres {
+                // jsonb refuses \u0000 anywhere.
+                wrapped("$utf8", to: &out) { quote(Data(raw).base64EncodedString(), into: &$0) }
+            } else if !raw.contains(0), isNFC(raw, s) {
                 quote(raw, into: &out)
             } else {
                 wrapped("$string", to: &out) { quote(raw, into: &$0) }
@@ -96,7 +99,7 @@ extension LogStoreJSON {
         case AttributeValue.Tag.date.rawValue:
             let d = try r.f64()
             wrapped("$date", to: &out) { o in
-                if d.isFinite { append(doubleText(d), to: &o) } else { quote(nonFiniteText(d), into: &o) }
+                if let text = numberText(d, dialect) { append(text, to: &o) } else { quote(specialText(d), into: &o) }
             }
         case AttributeValue.Tag.uuid.rawValue:
             let b = try r.bytes(16)
@@ -107,7 +110,7 @@ extension LogStoreJSON {
             out.append(UInt8(ascii: "["))
             for i in 0..<n {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                try encodeValue(&r, into: &out, depth: depth + 1)
+                try encodeValue(&r, into: &out, depth: depth + 1, dialect: dialect)
             }
             out.append(UInt8(ascii: "]"))
         case AttributeValue.Tag.map.rawValue:
@@ -122,7 +125,10 @@ extension LogStoreJSON {
                     throw Failure("map keys are not in strictly ascending byte order", at: keyAt)
                 }
                 previous = key
-                if key.first == UInt8(ascii: "$") {
+                if dialect == .postgres && key.contains(0) {
+                    // jsonb cannot hold NUL, in keys either.
+                    quote("$u:" + Data(key).base64EncodedString(), into: &out)
+                } else if key.first == UInt8(ascii: "$") {
                     out.append(UInt8(ascii: "\""))
                     out.append(UInt8(ascii: "$"))
                     escape(key, into: &out)
@@ -131,11 +137,21 @@ extension LogStoreJSON {
                     quote(key, into: &out)
                 }
                 out.append(UInt8(ascii: ":"))
-                try encodeValue(&r, into: &out, depth: depth + 1)
+                try encodeValue(&r, into: &out, depth: depth + 1, dialect: dialect)
             }
             out.append(UInt8(ascii: "}"))
         default:
             throw Failure("unknown value tag 0x\(String(tag, radix: 16))", at: at)
+        }
+    }
+
+    /// A double as a JSON number literal in `dialect`, or nil when it needs a `$` object: a
+    /// non-finite value; -0.0 for PostgreSQL, whose `numeric` has no negative zero.
+    static func numberText(_ d: Double, _ dialect: SQLDialect) -> String? {
+        guard d.isFinite else { return nil }
+        switch dialect {
+        case .sqlite: return doubleText(d)
+        case .postgres: return d == 0 && d.sign == .minus ? nil : positionalText(d)
         }
     }
 

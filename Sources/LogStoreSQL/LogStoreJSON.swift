@@ -14,29 +14,39 @@ import LogStoreEngine
 ///                                          back exactly): 1.0, 0.1, 1e+300, -0.0
 ///     double   NaN, +-infinity          -> {"$double": "NaN" | "Infinity" | "-Infinity" | "0x<16 hex>"}
 ///                                          (hex: the bits of a NaN other than 0x7ff8000000000000)
+///              PostgreSQL dialect:         finite: positional, never an exponent: 1e+300 -> 1000...0.0,
+///                                          1e-7 -> 0.0000001; -0.0 -> {"$double": "-0.0"}
 ///     string   NFC (as Swift compares)  -> "text" (escapes: \" \\ \b \f \n \r \t \u00XX)
 ///     string   not NFC, or with a NUL   -> {"$string": "text"} (so a plain string is always NFC,
 ///                                          and SQL may compare it byte for byte; SQLite's JSON
 ///                                          functions cut a string at its first NUL)
+///              PostgreSQL dialect:         with a NUL -> {"$utf8": "<base64 of the UTF-8 bytes>"}
 ///     bytes                             -> {"$bytes": "<base64>"}
 ///     date     finite                   -> {"$date": <seconds since 2001-01-01 as a double literal>}
 ///     date     non-finite               -> {"$date": "NaN" | "Infinity" | "-Infinity" | "0x<16 hex>"}
+///              PostgreSQL dialect:         positional seconds; -0.0 -> {"$date": "-0.0"}
 ///     uuid                              -> {"$uuid": "E621E1F8-C36C-4951-B6B5-7A5F2B6A1C3F"}
 ///     array                             -> [ ... ]
 ///     map                               -> {"key": value, ...}, keys in ascending UTF-8 byte order;
 ///                                          a key that starts with "$" is written with one more "$"
+///              PostgreSQL dialect:         a key with a NUL -> "$u:<base64 of its UTF-8>"
 ///
 /// Transcoding is exact both ways: `decode(encode(v)) == v` byte for byte for every value of the
 /// grammar (NaN payloads, -0.0, non-NFC strings included). Pure functions; any thread.
 package enum LogStoreJSON {
     /// The JSON text of the attribute value that fills `value`. Throws `.corruption` when `value`
     /// is not one value of the grammar (or nests deeper than `AttributeValue.maxDepth`).
-    package static func encode(_ value: UnsafeRawBufferPointer) throws -> [UInt8] {
+    ///
+    /// `dialect` chooses the few forms that differ (see the mapping above): PostgreSQL's `jsonb`
+    /// keeps a number's decimal digits but not an exponent's form nor a negative zero, and refuses
+    /// NUL characters, so its reals are written positionally, -0.0 as `{"$double": "-0.0"}`, and
+    /// strings holding a NUL as `{"$utf8": "<base64 of the UTF-8>"}`. ``decode(_:)`` reads both.
+    package static func encode(_ value: UnsafeRawBufferPointer, dialect: SQLDialect = .sqlite) throws -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(value.count + value.count / 4 + 16)
         var r = Reader(value)
         do {
-            try encodeValue(&r, into: &out, depth: 0)
+            try encodeValue(&r, into: &out, depth: 0, dialect: dialect)
             guard r.isAtEnd else { throw Failure("\(r.remaining) trailing bytes after the value", at: r.offset) }
         } catch let f as Failure {
             throw LogStoreError(.corruption, "Malformed attribute value: \(f.reason).", offset: UInt64(f.offset))
@@ -44,9 +54,9 @@ package enum LogStoreJSON {
         return out
     }
 
-    /// See ``encode(_:)-(UnsafeRawBufferPointer)``.
-    package static func encode(_ value: [UInt8]) throws -> [UInt8] {
-        try value.withUnsafeBytes { try encode($0) }
+    /// See ``encode(_:dialect:)-(UnsafeRawBufferPointer,_)``.
+    package static func encode(_ value: [UInt8], dialect: SQLDialect = .sqlite) throws -> [UInt8] {
+        try value.withUnsafeBytes { try encode($0, dialect: dialect) }
     }
 
     /// The canonical attribute bytes of the LogStore JSON text `json`. Throws `.corruption`
@@ -93,8 +103,9 @@ package enum LogStoreJSON {
     }
 
     /// `"NaN"`, `"Infinity"`, `"-Infinity"`, or `"0x<16 hex digits>"` for a NaN other than the
-    /// canonical quiet NaN.
-    static func nonFiniteText(_ d: Double) -> String {
+    /// canonical quiet NaN; `"-0.0"` for negative zero (PostgreSQL dialect).
+    static func specialText(_ d: Double) -> String {
+        if d == 0 { return "-0.0" }
         if d == .infinity { return "Infinity" }
         if d == -.infinity { return "-Infinity" }
         if d.bitPattern == Double.nan.bitPattern { return "NaN" }
@@ -102,9 +113,10 @@ package enum LogStoreJSON {
         return "0x" + String(repeating: "0", count: 16 - hex.count) + hex
     }
 
-    /// The inverse of ``nonFiniteText(_:)``; nil for any other text.
-    static func nonFinite(_ text: String) -> Double? {
+    /// The inverse of ``specialText(_:)``; nil for any other text.
+    static func specialValue(_ text: String) -> Double? {
         switch text {
+        case "-0.0": return -0.0
         case "NaN": return .nan
         case "Infinity": return .infinity
         case "-Infinity": return -.infinity
@@ -113,6 +125,36 @@ package enum LogStoreJSON {
             let d = Double(bitPattern: bits)
             return d.isFinite ? nil : d
         }
+    }
+
+    /// A finite `d` other than -0.0, written positionally with at least one digit
+    /// after the point, from Swift's shortest round-trip digits: `1e+300` -> `1000...0.0`,
+    /// `1.5e-07` -> `0.00000015`. PostgreSQL's `jsonb` keeps these digits as written, and they
+    /// read back as exactly `d`.
+    static func positionalText(_ d: Double) -> String {
+        let s = d.description
+        guard let e = s.firstIndex(where: { $0 == "e" || $0 == "E" }), let exponent = Int(s[s.index(after: e)...]) else {
+            return doubleText(d)
+        }
+        var mantissa = s[..<e]
+        let negative = mantissa.first == "-"
+        if negative { mantissa = mantissa.dropFirst() }
+        let point = mantissa.firstIndex(of: ".")
+        let whole = point.map { mantissa[..<$0] } ?? mantissa
+        let fraction = point.map { mantissa[mantissa.index(after: $0)...] } ?? ""
+        var digits = String(whole + fraction)
+        while digits.count > 1, digits.last == "0" { digits.removeLast() }
+        let at = whole.count + exponent
+        var out = negative ? "-" : ""
+        if at <= 0 {
+            out += "0." + String(repeating: "0", count: -at) + digits
+        } else if at >= digits.count {
+            out += digits + String(repeating: "0", count: at - digits.count) + ".0"
+        } else {
+            let i = digits.index(digits.startIndex, offsetBy: at)
+            out += digits[..<i] + "." + digits[i...]
+        }
+        return out
     }
 
     /// Whether `utf8` is in NFC as Swift compares strings (`String._nfcCodeUnits`, the standard

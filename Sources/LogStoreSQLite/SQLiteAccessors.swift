@@ -46,7 +46,7 @@ class SQLiteReadAccessor: DataStoreReadAccessor {
 
     func items<Item: DataStoreItem>(forRequest request: DataStoreRequest<Item>) throws -> [Item] {
         try checkValid()
-        return try SQLiteQuery(accessor: self, table: try table(for: Item.itemType)).items(request)
+        return try query(Item.itemType).items(request)
     }
 
     func firstItem<Item: DataStoreItem>(forRequest request: DataStoreRequest<Item>) throws -> Item? {
@@ -57,7 +57,7 @@ class SQLiteReadAccessor: DataStoreReadAccessor {
 
     func countItems<Item: DataStoreItem>(forRequest request: DataStoreRequest<Item>) throws -> Int {
         try checkValid()
-        return try SQLiteQuery(accessor: self, table: try table(for: Item.itemType)).count(request)
+        return try query(Item.itemType).count(request)
     }
 
     func item<Item: DataStoreItem>(ofType type: Item.Type, id: Item.ID) throws -> Item? {
@@ -285,3 +285,5 @@ final class SQLiteWriteAccessor: SQLiteReadAccessor, DataStoreReadWriteAccessor 
         return try remove(type: itemType, key: key)
     }
 }
+
+extension SQLiteWriteAccessor: ChildMergeTarget {}

@@ -42,13 +42,8 @@ extension SQLiteDataStore {
     /// store, `.notOpen`, and the SQLite errors of the commit (then nothing is merged).
     public func merge(_ child: any DataStore, policy: MergePolicy) throws {
         let session = try currentSession()
-        try ChildMerge.run(child: child, parent: self, policy: policy, parentIsWriting: isWritingOnCurrentThread) { plan in
-            // Writes queued on this store before the merge come first (issue order).
-            writeQueue.drain()
-            try transaction { accessor in
-                guard let operations = try plan({ base, type, key in try accessor.changedSince(base: base, type: type, key: key) }) else { return }
-                try accessor.apply(operations)
-            }
+        try ChildMerge.run(child: child, parent: self, policy: policy, parentIsWriting: isWritingOnCurrentThread, queue: writeQueue) { merge in
+            try transaction { try merge($0) }
         } newBase: {
             try session.openSnapshot()
         }

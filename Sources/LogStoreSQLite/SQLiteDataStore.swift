@@ -49,10 +49,8 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
     let lifecycle = Mutex(())
     /// Runs `writeAsync` and async `write` blocks in the order they were queued.
     let writeQueue = WriteQueue(label: "LogStoreSQLite.writeAsync")
-    /// The thread inside a write block, if any.
-    let writingThread = Mutex<UInt?>(nil)
-    /// How many read blocks each thread is inside.
-    let readDepth = Mutex<[UInt: Int]>([:])
+    /// Which threads are inside read and write blocks (reentrancy checks).
+    let marks = _ThreadMarks()
 
     /// A store in the SQLite file at `path` (created by ``setup()`` if missing, with its
     /// directory). Does no I/O until `setup()`.
@@ -85,15 +83,7 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
         return s
     }
 
-    var isWritingOnCurrentThread: Bool {
-        let me = _currentThreadID()
-        return writingThread.withLock { $0 == me }
-    }
-
-    var isReadingOnCurrentThread: Bool {
-        let me = _currentThreadID()
-        return readDepth.withLock { ($0[me] ?? 0) > 0 }
-    }
+    var isWritingOnCurrentThread: Bool { marks.isWritingOnCurrentThread }
 
     // MARK: Lifecycle
 
@@ -156,9 +146,7 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
     /// `.reentrantWrite` when called from inside a read or write block of this store (it would
     /// wait for that block).
     public func tearDown() throws {
-        if isWritingOnCurrentThread || isReadingOnCurrentThread {
-            throw LogStoreError(.reentrantWrite, "tearDown() was called from inside a read or write block of the same store; it would wait for that block. Tear down after it returns.")
-        }
+        if marks.isInsideBlockOnCurrentThread { throw _ThreadMarks.reentrantTearDownError() }
         writeQueue.drain()
         try lifecycle.withLock { _ in
             let (session, children) = state.withLock { s -> (SQLiteSession?, [LogDataStore.WeakChild]) in
@@ -206,17 +194,11 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
     @discardableResult
     public func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T {
         let session = try currentSession()
-        let me = _currentThreadID()
-        let depth = readDepth.withLock { d -> Int in
-            d[me, default: 0] += 1
-            return d[me, default: 0]
-        }
-        defer {
-            readDepth.withLock { d in
-                let n = (d[me] ?? 1) - 1
-                d[me] = n > 0 ? n : nil
-            }
-        }
+        return try marks.reading { depth in try read(block, session: session, depth: depth) }
+    }
+
+    /// ``read(_:)-(DataStoreReadAccessor)`` at nesting `depth` of the calling thread.
+    func read<T>(_ block: (any DataStoreReadAccessor) throws -> T, session: SQLiteSession, depth: Int) throws -> T {
         var blockError: (any Error)? = nil
         func run(_ db: Database) throws -> T {
             let accessor = SQLiteReadAccessor(db: db, session: session)
@@ -260,16 +242,11 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
     /// unchanged (rolled back).
     func transaction<T>(_ body: (SQLiteWriteAccessor) throws -> T) throws -> T {
         let session = try currentSession()
-        if isWritingOnCurrentThread {
-            throw LogStoreError(.reentrantWrite, "A write block called writeSync on the same store; it would wait for itself forever. Do the work in the outer block, or use writeAsync.")
-        }
+        if isWritingOnCurrentThread { throw _ThreadMarks.reentrantWriteError() }
         var blockError: (any Error)? = nil
         var result: T? = nil
         do {
-            try session.pool.writeWithoutTransaction { db in
-                let me = _currentThreadID()
-                writingThread.withLock { $0 = me }
-                defer { writingThread.withLock { $0 = nil } }
+            try session.pool.writeWithoutTransaction { db in try marks.writing {
                 var created: [String: String] = [:]
                 var declared: Set<String> = []
                 var committed: UInt64? = nil
@@ -304,7 +281,7 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
                     session.published.withLock { $0 = committed }
                 }
                 if !declared.isEmpty { session.declaredIndexes.withLock { $0.formUnion(declared) } }
-            }
+            } }
         } catch {
             // The block's own error, unchanged (GRDB rethrows it after rolling back).
             if let blockError { throw blockError }
@@ -322,9 +299,7 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
     @discardableResult
     public func writeSync<T>(_ block: (any DataStoreReadWriteAccessor) throws -> T) throws -> T {
         _ = try currentSession()
-        if isWritingOnCurrentThread {
-            throw LogStoreError(.reentrantWrite, "A write block called writeSync on the same store; it would wait for itself forever. Do the work in the outer block, or use writeAsync.")
-        }
+        if isWritingOnCurrentThread { throw _ThreadMarks.reentrantWriteError() }
         writeQueue.drain()
         return try transaction { try block($0) }
     }
@@ -334,22 +309,11 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
     /// error (the block's own unchanged; `.notOpen` when the store is not set up).
     public func writeAsync(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> Void,
                            completion: (@Sendable ((any Error)?) -> Void)?) {
-        writeQueue.enqueue(check: { _ = try currentSession() }, queuedWrite(block), completion: completion)
+        writeQueue.enqueue(check: { _ = try currentSession() }, durableTransaction: { try self.transaction { try block($0) } }, completion: completion)
     }
 
     /// `writeSync` for Swift concurrency: queued with `writeAsync` blocks; resumes once committed.
     public func write<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> T) async throws -> T {
-        try await writeQueue.value(check: { _ = try currentSession() }, queuedWrite(block))
-    }
-
-    /// What the write queue runs for `block`: one transaction, durable when it returns.
-    func queuedWrite<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> T)
-        -> @Sendable (_ onDurable: @escaping @Sendable ((any Error)?) -> Void) throws -> T
-    {
-        { onDurable in
-            let value = try self.transaction { try block($0) }
-            onDurable(nil)
-            return value
-        }
+        try await writeQueue.value(check: { _ = try currentSession() }, durableTransaction: { try self.transaction { try block($0) } })
     }
 }

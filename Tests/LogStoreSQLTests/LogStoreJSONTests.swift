@@ -11,11 +11,50 @@ final class LogStoreJSONTests: XCTestCase {
         String(decoding: try LogStoreJSON.encode(v.encoded()), as: UTF8.self)
     }
 
+    func postgresJSON(_ v: AttributeValue) throws -> String {
+        String(decoding: try LogStoreJSON.encode(v.encoded(), dialect: .postgres), as: UTF8.self)
+    }
+
+    /// Round trips `v` through the JSON of both dialects.
     func assertRoundTrip(_ v: AttributeValue, file: StaticString = #filePath, line: UInt = #line) throws {
         let bytes = v.encoded()
-        let text = try LogStoreJSON.encode(bytes)
-        let back = try LogStoreJSON.decode(text)
-        XCTAssertEqual(back, bytes, "\(v) -> \(String(decoding: text, as: UTF8.self))", file: file, line: line)
+        for dialect in [SQLDialect.sqlite, .postgres] {
+            let text = try LogStoreJSON.encode(bytes, dialect: dialect)
+            let back = try LogStoreJSON.decode(text)
+            XCTAssertEqual(back, bytes, "\(dialect): \(v) -> \(String(decoding: text, as: UTF8.self))", file: file, line: line)
+        }
+    }
+
+    func testPostgresDialectWritesOnlyWhatJsonbKeeps() throws {
+        // jsonb keeps a number's digits but turns 1e+300 into 1000...0 (an integer to a reader)
+        // and -0.0 into 0.0, and refuses \u0000.
+        XCTAssertEqual(try postgresJSON(.double(1)), "1.0")
+        XCTAssertEqual(try postgresJSON(.double(0.1)), "0.1")
+        XCTAssertEqual(try postgresJSON(.double(-1.5e-7)), "-0.00000015")
+        XCTAssertEqual(try postgresJSON(.double(1e16)), "10000000000000000.0")
+        XCTAssertEqual(try postgresJSON(.double(1e300)), "1" + String(repeating: "0", count: 300) + ".0")
+        XCTAssertEqual(try postgresJSON(.double(1.25e20)), "125000000000000000000.0")
+        XCTAssertEqual(try postgresJSON(.double(.leastNonzeroMagnitude)), "0." + String(repeating: "0", count: 323) + "5")
+        XCTAssertEqual(try postgresJSON(.double(-0.0)), #"{"$double":"-0.0"}"#)
+        XCTAssertEqual(try postgresJSON(.double(0)), "0.0")
+        XCTAssertEqual(try postgresJSON(.double(.nan)), #"{"$double":"NaN"}"#)
+        XCTAssertEqual(try postgresJSON(.date(Date(timeIntervalSinceReferenceDate: -0.0))), #"{"$date":"-0.0"}"#)
+        XCTAssertEqual(try postgresJSON(.date(Date(timeIntervalSinceReferenceDate: 1e-5))), #"{"$date":0.00001}"#)
+        XCTAssertEqual(try postgresJSON(.string("a\u{0}b")), #"{"$utf8":"YQBi"}"#)
+        XCTAssertEqual(try postgresJSON(.string("cafe\u{301}")), "{\"$string\":\"cafe\u{301}\"}", "not NFC: wrapped as in SQLite")
+        XCTAssertEqual(try postgresJSON(.int(-42)), "-42")
+        for d in Self.edgeDoubles where d.isFinite && !(d == 0 && d.sign == .minus) {
+            let text = try postgresJSON(.double(d))
+            XCTAssertFalse(text.contains("e") || text.contains("E"), text)
+            XCTAssertTrue(text.contains("."), text)
+            XCTAssertEqual(Double(text), d, text)
+        }
+        // What jsonb gives back (keys by length first, spaces after separators) reads the same.
+        XCTAssertEqual(try LogStoreJSON.decode(Array(#"{"b": 1, "ab": [1.0, {"$date": 0.5}]}"#.utf8)),
+                       AttributeValue.map(["b": .int(1), "ab": .array([.double(1), .date(Date(timeIntervalSinceReferenceDate: 0.5))])]).encoded())
+        XCTAssertThrowsError(try LogStoreJSON.decode(Array(#"{"$utf8":"/w=="}"#.utf8)), "not UTF-8") {
+            XCTAssertEqual(($0 as? LogStoreError)?.code, .corruption)
+        }
     }
 
     func testScalarsAreWrittenAsTheMappingSays() throws {

@@ -3,31 +3,14 @@ import LogStore
 import LogStoreSQLite
 import Synchronization
 import XCTest
+import _LogStoreTestSupport
 
 /// DataStoreMigrator between LogStore and SQLite: round trips verified equal, resumption after an
 /// interruption, differences named, refusals. (Kill -9 at random moments: MigrationKillTests.)
 final class MigratorTests: XCTestCase {
-    struct Restaurant: DataStoreItem, Equatable {
-        var id: UUID
-        var name: String
-        var rating: Int
-        var opened: Date
-        var tags: [String]
-    }
-    struct MenuItem: DataStoreItem, Equatable {
-        var id: Int
-        var restaurant: UUID
-        var name: String
-        var price: Double
-        var spicy: Bool?
-    }
-    struct Order: DataStoreItem, Equatable {
-        var id: String
-        var items: [Int]
-        var total: Double
-        var note: String?
-        var receipt: Data
-    }
+    typealias Restaurant = MigrationFixture.Restaurant
+    typealias MenuItem = MigrationFixture.MenuItem
+    typealias Order = MigrationFixture.Order
 
     /// A set-up LogStore store and SQLite store in a new directory, torn down after the test.
     func logStoreAndSQLite() throws -> (LogDataStore, SQLiteDataStore) {
@@ -49,38 +32,9 @@ final class MigratorTests: XCTestCase {
         return dir
     }
 
-    /// `n` items of each of the three types, deterministic.
-    func seed(_ store: any DataStore, _ n: Int) throws {
-        var rng = SystemRandomNumberGenerator()
-        let names = ["Rice & Spice", "caf\u{E9}", "cafe\u{301}", "Ülm", "東京", "", "a\u{0}b"]
-        var ids: [UUID] = []
-        for batch in stride(from: 0, to: n, by: 500) {
-            try store.writeSync { a in
-                for i in batch..<min(n, batch + 500) {
-                    let u = UUID()
-                    ids.append(u)
-                    try a.insert(Restaurant(id: u, name: names[i % names.count] + "\(i)", rating: i % 5, opened: Date(timeIntervalSinceReferenceDate: Double(i) * 1.5),
-                                            tags: i % 3 == 0 ? [] : ["t\(i % 7)"]))
-                    try a.insert(MenuItem(id: i - n / 2, restaurant: u, name: "dish \(i)", price: [0.1, -0.0, .nan, .infinity, 12.5][i % 5], spicy: i % 4 == 0 ? nil : i % 2 == 0))
-                    try a.insert(Order(id: "o\(i)", items: [i, i + 1], total: Double(i) / 3, note: i % 2 == 0 ? nil : "note",
-                                       receipt: Data((0..<(i % 9)).map { _ in UInt8.random(in: 0...255, using: &rng) })))
-                }
-            }
-        }
-    }
+    func seed(_ store: any DataStore, _ n: Int) throws { try MigrationFixture.seed(store, n) }
 
-    func records(_ store: any DataStore) throws -> [String: [[UInt8]]] {
-        try store.read { a in
-            var out: [String: [[UInt8]]] = [:]
-            for t in try a.itemTypeNames() {
-                try a.forEachRecord(ofType: t, after: nil) { k, v in
-                    out[t, default: []].append(k.bytes + [0xFF] + Array(v))
-                    return true
-                }
-            }
-            return out
-        }
-    }
+    func records(_ store: any DataStore) throws -> [String: [[UInt8]]] { try MigrationFixture.records(store) }
 
     func testRoundTripLogStoreToSQLiteToLogStoreIsVerifiedEqual() throws {
         let dir = makeDirectory()

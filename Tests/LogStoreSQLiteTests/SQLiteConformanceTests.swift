@@ -23,9 +23,7 @@ struct SQLiteDataStoreFactory: DataStoreFactory {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("logstore-sqlite-conformance-\(UUID().uuidString)")
         let location = FileLocation(directory: dir, options: options)
         guard mode == .child else { return location }
-        let parent = try location.makeStore()
-        try parent.setup()
-        return ChildLocation(parent: location, child: try parent.makeChildDataStore())
+        return try ChildStoreLocation(childOf: location)
     }
 
     final class FileLocation: DataStoreLocation {
@@ -44,20 +42,6 @@ struct SQLiteDataStoreFactory: DataStoreFactory {
         func destroy() {
             for s in stores.value { try? s.tearDown() }
             try? FileManager.default.removeItem(at: directory)
-        }
-    }
-
-    final class ChildLocation: DataStoreLocation {
-        let parent: FileLocation
-        let child: any DataStore
-        init(parent: FileLocation, child: any DataStore) {
-            self.parent = parent
-            self.child = child
-        }
-        func makeStore() throws -> any DataStore { child }
-        func destroy() {
-            try? child.tearDown()
-            parent.destroy()
         }
     }
 }

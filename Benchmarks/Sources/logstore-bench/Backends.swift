@@ -137,37 +137,6 @@ extension Bench {
             name: "migrate", title: "DataStoreMigrator copy of \(cfg.n) items vs the destination's own bulk insert",
             op: "one item copied (or inserted)", unit: "item")
         let batch = 2_000
-        func bulk(_ s: any DataStore) throws -> Run {
-            var run = Run()
-            var start = 0
-            while start < cfg.n {
-                let end = min(cfg.n, start + batch)
-                let items = (start..<end).map { ItemFactory.make(id: $0) }
-                let c0 = processCPUSeconds()
-                let t0 = nowNanos()
-                try s.writeSync { a in for i in items { try a.insert(i) } }
-                let dt = nowNanos() - t0
-                run.cpuSeconds += processCPUSeconds() - c0
-                run.seconds += Double(dt) / 1e9
-                run.latencies += Array(repeating: dt / UInt64(end - start), count: end - start)
-                start = end
-            }
-            return run
-        }
-        func copy(_ from: any DataStore, _ to: any DataStore) throws -> Run {
-            var m = DataStoreMigrator(from: from, to: to)
-            m.batchSize = batch
-            let c0 = processCPUSeconds()
-            let t0 = nowNanos()
-            let report = try m.copy()
-            let dt = nowNanos() - t0
-            guard report.items == cfg.n else { throw BenchError("the migrator copied \(report.items) items, expected \(cfg.n)") }
-            var run = Run()
-            run.seconds = Double(dt) / 1e9
-            run.cpuSeconds = processCPUSeconds() - c0
-            run.latencies = Array(repeating: dt / UInt64(cfg.n), count: cfg.n)
-            return run
-        }
         func open(_ kind: String) throws -> any DataStore {
             let dir = freshDir("migrate-\(kind)")
             let s: any DataStore = kind == "sqlite" ? SQLiteDataStore(path: dir + "/store.sqlite") : LogDataStore(directory: URL(fileURLWithPath: dir))
@@ -176,12 +145,12 @@ extension Bench {
         }
         for (from, to) in [("logstore", "sqlite"), ("sqlite", "logstore")] {
             let source = try open(from)
-            _ = try bulk(source)
+            _ = try bulkInsertRun(source, batch: batch)
             let own = try open(to)
-            let bulkRun = try bulk(own)
+            let bulkRun = try bulkInsertRun(own, batch: batch)
             try own.tearDown()
             let destination = try open(to)
-            let copyRun = try copy(source, destination)
+            let copyRun = try migratorCopyRun(source, destination, batch: batch)
             let verify = try timeOnce { try DataStoreMigrator(from: source, to: destination).verify() }
             guard verify.0.isEqual else { throw BenchError("the copy \(from) -> \(to) does not verify") }
             try source.tearDown()
@@ -205,5 +174,43 @@ extension Run {
         latencies = Array(repeating: UInt64(row.seconds / Double(max(1, row.ops)) * 1e9), count: row.ops)
         seconds = row.seconds
         cpuSeconds = (row.extra["cpu_us_per_op"] ?? 0) * Double(row.ops) / 1e6
+    }
+}
+
+extension Bench {
+    /// Typed inserts of items 0..<n in transactions of `batch` into `s` (what an app's import
+    /// does): the per-item time and this process's CPU.
+    func bulkInsertRun(_ s: any DataStore, batch: Int) throws -> Run {
+        var run = Run()
+        var start = 0
+        while start < cfg.n {
+            let end = min(cfg.n, start + batch)
+            let items = (start..<end).map { ItemFactory.make(id: $0) }
+            let c0 = processCPUSeconds()
+            let t0 = nowNanos()
+            try s.writeSync { a in for i in items { try a.insert(i) } }
+            let dt = nowNanos() - t0
+            run.cpuSeconds += processCPUSeconds() - c0
+            run.seconds += Double(dt) / 1e9
+            run.latencies += Array(repeating: dt / UInt64(end - start), count: end - start)
+            start = end
+        }
+        return run
+    }
+
+    /// `DataStoreMigrator.copy()` of the `cfg.n` items of `from` into `to`, in batches of `batch`.
+    func migratorCopyRun(_ from: any DataStore, _ to: any DataStore, batch: Int) throws -> Run {
+        var m = DataStoreMigrator(from: from, to: to)
+        m.batchSize = batch
+        let c0 = processCPUSeconds()
+        let t0 = nowNanos()
+        let report = try m.copy()
+        let dt = nowNanos() - t0
+        guard report.items == cfg.n else { throw BenchError("the migrator copied \(report.items) items, expected \(cfg.n)") }
+        var run = Run()
+        run.seconds = Double(dt) / 1e9
+        run.cpuSeconds = processCPUSeconds() - c0
+        run.latencies = Array(repeating: dt / UInt64(cfg.n), count: cfg.n)
+        return run
     }
 }

@@ -132,5 +132,16 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
         text: { String(format: "%.0f %%", $0 * 100) })
     atLeast(
         "backup-writers", "writer throughput during a backup: ≥ 0.8× without", row("backup-writers", "logstore-no-backup")?.ratio, 0.8)
+
+    // Issue 17: the PostgreSQL backend against raw postgres-nio statements (time and this
+    // process's CPU per operation), and the migrator into PostgreSQL.
+    for adapterRow in r.workload("postgres-adapter")?.rows.filter({ $0.key.hasPrefix("logstore-postgres:") }) ?? [] {
+        atMost("postgres-adapter:\(adapterRow.config)", "PostgresDataStore \(adapterRow.config): ≤ 1.3× raw postgres-nio's time",
+               adapterRow.extra["vs_raw_postgres_nio"], 1.3)
+        atMost("postgres-adapter-cpu:\(adapterRow.config)", "PostgresDataStore \(adapterRow.config): ≤ 1.3× raw postgres-nio's CPU",
+               adapterRow.extra["cpu_vs_raw_postgres_nio"], 1.3)
+    }
+    atLeast("migrate-into-postgres", "migration LogStore -> PostgreSQL: ≥ 0.7× PostgresDataStore's own bulk insert",
+            row("postgres-migrate", "migrate-logstore-postgres")?.extra["vs_bulk_insert"], 0.7)
     return out
 }

@@ -20,7 +20,8 @@ package enum ChildMerge {
     /// Decides whether the parent changed item (`type`, `key`) since the child's `base`.
     package typealias ChangedSince = (_ base: any RecordReader, _ type: String, _ key: RecordKey) throws -> Bool
     /// Called inside the parent's transaction: returns the operations to commit, nil when the
-    /// child has no changes. Throws `.mergeConflict` under `.failOnConflict`.
+    /// child has no changes. Throws `.mergeConflict` under `.failOnConflict`. May be called again
+    /// when the parent's transaction is run again (a retried serialization failure).
     package typealias Plan = (_ changedSince: ChangedSince) throws -> [RecordOperation]?
 
     /// Runs steps 1 to 4. `transaction` runs its argument inside one durable write transaction of
@@ -43,10 +44,16 @@ package enum ChildMerge {
         child.drainAsyncQueue()
         var merging = false
         defer { if merging { overlay.endMerge(rebaseOnto: nil) } }
+        // A backend whose transactions retry (PostgreSQL's serialization failures) calls the plan
+        // once per attempt: the child's lock is taken and its changes listed once; the conflicts
+        // are found again against the parent's state of each attempt.
+        var begun: (base: any RecordReader & Sendable, changes: [ChildStore.Change])? = nil
         try transaction { changedSince in
-            let (childBase, changes) = try overlay.beginMerge()
-            merging = true
-            guard !changes.isEmpty else { return nil }
+            if begun == nil {
+                begun = try overlay.beginMerge()
+                merging = true
+            }
+            guard let (childBase, changes) = begun, !changes.isEmpty else { return nil }
             return try operations(changes, policy: policy) { type, key in try changedSince(childBase, type, key) }
         }
         // The merge is committed and durable. Rebase the child onto the parent's new state; if the
@@ -55,6 +62,26 @@ package enum ChildMerge {
             merging = false
             overlay.endMerge(rebaseOnto: try? newBase())
         }
+    }
+
+    /// ``run(child:parent:policy:parentIsWriting:transaction:newBase:)`` for a backend whose write
+    /// transactions hand out an accessor that checks conflicts and applies operations itself (the
+    /// SQL backends): the writes queued on the parent come first, then one `transaction` finds the
+    /// conflicts with `changedSince` and applies what the policy keeps.
+    package static func run<Accessor: ChildMergeTarget>(child: any DataStore, parent: any ChildStoreParent, policy: MergePolicy,
+                                                        parentIsWriting: Bool, queue: WriteQueue,
+                                                        transaction: ((Accessor) throws -> Void) throws -> Void,
+                                                        newBase: () throws -> any RecordReader & Sendable) throws {
+        try run(child: child, parent: parent, policy: policy, parentIsWriting: parentIsWriting, transaction: { plan in
+            // Writes queued on the parent before the merge come first (issue order).
+            queue.drain()
+            try withoutActuallyEscaping(plan) { plan in
+                try transaction { accessor in
+                    guard let operations = try plan({ base, type, key in try accessor.changedSince(base: base, type: type, key: key) }) else { return }
+                    try accessor.apply(operations)
+                }
+            }
+        }, newBase: newBase)
     }
 
     /// The operations that apply `changes` under `policy`: all of them (`.childWins`), those on
@@ -92,4 +119,13 @@ package enum ChildMerge {
         }
         return key.description
     }
+}
+
+/// The write accessor of a backend that merges children with
+/// ``ChildMerge/run(child:parent:policy:parentIsWriting:queue:transaction:newBase:)``.
+package protocol ChildMergeTarget {
+    /// Whether record (`type`, `key`) changed in the parent after the child's `base`.
+    func changedSince(base: any RecordReader, type: String, key: RecordKey) throws -> Bool
+    /// Applies the merged operations in the accessor's transaction.
+    func apply(_ operations: [RecordOperation]) throws
 }

@@ -11,15 +11,17 @@ import LogStoreEngine
 /// - in a full window, a match re-runs only if it sorts before the window's last result, or, with
 ///   an offset, if its old item sorted before the window's first (the window shifts).
 ///
-/// Old items are read from the snapshot of the previous state (held until the next one), new ones
-/// from the new snapshot. Requests that filter or sort by stored attribute re-run on any change of
+/// Old items are the window's own (a key outside the window had no old place in it, except before
+/// its first result with an offset: then the window re-runs), new ones come from the new snapshot.
+/// No snapshot is held between commits: a snapshot can be costly to hold (PostgreSQL's is an open
+/// transaction on a connection). Requests that filter or sort by stored attribute re-run on any change of
 /// their type (their order is read from bytes, not items). After a re-run the element is built
 /// only if the window's ids or items differ from the delivered ones.
 struct WindowCore<Item: DataStoreItem>: ObservationCore {
     let request: DataStoreRequest<Item>
     let matcher: RequestMatcher<Item>
     private(set) var sequence: UInt64 = 0
-    var snapshot: (any DataStoreSnapshot)? = nil
+    var started = false
     /// The window now, and the keys in it.
     var window: [ResultEntry<Item>] = []
     var inWindow = Set<RecordKey>()
@@ -38,7 +40,7 @@ struct WindowCore<Item: DataStoreItem>: ObservationCore {
 
     mutating func start(at snapshot: any DataStoreSnapshot) throws {
         try run(snapshot)
-        self.snapshot = snapshot
+        started = true
         sequence = snapshot.sequence
     }
 
@@ -52,23 +54,27 @@ struct WindowCore<Item: DataStoreItem>: ObservationCore {
         let (keys, all) = touchedKeys(commits, type: itemType)
         touched.formUnion(keys)
         if all { touchedAll = true }
-        if let old = snapshot {
-            let rerun = try all || mayChange(keys, old: old, new: new)
+        if started {
+            let rerun = try all || mayChange(keys, new: new)
             if rerun { try run(new) }
         }
-        snapshot = new
         sequence = new.sequence
     }
 
-    /// Whether a change of `keys` between `old` and `new` can change the window (the rules above).
-    func mayChange(_ keys: Set<RecordKey>, old: any DataStoreSnapshot, new: any DataStoreSnapshot) throws -> Bool {
+    /// Whether a change of `keys` between the window's state and `new` can change the window (the
+    /// rules above).
+    func mayChange(_ keys: Set<RecordKey>, new: any DataStoreSnapshot) throws -> Bool {
         if keys.isEmpty || request.limit == 0 { return false }
         if matcher.readsAttributes { return true }
-        let before = try old.items(Item.self, keys: keys)
+        // With an offset, a key outside the window may have sorted before it: not known without
+        // its old item, so the window runs again.
+        if request.offset > 0 && keys.contains(where: { !inWindow.contains($0) }) { return true }
+        var before: [RecordKey: ResultEntry<Item>] = [:]
+        for e in window where keys.contains(e.key) { before[e.key] = e }
         let after = try new.items(Item.self, keys: keys)
         let full = request.limit.map { window.count >= $0 } ?? false
         for key in keys {
-            let o = try before[key].flatMap { try matcher.matches($0) ? matcher.entry(key, $0) : nil }
+            let o = before[key]
             let n = try after[key].flatMap { try matcher.matches($0) ? matcher.entry(key, $0) : nil }
             if o == nil && n == nil { continue }
             if let o, let n, ItemValues.same(o.item, n.item) { continue }

@@ -64,6 +64,25 @@ package final class WriteQueue: Sendable {
         }
     }
 
+    /// ``enqueue(check:_:completion:)`` for a backend whose `transaction` returns once its commit
+    /// is durable (SQLite, PostgreSQL): `completion` gets nil after it returned, or its error.
+    package func enqueue(check: () throws -> Void, durableTransaction transaction: @escaping @Sendable () throws -> Void,
+                         completion: (@Sendable ((any Error)?) -> Void)?) {
+        enqueue(check: check, { onDurable in
+            try transaction()
+            onDurable(nil)
+        }, completion: completion)
+    }
+
+    /// ``value(check:_:)`` for a backend whose `transaction` returns once its commit is durable.
+    package func value<T: Sendable>(check: () throws -> Void, durableTransaction transaction: @escaping @Sendable () throws -> T) async throws -> T {
+        try await value(check: check) { onDurable in
+            let value = try transaction()
+            onDurable(nil)
+            return value
+        }
+    }
+
     /// Waits until every write queued so far has run (returns at once when called from a queued
     /// write itself).
     package func drain() {

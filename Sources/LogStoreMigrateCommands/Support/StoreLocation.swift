@@ -1,18 +1,22 @@
 import Foundation
-import LogStore
+public import LogStore
 import LogStoreCommandSupport
 import LogStoreSQLite
+import Synchronization
 
-/// A store named on the command line: a LogStore directory or a SQLite file.
+/// A store named on the command line: a LogStore directory, a SQLite file or a PostgreSQL URL.
 ///
 ///     logstore:<directory>    a LogStore store (a directory; created if missing)
 ///     sqlite:<file>           a SQLite store (a file; created if missing)
+///     postgres://...          a PostgreSQL store (postgresql:// too; its schema created if missing;
+///                             needs a build whose executable registered PostgreSQL support)
 ///     <path>                  an existing directory: LogStore; an existing file, or a path ending
 ///                             in .sqlite, .sqlite3 or .db: SQLite; anything else: LogStore
 struct StoreLocation: CustomStringConvertible {
     enum Kind: String {
         case logStore = "logstore"
         case sqlite
+        case postgres
     }
 
     let kind: Kind
@@ -20,7 +24,10 @@ struct StoreLocation: CustomStringConvertible {
 
     /// Parses `argument`. Throws a usage failure for an empty path.
     init(_ argument: String) throws {
-        if argument.hasPrefix("sqlite:") {
+        if argument.hasPrefix("postgres://") || argument.hasPrefix("postgresql://") {
+            kind = .postgres
+            path = argument
+        } else if argument.hasPrefix("sqlite:") {
             kind = .sqlite
             path = String(argument.dropFirst("sqlite:".count))
         } else if argument.hasPrefix("logstore:") {
@@ -40,12 +47,23 @@ struct StoreLocation: CustomStringConvertible {
         guard !path.isEmpty else { throw ToolFailure(.usage, "A store path is empty: give a LogStore directory or a SQLite file (optionally prefixed logstore: or sqlite:).") }
     }
 
-    /// `sqlite:/data/app.sqlite`.
-    var description: String { "\(kind.rawValue):\(path)" }
+    /// `sqlite:/data/app.sqlite`; a PostgreSQL URL without its password.
+    var description: String {
+        guard kind == .postgres else { return "\(kind.rawValue):\(path)" }
+        guard var c = URLComponents(string: path), c.password != nil else { return path }
+        c.password = "***"
+        return c.string ?? path
+    }
 
     /// Opens the store (`setup()`: takes its lock, creates it if missing when `create`). Throws a
     /// not-a-store failure for a missing source, and the store's `LogStoreError`s.
     func open(create: Bool) throws -> any DataStore {
+        if kind == .postgres {
+            guard let opener = StoreOpeners.postgres else {
+                throw ToolFailure(.unavailable, "This logstore-migrate was built without PostgreSQL support; build the package's logstore-migrate product (it links LogStorePostgres).")
+            }
+            return try opener(path, create)
+        }
         if !create && !FileManager.default.fileExists(atPath: path) {
             throw ToolFailure(.notAStore, "There is no store at \(path).", path: path)
         }
@@ -53,8 +71,26 @@ struct StoreLocation: CustomStringConvertible {
         switch kind {
         case .logStore: store = LogDataStore(directory: URL(fileURLWithPath: path))
         case .sqlite: store = SQLiteDataStore(path: path)
+        case .postgres: throw ToolFailure(.unavailable, "PostgreSQL stores open through StoreOpeners.")
         }
         try store.setup()
         return store
+    }
+}
+
+/// How `logstore-migrate` opens the kinds of store its commands' module does not link: the
+/// executable registers them before it runs (PostgreSQL, through LogStorePostgres, so that this
+/// module never builds NIO). Thread-safe.
+public enum StoreOpeners {
+    /// Opens (`setup()`) the PostgreSQL store at a URL; the flag says whether to create it when
+    /// the URL's schema holds none. Throws the store's errors.
+    public typealias Opener = @Sendable (_ url: String, _ create: Bool) throws -> any DataStore
+
+    static let registered = Mutex<Opener?>(nil)
+
+    /// The PostgreSQL opener, if the executable registered one.
+    public static var postgres: Opener? {
+        get { registered.withLock { $0 } }
+        set { registered.withLock { $0 = newValue } }
     }
 }
