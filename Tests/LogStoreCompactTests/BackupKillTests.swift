@@ -23,15 +23,31 @@ final class BackupKillTests: XCTestCase {
         let before = try snapshotFiles(dir)
         var rng = SystemRandomNumberGenerator()
         var outcomes: [String: Int] = [:]
-        for cycle in 0..<20 {
-            let dest = temporaryPath("backup-\(cycle)")
+        // The kills land at random moments of a whole backup's duration on this machine (measured
+        // first, process start included), so a fast machine kills as many backups half-way as a
+        // slow one. The cycles go on until one kill left a half backup (at most 200).
+        func startBackup(into dest: String) throws -> Process {
             let process = Process()
             process.executableURL = productsDirectory.appendingPathComponent("logstore-compact")
             process.arguments = ["backup", dir, dest, "--progress", "none"]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            Thread.sleep(forTimeInterval: Double.random(in: 0.005...0.25, using: &rng))
+            return process
+        }
+        let whole = try (0..<3).map { i -> Double in
+            let start = Date()
+            let process = try startBackup(into: temporaryPath("whole-\(i)"))
+            process.waitUntilExit()
+            XCTAssertEqual(process.terminationStatus, 0)
+            return Date().timeIntervalSince(start)
+        }.sorted()[1]
+        var cycle = 0
+        while cycle < 20 || (outcomes["refused"] == nil && cycle < 200) {
+            defer { cycle += 1 }
+            let dest = temporaryPath("backup-\(cycle)")
+            let process = try startBackup(into: dest)
+            Thread.sleep(forTimeInterval: whole * Double.random(in: 0.02...1.1, using: &rng))
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             XCTAssertEqual(try snapshotFiles(dir), before, "cycle \(cycle): the store is only read")
@@ -53,6 +69,6 @@ final class BackupKillTests: XCTestCase {
                 XCTAssertEqual(runTool(["backup", dir, dest, "--progress", "none"]).code, 0, "cycle \(cycle)")
             }
         }
-        XCTAssertNotNil(outcomes["refused"], "\(outcomes)")
+        XCTAssertNotNil(outcomes["refused"], "no kill in \(cycle) cycles left a half backup (a whole one takes \(whole) s): \(outcomes)")
     }
 }

@@ -42,15 +42,22 @@ final class SQLiteFailureTests: XCTestCase {
         let path = makeDirectory().appendingPathComponent("s.sqlite").path
         let flock = "/usr/bin/flock"
         guard FileManager.default.isExecutableFile(atPath: flock) else { throw XCTSkip("flock(1) is not installed") }
-        // flock(1) holds flock(2) on the lock file in another process for 2 s, as a second app would.
+        // flock(1) holds flock(2) on the lock file in another process, as a second app would, until
+        // its stdin closes; it prints a line once it holds the lock (however slow the machine).
         _ = FileManager.default.createFile(atPath: path + "-lock", contents: nil)
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: flock)
-        holder.arguments = ["-n", path + "-lock", "sleep", "2"]
+        holder.arguments = ["-n", path + "-lock", "-c", "echo held; cat"]
+        let stdin = Pipe()
+        let stdout = Pipe()
+        holder.standardInput = stdin
+        holder.standardOutput = stdout
         try holder.run()
-        Thread.sleep(forTimeInterval: 0.5)
+        let held = stdout.fileHandleForReading.availableData
+        XCTAssertEqual(String(decoding: held, as: UTF8.self), "held\n", "flock(1) did not take the lock")
         let store = SQLiteDataStore(path: path)
         assertThrowsCode(.locked) { try store.setup() }
+        try stdin.fileHandleForWriting.close()
         holder.waitUntilExit()
         try store.setup()
         try store.tearDown()
