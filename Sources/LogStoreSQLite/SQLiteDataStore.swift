@@ -252,7 +252,7 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
                 var committed: UInt64? = nil
                 var changes: [String: CommitChanges.TypeChanges] = [:]
                 try db.inTransaction(.immediate) {
-                    let sequence = session.sequence.withLock { $0 } + 1
+                    let sequence = session.sequence.current + 1
                     let accessor = SQLiteWriteAccessor(db: db, session: session, sequence: sequence)
                     defer { accessor.isValid = false }
                     do {
@@ -272,13 +272,12 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
                     return .commit
                 }
                 if let committed {
-                    session.sequence.withLock { $0 = committed }
                     if !created.isEmpty { session.tables.withLock { $0.merge(created) { a, _ in a } } }
                     // Still holding the writer: commits reach the feed in order, one at a time.
                     // Readers may see the commit a moment before this (SQLite shows it at COMMIT);
-                    // the feed's snapshots wait for `published` (SQLiteSession).
+                    // the feed's snapshots wait for `sequence` to reach it (SQLiteSession).
                     session.feed.publish([CommitChanges(sequence: committed, types: changes)])
-                    session.published.withLock { $0 = committed }
+                    session.sequence.advance(to: committed)
                 }
                 if !declared.isEmpty { session.declaredIndexes.withLock { $0.formUnion(declared) } }
             } }

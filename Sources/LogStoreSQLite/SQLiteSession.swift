@@ -18,8 +18,9 @@ final class SQLiteSession: Sendable {
     /// Item type -> table, for every type whose table was committed. Entries are never removed
     /// (tables are never dropped), so a reader may trust an entry whose table its snapshot has.
     let tables: Mutex<[String: String]>
-    /// The number of the last commit (0 for an empty store).
-    let sequence: Mutex<UInt64>
+    /// The number of the last commit (0 for an empty store), advanced once the commit reached
+    /// ``feed``.
+    let sequence: SQLitePublishedSequence
     /// Item types whose declared indexes a committed write of this session created or checked.
     let declaredIndexes = Mutex<Set<String>>([])
     /// Idle read-only connections for reads nested in reads on one thread.
@@ -30,8 +31,6 @@ final class SQLiteSession: Sendable {
     /// every commit is published by the writer right after it commits, still holding the writer
     /// connection, so commits are published in order and never two at once.
     let feed: DataStoreChangeFeed
-    /// The last commit published to ``feed``.
-    let published: Mutex<UInt64>
 
     final class WeakSnapshot: Sendable {
         weak let reader: SQLiteSnapshotReader?
@@ -44,8 +43,7 @@ final class SQLiteSession: Sendable {
         self.pool = pool
         self.lock = lock
         tables = Mutex(opened.tables)
-        sequence = Mutex(opened.sequence)
-        published = Mutex(opened.sequence)
+        sequence = SQLitePublishedSequence(opened.sequence)
         // The feed's snapshots are new held read transactions of this session (a weak reference:
         // the session owns the feed).
         let this = WeakSession()
@@ -59,9 +57,8 @@ final class SQLiteSession: Sendable {
                 let reader = try session.openSnapshot()
                 // Rule 2 of the feed: a snapshot may hold a commit only once it was published
                 // (the writer publishes right after COMMIT, which readers see at once).
-                while session.published.withLock({ $0 }) < reader.sequence {
-                    guard !session.feed.isFinished else { throw LogStoreError(.notOpen, "The SQLite store was torn down while a snapshot waited for its commit.") }
-                    usleep(50)
+                guard session.sequence.wait(for: reader.sequence, abandoned: { session.feed.isFinished }) else {
+                    throw LogStoreError(.notOpen, "The SQLite store was torn down while a snapshot waited for its commit.")
                 }
                 return RecordReaderSnapshot(reader)
             })
