@@ -181,7 +181,11 @@ final class PostgresBehaviorTests {
         #expect {
             try a.read { acc in
                 _ = try acc.item(ofType: Note.self, id: "k")
-                try PostgresTestServer.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '\(name)'")
+                // With a timeout, pg_terminate_backend returns once the backends are gone (PostgreSQL
+                // 14+): without it, the store's next statements could race the termination (a
+                // write whose COMMIT meets it has an unknown outcome, correctly, and the read's
+                // next statement could still succeed).
+                try PostgresTestServer.execute("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE application_name = '\(name)'")
                 return try acc.item(ofType: Note.self, id: "k")
             }
         } throws: { ($0 as? LogStoreError)?.code == .serverUnavailable }
