@@ -27,12 +27,12 @@ import LogStore
 /// offers (``DataStoreCapabilities``); cases that need more are skipped. The cases are grouped by
 /// area, the area being the first part of their name: `concurrency`, `writes`, `lifecycle`,
 /// `durability`, `requests`, `order`, `predicates`, `values`, `records`, `children`, `merge`,
-/// `indexes`, `model`, `observation`, `changes`.
+/// `indexes`, `model`, `observation`, `changes`, `migrations`.
 public enum DataStoreConformance {
     /// Every case, in a stable order.
     public static var cases: [ConformanceCase] {
         concurrencyCases + writeCases + lifecycleCases + requestCases + orderCases + predicateCases + valueCases
-            + recordCases + childCases + mergeCases + indexCases + modelCases + observationCases
+            + recordCases + childCases + mergeCases + indexCases + modelCases + observationCases + migrationCases
     }
 
     /// Runs `cases` on `factory` one after another, each with fresh locations (destroyed after

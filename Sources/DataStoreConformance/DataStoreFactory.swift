@@ -61,8 +61,12 @@ public struct DataStoreCapabilities: OptionSet, Sendable {
     /// what it is given, and its merge is checked by the root store's commit.
     public static let secondaryIndexes = DataStoreCapabilities(rawValue: 1 << 9)
 
+    /// The stores are ``MigratingDataStore``s (their `setup()` applies registered migrations), and
+    /// each ``DataStoreLocation/makeStore()`` gives a new store object, with its own list of
+    /// migrations. The `migrations` cases need it, with `.persistsAcrossReopen` and `.recordAccess`.
+    public static let migrations = DataStoreCapabilities(rawValue: 1 << 10)
     /// What `LogDataStore` on disk offers (and the SQLite backend).
-    public static let durableStore: DataStoreCapabilities = [.persistsAcrossReopen, .exclusiveLock, .childStores, .recordAccess, .observation, .secondaryIndexes]
+    public static let durableStore: DataStoreCapabilities = [.persistsAcrossReopen, .exclusiveLock, .childStores, .recordAccess, .observation, .secondaryIndexes, .migrations]
 }
 
 /// A place for a child store: a child of a store set up on another place, for backends whose

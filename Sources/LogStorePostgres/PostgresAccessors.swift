@@ -63,7 +63,7 @@ class PostgresReadAccessor: DataStoreReadAccessor {
     func itemTypeNames() throws -> [String] {
         try reading {
             var names: [String] = []
-            for (type, t) in try allTables() where try statements.integers(SQLFragment("SELECT count(*) FROM (SELECT 1 FROM \(t.sql) LIMIT 1) AS logstore_any")).first ?? 0 > 0 {
+            for (type, t) in try allTables() where try !StoreHistory.isReserved(type) && (statements.integers(SQLFragment("SELECT count(*) FROM (SELECT 1 FROM \(t.sql) LIMIT 1) AS logstore_any")).first ?? 0) > 0 {
                 names.append(type)
             }
             return names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }

@@ -42,7 +42,7 @@ import Synchronization
 /// Thread safety: use one instance from any number of threads and tasks; the synchronous API
 /// blocks its caller (never call it on a SwiftNIO event loop: it throws `.invalidArgument`), the
 /// async twins run it on the store's own threads.
-public final class PostgresDataStore: DataStore, ChildStoreParent {
+public final class PostgresDataStore: MigratingDataStore, ChildStoreParent {
     /// Where the data lives and how the store connects.
     public let configuration: Configuration
     /// The options the store was created with.
@@ -54,6 +54,7 @@ public final class PostgresDataStore: DataStore, ChildStoreParent {
         var poller: PostgresPoller?
         var threads: NIOThreadPool?
         var children: [LogDataStore.WeakChild] = []
+        var migrationReport: MigrationReport?
     }
     let state = Mutex(State())
     /// Held by `tearDown()` until the session is closed, and by `setup()` while it opens one.
@@ -65,6 +66,16 @@ public final class PostgresDataStore: DataStore, ChildStoreParent {
     let writeQueue = WriteQueue(label: "LogStorePostgres.writeAsync")
     /// Which threads are inside read and write blocks (reentrancy checks).
     let marks = _ThreadMarks()
+    /// The store's migrations: register them before ``setup()``, which applies those the schema
+    /// has not applied yet, each in one SERIALIZABLE transaction with its record in the store's
+    /// history. Several servers may set up at once: each step runs once, whichever commits it
+    /// first (the others find it in the history and skip it). Steps run again on serialization
+    /// failures, like every write block. Any thread.
+    public let migrations = DataStoreMigrations()
+
+    /// What the last successful ``setup()`` did with ``migrations``; nil before `setup()` and
+    /// after `tearDown()`. A value; any thread.
+    public var migrationReport: MigrationReport? { state.withLock { $0.session == nil ? nil : $0.migrationReport } }
 
     /// A store in the database and schema `configuration` names. Does no I/O until `setup()`.
     public init(configuration: Configuration, options: LogStoreOptions = LogStoreOptions()) {
@@ -113,11 +124,15 @@ public final class PostgresDataStore: DataStore, ChildStoreParent {
 
     // MARK: Lifecycle
 
-    /// Connects and checks (or creates) the store's schema and tables. Idempotent; blocks the
-    /// caller. Several processes may set up the same store at once. Throws `.serverUnavailable`
-    /// when the server cannot be reached, `.permissionDenied` for a refused login or missing
-    /// rights, `.notAStore` for a schema holding another application's tables or a missing
-    /// database, `.unsupportedFormatVersion`, `.corruption`, `.invalidArgument` on an event loop.
+    /// Connects and checks (or creates) the store's schema and tables, then applies the registered
+    /// ``migrations`` the schema has not applied. Idempotent; blocks the caller. Several processes
+    /// may set up the same store at once. Throws `.serverUnavailable` when the server cannot be
+    /// reached, `.permissionDenied` for a refused login or missing rights, `.notAStore` for a
+    /// schema holding another application's tables or a missing database,
+    /// `.unsupportedFormatVersion`, `.corruption`, `.invalidArgument` on an event loop, and the
+    /// migrations' errors (`.migrationFailed` naming the step, `.unknownMigrations`,
+    /// `.migrationHistoryMismatch`): then the store is closed again, the steps before the failing
+    /// one applied.
     public func setup() throws {
         if state.withLock({ $0.session != nil }) { return }
         try lifecycle.withLock { _ in
@@ -170,6 +185,14 @@ public final class PostgresDataStore: DataStore, ChildStoreParent {
                 s.threads = threads
                 s.poller = poller
             }
+            do {
+                // Before setup() returns: this process never sees the schema half migrated.
+                let report = try migrations.apply(to: self, logger: configuration.logger)
+                state.withLock { $0.migrationReport = report }
+            } catch {
+                closeLocked()
+                throw error
+            }
         }
     }
 
@@ -180,23 +203,26 @@ public final class PostgresDataStore: DataStore, ChildStoreParent {
     public func tearDown() throws {
         if marks.isInsideBlockOnCurrentThread { throw _ThreadMarks.reentrantTearDownError() }
         writeQueue.drain()
-        lifecycle.withLock { _ in
-            let s = state.withLock { s -> State in
-                defer { s = State() }
-                return s
-            }
-            let closed = LogDataStore.parentClosedError()
-            for c in s.children { c.store?.invalidate(closed) }
-            s.poller?.stop()
-            s.feed?.finish(throwing: nil)
-            guard let session = s.session else { return }
-            // Writes of other threads finish first (they hold the writer).
-            writer.lock()
-            session.closeExtras()
-            session.pool.close()
-            writer.unlock()
-            s.threads?.shutdownGracefully { _ in }
+        lifecycle.withLock { _ in closeLocked() }
+    }
+
+    /// Closes the session, if any: the work of ``tearDown()``, run while holding `lifecycle`.
+    func closeLocked() {
+        let s = state.withLock { s -> State in
+            defer { s = State() }
+            return s
         }
+        let closed = LogDataStore.parentClosedError()
+        for c in s.children { c.store?.invalidate(closed) }
+        s.poller?.stop()
+        s.feed?.finish(throwing: nil)
+        guard let session = s.session else { return }
+        // Writes of other threads finish first (they hold the writer).
+        writer.lock()
+        session.closeExtras()
+        session.pool.close()
+        writer.unlock()
+        s.threads?.shutdownGracefully { _ in }
     }
 
     /// Deletes every item of every type as one committed, durable write. The store stays usable.

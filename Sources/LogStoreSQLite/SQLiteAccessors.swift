@@ -70,7 +70,7 @@ class SQLiteReadAccessor: DataStoreReadAccessor {
     func itemTypeNames() throws -> [String] {
         try checkValid()
         var names: [String] = []
-        for (type, table) in try allTables() where try statement("SELECT EXISTS (SELECT 1 FROM \(table.sqlIdentifier))").integer() != 0 {
+        for (type, table) in try allTables() where try !StoreHistory.isReserved(type) && statement("SELECT EXISTS (SELECT 1 FROM \(table.sqlIdentifier))").integer() != 0 {
             names.append(type)
         }
         return names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }

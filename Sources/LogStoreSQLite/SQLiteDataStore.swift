@@ -34,7 +34,7 @@ import Synchronization
 /// Thread safety: use one instance from any number of threads and tasks. One instance per file:
 /// a second `SQLiteDataStore` on the same file, in this process or another, fails `setup()` with
 /// `.locked` (a `<file>-lock` file is held; other SQLite programs are not stopped by it).
-public final class SQLiteDataStore: DataStore, ChildStoreParent {
+public final class SQLiteDataStore: MigratingDataStore, ChildStoreParent {
     /// The database file.
     public let path: String
     /// The options the store was created with.
@@ -43,6 +43,7 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
     struct State: Sendable {
         var session: SQLiteSession?
         var children: [LogDataStore.WeakChild] = []
+        var migrationReport: MigrationReport?
     }
     let state = Mutex(State())
     /// Held by `tearDown()` until the session is closed, and by `setup()` while it opens one.
@@ -51,6 +52,14 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
     let writeQueue = WriteQueue(label: "LogStoreSQLite.writeAsync")
     /// Which threads are inside read and write blocks (reentrancy checks).
     let marks = _ThreadMarks()
+    /// The store's migrations: register them before ``setup()``, which applies those the file has
+    /// not applied yet, each in one transaction with its record in the store's history (see
+    /// ``DataStoreMigrations`` and the "Migrations" article). Any thread.
+    public let migrations = DataStoreMigrations()
+
+    /// What the last successful ``setup()`` did with ``migrations``; nil before `setup()` and
+    /// after `tearDown()`. A value; any thread.
+    public var migrationReport: MigrationReport? { state.withLock { $0.session == nil ? nil : $0.migrationReport } }
 
     /// A store in the SQLite file at `path` (created by ``setup()`` if missing, with its
     /// directory). Does no I/O until `setup()`.
@@ -88,15 +97,27 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
     // MARK: Lifecycle
 
     /// Creates or opens the store: takes its lock, opens the pool in WAL mode, checks (or
-    /// creates) the schema. Idempotent; blocks the caller. Throws `.locked` when another store
-    /// has the file open, `.notAStore` for a file that is not a SQLite database or is another
-    /// application's, `.unsupportedFormatVersion`, `.corruption`, `.permissionDenied`, `.io`.
+    /// creates) the schema, then applies the registered ``migrations`` the store has not applied.
+    /// Idempotent; blocks the caller. Throws `.locked` when another store has the file open,
+    /// `.notAStore` for a file that is not a SQLite database or is another application's,
+    /// `.unsupportedFormatVersion`, `.corruption`, `.permissionDenied`, `.io`, and the migrations'
+    /// errors (`.migrationFailed` naming the step, `.unknownMigrations`,
+    /// `.migrationHistoryMismatch`): then the store is closed again, the steps before the failing
+    /// one applied.
     public func setup() throws {
         if state.withLock({ $0.session != nil }) { return }
         try lifecycle.withLock { _ in
             if state.withLock({ $0.session != nil }) { return }
             let session = try open()
             state.withLock { $0.session = session }
+            do {
+                // Before setup() returns: the app never sees the store half migrated.
+                let report = try migrations.apply(to: self, logger: options.logger)
+                state.withLock { $0.migrationReport = report }
+            } catch {
+                try? closeLocked()
+                throw error
+            }
         }
     }
 
@@ -148,25 +169,34 @@ public final class SQLiteDataStore: DataStore, ChildStoreParent {
     public func tearDown() throws {
         if marks.isInsideBlockOnCurrentThread { throw _ThreadMarks.reentrantTearDownError() }
         writeQueue.drain()
-        try lifecycle.withLock { _ in
-            let (session, children) = state.withLock { s -> (SQLiteSession?, [LogDataStore.WeakChild]) in
-                defer {
-                    s.session = nil
-                    s.children = []
-                }
-                return (s.session, s.children)
+        try lifecycle.withLock { _ in try closeLocked() }
+    }
+
+    /// Closes the session, if any: the work of ``tearDown()``, run while holding `lifecycle`.
+    func closeLocked() throws {
+        let (session, children) = state.withLock { s -> (SQLiteSession?, [LogDataStore.WeakChild]) in
+            defer {
+                s.session = nil
+                s.children = []
+                s.migrationReport = nil
             }
-            let closed = LogDataStore.parentClosedError()
-            for c in children { c.store?.invalidate(closed) }
-            guard let session else { return }
-            session.feed.finish(throwing: nil)
-            session.closeExtras()
-            defer { session.lock.unlock() }
-            do {
-                try session.pool.close()
-            } catch {
-                throw SQLiteErrors.map(error, path: path)
-            }
+            return (s.session, s.children)
+        }
+        let closed = LogDataStore.parentClosedError()
+        for c in children { c.store?.invalidate(closed) }
+        guard let session else { return }
+        session.feed.finish(throwing: nil)
+        session.closeExtras()
+        defer { session.lock.unlock() }
+        // Everything into the database file, the WAL emptied: a closed store is one file (which
+        // a copy of the file alone keeps whole). SQLite checkpoints when its last connection
+        // closes, but only if that one may write, and the pool may close a read-only one last.
+        // A failure leaves the WAL to the next open's recovery: nothing is lost.
+        _ = try? session.pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        do {
+            try session.pool.close()
+        } catch {
+            throw SQLiteErrors.map(error, path: path)
         }
     }
 

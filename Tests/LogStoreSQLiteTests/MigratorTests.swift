@@ -159,4 +159,45 @@ final class MigratorTests: XCTestCase {
         }
         XCTAssertThrowsError(try DataStoreMigrator(from: a, to: a).copy()) { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument) }
     }
+
+    /// Rule 6: the history goes with the data. A LogStore store whose data went through a
+    /// migration is moved to SQLite; the SQLite store, set up with the same steps plus a new one,
+    /// skips the applied step and runs only the new one.
+    func testTheHistoryGoesWithTheDataSoTheDestinationSkipsAppliedSteps() throws {
+        let dir = makeDirectory()
+        let sourceURL = dir.appendingPathComponent("a.store")
+        let sqlitePath = dir.appendingPathComponent("b.sqlite").path
+        @Sendable func rename(_ tx: MigrationTransaction, _ suffix: String) throws {
+            try tx.setAttribute("name", ofType: Restaurant.itemType, overwrite: true) { item in
+                guard case .string(let s)? = item.object(forKey: "name") else { return .null }
+                return .string(s + suffix)
+            }
+        }
+        let seeded = LogDataStore(directory: sourceURL)
+        try seeded.setup()
+        try seed(seeded, 10)
+        try seeded.tearDown()
+        let a = LogDataStore(directory: sourceURL)
+        a.migrations.register("v2-bang") { try rename($0, "!") }
+        try a.setup()
+        defer { try? a.tearDown() }
+        XCTAssertEqual(a.migrationReport?.applied, ["v2-bang"])
+        let names = try a.read { try $0.items(forRequest: DataStoreRequest(itemType: Restaurant.self)).map(\.name) }
+
+        let b = SQLiteDataStore(path: sqlitePath)
+        try b.setup()
+        let (_, check) = try DataStoreMigrator(from: a, to: b).migrate()
+        XCTAssertTrue(check.isEqual, "\(check)")
+        XCTAssertEqual(try DataStoreMigrations.history(of: b).map(\.name), try a.history().map(\.name), "the history was copied")
+        try b.tearDown()
+
+        let reopened = SQLiteDataStore(path: sqlitePath)
+        reopened.migrations.register("v2-bang") { try rename($0, "!") }
+        reopened.migrations.register("v3-question") { try rename($0, "?") }
+        try reopened.setup()
+        defer { try? reopened.tearDown() }
+        XCTAssertEqual(reopened.migrationReport?.alreadyApplied, ["v2-bang"], "the moved data went through v2 already")
+        XCTAssertEqual(reopened.migrationReport?.applied, ["v3-question"])
+        XCTAssertEqual(try reopened.read { try $0.items(forRequest: DataStoreRequest(itemType: Restaurant.self)).map(\.name) }, names.map { $0 + "?" })
+    }
 }

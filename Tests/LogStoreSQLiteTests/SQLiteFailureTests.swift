@@ -117,11 +117,15 @@ final class SQLiteFailureTests: XCTestCase {
         try store.setup()
         try store.writeSync { a in for i in 0..<2000 { try a.insert(Item(id: i, text: String(repeating: "x", count: 200))) } }
         try store.tearDown()
-        // Overwrite pages in the middle of the file (the items' b-tree), keeping the header.
+        // tearDown() checkpointed everything into the file: no WAL is left, or an empty one.
+        let wal = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+        XCTAssertEqual(wal, 0, "the WAL after tearDown()")
+        // Overwrite the middle half of the file (most of it the items' b-tree, whatever else the
+        // store keeps around it), keeping the header.
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
         let size = try handle.seekToEnd()
-        try handle.seek(toOffset: size / 2)
-        try handle.write(contentsOf: Data(repeating: 0xA5, count: 16384))
+        try handle.seek(toOffset: size / 4)
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: Int(size / 2)))
         try handle.close()
         let damaged = SQLiteDataStore(path: path)
         do {

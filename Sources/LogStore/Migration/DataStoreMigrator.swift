@@ -30,6 +30,11 @@ import LogStoreEngine
 ///    order that names every missing, extra and differing item.
 /// 5. **Types.** ``types`` if given; otherwise every type the source lists (`itemTypeNames()`),
 ///    which LogStore and SQLite stores can; a backend that cannot list them needs ``types``.
+/// 6. **The history goes with the data.** A new copy first writes the source's history (which
+///    migrations its data has been through, `StoreHistory`) into a destination that has none, so
+///    the destination's `setup()` with the same registered ``DataStoreMigrations`` skips those
+///    steps rather than running them again on data they already changed. A destination with a
+///    history of its own keeps it. ``verify()`` compares items, not histories.
 ///
 /// Runs on the calling thread and blocks; its progress handler is called on that thread too.
 /// Throws `LogStoreError`s of both stores, `.invalidArgument` for a destination that already holds
@@ -80,9 +85,10 @@ public struct DataStoreMigrator: Sendable {
     /// The reserved item type of the cursor (never copied, never compared).
     public static var cursorItemType: String { MigrationCursor.itemType }
 
-    /// The types to work on: ``types``, or those the source lists (without the cursor's).
+    /// The types to work on: ``types``, or those the source lists (without the cursor's, and
+    /// without any reserved type a third-party backend might list: the history has rule 6).
     func resolveTypes(_ a: any DataStoreReadAccessor) throws -> [String] {
-        let listed = try types ?? a.itemTypeNames()
+        let listed = try types ?? a.itemTypeNames().filter { !StoreHistory.isReserved($0) }
         return listed.filter { $0 != MigrationCursor.itemType }
     }
 
@@ -161,6 +167,7 @@ public struct DataStoreMigrator: Sendable {
             // Before the snapshot: what a catch-up applies starts here (a change the snapshot
             // already holds is applied again, which writes the same bytes).
             cursor.token = try? source.changeToken()
+            try copyHistory()
         }
         var itemsThisRun = 0
         try source.read { a in
@@ -293,6 +300,26 @@ public struct DataStoreMigrator: Sendable {
         } while i < keys.count
         report.duration = ContinuousClock.now - start
         return report
+    }
+
+    /// Copies the source's history (`StoreHistory`: the migrations its data has been through)
+    /// into a destination that has none, in one transaction, so that the destination's `setup()`
+    /// skips those steps instead of running them again on data they already changed (rule 6). A
+    /// destination with a history of its own keeps it. Idempotent. Throws the stores' errors.
+    func copyHistory() throws {
+        let records = try source.read { a -> [(RecordKey, [UInt8])] in
+            var out: [(RecordKey, [UInt8])] = []
+            try a.forEachRecord(ofType: StoreHistory.itemType, after: nil) { key, value in
+                out.append((key, Array(value)))
+                return true
+            }
+            return out
+        }
+        guard !records.isEmpty else { return }
+        try destination.writeSync { w in
+            guard try w.recordCount(ofType: StoreHistory.itemType) == 0 else { return }
+            for (key, value) in records { try w.putRecord(ofType: StoreHistory.itemType, key: key, value: value) }
+        }
     }
 
     /// Compares the destination with the source (rule 4), type by type, each side from one

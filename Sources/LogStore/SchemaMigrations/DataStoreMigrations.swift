@@ -126,17 +126,25 @@ public final class DataStoreMigrations: Sendable {
         report.unknown = plan.unknown
         for step in steps where plan.pending.contains(step.name) {
             let started = ContinuousClock.now
+            let ran: Bool
             do {
-                try store.writeSync { accessor in
+                ran = try store.writeSync { accessor -> Bool in
+                    // Another process (another app server on one PostgreSQL schema) may have applied
+                    // the step since the plan was read: the history is read again in the step's own
+                    // transaction, so each step runs once whoever gets there first (on a backend
+                    // whose writes are serializable, a race makes one of the two run again).
+                    let entries = try StoreHistory.entries(in: accessor)
+                    if entries.contains(where: { $0.kind == .migration && $0.name == step.name }) { return false }
                     let tx = MigrationTransaction(name: step.name, accessor: accessor)
                     defer { tx.isValid = false }
                     try step.migrate(tx)
                     tx.isValid = false
                     let elapsed = ContinuousClock.now - started
                     let ms = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
-                    try StoreHistory.append(after: try StoreHistory.entries(in: accessor), to: accessor) { ordinal in
+                    try StoreHistory.append(after: entries, to: accessor) { ordinal in
                         StoreHistory.Entry(ordinal: ordinal, kind: .migration, name: step.name, at: Date(), durationMs: ms, changes: tx.changes)
                     }
+                    return true
                 }
             } catch {
                 var e = LogStoreError(
@@ -145,6 +153,10 @@ public final class DataStoreMigrations: Sendable {
                     underlying: error)
                 e.migration = step.name
                 throw e
+            }
+            guard ran else {
+                report.alreadyApplied.append(step.name)
+                continue
             }
             report.applied.append(step.name)
             logger?.notice("applied migration", metadata: ["migration": "\(step.name)", "elapsed": "\(ContinuousClock.now - started)"])
