@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LogStoreEngine
 import Synchronization
 import _LogStoreTestSupport
 
@@ -33,6 +34,21 @@ struct PowerLoss: ParsableCommand {
     @Option(help: "DataStore chunks with background compaction and checkpoints: on, off, or alternate (every other chunk).")
     var background: Background = .alternate
 
+    enum EngineDurability: String, ExpressibleByArgument, CaseIterable {
+        case synchronous, buffered, none
+
+        var durability: Durability {
+            switch self {
+            case .synchronous: return .synchronous
+            case .buffered: return .buffered
+            case .none: return .none
+            }
+        }
+    }
+
+    @Option(help: "The engine harness's durability: synchronous (every commit synced), buffered or none (only flushed commits are promised; the unsynced ones at a crash may reach the disk out of order), as PowerLossTests' three runs.")
+    var durability: EngineDurability = .synchronous
+
     @Option(help: "Run one chunk whose harness seed is this (what a failure report prints).")
     var chunkSeed: UInt64?
 
@@ -48,9 +64,10 @@ struct PowerLoss: ParsableCommand {
         let total = length.cycleLimit(default: 1_000)
         let deadline = length.seconds.map { Date().addingTimeInterval($0) }
         let chunk = chunkSeed != nil ? total : max(1, min(self.chunk, total))
-        print("logstore-crashtest powerloss: level \(level.rawValue), seed \(seed), chunks of \(chunk) cycles, \(jobs) job(s)")
+        print("logstore-crashtest powerloss: level \(level.rawValue), engine durability \(durability.rawValue), seed \(seed), chunks of \(chunk) cycles, \(jobs) job(s)")
         let run = PowerLossRun(
-            seed: seed, level: level, total: total, chunk: chunk, deadline: deadline, fixedChunkSeed: chunkSeed, background: background)
+            seed: seed, level: level, total: total, chunk: chunk, deadline: deadline, fixedChunkSeed: chunkSeed, background: background,
+            durability: durability.durability)
         let threads = (0..<max(1, jobs)).map { _ in Thread { run.work() } }
         for t in threads {
             t.stackSize = 8 << 20
@@ -88,14 +105,16 @@ final class PowerLossRun: Sendable {
     let deadline: Date?
     let fixedChunkSeed: UInt64?
     let background: PowerLoss.Background
+    let durability: Durability
     let started = Date()
     let state = Mutex(Totals())
     let done = DispatchSemaphore(value: 0)
 
     init(
         seed: UInt64, level: PowerLoss.Level, total: Int, chunk: Int, deadline: Date?, fixedChunkSeed: UInt64?,
-        background: PowerLoss.Background
+        background: PowerLoss.Background, durability: Durability
     ) {
+        self.durability = durability
         self.fixedChunkSeed = fixedChunkSeed
         self.background = background
         self.seed = seed
@@ -132,8 +151,9 @@ final class PowerLossRun: Sendable {
             let s = chunkSeed(i)
             let engine = level == .engine || (level == .both && i % 2 == 1)
             if engine {
-                // As PowerLossTests runs it with synchronous durability: sectors reordered in a quarter of the files.
+                // As PowerLossTests runs it: sectors reordered in a quarter of the files.
                 var c = PowerLossConfiguration(seed: s, cycles: cycles)
+                c.options.durability = durability
                 c.powerLossModel.sectorReorderingProbability = 0.25
                 let r = EnginePowerLossHarness(c).run()
                 state.withLock { t in
@@ -146,7 +166,7 @@ final class PowerLossRun: Sendable {
                     if let f = r.failure {
                         t.failed = true
                         t.failures.append(
-                            "engine chunk \(i), chunk seed \(s) (rerun: logstore-crashtest powerloss --level engine --chunk-seed \(s) --cycles \(cycles)):\n\(f)"
+                            "engine chunk \(i), chunk seed \(s) (rerun: logstore-crashtest powerloss --level engine --durability \(durability) --chunk-seed \(s) --cycles \(cycles)):\n\(f)"
                         )
                     }
                 }
