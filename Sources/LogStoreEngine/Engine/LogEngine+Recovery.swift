@@ -288,17 +288,20 @@ extension LogEngine {
         // unlisted segments would be the newest data rather than strays.
         if options.recovery == .strict {
             let listed = Set(manifest.segments)
-            for name in names {
-                let stray: Bool
-                if let n = LogStoreFormat.segmentNumber(fromFileName: name) {
-                    stray = !listed.contains(n)
-                } else {
-                    stray = name.hasSuffix(".tmp")
-                }
-                if stray {
-                    try fs.removeFile(atPath: _joinPath(directory, name))
-                    report.removedFiles.append(name)
-                }
+            let strays = names.filter { name in
+                if let n = LogStoreFormat.segmentNumber(fromFileName: name) { return !listed.contains(n) }
+                return name.hasSuffix(".tmp")
+            }
+            if !strays.isEmpty {
+                // The MANIFEST that makes them strays may be only in the OS cache: a kill -9
+                // between its rename and the directory's fsync (a compaction's, a roll-over's).
+                // Make it durable first, or a power loss could bring back the older MANIFEST that
+                // still lists the segments removed here (found by the DataStore power-loss soak).
+                try fs.syncDirectory(atPath: directory)
+            }
+            for name in strays {
+                try fs.removeFile(atPath: _joinPath(directory, name))
+                report.removedFiles.append(name)
             }
             if !report.removedFiles.isEmpty { try fs.syncDirectory(atPath: directory) }
         }
