@@ -53,8 +53,35 @@ final class DeepNestingTests: StoreTestCase {
         XCTAssertEqual(done.wait(timeout: .now() + 120), .success)
     }
 
+    /// Runs `body` on a thread with a 64 MiB stack and waits for it. The tests build and release
+    /// their 10,000-level values there: releasing one recurses in the Swift runtime once per
+    /// level, so on the main thread the tests would depend on its stack limit (`ulimit -s`, 8 MiB
+    /// by default, less on some machines), and a crash there ends the whole XCTest run.
+    func onLargeStack(_ body: () throws -> Void) throws {
+        // @unchecked Sendable: handed to one thread while this one waits for it (the semaphore
+        // orders every access).
+        final class Box: @unchecked Sendable {
+            var body: (() throws -> Void)?
+            var error: (any Error)?
+        }
+        try withoutActuallyEscaping(body) { body in
+            let box = Box()
+            box.body = body
+            let done = DispatchSemaphore(value: 0)
+            let thread = Thread {
+                do { try box.body?() } catch { box.error = error }
+                box.body = nil
+                done.signal()
+            }
+            thread.stackSize = 64 << 20
+            thread.start()
+            done.wait()
+            if let error = box.error { throw error }
+        }
+    }
+
     func testDeeplyNestedRecursiveEnumIsRefusedThroughDataStore() throws {
-        try forEachKind { _, store in
+        try onLargeStack { try forEachKind { _, store in
             let item = Nested(id: 1, chain: .deep(Self.levels))
             assertThrowsCode(.encodingFailed) { try store.writeSync { try $0.insert(item) } }
             // The deepest accepted nesting stores and reads back.
@@ -62,11 +89,11 @@ final class DeepNestingTests: StoreTestCase {
             try store.writeSync { try $0.insert(shallow) }
             XCTAssertEqual(try store.read { try $0.item(ofType: Nested.self, id: 2) }?.chain, shallow.chain)
             XCTAssertEqual(try store.read { try $0.countItems(forRequest: DataStoreRequest(itemType: Nested.self)) }, 1)
-        }
+        } }
     }
 
     func testDeeplyNestedDynamicItemIsRefusedNotEncodedUndecodably() throws {
-        try forEachKind { _, store in
+        try onLargeStack { try forEachKind { _, store in
             for deep in [Self.deepArray(Self.levels), Self.deepMap(Self.levels)] {
                 let item = DynamicItem(itemType: "deep", id: .int(1), attributes: ["chain": deep])
                 assertThrowsCode(.encodingFailed) { try store.writeSync { try $0.insert(item) } }
@@ -78,11 +105,15 @@ final class DeepNestingTests: StoreTestCase {
             XCTAssertEqual(try store.read { try $0.dynamicItem(ofType: "deep", id: .int(2)) }?.object(forKey: "chain"), atLimit.object(forKey: "chain"))
             let tooDeep = DynamicItem(itemType: "deep", id: .int(3), attributes: ["chain": Self.deepArray(AttributeValue.maxDepth - 1)])
             assertThrowsCode(.encodingFailed) { try store.writeSync { try $0.insert(tooDeep) } }
-        }
+        } }
     }
 
-    func testDeepAttributeValueComparesHashesPrintsAndEncodesOnSmallStack() {
-        // The values are owned by this thread: the small-stack thread reaches them through an
+    func testDeepAttributeValueComparesHashesPrintsAndEncodesOnSmallStack() throws {
+        try onLargeStack { checkDeepAttributeValueOnSmallStack() }
+    }
+
+    func checkDeepAttributeValueOnSmallStack() {
+        // The values are owned by this (large-stack) thread: the small-stack thread reaches them through an
         // unowned reference, so it never drops the last reference. (Releasing a 10,000-level
         // value recurses in the Swift runtime; whichever thread released last used to do it, and
         // on the 1 MiB stack that crashed now and then.)
@@ -126,8 +157,8 @@ final class DeepNestingTests: StoreTestCase {
             XCTAssertEqual(AttributeValue.compare(a, different), -1, "null sorts before numbers")
             XCTAssertNotEqual(a, different)
         }
-        // Built and destroyed here: releasing a 10,000-level indirect enum recurses in the Swift
-        // runtime itself, whatever LogStore does.
+        // Built and destroyed here, on the large stack: releasing a 10,000-level indirect enum
+        // recurses in the Swift runtime itself, whatever LogStore does.
         XCTAssertThrowsError(try AttributeEncoder().encode(DeepChain.deep(Self.levels))) { error in
             XCTAssertEqual((error as? LogStoreError)?.code, .encodingFailed)
         }
