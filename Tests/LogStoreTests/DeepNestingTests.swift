@@ -42,22 +42,17 @@ final class DeepNestingTests: StoreTestCase {
     /// Runs `body` on a thread with a 1 MiB stack (less than a macOS main thread's 8 MiB, more
     /// than its secondary threads' 512 KiB), where recursion once per level of a 10,000-level
     /// value overflows even in a debug build, and recursion bounded by `maxDepth` does not.
-    func onSmallStack(_ body: @escaping @Sendable () throws -> Void) {
-        let done = DispatchSemaphore(value: 0)
-        let thread = Thread {
-            do { try body() } catch { XCTFail("\(error)") }
-            done.signal()
-        }
-        thread.stackSize = 1024 * 1024
-        thread.start()
-        XCTAssertEqual(done.wait(timeout: .now() + 120), .success)
-    }
+    func onSmallStack(_ body: () throws -> Void) throws { try onThread(stackSize: 1 << 20, body) }
 
-    /// Runs `body` on a thread with a 64 MiB stack and waits for it. The tests build and release
-    /// their 10,000-level values there: releasing one recurses in the Swift runtime once per
-    /// level, so on the main thread the tests would depend on its stack limit (`ulimit -s`, 8 MiB
-    /// by default, less on some machines), and a crash there ends the whole XCTest run.
-    func onLargeStack(_ body: () throws -> Void) throws {
+    /// Runs `body` on a thread with a 64 MiB stack. The tests build and release their
+    /// 10,000-level values there: releasing one recurses in the Swift runtime once per level, so
+    /// on the main thread the tests would depend on its stack limit (`ulimit -s`, 8 MiB by
+    /// default, less on some machines), and a crash there ends the whole XCTest run.
+    func onLargeStack(_ body: () throws -> Void) throws { try onThread(stackSize: 64 << 20, body) }
+
+    /// Runs `body` on a new thread with a stack of `stackSize` bytes, waits for it and rethrows
+    /// its error.
+    func onThread(stackSize: Int, _ body: () throws -> Void) throws {
         // @unchecked Sendable: handed to one thread while this one waits for it (the semaphore
         // orders every access).
         final class Box: @unchecked Sendable {
@@ -73,8 +68,9 @@ final class DeepNestingTests: StoreTestCase {
                 box.body = nil
                 done.signal()
             }
-            thread.stackSize = 64 << 20
+            thread.stackSize = stackSize
             thread.start()
+            // No timeout: the thread holds `body` until it returns, so this frame must outlive it.
             done.wait()
             if let error = box.error { throw error }
         }
@@ -109,10 +105,10 @@ final class DeepNestingTests: StoreTestCase {
     }
 
     func testDeepAttributeValueComparesHashesPrintsAndEncodesOnSmallStack() throws {
-        try onLargeStack { checkDeepAttributeValueOnSmallStack() }
+        try onLargeStack { try checkDeepAttributeValueOnSmallStack() }
     }
 
-    func checkDeepAttributeValueOnSmallStack() {
+    func checkDeepAttributeValueOnSmallStack() throws {
         // The values are owned by this (large-stack) thread: the small-stack thread reaches them through an
         // unowned reference, so it never drops the last reference. (Releasing a 10,000-level
         // value recurses in the Swift runtime; whichever thread released last used to do it, and
@@ -123,7 +119,7 @@ final class DeepNestingTests: StoreTestCase {
             let different = DeepNestingTests.deepArray(DeepNestingTests.levels, leaf: .int(1))  // same shape as a, another leaf
         }
         let values = Values()
-        onSmallStack { [unowned values] in
+        try onSmallStack { [unowned values] in
             let a = values.a, b = values.b, m = values.m, n = values.n, different = values.different
             XCTAssertEqual(a, b)
             XCTAssertEqual(m, n)
