@@ -50,6 +50,19 @@ extension ChildStore {
         return changes
     }
 
+    /// The changes of a child written once since its base (`State.run`): its transaction's
+    /// operations, which are already the changes since the base in (type, key) order (deletes of
+    /// keys the base holds, then puts, per type; no delete-all).
+    static func changes(run: [RecordOperation]) -> [Change] {
+        run.map { op in
+            switch op {
+            case .put(let t, let k, let v): Change(type: t, key: k, value: v)
+            case .delete(let t, let k): Change(type: t, key: k, value: nil)
+            case .deleteAll(let t): Change(type: t, key: RecordKey([]), value: nil)  // never in a run
+            }
+        }
+    }
+
     /// Starts a merge: takes this child's writer lock (so it cannot change until
     /// ``endMerge(rebaseOnto:)``) and returns its base and its changes. Throws `.reentrantWrite`
     /// if the calling thread is inside a write of this child, `.notOpen`/`.parentClosed` if it is
@@ -58,11 +71,11 @@ extension ChildStore {
     func beginMerge() throws -> (base: any RecordReader & Sendable, changes: [Change]) {
         try writer.acquire()
         do {
-            let (base, set) = try state.withLock { s in
+            let (base, set, run) = try state.withLock { s in
                 try checkUsable(s)
-                return (s.base, s.changes)
+                return (s.base, s.changes, s.run)
             }
-            let changes = try Self.changes(base: base, changes: set)
+            let changes = try run.map(Self.changes(run:)) ?? Self.changes(base: base, changes: set)
             try (base as? any FallibleRecordReader)?.checkHealthy()
             return (base, changes)
         } catch {
@@ -84,6 +97,8 @@ extension ChildStore {
         state.withLock { s in
             s.base = newBase
             s.changes = ChangeSet<PersistentChangeStorage>()
+            s.run = nil
+            s.runValueBytes = 0
             s.spillFile = nil
             s.sequence += 1
             // The view now shows the parent's changes since the old base too: observers re-read.

@@ -21,6 +21,30 @@ package final class ChildStore: Sendable {
         var failure: LogStoreError? = nil
         /// Told of every write and rebase, under this lock (so before a view shows it).
         var feed: DataStoreChangeFeed? = nil
+        /// The operations of the child's only write since its base, as that write's transaction
+        /// committed them (per type: deletes, then puts, each in key order; never a delete-all),
+        /// not yet applied to `changes`, which is empty while this is set. A merge hands them to
+        /// the parent as they are; the first reader, writer or spill applies them
+        /// (``materialize()``). Nil otherwise (issue 11: a child written once and merged pays
+        /// for no persistent overlay, and for no second walk and sort of one).
+        var run: [RecordOperation]? = nil
+        /// Bytes of the values in `run`.
+        var runValueBytes = 0
+
+        /// Applies `run` to `changes`. Throws the base's failure (an I/O error reading the
+        /// parent's snapshot, which may have answered `contains` wrongly); `run` is kept then.
+        mutating func materialize() throws {
+            guard let ops = run else { return }
+            var applied = changes
+            applied.apply(ops, base: base)
+            try (base as? any FallibleRecordReader)?.checkHealthy()
+            changes = applied
+            run = nil
+            runValueBytes = 0
+        }
+
+        /// Bytes of values the child holds in memory.
+        var valueBytes: Int { run == nil ? changes.valueBytes : runValueBytes }
     }
     let state: Protected<State>
     let writer = WriterLock()
@@ -51,6 +75,7 @@ package final class ChildStore: Sendable {
     func readView() throws -> ChildView {
         try state.withLock { s in
             try checkUsable(s)
+            try s.materialize()
             return ChildView(base: s.base, changes: s.changes, sequence: s.sequence)
         }
     }
@@ -74,18 +99,27 @@ package final class ChildStore: Sendable {
         let ops = try txn.operationsToCommit()
         let needsSpill = try state.withLock { s -> Bool in
             try checkUsable(s)
+            try s.materialize()
             let before = ChildView(base: s.base, changes: s.changes, sequence: s.sequence)
-            var changes = s.changes
-            changes.apply(ops, base: s.base)
-            // A base that failed while the changes were applied (an I/O error reading the parent's
-            // snapshot) may have answered `contains` wrongly: keep the old changes and fail.
-            try (s.base as? any FallibleRecordReader)?.checkHealthy()
-            s.changes = changes
+            if s.changes.isEmpty, !ops.contains(where: { if case .deleteAll = $0 { true } else { false } }) {
+                // The first write since the base: kept as it is (see `State.run`).
+                s.run = ops
+                s.runValueBytes = ops.reduce(0) { n, op in
+                    if case .put(_, _, let v) = op { n + v.count } else { n }
+                }
+            } else {
+                var changes = s.changes
+                changes.apply(ops, base: s.base)
+                // A base that failed while the changes were applied (an I/O error reading the parent's
+                // snapshot) may have answered `contains` wrongly: keep the old changes and fail.
+                try (s.base as? any FallibleRecordReader)?.checkHealthy()
+                s.changes = changes
+            }
             s.sequence += 1
             s.feed?.publish([CommitChanges(sequence: s.sequence, operations: ops, keysBefore: { type in
                 CommitChanges.ClearedKeys(count: before.count(ofType: type), keys: { before.keys(ofType: type).sorted() })
             })])
-            return s.changes.valueBytes > options.childSpillThreshold
+            return s.valueBytes > options.childSpillThreshold
         }
         if needsSpill {
             // The change is already applied; a failed spill (a full disk) only means the values stay
@@ -100,7 +134,10 @@ package final class ChildStore: Sendable {
     /// Moves in-memory values to the spill file (created on first use). Caller holds the writer
     /// lock, so the changes cannot move under it.
     func spill() throws {
-        var (changes, file) = state.withLock { ($0.changes, $0.spillFile) }
+        var (changes, file) = try state.withLock { s in
+            try s.materialize()
+            return (s.changes, s.spillFile)
+        }
         if file == nil { file = try SpillFile(directory: spillDirectory, fs: fileSystem) }
         guard let file else { return }
         try changes.moveValues(to: file)
@@ -125,6 +162,8 @@ package final class ChildStore: Sendable {
             s.spillFile?.remove()
             s.spillFile = nil
             s.changes = ChangeSet<PersistentChangeStorage>()
+            s.run = nil
+            s.runValueBytes = 0
         }
     }
 }
