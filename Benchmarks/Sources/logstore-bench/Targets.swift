@@ -22,9 +22,11 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
     }
 
     atLeast("durable-1w-vs-sqlite", "durable writes, 1 writer: ≥ 1.0× SQLite FULL", row("durable-write", "sqlite-full")?.ratio, 1.0)
+    // Issue 11: against the loop whose fdatasync has no file-size change to commit, as a
+    // preallocated tail's has none.
     atLeast(
-        "durable-1w-vs-bare", "durable writes, 1 writer: ≥ 0.85× bare append+fdatasync",
-        row("durable-write", "bare-append-fdatasync")?.ratio, 0.85)
+        "durable-1w-vs-bare", "durable writes, 1 writer: ≥ 0.9× bare overwrite+fdatasync",
+        row("durable-write", "bare-overwrite-fdatasync")?.ratio, 0.9)
     var scaling: Double?
     if let a = row("durable-write-16", "logstore"), let b = row("durable-write", "logstore"), b.throughput > 0 {
         scaling = a.throughput / b.throughput
@@ -35,8 +37,10 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
     atLeast(
         "durable-16w-vs-sqlite", "durable writes, 16 writers: ≥ 5× SQLite FULL 16 writers",
         row("durable-write-16", "sqlite-full")?.ratio, 5)
-    atLeast("buffered-vs-sqlite", "buffered writes: ≥ 3× SQLite NORMAL", row("buffered-write", "sqlite-normal")?.ratio, 3)
-    atLeast("bulk-vs-sqlite", "bulk insert: ≥ 2× SQLite", row("bulk-insert", "sqlite-full")?.ratio, 2)
+    // Issue 11's goals (the benchmarks issue had ≥ 3× and ≥ 2×).
+    atLeast("buffered-vs-sqlite", "buffered writes: ≥ 5× SQLite NORMAL", row("buffered-write", "sqlite-normal")?.ratio, 5)
+    atLeast("buffered-vs-lmdb", "buffered writes: ≥ 0.6× LMDB MDB_NOSYNC", row("buffered-write", "lmdb-nosync")?.ratio, 0.6)
+    atLeast("bulk-vs-sqlite", "bulk insert: ≥ 3× SQLite", row("bulk-insert", "sqlite-full")?.ratio, 3)
     atLeast("bulk-vs-lmdb", "bulk insert: ≥ 1× LMDB", row("bulk-insert", "lmdb")?.ratio, 1)
     atLeast("read-vs-sqlite", "point reads: ≥ 5× SQLite", row("point-read", "sqlite-full")?.ratio, 5)
     atLeast("read-vs-lmdb", "point reads: ≥ 1× LMDB", row("point-read", "lmdb")?.ratio, 1)
