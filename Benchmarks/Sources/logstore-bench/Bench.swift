@@ -154,8 +154,14 @@ final class Bench {
         switch key {
         case "logstore": return try LogStoreDataStore(path: freshDir(key), mode: mode)
         case "logstore-engine": return try LogStoreEngineStore(path: freshDir(key), mode: mode)
+        // Issue 11: writers leave frames uncompressed (compaction compresses them).
+        case "logstore-lazy":
+            return try LogStoreDataStore(path: freshDir(key), mode: mode, key: key) { o in
+                o.compressOnWrite = false
+                return ", compressOnWrite false"
+            }
         case "logstore-engine-lazy":
-            return try LogStoreEngineStore(path: freshDir(key), mode: mode) { o in
+            return try LogStoreEngineStore(path: freshDir(key), mode: mode, key: key) { o in
                 o.compressOnWrite = false
                 return ", compressOnWrite false"
             }
@@ -289,7 +295,7 @@ final class Bench {
             op: "one write transaction inserting one item, durable when it returns", unit: "txn")
         let size = try logStoreBytesPerCommit()
         let items = (0..<cfg.durableOps).map { ItemFactory.make(id: $0) }
-        let stores = try selected(["logstore", "logstore-engine", "sqlite", "lmdb"]).map { try makeStore($0) }
+        let stores = try selected(["logstore", "logstore-engine", "logstore-lazy", "logstore-engine-lazy", "sqlite", "lmdb"]).map { try makeStore($0) }
         let append = try Physical.Log(path: freshDir("bare"), recordSize: size, sync: true)
         let overwrite = try Physical.Log(path: freshDir("bare"), recordSize: size, sync: true, preallocate: size * cfg.durableOps)
         defer {
@@ -323,7 +329,7 @@ final class Bench {
             op: "one write transaction inserting one item, durable when it returns (latency per commit, throughput over wall time)",
             unit: "txn")
         let items = (0..<cfg.concurrentOps).map { ItemFactory.make(id: $0) }
-        let stores = try selected(["logstore", "logstore-engine", "sqlite", "lmdb"]).map { try makeStore($0) }
+        let stores = try selected(["logstore", "logstore-engine", "logstore-lazy", "logstore-engine-lazy", "sqlite", "lmdb"]).map { try makeStore($0) }
         defer { for s in stores { remove(s) } }
         let cs = stores.map { s in Contender.concurrent(s, role: role(s.key)) { n in try s.insert(items[n % items.count]) } }
         w.rows = try interleaved(cs, maxOps: cfg.concurrentOps, maxSeconds: cfg.concurrentSeconds, threads: threads)
@@ -352,7 +358,7 @@ final class Bench {
             op: "one write transaction inserting one item, written to the OS but not synced", unit: "txn")
         let size = try logStoreBytesPerCommit()
         let items = (0..<cfg.bufferedOps).map { ItemFactory.make(id: $0) }
-        let stores = try selected(["logstore", "logstore-engine", "sqlite", "lmdb", "lmdb-nometasync"]).map {
+        let stores = try selected(["logstore", "logstore-engine", "logstore-lazy", "logstore-engine-lazy", "sqlite", "lmdb", "lmdb-nometasync"]).map {
             try makeStore($0, mode: .buffered)
         }
         let bare = try Physical.Log(path: freshDir("bare"), recordSize: size, sync: false)
@@ -377,7 +383,8 @@ final class Bench {
             name: "bulk-insert", title: "bulk insert of \(cfg.n) items in transactions of \(cfg.batch), durable",
             op: "one durable transaction of \(cfg.batch) inserts", unit: "item")
         closeAll()
-        for key in selected(Self.loadedKeys) {
+        // Issue 11: and with writers leaving frames uncompressed (compressOnWrite false).
+        for key in selected(Self.loadedKeys + ["logstore-lazy", "logstore-engine-lazy"]) {
             let s = try makeStore(key)
             let run = try load(s, n: cfg.n)
             let disk = Double(diskBytes(s.path))
@@ -410,7 +417,7 @@ final class Bench {
         var cs: [Contender] = []
         // Issue 11: the engine with writers leaving their frames uncompressed (compressOnWrite
         // false: reads use the record in place), beside the defaults.
-        for key in selected(Self.loadedKeys + ["logstore-engine-lazy"]) {
+        for key in selected(Self.loadedKeys + ["logstore-lazy", "logstore-engine-lazy"]) {
             let s = try loadedStore(key)
             for id in [0, cfg.n / 2, cfg.n - 1] {
                 guard try s.get(id) == ItemFactory.make(id: id) else { throw BenchError("\(key) returned a wrong item for id \(id)") }

@@ -46,7 +46,8 @@ protocol BenchStore: AnyObject, Sendable {
 
 /// LogStore through its public DataStore API (`LogDataStore`, Codable items).
 final class LogStoreDataStore: DataStoreBench {
-    let key = "logstore"
+    /// "logstore", or a variant's own key (its rows are told apart by it).
+    let key: String
     let name = "LogStore"
     let config: String
     let path: String
@@ -55,7 +56,9 @@ final class LogStoreDataStore: DataStoreBench {
     /// The options it was opened with.
     let options: LogStoreOptions
 
-    init(path: String, mode: Mode, compression: Bool = true, durability: Durability? = nil, tune: (inout LogStoreOptions) -> String = { _ in "" }) throws {
+    init(path: String, mode: Mode, compression: Bool = true, durability: Durability? = nil, key: String = "logstore",
+         tune: (inout LogStoreOptions) -> String = { _ in "" }) throws {
+        self.key = key
         var o = LogStoreOptions()
         o.durability = durability ?? (mode == .durable ? .synchronous : .buffered)
         o.compression = compression
@@ -75,7 +78,8 @@ final class LogStoreDataStore: DataStoreBench {
 /// The LogStore engine alone (`LogEngine`), storing ``BinaryItemCodec`` values under the same
 /// keys as the DataStore: what LogStore costs without its Codable layer.
 final class LogStoreEngineStore: BenchStore {
-    let key = "logstore-engine"
+    /// "logstore-engine", or a variant's own key (its rows are told apart by it).
+    let key: String
     let name = "LogStore engine (raw)"
     let config: String
     let path: String
@@ -87,8 +91,9 @@ final class LogStoreEngineStore: BenchStore {
 
     init(
         path: String, mode: Mode, compression: Bool = true, durability: Durability? = nil, cacheSize: Int? = nil,
-        tune: (inout LogStoreOptions) -> String = { _ in "" }
+        key: String = "logstore-engine", tune: (inout LogStoreOptions) -> String = { _ in "" }
     ) throws {
+        self.key = key
         var o = LogStoreOptions()
         o.durability = durability ?? (mode == .durable ? .synchronous : .buffered)
         o.compression = compression

@@ -17,7 +17,7 @@ func usage() -> Never {
               --quick   N = 100,000 items (default 1,000,000)
               --json    also write the results as JSON to FILE
               --only    run only these workloads: \(names)
-              --systems run only these stores: logstore, logstore-engine, sqlite, lmdb, lmdb-nometasync
+              --systems run only these stores: logstore, logstore-engine, logstore-lazy, logstore-engine-lazy (compressOnWrite false), sqlite, lmdb, lmdb-nometasync
                         (the disk's limits always run; for profiling one system)
               --keep    keep the store directories (default: remove them)
               --app-dir DIR  keep the app workload's data set in DIR and reuse it in later runs (profiling)
