@@ -43,6 +43,12 @@ public final class LogEngine: Sendable {
     let diskFull = Protected(0)
     /// The committing writer's LZ4 state (used under the writer lock).
     let compressor = LZ4.Compressor()
+    /// A lower bound of the published state's sequence number (``EngineViews/published``), kept
+    /// after each publication under `state`'s lock and read without it: a committer whose sync
+    /// covered its commit skips the lock when another committer already published past it (16
+    /// writers sharing one fdatasync otherwise took it one after another to publish the same
+    /// state). Never ahead of the published state; may lag behind it.
+    let publishedAtLeast = Atomic<UInt64>(0)
 
     struct EngineState: Sendable {
         /// What readers see and what writers start from (``EngineViews``).
@@ -262,9 +268,11 @@ public final class LogEngine: Sendable {
     /// What a finished sync means: publish up to `seq`, or poison the store if it failed.
     func didSync(_ seq: UInt64, _ error: (any Error)?) {
         guard let error else {
+            if publishedAtLeast.load(ordering: .acquiring) >= seq { return }
             state.withLock { s in
                 s.views.publish(upTo: seq)
                 s.announcePublished()
+                publishedAtLeast.store(s.views.published.index.sequence, ordering: .releasing)
             }
             return
         }
