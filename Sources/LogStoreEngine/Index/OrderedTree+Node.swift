@@ -29,12 +29,9 @@ extension OrderedTree {
             isLeaf = true
         }
 
-        init(separators: [Key], children: [Node]) {
-            keys = separators
-            values = []
-            self.children = children
-            count = children.reduce(0) { $0 + $1.count }
-            isLeaf = false
+        /// An internal node; its subtree count is summed from `children`.
+        convenience init(separators: [Key], children: [Node]) {
+            self.init(separators: separators, children: children, count: children.reduce(0) { $0 + $1.count })
         }
 
         /// An internal node whose subtree count is known (no visit of the children).
