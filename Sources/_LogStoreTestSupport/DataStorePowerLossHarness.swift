@@ -10,7 +10,8 @@ public struct DataStorePowerLossConfiguration: PowerLossConfiguring, Sendable {
     /// Seed, cycles and the settings every harness has.
     public var run: PowerLossRunSettings
     /// The share of cycles that aim their crash at the first merge, reopen, async write, child
-    /// write, compaction or migration of the cycle (a crash at one of its first I/O operations; if there is no such step,
+    /// write, compaction or migration of the cycle (a crash at one of its first I/O operations,
+    /// or, in a quarter of them, a few operations after it completes; if there is no such step,
     /// at a random later operation or at the end of the cycle).
     public var targetedCrashFraction = 0.35
     /// Store options. Default: synchronous durability, 64 KiB segments (frequent roll-overs),
@@ -140,6 +141,10 @@ public final class DataStorePowerLossHarness: PowerLossDriver<DataStoreCrashInte
 
     static let targets = ["merge", "merge", "reopen", "writeAsync", "childWrite", "compact", "migrate"]
 
+    /// The share of targeted cycles whose target step runs to its end, with the crash armed a
+    /// few mutating operations after it.
+    static let completedTargetFraction = 0.25
+
     /// Runs every cycle (or until `deadline`, or until `stop` returns true; it is asked before
     /// each cycle), then opens and checks the last crash image. Returns the report; its
     /// ``DataStorePowerLossReport/failure`` is set at the first broken promise (the run stops there).
@@ -212,12 +217,22 @@ public final class DataStorePowerLossHarness: PowerLossDriver<DataStoreCrashInte
         } else if target == "migrate" {
             mix.migrateProbability = max(mix.migrateProbability, 0.2)
         }
+        // A quarter of the targeted cycles let the target step finish and crash just after it,
+        // so that every kind of step also completes in every run (a migration or a reopen is
+        // long enough that a random crash point almost always lands inside it).
+        var crashAfterTarget: Int?
         for _ in 0..<steps {
             let step = mix.nextStep(model: interpreter.model, rng: &rng)
             if step.name == target {
                 let n = rng.int(in: 0...8)
-                fs.scheduleCrash(afterMutatingOperations: n)
-                note("\(step.name): crash after \(n) more mutating operations")
+                if rng.chance(Self.completedTargetFraction) {
+                    fs.cancelScheduledCrash()
+                    crashAfterTarget = n
+                    note("\(step.name): runs to the end, crash after \(n) more mutating operations")
+                } else {
+                    fs.scheduleCrash(afterMutatingOperations: n)
+                    note("\(step.name): crash after \(n) more mutating operations")
+                }
                 target = nil
             }
             do {
@@ -233,6 +248,10 @@ public final class DataStorePowerLossHarness: PowerLossDriver<DataStoreCrashInte
                     })
                 report.steps[step.name, default: 0] += 1
                 note(step.summary + " -> ok")
+                if let n = crashAfterTarget {
+                    fs.scheduleCrash(afterMutatingOperations: n)
+                    crashAfterTarget = nil
+                }
             } catch {
                 if fs.isCrashed {
                     interrupted = step.name

@@ -28,16 +28,20 @@ final class DataStorePowerLossTests: XCTestCase {
             XCTFail("DataStore power-loss harness failed (rerun with LOGSTORE_DATASTORE_POWERLOSS_SEED=\(seed)):\n\(failure)")
         }
         XCTAssertEqual(report.cyclesCompleted, cycles, "seed \(seed)")
-        // The mix reaches every kind of step and crashes inside merges.
+        // The mix reaches every kind of step (it completes or a crash stops it).
         for step in [
             "write", "writeAsync", "abortedWrite", "makeChild", "childWrite", "merge", "discardChild", "verify", "reopen", "compact",
             "migrate",
         ]
         where cycles >= 300 {
-            XCTAssertGreaterThan(report.steps[step] ?? 0, 0, "no \(step) steps, seed \(seed)")
+            XCTAssertGreaterThan((report.steps[step] ?? 0) + (report.crashesDuring[step] ?? 0), 0, "no \(step) steps, seed \(seed)")
         }
-        // Migrations applied by setup() are crashed in too: the store is then before or after them.
-        if cycles >= 300 { XCTAssertGreaterThan(report.crashesDuring["migrate"] ?? 0, 0, "no crash during a migration, seed \(seed)") }
+        // Migrations applied by setup() both complete (a quarter of the cycles aimed at one let it
+        // finish: about 10 per 500 cycles) and are crashed in: the store is then before or after them.
+        if cycles >= 300 {
+            XCTAssertGreaterThan(report.steps["migrate"] ?? 0, 0, "no completed migration, seed \(seed)")
+            XCTAssertGreaterThan(report.crashesDuring["migrate"] ?? 0, 0, "no crash during a migration, seed \(seed)")
+        }
     }
 
     /// `.none` and `.buffered` durability: only flushed commits are promised (the interpreter
