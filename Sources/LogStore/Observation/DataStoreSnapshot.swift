@@ -41,7 +41,11 @@ enum ReaderSnapshot: DataStoreSnapshot {
     var sequence: UInt64 { view.sequence }
 
     func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T {
-        let accessor = ReadAccessor(view: view)
+        let accessor: ReadAccessor
+        switch self {
+        case .engine(let s): accessor = ReadAccessor(view: s, health: nil)
+        case .child(let v): accessor = ReadAccessor(view: v, health: v)
+        }
         defer { accessor.isValid = false }
         return try block(accessor)
     }
@@ -68,7 +72,7 @@ package struct RecordReaderSnapshot: DataStoreSnapshot {
 
     package func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T {
         try reader.checkHealthy()
-        let accessor = ReadAccessor(view: reader)
+        let accessor = ReadAccessor(view: reader, health: reader)
         defer { accessor.isValid = false }
         let value = try block(accessor)
         try reader.checkHealthy()

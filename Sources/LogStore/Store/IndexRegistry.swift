@@ -2,6 +2,19 @@ import Logging
 import LogStoreEngine
 import Synchronization
 
+/// What an accessor declares item types' indexes with: the store's registry, and the store whose
+/// root engine builds them (asked only when a type is new to the registry, so an accessor's
+/// construction allocates no closure).
+struct IndexDeclarer {
+    let registry: IndexRegistry
+    let store: LogDataStore
+
+    /// ``IndexRegistry/ensure(_:engine:transaction:)`` with the store's root engine.
+    func ensure<Item: DataStoreItem>(_ type: Item.Type, transaction: EngineTransaction?) throws -> Bool {
+        try registry.ensure(Item.self, engine: { try store.rootEngine() }, transaction: transaction)
+    }
+}
+
 /// Declares each item type's ``DataStoreItem/indexes`` with the store's engine the first time the
 /// store sees the type (or at ``LogDataStore/prepareIndexes(for:)``), once per store instance.
 ///

@@ -240,7 +240,8 @@ public final class LogDataStore: DataStore {
     @discardableResult
     public func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T {
         let backend = try currentBackend()
-        let accessor = ReadAccessor(view: try backend.readView(), indexes: readIndexes, latest: { try backend.readView() })
+        let (view, health) = try backend.readAccess()
+        let accessor = ReadAccessor(view: view, health: health, indexes: readIndexes, latest: backend)
         defer { accessor.isValid = false }
         return try block(accessor)
     }
@@ -291,8 +292,8 @@ public final class LogDataStore: DataStore {
 
     /// What reads declare indexes with: the root engine; nil for a child store of another backend
     /// (a SQLite store's child plans over its own view, without engine indexes).
-    var readIndexes: (registry: IndexRegistry, engine: () throws -> LogEngine)? {
-        hasEngineRoot ? (indexRegistry, { try self.rootEngine() }) : nil
+    var readIndexes: IndexDeclarer? {
+        hasEngineRoot ? IndexDeclarer(registry: indexRegistry, store: self) : nil
     }
 
     /// Whether the root of this store's tree is a LogStore engine (not another backend).
@@ -303,9 +304,9 @@ public final class LogDataStore: DataStore {
 
     /// What write bodies declare indexes with: the store's own engine (under the writer lock the
     /// body holds); nil for a child store, whose merges the parent's commit indexes.
-    var writeIndexes: (registry: IndexRegistry, engine: () throws -> LogEngine)? {
+    var writeIndexes: IndexDeclarer? {
         if case .child = kind { return nil }
-        return (indexRegistry, { try self.rootEngine() })
+        return IndexDeclarer(registry: indexRegistry, store: self)
     }
 
     /// See ``DataStore/writeSync(_:)``.

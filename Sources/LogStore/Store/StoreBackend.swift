@@ -20,6 +20,17 @@ enum StoreBackend: Sendable {
         }
     }
 
+    /// ``readView()`` and its failure report for a ``ReadAccessor``: nil for the engine's own
+    /// snapshots, which cannot fail without throwing (no conformance lookup on the point-read path).
+    func readAccess() throws -> (view: any RecordReader & Sendable, health: (any FallibleRecordReader)?) {
+        switch self {
+        case .engine(let e): return (try e.snapshot(), nil)
+        case .child(let c):
+            let v = try c.readView()
+            return (v, ReadAccessor.health(of: v))
+        }
+    }
+
     /// Runs a write transaction and returns once it is durable (see ``LogEngine/write(_:)``; a
     /// child's writes are never durable and return at once).
     @discardableResult
