@@ -4,14 +4,20 @@ internal import LogStoreEngine
 // The keyed, unkeyed and single-value containers of `ByteDecoder`.
 
 struct KeyedByteDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let decoder: ByteDecoder
-    let entries: ContiguousArray<MapEntry>
+    /// Everything that does not depend on `Key` (see ``KeyedByteDecoderCore``).
+    let core: KeyedByteDecoderCore
+
+    init(decoder: ByteDecoder, entries: ContiguousArray<MapEntry>) {
+        core = KeyedByteDecoderCore(decoder: decoder, entries: entries)
+    }
+
+    var decoder: ByteDecoder { core.decoder }
 
     var codingPath: [any CodingKey] { decoder.codingPath }
 
     var allKeys: [Key] {
         decoder.input.bytes.withUnsafeBytes { b in
-            entries.compactMap { e in
+            core.entries.compactMap { e in
                 BoundedRead.string(UnsafeRawBufferPointer(rebasing: b[e.keyStart..<(e.keyStart + e.keyCount)]))
                     .flatMap { Key(stringValue: $0) }
             }
@@ -20,33 +26,11 @@ struct KeyedByteDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     /// The value offset of the attribute named `name`, or nil when the item has none.
     @inline(__always)
-    func find(_ name: String) -> Int? {
-        let n = entries.count
-        if n == 0 { return nil }
-        var k = name
-        return k.withUTF8 { kb in
-            decoder.input.bytes.withUnsafeBytes { b -> Int? in
-                if n <= 12 {
-                    for e in entries where BoundedRead.equal(b, e.keyStart, e.keyCount, kb) { return e.value }
-                    return nil
-                }
-                var lo = 0
-                var hi = n
-                while lo < hi {
-                    let mid = (lo &+ hi) >> 1
-                    let e = entries[mid]
-                    let c = BoundedRead.compare(b, e.keyStart, e.keyCount, kb)
-                    if c == 0 { return e.value }
-                    if c < 0 { lo = mid + 1 } else { hi = mid }
-                }
-                return nil
-            }
-        }
-    }
+    func find(_ name: String) -> Int? { core.find(name) }
 
     @inline(__always)
     func require(_ key: Key) throws -> Int {
-        guard let off = find(key.stringValue) else {
+        guard let off = core.find(key.stringValue) else {
             throw DecodingError.keyNotFound(
                 key, .init(codingPath: codingPath, debugDescription: "No attribute for key \"\(key.stringValue)\"."))
         }
@@ -60,65 +44,42 @@ struct KeyedByteDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
         return try decoder.input.tag(at: off) == TagByte.null
     }
 
-    @inline(__always)
-    private func integer<T: FixedWidthInteger>(_ key: Key) throws -> T {
-        try scalar(key) { b, o throws(DecodeProblem) in try ScalarReads.integer(T.self, b, o) }
-    }
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try core.bool(at: require(key)) }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try core.string(at: require(key)) }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try core.double(at: require(key)) }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try core.float(at: require(key)) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try core.int(at: require(key)) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try core.int8(at: require(key)) }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try core.int16(at: require(key)) }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try core.int32(at: require(key)) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try core.int64(at: require(key)) }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try core.uint(at: require(key)) }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try core.uint8(at: require(key)) }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try core.uint16(at: require(key)) }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try core.uint32(at: require(key)) }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try core.uint64(at: require(key)) }
 
-    private func integerIfPresent<T: FixedWidthInteger>(_ key: Key) throws -> T? {
-        try scalarIfPresent(key) { b, o throws(DecodeProblem) in try ScalarReads.integer(T.self, b, o) }
-    }
-
-    private func scalar<R>(_ key: Key, _ body: (UnsafeRawBufferPointer, Int) throws(DecodeProblem) -> (R, Int)) throws -> R {
-        let off = try require(key)
-        return try decoder.input.read(off) { b throws(DecodeProblem) in try body(b, off).0 }
-    }
-
-    @inline(__always)
-    private func scalarIfPresent<R>(_ key: Key, _ body: (UnsafeRawBufferPointer, Int) throws(DecodeProblem) -> (R, Int)) throws -> R? {
-        guard let off = find(key.stringValue) else { return nil }
-        return try decoder.input.read(off) { b throws(DecodeProblem) -> R? in
-            if try ScalarReads.tag(b, off) == TagByte.null { return nil }
-            return try body(b, off).0
-        }
-    }
-
-    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try scalar(key, ScalarReads.bool) }
-    func decode(_ type: String.Type, forKey key: Key) throws -> String { try scalar(key, ScalarReads.string) }
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try scalar(key, ScalarReads.double) }
-    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try scalar(key, ScalarReads.float) }
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try integer(key) }
-    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try integer(key) }
-    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try integer(key) }
-    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try integer(key) }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try integer(key) }
-    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try integer(key) }
-    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try integer(key) }
-    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try integer(key) }
-    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try integer(key) }
-    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try integer(key) }
-
-    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try scalarIfPresent(key, ScalarReads.bool) }
-    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try scalarIfPresent(key, ScalarReads.string) }
-    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try scalarIfPresent(key, ScalarReads.double) }
-    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? { try scalarIfPresent(key, ScalarReads.float) }
-    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try integerIfPresent(key) }
-    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try integerIfPresent(key) }
-    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try integerIfPresent(key) }
-    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try integerIfPresent(key) }
-    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try integerIfPresent(key) }
-    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { try integerIfPresent(key) }
-    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { try integerIfPresent(key) }
-    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { try integerIfPresent(key) }
-    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try integerIfPresent(key) }
-    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try integerIfPresent(key) }
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try core.present(key.stringValue).map(core.bool) }
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try core.present(key.stringValue).map(core.string) }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try core.present(key.stringValue).map(core.double) }
+    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? { try core.present(key.stringValue).map(core.float) }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try core.present(key.stringValue).map(core.int) }
+    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try core.present(key.stringValue).map(core.int8) }
+    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try core.present(key.stringValue).map(core.int16) }
+    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try core.present(key.stringValue).map(core.int32) }
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try core.present(key.stringValue).map(core.int64) }
+    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { try core.present(key.stringValue).map(core.uint) }
+    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { try core.present(key.stringValue).map(core.uint8) }
+    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { try core.present(key.stringValue).map(core.uint16) }
+    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try core.present(key.stringValue).map(core.uint32) }
+    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try core.present(key.stringValue).map(core.uint64) }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         try decoder.decodeValue(T.self, at: try require(key))
     }
 
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-        guard let off = find(key.stringValue), try decoder.input.tag(at: off) != TagByte.null else { return nil }
+        guard let off = try core.present(key.stringValue) else { return nil }
         return try decoder.decodeValue(T.self, at: off)
     }
 

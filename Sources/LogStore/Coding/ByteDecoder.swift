@@ -55,7 +55,7 @@ struct ByteDecoder: Decoder {
         if T.self == Int64.self {
             return unsafeBitCast(try input.read(off) { b throws(DecodeProblem) in try ScalarReads.integer(Int64.self, b, off).0 }, to: T.self)
         }
-        if T.self == [String].self { return unsafeBitCast(try input.array(at: off, ScalarReads.string), to: T.self) }
+        if T.self == NativeArrayTypes.strings { return unsafeBitCast(try input.array(at: off, ScalarReads.string), to: T.self) }
         if T.self == URL.self, let u = try input.read(off, { b throws(DecodeProblem) in try ScalarReads.url(b, off) }) {
             return unsafeBitCast(u, to: T.self)
         }
@@ -73,17 +73,17 @@ struct ByteDecoder: Decoder {
         if T.self == Int8.self { return unsafeBitCast(try input.integer(Int8.self, at: off), to: T.self) }
         if T.self == UInt16.self { return unsafeBitCast(try input.integer(UInt16.self, at: off), to: T.self) }
         if T.self == UInt32.self { return unsafeBitCast(try input.integer(UInt32.self, at: off), to: T.self) }
-        if T.self == [Int].self {
+        if T.self == NativeArrayTypes.ints {
             return unsafeBitCast(try input.array(at: off) { b, o throws(DecodeProblem) in try ScalarReads.integer(Int.self, b, o) }, to: T.self)
         }
-        if T.self == [Double].self { return unsafeBitCast(try input.array(at: off, ScalarReads.double), to: T.self) }
-        if T.self == [Int64].self {
+        if T.self == NativeArrayTypes.doubles { return unsafeBitCast(try input.array(at: off, ScalarReads.double), to: T.self) }
+        if T.self == NativeArrayTypes.int64s {
             return unsafeBitCast(
                 try input.array(at: off) { b, o throws(DecodeProblem) in try ScalarReads.integer(Int64.self, b, o) }, to: T.self)
         }
-        if T.self == [Bool].self { return unsafeBitCast(try input.array(at: off, ScalarReads.bool), to: T.self) }
-        if T.self == [UUID].self { return unsafeBitCast(try input.array(at: off, ScalarReads.uuid), to: T.self) }
-        if T.self == [Date].self { return unsafeBitCast(try input.array(at: off, ScalarReads.date), to: T.self) }
+        if T.self == NativeArrayTypes.bools { return unsafeBitCast(try input.array(at: off, ScalarReads.bool), to: T.self) }
+        if T.self == NativeArrayTypes.uuids { return unsafeBitCast(try input.array(at: off, ScalarReads.uuid), to: T.self) }
+        if T.self == NativeArrayTypes.dates { return unsafeBitCast(try input.array(at: off, ScalarReads.date), to: T.self) }
         guard nesting < 2 * AttributeValue.maxDepth else {
             throw DecodingError.dataCorrupted(
                 .init(

@@ -296,7 +296,7 @@ final class EncodingArena {
             scratch.bytes(unsafeBitCast(value, to: Data.self))
         } else if T.self == Int64.self {
             scratch.int(unsafeBitCast(value, to: Int64.self))
-        } else if T.self == [String].self {
+        } else if T.self == NativeArrayTypes.strings {
             return scratch.array(unsafeBitCast(value, to: [String].self)) { $0.string($1) }
         } else if T.self == URL.self {
             scratch.string(unsafeBitCast(value, to: URL.self).absoluteString)
@@ -320,17 +320,17 @@ final class EncodingArena {
             scratch.int(Int64(unsafeBitCast(value, to: UInt16.self)))
         } else if T.self == UInt32.self {
             scratch.int(Int64(unsafeBitCast(value, to: UInt32.self)))
-        } else if T.self == [Int].self {
+        } else if T.self == NativeArrayTypes.ints {
             return scratch.array(unsafeBitCast(value, to: [Int].self)) { $0.int(Int64($1)) }
-        } else if T.self == [Double].self {
+        } else if T.self == NativeArrayTypes.doubles {
             return scratch.array(unsafeBitCast(value, to: [Double].self)) { $0.double($1) }
-        } else if T.self == [Int64].self {
+        } else if T.self == NativeArrayTypes.int64s {
             return scratch.array(unsafeBitCast(value, to: [Int64].self)) { $0.int($1) }
-        } else if T.self == [Bool].self {
+        } else if T.self == NativeArrayTypes.bools {
             return scratch.array(unsafeBitCast(value, to: [Bool].self)) { $0.bool($1) }
-        } else if T.self == [UUID].self {
+        } else if T.self == NativeArrayTypes.uuids {
             return scratch.array(unsafeBitCast(value, to: [UUID].self)) { $0.uuid($1) }
-        } else if T.self == [Date].self {
+        } else if T.self == NativeArrayTypes.dates {
             return scratch.array(unsafeBitCast(value, to: [Date].self)) { $0.date($1) }
         } else {
             return nil
