@@ -139,7 +139,8 @@ public final class DataStorePowerLossHarness: PowerLossDriver<DataStoreCrashInte
             })
     }
 
-    static let targets = ["merge", "merge", "reopen", "writeAsync", "childWrite", "compact", "migrate"]
+    /// Merges and migrations are listed twice: both are aimed at twice as often as the others.
+    static let targets = ["merge", "merge", "reopen", "writeAsync", "childWrite", "compact", "migrate", "migrate"]
 
     /// The share of targeted cycles whose target step runs to its end, with the crash armed a
     /// few mutating operations after it.

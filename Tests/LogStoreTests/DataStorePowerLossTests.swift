@@ -37,7 +37,7 @@ final class DataStorePowerLossTests: XCTestCase {
             XCTAssertGreaterThan((report.steps[step] ?? 0) + (report.crashesDuring[step] ?? 0), 0, "no \(step) steps, seed \(seed)")
         }
         // Migrations applied by setup() both complete (a quarter of the cycles aimed at one let it
-        // finish: about 10 per 500 cycles) and are crashed in: the store is then before or after them.
+        // finish) and are crashed in: the store is then before or after them.
         if cycles >= 300 {
             XCTAssertGreaterThan(report.steps["migrate"] ?? 0, 0, "no completed migration, seed \(seed)")
             XCTAssertGreaterThan(report.crashesDuring["migrate"] ?? 0, 0, "no crash during a migration, seed \(seed)")
