@@ -30,7 +30,9 @@ final class ReadAccessor: DataStoreReadAccessor {
     /// The failure report of `view`: itself when it is a ``FallibleRecordReader``, the base of a
     /// transaction over one, or nil.
     static func health(of view: any RecordReader) -> (any FallibleRecordReader)? {
-        view as? any FallibleRecordReader ?? (view as? EngineTransaction)?.baseView as? any FallibleRecordReader
+        // The engine's own snapshot first: a cast to a concrete type is a metadata comparison.
+        if view is EngineSnapshot { return nil }
+        return view as? any FallibleRecordReader ?? (view as? EngineTransaction).flatMap { health(of: $0.baseView) }
     }
 
     /// Refuses an item type reserved for LogStore's own records (requests never show them), then
@@ -141,10 +143,12 @@ final class ReadWriteAccessor: DataStoreReadWriteAccessor {
     let reader: ReadAccessor
 
     /// `indexes`: the registry that declares item types' indexes (nil for a child store, whose
-    /// writes must not take its root engine's writer lock).
-    init(txn: EngineTransaction, indexes: IndexDeclarer? = nil) {
+    /// writes must not take its root engine's writer lock). `baseIsEngine`: the transaction's
+    /// base is an engine snapshot, which cannot fail without throwing, so there is no failure
+    /// report to look up (``ReadAccessor/health(of:)``).
+    init(txn: EngineTransaction, indexes: IndexDeclarer? = nil, baseIsEngine: Bool = false) {
         self.txn = txn
-        reader = ReadAccessor(view: txn, health: txn.baseView as? any FallibleRecordReader, indexes: indexes)
+        reader = ReadAccessor(view: txn, health: baseIsEngine ? nil : ReadAccessor.health(of: txn.baseView), indexes: indexes)
     }
 
     func invalidate() { reader.isValid = false }

@@ -302,18 +302,20 @@ public final class LogDataStore: DataStore {
         return (parent as? LogDataStore)?.hasEngineRoot ?? false
     }
 
-    /// What write bodies declare indexes with: the store's own engine (under the writer lock the
-    /// body holds); nil for a child store, whose merges the parent's commit indexes.
-    var writeIndexes: IndexDeclarer? {
-        if case .child = kind { return nil }
-        return IndexDeclarer(registry: indexRegistry, store: self)
+    /// The accessor a write body gets for `txn`. A store writing to its own engine declares
+    /// indexes with it (under the writer lock the body holds) and reads an engine snapshot; a
+    /// child declares none (its merges are indexed by the parent's commit) and reads its
+    /// parent's view, whose failure report it checks.
+    func writeAccessor(_ txn: EngineTransaction) -> ReadWriteAccessor {
+        if case .child = kind { return ReadWriteAccessor(txn: txn) }
+        return ReadWriteAccessor(txn: txn, indexes: IndexDeclarer(registry: indexRegistry, store: self), baseIsEngine: true)
     }
 
     /// See ``DataStore/writeSync(_:)``.
     @discardableResult
     public func writeSync<T>(_ block: (any DataStoreReadWriteAccessor) throws -> T) throws -> T {
         try writeTransaction { txn in
-            let accessor = ReadWriteAccessor(txn: txn, indexes: self.writeIndexes)
+            let accessor = self.writeAccessor(txn)
             defer { accessor.invalidate() }
             return try block(accessor)
         }
@@ -338,7 +340,7 @@ public final class LogDataStore: DataStore {
         { onDurable in
             let backend = try self.currentBackend()
             return try backend.write({ txn in
-                let accessor = ReadWriteAccessor(txn: txn, indexes: self.writeIndexes)
+                let accessor = self.writeAccessor(txn)
                 defer { accessor.invalidate() }
                 return try block(accessor)
             }, onDurable: onDurable)
