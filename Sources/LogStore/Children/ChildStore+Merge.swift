@@ -98,7 +98,6 @@ extension ChildStore {
             s.base = newBase
             s.changes = ChangeSet<PersistentChangeStorage>()
             s.run = nil
-            s.runValueBytes = 0
             s.spillFile = nil
             s.sequence += 1
             // The view now shows the parent's changes since the old base too: observers re-read.

@@ -28,8 +28,6 @@ package final class ChildStore: Sendable {
         /// (``materialize()``). Nil otherwise (issue 11: a child written once and merged pays
         /// for no persistent overlay, and for no second walk and sort of one).
         var run: [RecordOperation]? = nil
-        /// Bytes of the values in `run`.
-        var runValueBytes = 0
 
         /// Applies `run` to `changes`. Throws the base's failure (an I/O error reading the
         /// parent's snapshot, which may have answered `contains` wrongly); `run` is kept then.
@@ -40,11 +38,13 @@ package final class ChildStore: Sendable {
             try (base as? any FallibleRecordReader)?.checkHealthy()
             changes = applied
             run = nil
-            runValueBytes = 0
         }
 
-        /// Bytes of values the child holds in memory.
-        var valueBytes: Int { run == nil ? changes.valueBytes : runValueBytes }
+        /// Bytes of values the child holds in memory (read once per write, for the spill check).
+        var valueBytes: Int {
+            guard let run else { return changes.valueBytes }
+            return run.reduce(0) { n, op in if case .put(_, _, let v) = op { n + v.count } else { n } }
+        }
     }
     let state: Protected<State>
     let writer = WriterLock()
@@ -104,9 +104,6 @@ package final class ChildStore: Sendable {
             if s.changes.isEmpty, !ops.contains(where: { if case .deleteAll = $0 { true } else { false } }) {
                 // The first write since the base: kept as it is (see `State.run`).
                 s.run = ops
-                s.runValueBytes = ops.reduce(0) { n, op in
-                    if case .put(_, _, let v) = op { n + v.count } else { n }
-                }
             } else {
                 var changes = s.changes
                 changes.apply(ops, base: s.base)
@@ -163,7 +160,6 @@ package final class ChildStore: Sendable {
             s.spillFile = nil
             s.changes = ChangeSet<PersistentChangeStorage>()
             s.run = nil
-            s.runValueBytes = 0
         }
     }
 }

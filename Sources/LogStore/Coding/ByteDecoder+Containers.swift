@@ -30,7 +30,7 @@ struct KeyedByteDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     @inline(__always)
     func require(_ key: Key) throws -> Int {
-        guard let off = core.find(key.stringValue) else {
+        guard let off = find(key.stringValue) else {
             throw DecodingError.keyNotFound(
                 key, .init(codingPath: codingPath, debugDescription: "No attribute for key \"\(key.stringValue)\"."))
         }

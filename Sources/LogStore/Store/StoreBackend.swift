@@ -13,21 +13,17 @@ enum StoreBackend: Sendable {
 
     /// The latest committed state, usable from any thread for as long as it is held. Throws
     /// `.notOpen` after close, `.parentClosed` for an orphaned child.
-    func readView() throws -> any RecordReader & Sendable {
-        switch self {
-        case .engine(let e): return try e.snapshot()
-        case .child(let c): return try c.readView()
-        }
-    }
+    func readView() throws -> any RecordReader & Sendable { try readAccess().view }
 
     /// ``readView()`` and its failure report for a ``ReadAccessor``: nil for the engine's own
-    /// snapshots, which cannot fail without throwing (no conformance lookup on the point-read path).
+    /// snapshots, which cannot fail without throwing (no conformance lookup on the point-read
+    /// path); a child's view reports its base's failures itself.
     func readAccess() throws -> (view: any RecordReader & Sendable, health: (any FallibleRecordReader)?) {
         switch self {
         case .engine(let e): return (try e.snapshot(), nil)
         case .child(let c):
             let v = try c.readView()
-            return (v, ReadAccessor.health(of: v))
+            return (v, v)
         }
     }
 
