@@ -7,9 +7,11 @@ import LogStore
 extension DataStoreConformance {
     static var childCases: [ConformanceCase] {
         [
-            ConformanceCase("children.justPersistScenario",
-                            "Child Stores: a child's writes are invisible to the parent until merge(_:) applies them; the child keeps its data after the merge.",
-                            requires: .childStores) { c in
+            ConformanceCase(
+                "children.justPersistScenario",
+                "Child Stores: a child's writes are invisible to the parent until merge(_:) applies them; the child keeps its data after the merge.",
+                requires: .childStores
+            ) { c in
                 let parent = try c.openStore()
                 let child = try parent.makeChildDataStore()
                 try child.setup()  // harmless
@@ -22,9 +24,11 @@ extension DataStoreConformance {
                 c.expectEqual(try countOf(Restaurant.self, in: child), 1, "child after merge")
                 try child.tearDown()
             },
-            ConformanceCase("children.readOnlyTheParentSnapshotAtCreation",
-                            "Child Stores: a child reads its parent's committed state as of its creation, whatever the parent writes later (inserts, replaces, deletes, delete-alls, nuke, types the child had not read yet); requests of every shape answer over that snapshot plus the child's own writes.",
-                            requires: .childStores) { c in
+            ConformanceCase(
+                "children.readOnlyTheParentSnapshotAtCreation",
+                "Child Stores: a child reads its parent's committed state as of its creation, whatever the parent writes later (inserts, replaces, deletes, delete-alls, nuke, types the child had not read yet); requests of every shape answer over that snapshot plus the child's own writes.",
+                requires: .childStores
+            ) { c in
                 let parent = try c.openStore()
                 try seedRestaurants(parent)
                 try parent.writeSync { a in for i in 0..<5 { try a.insert(Numbered(id: i, value: "base\(i)")) } }
@@ -59,7 +63,9 @@ extension DataStoreConformance {
                 let rated4 = try child.read { try $0.items(forRequest: req) }
                 req.sortDescriptors = [byName]
                 req.limit = 2
-                let expected = rated4.sorted { byName.compare($0, $1) == .orderedAscending || (byName.compare($0, $1) == .orderedSame && $0.id < $1.id) }
+                let expected = rated4.sorted {
+                    byName.compare($0, $1) == .orderedAscending || (byName.compare($0, $1) == .orderedSame && $0.id < $1.id)
+                }
                 c.expectEqual(try child.read { try $0.items(forRequest: req) }.map(\.id), expected.prefix(2).map(\.id))
                 var page = DataStoreRequest(itemType: Restaurant.self)
                 page.offset = 1
@@ -71,9 +77,11 @@ extension DataStoreConformance {
                 // The parent is unaffected by the child.
                 c.expectEqual(try allOf(Restaurant.self, in: parent).map(\.id), ["r500"])
             },
-            ConformanceCase("children.writesHaveFullSemantics",
-                            "Child Stores: a child has the full DataStore interface: rollback on throw, writeAsync, reentrancy errors, async twins.",
-                            requires: .childStores) { c in
+            ConformanceCase(
+                "children.writesHaveFullSemantics",
+                "Child Stores: a child has the full DataStore interface: rollback on throw, writeAsync, reentrancy errors, async twins.",
+                requires: .childStores
+            ) { c in
                 let parent = try c.openStore()
                 let child = try parent.makeChildDataStore()
                 c.expectThrows(Marker()) {
@@ -84,10 +92,12 @@ extension DataStoreConformance {
                 }
                 c.expectEqual(try countOf(Restaurant.self, in: child), 0)
                 let done = DispatchSemaphore(value: 0)
-                child.writeAsync({ try $0.insert(restaurant(2)) }, completion: { e in
-                    c.expect(e == nil, "child writeAsync: \(String(describing: e))")
-                    done.signal()
-                })
+                child.writeAsync(
+                    { try $0.insert(restaurant(2)) },
+                    completion: { e in
+                        c.expect(e == nil, "child writeAsync: \(String(describing: e))")
+                        done.signal()
+                    })
                 c.wait(done, "the child's writeAsync")
                 c.expectEqual(try countOf(Restaurant.self, in: child), 1)
                 try child.writeSync { _ in
@@ -99,9 +109,11 @@ extension DataStoreConformance {
                 }
                 c.expectEqual(try countOf(Restaurant.self, in: child), 2)
             },
-            ConformanceCase("children.tearDownOfUnmergedChildDiscardsIt",
-                            "Child Stores: tearing down an unmerged child discards its changes; setting it up again starts an empty overlay over the parent's current state.",
-                            requires: .childStores) { c in
+            ConformanceCase(
+                "children.tearDownOfUnmergedChildDiscardsIt",
+                "Child Stores: tearing down an unmerged child discards its changes; setting it up again starts an empty overlay over the parent's current state.",
+                requires: .childStores
+            ) { c in
                 let parent = try c.openStore()
                 let child = try parent.makeChildDataStore()
                 try child.writeSync { try $0.insert(restaurant(1)) }
@@ -113,9 +125,11 @@ extension DataStoreConformance {
                 try parent.merge(child)
                 c.expectEqual(try allOf(Restaurant.self, in: parent).map(\.id), ["r007"])
             },
-            ConformanceCase("children.tearingDownParentFailsChildrenClearly",
-                            "Child Stores: after the parent's tearDown, its children and theirs throw .parentClosed on every use.",
-                            requires: .childStores) { c in
+            ConformanceCase(
+                "children.tearingDownParentFailsChildrenClearly",
+                "Child Stores: after the parent's tearDown, its children and theirs throw .parentClosed on every use.",
+                requires: .childStores
+            ) { c in
                 let parent = try c.openStore()
                 let child = try parent.makeChildDataStore()
                 let grandchild = try child.makeChildDataStore()
@@ -126,9 +140,11 @@ extension DataStoreConformance {
                 c.expectThrows(.parentClosed, "child setup") { try child.setup() }
                 c.expectThrows(.notOpen, "merge into a torn-down parent") { try parent.merge(child) }
             },
-            ConformanceCase("children.nestedChildrenCarryChangesUp",
-                            "Child Stores: a grandchild merges into its child; merging the child then carries the grandchild's changes up.",
-                            requires: .childStores) { c in
+            ConformanceCase(
+                "children.nestedChildrenCarryChangesUp",
+                "Child Stores: a grandchild merges into its child; merging the child then carries the grandchild's changes up.",
+                requires: .childStores
+            ) { c in
                 let parent = try c.openStore()
                 let child = try parent.makeChildDataStore()
                 try child.writeSync { try $0.insert(restaurant(1)) }
@@ -142,9 +158,11 @@ extension DataStoreConformance {
                 try parent.merge(child)
                 c.expectEqual(try countOf(Restaurant.self, in: parent), 2)
             },
-            ConformanceCase("children.manyChildrenAndLargeChild",
-                            "Child Stores: many children of one parent are independent; a child holding thousands of changes merges them all as one transaction.",
-                            requires: .childStores) { c in
+            ConformanceCase(
+                "children.manyChildrenAndLargeChild",
+                "Child Stores: many children of one parent are independent; a child holding thousands of changes merges them all as one transaction.",
+                requires: .childStores
+            ) { c in
                 let parent = try c.openStore()
                 let children = try (0..<8).map { _ in try parent.makeChildDataStore() }
                 for (i, child) in children.enumerated() {

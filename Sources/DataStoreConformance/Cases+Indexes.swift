@@ -15,9 +15,11 @@ struct UniqueName: DataStoreItem, Equatable {
 extension DataStoreConformance {
     static var indexCases: [ConformanceCase] {
         [
-            ConformanceCase("indexes.uniqueIndexRefusesEqualValues",
-                            "Indexes rule 3: a write that would give two items equal values in a unique index throws .uniqueConstraintViolation and the whole block rolls back; nil values never conflict; an item may keep its own value.",
-                            requires: .secondaryIndexes) { c in
+            ConformanceCase(
+                "indexes.uniqueIndexRefusesEqualValues",
+                "Indexes rule 3: a write that would give two items equal values in a unique index throws .uniqueConstraintViolation and the whole block rolls back; nil values never conflict; an item may keep its own value.",
+                requires: .secondaryIndexes
+            ) { c in
                 let store = try c.openStore()
                 try store.writeSync { a in
                     try a.insert(UniqueName(id: 1, name: "a"))
@@ -44,9 +46,11 @@ extension DataStoreConformance {
                 req.predicate = #Predicate<UniqueName> { $0.name == nil }
                 c.expectEqual(try store.read { try $0.items(forRequest: req) }.map(\.id), [3, 4, 6])
             },
-            ConformanceCase("indexes.mergeThatBreaksAUniqueIndexChangesNothing",
-                            "Indexes and Child Stores: a merge whose changes would break a unique index of the parent throws .uniqueConstraintViolation and changes nothing.",
-                            requires: [.secondaryIndexes, .childStores]) { c in
+            ConformanceCase(
+                "indexes.mergeThatBreaksAUniqueIndexChangesNothing",
+                "Indexes and Child Stores: a merge whose changes would break a unique index of the parent throws .uniqueConstraintViolation and changes nothing.",
+                requires: [.secondaryIndexes, .childStores]
+            ) { c in
                 let store = try c.openStore()
                 try store.writeSync { try $0.insert(UniqueName(id: 1, name: "a")) }
                 let child = try store.makeChildDataStore()

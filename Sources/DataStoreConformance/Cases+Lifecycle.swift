@@ -6,34 +6,40 @@ import LogStore
 extension DataStoreConformance {
     static var lifecycleCases: [ConformanceCase] {
         [
-            ConformanceCase("lifecycle.useBeforeSetupAndAfterTearDownThrowsNotOpen",
-                            "Using a store before setup() or after tearDown() throws .notOpen (never crashes); setup and tearDown are idempotent.",
-                            requires: [], { c in
-                let location = try c.makeLocation()
-                let store = try location.makeStore()
-                if !c.capabilities.contains(.isChildStore) {
-                    c.expectThrows(.notOpen, "read before setup") { try store.read { _ in 1 } }
-                    c.expectThrows(.notOpen, "writeSync before setup") { try store.writeSync { _ in 1 } }
-                    c.expectThrows(.notOpen, "nuke before setup") { try store.nuke() }
-                    c.expectThrows(.notOpen, "makeChildDataStore before setup") { try store.makeChildDataStore() }
-                    let done = DispatchSemaphore(value: 0)
-                    store.writeAsync({ _ in c.fail("a writeAsync block ran on a store that is not set up") }, completion: { e in
-                        c.expectEqual((e as? LogStoreError)?.code, .notOpen, "writeAsync's completion before setup")
-                        done.signal()
-                    })
-                    c.wait(done, "writeAsync's completion")
-                }
-                try store.setup()
-                try store.setup()
-                try store.writeSync { try $0.insert(restaurant(1)) }
-                try store.tearDown()
-                try store.tearDown()
-                c.expectThrows(.notOpen, "read after tearDown") { try store.read { _ in 1 } }
-                c.expectThrows(.notOpen, "writeSync after tearDown") { try store.writeSync { _ in 1 } }
-                c.expectThrows(.notOpen, "items after tearDown") { try countOf(Restaurant.self, in: store) }
-            }),
-            ConformanceCase("lifecycle.tearDownFinishesQueuedWrites",
-                            "tearDown() finishes the asynchronous writes queued before it; their completions report success.") { c in
+            ConformanceCase(
+                "lifecycle.useBeforeSetupAndAfterTearDownThrowsNotOpen",
+                "Using a store before setup() or after tearDown() throws .notOpen (never crashes); setup and tearDown are idempotent.",
+                requires: [],
+                { c in
+                    let location = try c.makeLocation()
+                    let store = try location.makeStore()
+                    if !c.capabilities.contains(.isChildStore) {
+                        c.expectThrows(.notOpen, "read before setup") { try store.read { _ in 1 } }
+                        c.expectThrows(.notOpen, "writeSync before setup") { try store.writeSync { _ in 1 } }
+                        c.expectThrows(.notOpen, "nuke before setup") { try store.nuke() }
+                        c.expectThrows(.notOpen, "makeChildDataStore before setup") { try store.makeChildDataStore() }
+                        let done = DispatchSemaphore(value: 0)
+                        store.writeAsync(
+                            { _ in c.fail("a writeAsync block ran on a store that is not set up") },
+                            completion: { e in
+                                c.expectEqual((e as? LogStoreError)?.code, .notOpen, "writeAsync's completion before setup")
+                                done.signal()
+                            })
+                        c.wait(done, "writeAsync's completion")
+                    }
+                    try store.setup()
+                    try store.setup()
+                    try store.writeSync { try $0.insert(restaurant(1)) }
+                    try store.tearDown()
+                    try store.tearDown()
+                    c.expectThrows(.notOpen, "read after tearDown") { try store.read { _ in 1 } }
+                    c.expectThrows(.notOpen, "writeSync after tearDown") { try store.writeSync { _ in 1 } }
+                    c.expectThrows(.notOpen, "items after tearDown") { try countOf(Restaurant.self, in: store) }
+                }),
+            ConformanceCase(
+                "lifecycle.tearDownFinishesQueuedWrites",
+                "tearDown() finishes the asynchronous writes queued before it; their completions report success."
+            ) { c in
                 let location = try c.makeLocation()
                 let store = try location.makeStore()
                 try store.setup()
@@ -41,10 +47,12 @@ extension DataStoreConformance {
                 let group = DispatchGroup()
                 for i in 0..<20 {
                     group.enter()
-                    store.writeAsync({ try $0.insert(Numbered(id: i, value: "q")) }, completion: { e in
-                        if e != nil { failures.update { $0 += 1 } }
-                        group.leave()
-                    })
+                    store.writeAsync(
+                        { try $0.insert(Numbered(id: i, value: "q")) },
+                        completion: { e in
+                            if e != nil { failures.update { $0 += 1 } }
+                            group.leave()
+                        })
                 }
                 try store.tearDown()
                 c.wait(group, "the queued writes' completions")
@@ -56,9 +64,11 @@ extension DataStoreConformance {
                     try again.tearDown()
                 }
             },
-            ConformanceCase("lifecycle.secondStoreOnSamePlaceIsLocked",
-                            "Rule: one open store per place. A second store object on it fails setup() with .locked until the first is torn down.",
-                            requires: .exclusiveLock) { c in
+            ConformanceCase(
+                "lifecycle.secondStoreOnSamePlaceIsLocked",
+                "Rule: one open store per place. A second store object on it fails setup() with .locked until the first is torn down.",
+                requires: .exclusiveLock
+            ) { c in
                 let location = try c.makeLocation()
                 let a = try location.makeStore()
                 try a.setup()
@@ -72,9 +82,11 @@ extension DataStoreConformance {
                 c.expectEqual(try countOf(Restaurant.self, in: b), 2)
                 try b.tearDown()
             },
-            ConformanceCase("durability.committedWritesSurviveReopen",
-                            "After tearDown and a new setup, every committed write (inserts, replaces, deletes, delete-alls, nuke) is there, and nothing that was rolled back.",
-                            requires: .persistsAcrossReopen) { c in
+            ConformanceCase(
+                "durability.committedWritesSurviveReopen",
+                "After tearDown and a new setup, every committed write (inserts, replaces, deletes, delete-alls, nuke) is there, and nothing that was rolled back.",
+                requires: .persistsAcrossReopen
+            ) { c in
                 let location = try c.makeLocation()
                 let store = try location.makeStore()
                 try store.setup()
@@ -108,17 +120,21 @@ extension DataStoreConformance {
                 try third.writeSync { try $0.insert(restaurant(1)) }
                 try third.tearDown()
             },
-            ConformanceCase("durability.asyncWritesSurviveReopen",
-                            "Writes whose writeAsync completion reported success, and async writes that returned, survive a reopen.",
-                            requires: .persistsAcrossReopen) { c in
+            ConformanceCase(
+                "durability.asyncWritesSurviveReopen",
+                "Writes whose writeAsync completion reported success, and async writes that returned, survive a reopen.",
+                requires: .persistsAcrossReopen
+            ) { c in
                 let location = try c.makeLocation()
                 let store = try location.makeStore()
                 try store.setup()
                 let done = DispatchSemaphore(value: 0)
-                store.writeAsync({ try $0.insert(Numbered(id: 1, value: "async")) }, completion: { e in
-                    c.expect(e == nil, "writeAsync failed: \(String(describing: e))")
-                    done.signal()
-                })
+                store.writeAsync(
+                    { try $0.insert(Numbered(id: 1, value: "async")) },
+                    completion: { e in
+                        c.expect(e == nil, "writeAsync failed: \(String(describing: e))")
+                        done.signal()
+                    })
                 c.wait(done, "writeAsync")
                 try store.tearDown()
                 let again = try location.makeStore()
@@ -126,9 +142,11 @@ extension DataStoreConformance {
                 c.expectEqual(try again.read { try $0.item(ofType: Numbered.self, id: 1) }?.value, "async")
                 try again.tearDown()
             },
-            ConformanceCase("durability.writesRacingTearDownNeverReportFailureForCommittedData",
-                            "A write that reported failure while the store was torn down under it is not committed.",
-                            requires: .persistsAcrossReopen) { c in
+            ConformanceCase(
+                "durability.writesRacingTearDownNeverReportFailureForCommittedData",
+                "A write that reported failure while the store was torn down under it is not committed.",
+                requires: .persistsAcrossReopen
+            ) { c in
                 let location = try c.makeLocation()
                 let store = try location.makeStore()
                 try store.setup()
@@ -138,7 +156,9 @@ extension DataStoreConformance {
                     DispatchQueue.global().async(group: group) {
                         for i in 0..<40 {
                             let id = t * 1000 + i
-                            do { try store.writeSync { try $0.insert(Numbered(id: id, value: "v")) } } catch { failed.update { $0.append(id) } }
+                            do { try store.writeSync { try $0.insert(Numbered(id: id, value: "v")) } } catch {
+                                failed.update { $0.append(id) }
+                            }
                         }
                     }
                 }
@@ -148,7 +168,9 @@ extension DataStoreConformance {
                 let again = try location.makeStore()
                 try again.setup()
                 for id in failed.value {
-                    c.expect(try again.read { try $0.item(ofType: Numbered.self, id: id) } == nil, "write \(id) reported failure but was committed")
+                    c.expect(
+                        try again.read { try $0.item(ofType: Numbered.self, id: id) } == nil,
+                        "write \(id) reported failure but was committed")
                 }
                 try again.tearDown()
             },

@@ -7,9 +7,11 @@ import LogStore
 extension DataStoreConformance {
     static var mergeCases: [ConformanceCase] {
         [
-            ConformanceCase("merge.twiceAppliesOnlyLaterChanges",
-                            "Merging: a child rebases onto the parent after a merge, so merging again applies only later changes.",
-                            requires: .childStores) { c in
+            ConformanceCase(
+                "merge.twiceAppliesOnlyLaterChanges",
+                "Merging: a child rebases onto the parent after a merge, so merging again applies only later changes.",
+                requires: .childStores
+            ) { c in
                 let parent = try c.openStore()
                 let child = try parent.makeChildDataStore()
                 try child.writeSync { try $0.insert(restaurant(1)) }
@@ -19,11 +21,15 @@ extension DataStoreConformance {
                 try parent.merge(child, policy: .failOnConflict)  // r001 is not sent again: no conflict
                 c.expectEqual(try parent.read { try $0.item(ofType: Restaurant.self, id: "r001") }?.name, "parent edit")
                 c.expectEqual(try countOf(Restaurant.self, in: parent), 2)
-                c.expectEqual(try child.read { try $0.item(ofType: Restaurant.self, id: "r001") }?.name, "parent edit", "the child rebased onto the parent's state")
+                c.expectEqual(
+                    try child.read { try $0.item(ofType: Restaurant.self, id: "r001") }?.name, "parent edit",
+                    "the child rebased onto the parent's state")
             },
-            ConformanceCase("merge.deletesAndDeleteAllMeanWhatTheChildSaw",
-                            "Merging: deletes are applied; a delete-all in a child deletes the items the child saw at its base, not items the parent added since.",
-                            requires: .childStores) { c in
+            ConformanceCase(
+                "merge.deletesAndDeleteAllMeanWhatTheChildSaw",
+                "Merging: deletes are applied; a delete-all in a child deletes the items the child saw at its base, not items the parent added since.",
+                requires: .childStores
+            ) { c in
                 let parent = try c.openStore()
                 try parent.writeSync { a in for i in 0..<5 { try a.insert(restaurant(i)) } }
                 let child = try parent.makeChildDataStore()
@@ -39,9 +45,11 @@ extension DataStoreConformance {
                 c.expectEqual(try allOf(Restaurant.self, in: parent).map(\.id), ["r099"])
                 c.expectEqual(try countOf(Numbered.self, in: parent), 1)
             },
-            ConformanceCase("merge.conflictPolicies",
-                            "Merging: an item changed in the child and, after the child's base, in the parent conflicts. childWins applies the child's version or deletion; parentWins keeps the parent's; failOnConflict throws .mergeConflict listing type/id and changes nothing.",
-                            requires: .childStores) { c in
+            ConformanceCase(
+                "merge.conflictPolicies",
+                "Merging: an item changed in the child and, after the child's base, in the parent conflicts. childWins applies the child's version or deletion; parentWins keeps the parent's; failOnConflict throws .mergeConflict listing type/id and changes nothing.",
+                requires: .childStores
+            ) { c in
                 for policy in [MergePolicy.childWins, .parentWins, .failOnConflict] {
                     let parent = try c.openStore()
                     try parent.writeSync { a in
@@ -89,7 +97,8 @@ extension DataStoreConformance {
                             c.fail("failOnConflict merged conflicting changes")
                         } catch let e as LogStoreError {
                             c.expectEqual(e.code, .mergeConflict)
-                            c.expectEqual(Set(e.conflicts.map(\.description)), ["Restaurant/c", "Restaurant/d", "Restaurant/f", "Restaurant/h"])
+                            c.expectEqual(
+                                Set(e.conflicts.map(\.description)), ["Restaurant/c", "Restaurant/d", "Restaurant/f", "Restaurant/h"])
                         }
                         c.expect(try name("e") == nil, "failOnConflict changed the parent")
                         c.expectEqual(try name("c"), "parent")
@@ -99,9 +108,11 @@ extension DataStoreConformance {
                     }
                 }
             },
-            ConformanceCase("merge.aRewriteWithTheSameValueIsAConflict",
-                            "Merging: the parent writing an item after the child's base is a change even if the bytes are the same (failOnConflict reports it).",
-                            requires: .childStores) { c in
+            ConformanceCase(
+                "merge.aRewriteWithTheSameValueIsAConflict",
+                "Merging: the parent writing an item after the child's base is a change even if the bytes are the same (failOnConflict reports it).",
+                requires: .childStores
+            ) { c in
                 let parent = try c.openStore()
                 try parent.writeSync { try $0.insert(restaurant(1)) }
                 let child = try parent.makeChildDataStore()
@@ -114,9 +125,11 @@ extension DataStoreConformance {
                     c.expectThrows(.mergeConflict, "the rewrite") { try parent.merge(child, policy: .failOnConflict) }
                 }
             },
-            ConformanceCase("merge.nonChildThrowsNotAChildAndChangesNothing",
-                            "Merging: merging a store that is not this store's child (another store, a grandchild, the store itself) throws .notAChild and changes nothing.",
-                            requires: .childStores) { c in
+            ConformanceCase(
+                "merge.nonChildThrowsNotAChildAndChangesNothing",
+                "Merging: merging a store that is not this store's child (another store, a grandchild, the store itself) throws .notAChild and changes nothing.",
+                requires: .childStores
+            ) { c in
                 let parent = try c.openStore()
                 let other = try c.openStore()
                 c.expectThrows(.notAChild, "another store") { try parent.merge(other) }
@@ -130,13 +143,16 @@ extension DataStoreConformance {
                 c.expectThrows(.notAChild, "another store's child") { try parent.merge(otherChild) }
                 c.expectEqual(try countOf(Restaurant.self, in: parent), 0)
             },
-            ConformanceCase("merge.isAtomicForParentReaders",
-                            "Merging: readers of the parent see all of a merge or none of it.",
-                            requires: .childStores) { c in
+            ConformanceCase(
+                "merge.isAtomicForParentReaders",
+                "Merging: readers of the parent see all of a merge or none of it.",
+                requires: .childStores
+            ) { c in
                 let parent = try c.openStore()
                 let child = try parent.makeChildDataStore()
                 try child.writeSync { a in for i in 0..<500 { try a.insert(Numbered(id: i, value: "c")) } }
-                let stop = SharedBox(false), bad = SharedBox(0)
+                let stop = SharedBox(false)
+                let bad = SharedBox(0)
                 let group = DispatchGroup()
                 DispatchQueue.global().async(group: group) {
                     while !stop.value {
@@ -150,9 +166,11 @@ extension DataStoreConformance {
                 c.expectEqual(bad.value, 0, "reads that saw part of the merge")
                 c.expectEqual(try countOf(Numbered.self, in: parent), 500)
             },
-            ConformanceCase("merge.mergedChangesAreDurable",
-                            "Merging: a merge is one durable write of the parent.",
-                            requires: [.childStores, .persistsAcrossReopen]) { c in
+            ConformanceCase(
+                "merge.mergedChangesAreDurable",
+                "Merging: a merge is one durable write of the parent.",
+                requires: [.childStores, .persistsAcrossReopen]
+            ) { c in
                 let location = try c.makeLocation()
                 let parent = try location.makeStore()
                 try parent.setup()
@@ -165,9 +183,11 @@ extension DataStoreConformance {
                 c.expectEqual(try countOf(Restaurant.self, in: again), 1)
                 try again.tearDown()
             },
-            ConformanceCase("merge.insideWriteBlockThrowsReentrantWrite",
-                            "Rule 10 with merges: merge(_:) inside a write block of the parent or of the child throws .reentrantWrite.",
-                            requires: .childStores) { c in
+            ConformanceCase(
+                "merge.insideWriteBlockThrowsReentrantWrite",
+                "Rule 10 with merges: merge(_:) inside a write block of the parent or of the child throws .reentrantWrite.",
+                requires: .childStores
+            ) { c in
                 let parent = try c.openStore()
                 let child = try parent.makeChildDataStore()
                 try child.writeSync { try $0.insert(restaurant(1)) }
@@ -176,9 +196,11 @@ extension DataStoreConformance {
                 try parent.merge(child)
                 c.expectEqual(try countOf(Restaurant.self, in: parent), 1)
             },
-            ConformanceCase("merge.noDeadlockWithParentBlocksWritingToTheChild",
-                            "Merging: merges racing parent write blocks that write to the child never deadlock.",
-                            requires: .childStores) { c in
+            ConformanceCase(
+                "merge.noDeadlockWithParentBlocksWritingToTheChild",
+                "Merging: merges racing parent write blocks that write to the child never deadlock.",
+                requires: .childStores
+            ) { c in
                 let parent = try c.openStore()
                 let child = try parent.makeChildDataStore()
                 let group = DispatchGroup()
@@ -192,7 +214,8 @@ extension DataStoreConformance {
                 try parent.merge(child)
                 c.expectEqual(try countOf(Numbered.self, in: parent), 20)
                 let done = DispatchSemaphore(value: 0)
-                parent.writeAsync({ _ in try child.writeSync { try $0.insert(Numbered(id: 100, value: "x")) } }, completion: { _ in done.signal() })
+                parent.writeAsync(
+                    { _ in try child.writeSync { try $0.insert(Numbered(id: 100, value: "x")) } }, completion: { _ in done.signal() })
                 let merged = DispatchSemaphore(value: 0)
                 DispatchQueue.global().async {
                     try? parent.merge(child)
@@ -201,15 +224,18 @@ extension DataStoreConformance {
                 c.wait(merged, "a merge racing a queued parent write that writes to the child")
                 c.wait(done, "the queued parent write")
             },
-            ConformanceCase("merge.includesWritesQueuedOnTheChildBeforeIt",
-                            "Rule 8 with merges: a merge includes the writes queued on the child before it.",
-                            requires: .childStores) { c in
+            ConformanceCase(
+                "merge.includesWritesQueuedOnTheChildBeforeIt",
+                "Rule 8 with merges: a merge includes the writes queued on the child before it.",
+                requires: .childStores
+            ) { c in
                 let parent = try c.openStore()
                 let child = try parent.makeChildDataStore()
-                child.writeAsync({ a in
-                    Thread.sleep(forTimeInterval: 0.05)
-                    try a.insert(Numbered(id: 1, value: "slow"))
-                }, completion: nil)
+                child.writeAsync(
+                    { a in
+                        Thread.sleep(forTimeInterval: 0.05)
+                        try a.insert(Numbered(id: 1, value: "slow"))
+                    }, completion: nil)
                 child.writeAsync({ try $0.insert(Numbered(id: 2, value: "fast")) }, completion: nil)
                 try parent.merge(child)
                 c.expectEqual(try countOf(Numbered.self, in: parent), 2)

@@ -48,14 +48,18 @@ extension DataStoreConformance {
 
     static var modelCases: [ConformanceCase] {
         [
-            ConformanceCase("model.randomScriptsMatchTheModel",
-                            "Every rule at once: seeded random writes, reads of every request shape, child stores, merges with each policy, reopens and nukes give the model's answers after every step.",
-                            requires: [.childStores]) { c in
+            ConformanceCase(
+                "model.randomScriptsMatchTheModel",
+                "Every rule at once: seeded random writes, reads of every request shape, child stores, merges with each policy, reopens and nukes give the model's answers after every step.",
+                requires: [.childStores]
+            ) { c in
                 try runScripts(c, seeds: 1..<25, count: 40, childHeavy: false)
             },
-            ConformanceCase("model.randomChildTreesMatchTheModel",
-                            "Child Stores at once: seeded random trees of children and grandchildren writing the same few items and merging with each policy give the model's answers.",
-                            requires: [.childStores]) { c in
+            ConformanceCase(
+                "model.randomChildTreesMatchTheModel",
+                "Child Stores at once: seeded random trees of children and grandchildren writing the same few items and merging with each policy give the model's answers.",
+                requires: [.childStores]
+            ) { c in
                 try runScripts(c, seeds: 100..<125, count: 40, childHeavy: true)
             },
         ]

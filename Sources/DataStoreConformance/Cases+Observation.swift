@@ -27,9 +27,11 @@ extension DataStoreConformance {
 
     static var observationCases: [ConformanceCase] {
         [
-            ConformanceCase(async: "observation.firstElementAtASnapshotThenEveryChange",
-                            "Observing Changes rules 1, 2 and 7: the first element is the request's results at a snapshot; each later element equals a fresh fetch, its difference applied to the previous ids gives its ids, its sequence increases.",
-                            requires: [.observation]) { c in
+            ConformanceCase(
+                async: "observation.firstElementAtASnapshotThenEveryChange",
+                "Observing Changes rules 1, 2 and 7: the first element is the request's results at a snapshot; each later element equals a fresh fetch, its difference applied to the previous ids gives its ids, its sequence increases.",
+                requires: [.observation]
+            ) { c in
                 let store = try c.openStore()
                 try store.writeSync { a in for i in 1...4 { try a.insert(restaurant(i, rating: i)) } }
                 var it = store.observe(ratedRequest).makeAsyncIterator()
@@ -43,10 +45,13 @@ extension DataStoreConformance {
                     ("insert a match", { try $0.insert(restaurant(9, rating: 5)) }),
                     ("move one to the top", { try $0.insert(restaurant(3, rating: 6)) }),
                     ("rename in place", { try $0.insert(Restaurant(id: restaurant(4).id, name: "Renamed", rating: 4)) }),
-                    ("delete one, insert one", { a in
-                        _ = try a.deleteItem(ofType: Restaurant.self, id: restaurant(9).id)
-                        try a.insert(restaurant(10, rating: 3))
-                    }),
+                    (
+                        "delete one, insert one",
+                        { a in
+                            _ = try a.deleteItem(ofType: Restaurant.self, id: restaurant(9).id)
+                            try a.insert(restaurant(10, rating: 3))
+                        }
+                    ),
                 ]
                 for (what, body) in steps {
                     try store.writeSync(body)
@@ -63,9 +68,11 @@ extension DataStoreConformance {
                 }
                 c.expectEqual(it._elementsDelivered, 1 + steps.count, "elements delivered")
             },
-            ConformanceCase(async: "observation.noElementForCommitsThatChangeNothingObserved",
-                            "Observing Changes rule 3: commits to other types, to items that match neither before nor after, rewrites with the same value and rolled-back blocks produce no element.",
-                            requires: [.observation]) { c in
+            ConformanceCase(
+                async: "observation.noElementForCommitsThatChangeNothingObserved",
+                "Observing Changes rule 3: commits to other types, to items that match neither before nor after, rewrites with the same value and rolled-back blocks produce no element.",
+                requires: [.observation]
+            ) { c in
                 let store = try c.openStore()
                 try store.writeSync { a in for i in 1...3 { try a.insert(restaurant(i, rating: 4)) } }
                 var it = store.observe(ratedRequest).makeAsyncIterator()
@@ -93,9 +100,11 @@ extension DataStoreConformance {
                 c.expectEqual(try await pending(&count)?.count, 4, "the count after the relevant commit")
                 c.expect(try await pending(&item) == nil, "observeItem of another item: no element")
             },
-            ConformanceCase(async: "observation.busyConsumerGetsOneElementWithTheNewestState",
-                            "Observing Changes rule 6: commits arriving while the consumer does not ask coalesce into one element, and changes that cancel out produce none.",
-                            requires: [.observation]) { c in
+            ConformanceCase(
+                async: "observation.busyConsumerGetsOneElementWithTheNewestState",
+                "Observing Changes rule 6: commits arriving while the consumer does not ask coalesce into one element, and changes that cancel out produce none.",
+                requires: [.observation]
+            ) { c in
                 let store = try c.openStore()
                 var it = store.observe(DataStoreRequest(itemType: Restaurant.self)).makeAsyncIterator()
                 _ = try await it.next()
@@ -108,9 +117,11 @@ extension DataStoreConformance {
                 c.expect(try await pending(&it) == nil, "an insert and its delete before the consumer asks: no element")
                 c.expectEqual(it._elementsDelivered, 2, "elements delivered")
             },
-            ConformanceCase(async: "observation.itemAndCount",
-                            "observeItem follows one item's existence and value; observeCount the request's count (offset and limit ignored).",
-                            requires: [.observation]) { c in
+            ConformanceCase(
+                async: "observation.itemAndCount",
+                "observeItem follows one item's existence and value; observeCount the request's count (offset and limit ignored).",
+                requires: [.observation]
+            ) { c in
                 let store = try c.openStore()
                 let id = restaurant(1).id
                 var item = store.observeItem(ofType: Restaurant.self, id: id).makeAsyncIterator()
@@ -127,9 +138,11 @@ extension DataStoreConformance {
                 let gone = try await pending(&item)
                 c.expect(gone != nil && gone?.item == nil, "deleted by a delete-all")
             },
-            ConformanceCase(async: "observation.tearDownCompletesAndAStoreNotSetUpThrowsNotOpen",
-                            "Observing Changes rule 11: tearDown() completes observations (next() returns nil, then nil again); observing a store that is not set up throws .notOpen at the first element.",
-                            requires: [.observation]) { c in
+            ConformanceCase(
+                async: "observation.tearDownCompletesAndAStoreNotSetUpThrowsNotOpen",
+                "Observing Changes rule 11: tearDown() completes observations (next() returns nil, then nil again); observing a store that is not set up throws .notOpen at the first element.",
+                requires: [.observation]
+            ) { c in
                 let store = try c.openStore()
                 var it = store.observe(DataStoreRequest(itemType: Restaurant.self)).makeAsyncIterator()
                 _ = try await it.next()
@@ -144,9 +157,11 @@ extension DataStoreConformance {
                     c.expectEqual(e.code, .notOpen, "observing a torn-down store")
                 }
             },
-            ConformanceCase(async: "observation.aMergeIsOneElementInTheParent",
-                            "Observing Changes rule 10: merging a child is one commit of the parent (one element); the child's observers see its parent's changes after the merge.",
-                            requires: [.observation, .childStores]) { c in
+            ConformanceCase(
+                async: "observation.aMergeIsOneElementInTheParent",
+                "Observing Changes rule 10: merging a child is one commit of the parent (one element); the child's observers see its parent's changes after the merge.",
+                requires: [.observation, .childStores]
+            ) { c in
                 let parent = try c.openStore()
                 let child = try parent.makeChildDataStore()
                 defer { try? child.tearDown() }
@@ -161,11 +176,14 @@ extension DataStoreConformance {
                 try parent.merge(child)
                 c.expectEqual(try await pending(&inParent)?.items.map(\.id), [1, 2, 3, 20].map { restaurant($0).id }, "the merge")
                 c.expect(try await pending(&inParent) == nil, "one element for the merge")
-                c.expectEqual(try await pending(&inChild)?.items.map(\.id), [1, 2, 3, 20].map { restaurant($0).id }, "the child after the merge")
+                c.expectEqual(
+                    try await pending(&inChild)?.items.map(\.id), [1, 2, 3, 20].map { restaurant($0).id }, "the child after the merge")
             },
-            ConformanceCase(async: "observation.randomScriptsMatchFreshFetches",
-                            "Every rule at once: seeded random scripts (writes, delete-alls, rollbacks, children, merges, resets, reopens, nukes) with random observers of requests, items and counts; after every step each observer equals a fresh fetch, its differences replay it, and steps that change nothing it observes yield no element.",
-                            requires: [.observation, .childStores]) { c in
+            ConformanceCase(
+                async: "observation.randomScriptsMatchFreshFetches",
+                "Every rule at once: seeded random scripts (writes, delete-alls, rollbacks, children, merges, resets, reopens, nukes) with random observers of requests, items and counts; after every step each observer equals a fresh fetch, its differences replay it, and steps that change nothing it observes yield no element.",
+                requires: [.observation, .childStores]
+            ) { c in
                 for seed in UInt64(1)..<13 {
                     var state = seed &* 7919
                     func next() -> Int {
@@ -194,9 +212,11 @@ extension DataStoreConformance {
                     }
                 }
             },
-            ConformanceCase("changes.sinceATokenListsWrittenAndDeletedIds",
-                            "Observing Changes, change tracking rules 1-2: changes(since:) lists the ids inserted or replaced and the ids deleted after the token, per type; an id deleted and inserted again is written; the returned token continues from there.",
-                            requires: [.observation]) { c in
+            ConformanceCase(
+                "changes.sinceATokenListsWrittenAndDeletedIds",
+                "Observing Changes, change tracking rules 1-2: changes(since:) lists the ids inserted or replaced and the ids deleted after the token, per type; an id deleted and inserted again is written; the returned token continues from there.",
+                requires: [.observation]
+            ) { c in
                 let store = try c.openStore()
                 try store.writeSync { a in for i in 1...3 { try a.insert(restaurant(i)) } }
                 let token = try store.changeToken()
@@ -220,9 +240,11 @@ extension DataStoreConformance {
                 try store.writeSync { a in _ = try a.deleteAllItems(ofType: Numbered.self) }
                 c.expectEqual(try store.changes(since: changes.token).changes(of: Numbered.self).deleted, [7], "a delete-all's ids")
             },
-            ConformanceCase("changes.aTokenTheStoreCannotAnswerThrowsHistoryTruncated",
-                            "Observing Changes, change tracking rule 3: a token of another store throws .historyTruncated instead of answering inexactly.",
-                            requires: [.observation]) { c in
+            ConformanceCase(
+                "changes.aTokenTheStoreCannotAnswerThrowsHistoryTruncated",
+                "Observing Changes, change tracking rule 3: a token of another store throws .historyTruncated instead of answering inexactly.",
+                requires: [.observation]
+            ) { c in
                 let one = try c.openStore()
                 let two = try c.openStore()
                 try one.writeSync { try $0.insert(restaurant(1)) }

@@ -23,8 +23,10 @@ extension DataStoreConformance {
 
     static var orderCases: [ConformanceCase] {
         [
-            ConformanceCase("order.noSortIsAscendingIdOrder",
-                            "Requests: without a sort, String ids come in UTF-8 byte order, integers numerically (Int.min to Int.max, UInt64 above Int64.max last), UUIDs by their bytes.") { c in
+            ConformanceCase(
+                "order.noSortIsAscendingIdOrder",
+                "Requests: without a sort, String ids come in UTF-8 byte order, integers numerically (Int.min to Int.max, UInt64 above Int64.max last), UUIDs by their bytes."
+            ) { c in
                 let store = try c.openStore()
                 let uuids = (0..<12).map { _ in UUID() }
                 try store.writeSync { a in
@@ -46,9 +48,12 @@ extension DataStoreConformance {
                 page.limit = 3
                 c.expectEqual(try store.read { try $0.items(forRequest: page) }.map(\.id), [0, 2, 10])
             },
-            ConformanceCase("order.stringIdsEqualInSwiftButDifferentInBytesAreTwoItems",
-                            "Requests: a String id is its bytes: composed and decomposed \"café\" (equal as Swift Strings) are two items, ordered by bytes.") { c in
-                let nfc = "caf\u{E9}", nfd = "cafe\u{301}"
+            ConformanceCase(
+                "order.stringIdsEqualInSwiftButDifferentInBytesAreTwoItems",
+                "Requests: a String id is its bytes: composed and decomposed \"café\" (equal as Swift Strings) are two items, ordered by bytes."
+            ) { c in
+                let nfc = "caf\u{E9}"
+                let nfd = "cafe\u{301}"
                 let store = try c.openStore()
                 try store.writeSync { a in
                     try a.insert(Restaurant(id: nfc, name: "composed", rating: 1))
@@ -66,8 +71,10 @@ extension DataStoreConformance {
                 c.expectEqual(try store.read { try $0.item(ofType: Restaurant.self, id: nfd) }?.name, "decomposed")
                 c.expect(try store.read { try $0.item(ofType: Restaurant.self, id: nfc) } == nil, "the composed id is gone")
             },
-            ConformanceCase("order.sortsUseTheTotalOrderOfNumbers",
-                            "Requests: sorts on Double, Float and Double? use -inf < ... < -0.0 == 0.0 < ... < +inf < NaN (NaN first in reverse), ties by id, and every limit and offset gives a prefix of the full sort.") { c in
+            ConformanceCase(
+                "order.sortsUseTheTotalOrderOfNumbers",
+                "Requests: sorts on Double, Float and Double? use -inf < ... < -0.0 == 0.0 < ... < +inf < NaN (NaN first in reverse), ties by id, and every limit and offset gives a prefix of the full sort."
+            ) { c in
                 let store = try c.openStore()
                 let items = try seedMeasured(store)
                 var request = DataStoreRequest(itemType: Measured.self)
@@ -77,9 +84,13 @@ extension DataStoreConformance {
                     for limit in [1, 2, 3, 5, 8, 13, 21, 34, full.count] {
                         var limited = request
                         limited.limit = limit
-                        c.expectEqual(try store.read { try $0.items(forRequest: limited) }.map(\.id), full.prefix(limit).map(\.id), "\(what), limit \(limit)")
+                        c.expectEqual(
+                            try store.read { try $0.items(forRequest: limited) }.map(\.id), full.prefix(limit).map(\.id),
+                            "\(what), limit \(limit)")
                         limited.offset = 3
-                        c.expectEqual(try store.read { try $0.items(forRequest: limited) }.map(\.id), full.dropFirst(3).prefix(limit).map(\.id), "\(what), offset 3, limit \(limit)")
+                        c.expectEqual(
+                            try store.read { try $0.items(forRequest: limited) }.map(\.id), full.dropFirst(3).prefix(limit).map(\.id),
+                            "\(what), offset 3, limit \(limit)")
                     }
                 }
                 for order in [SortOrder.forward, .reverse] {
@@ -108,10 +119,13 @@ extension DataStoreConformance {
                 let descending = try store.read { try $0.items(forRequest: request) }
                 c.expect(descending.prefix(nans).allSatisfy(\.value.isNaN), "every NaN sorts first descending")
                 request.setSort(whereAttribute: "value", ascending: true)
-                c.expectEqual(try store.read { try $0.items(forRequest: request) }.map(\.id), ascending.map(\.id), "the attribute sort agrees")
+                c.expectEqual(
+                    try store.read { try $0.items(forRequest: request) }.map(\.id), ascending.map(\.id), "the attribute sort agrees")
             },
-            ConformanceCase("order.filterOnNumbersComparesByValue",
-                            "Requests: an attribute filter on -0.0 matches 0.0; integers and doubles compare exactly (2^53 + 1 is not the double 2^53).") { c in
+            ConformanceCase(
+                "order.filterOnNumbersComparesByValue",
+                "Requests: an attribute filter on -0.0 matches 0.0; integers and doubles compare exactly (2^53 + 1 is not the double 2^53)."
+            ) { c in
                 let store = try c.openStore()
                 _ = try seedMeasured(store)
                 var request = DataStoreRequest(itemType: Measured.self)
@@ -124,9 +138,13 @@ extension DataStoreConformance {
                 request.setFilter(whereAttribute: "value", equalsValue: 9_007_199_254_740_992 as Int64)
                 c.expectEqual(try store.read { try $0.countItems(forRequest: request) }, 2)
                 request.setFilter(whereAttribute: "value", equalsValue: 0.1)
-                c.expectEqual(try store.read { try $0.items(forRequest: request) }.map(\.id).sorted(), [edgeDoubles.firstIndex(of: 0.1)!, 100 + edgeDoubles.firstIndex(of: 0.1)!])
+                c.expectEqual(
+                    try store.read { try $0.items(forRequest: request) }.map(\.id).sorted(),
+                    [edgeDoubles.firstIndex(of: 0.1)!, 100 + edgeDoubles.firstIndex(of: 0.1)!])
                 request.setFilter(whereAttribute: "maybe", equalsValue: Optional<Double>.none)
-                c.expectEqual(try store.read { try $0.countItems(forRequest: request) }, edgeDoubles.indices.filter { $0 % 3 == 0 }.count, "nil matches a missing attribute")
+                c.expectEqual(
+                    try store.read { try $0.countItems(forRequest: request) }, edgeDoubles.indices.filter { $0 % 3 == 0 }.count,
+                    "nil matches a missing attribute")
             },
         ]
     }

@@ -85,11 +85,13 @@ extension DataStoreConformance {
     static let edgeInts: [Int] = [0, 1, -1, 2, 3, 4, 100, -100, .max, .min, .max - 1, 1 << 53, (1 << 53) + 1, -(1 << 53) - 1]
     static let edgeStrings: [String] = [
         "", "a", "A", "b", "B", "K", "\u{212A}", "caf\u{E9}", "cafe\u{301}", "caf", "cafe", "café au lait", "Z", "z", "zz",
-        "\u{0}", "a\u{0}b", "😀", "e\u{301}\u{301}", "\u{C5}", "A\u{30A}", "\u{212B}", "ß", "ss", "N1", "N10", "n2", "\"q\\", "\u{1F1EB}\u{1F1F7}",
+        "\u{0}", "a\u{0}b", "😀", "e\u{301}\u{301}", "\u{C5}", "A\u{30A}", "\u{212B}", "ß", "ss", "N1", "N10", "n2", "\"q\\",
+        "\u{1F1EB}\u{1F1F7}",
     ]
     static let edgeDates: [Date] = [
         Date(timeIntervalSinceReferenceDate: 0), Date(timeIntervalSinceReferenceDate: 1), Date(timeIntervalSinceReferenceDate: -1),
-        Date(timeIntervalSinceReferenceDate: 1e9), Date(timeIntervalSinceReferenceDate: 1e9 + 0.1), Date(timeIntervalSinceReferenceDate: (1e9 + 0.1).nextUp),
+        Date(timeIntervalSinceReferenceDate: 1e9), Date(timeIntervalSinceReferenceDate: 1e9 + 0.1),
+        Date(timeIntervalSinceReferenceDate: (1e9 + 0.1).nextUp),
         .distantPast, .distantFuture, Date(timeIntervalSinceReferenceDate: 700_000_000.123456),
     ]
     static let probeUUIDs: [UUID] = (0..<5).map { UUID(uuidString: "00000000-0000-4000-8000-00000000000\($0)")! }
@@ -153,7 +155,11 @@ extension DataStoreConformance {
         for u in probeUUIDs.prefix(2) {
             out += [("uuid == \(u)", #Predicate<P> { $0.uuid == u }), ("uuid != \(u)", #Predicate<P> { $0.uuid != u })]
         }
-        let three: Int? = 3, none: Int? = nil, empty = "", twoTexts = ["a", "cafe\u{301}"], someInts = [1, -1, Int.max]
+        let three: Int? = 3
+        let none: Int? = nil
+        let empty = ""
+        let twoTexts = ["a", "cafe\u{301}"]
+        let someInts = [1, -1, Int.max]
         let alpha = Probe.Kind.alpha
         let oneHundred = 100
         out += [
@@ -162,7 +168,8 @@ extension DataStoreConformance {
             ("optInt == nil", #Predicate<P> { $0.optInt == nil }), ("optInt != nil", #Predicate<P> { $0.optInt != nil }),
             ("optInt == 3?", #Predicate<P> { $0.optInt == three }), ("optInt == none", #Predicate<P> { $0.optInt == none }),
             ("optText == nil", #Predicate<P> { $0.optText == nil }), ("optDouble == nil", #Predicate<P> { $0.optDouble == nil }),
-            ("address.zip == nil", #Predicate<P> { $0.address.zip == nil }), ("address.zip != nil", #Predicate<P> { $0.address.zip != nil }),
+            ("address.zip == nil", #Predicate<P> { $0.address.zip == nil }),
+            ("address.zip != nil", #Predicate<P> { $0.address.zip != nil }),
             ("optInt > 2 ?? false", #Predicate<P> { $0.optInt.flatMap { $0 > 2 } ?? false }),
             ("optInt > 2 ?? true", #Predicate<P> { $0.optInt.flatMap { $0 > 2 } ?? true }),
             ("text in [a, cafe\u{301}]", #Predicate<P> { twoTexts.contains($0.text) }),
@@ -185,8 +192,10 @@ extension DataStoreConformance {
     }
 
     /// Checks `predicate` on `store` (or inside `accessor`) against `Predicate.evaluate` on `items`.
-    static func checkPredicate<P: ProbeShape>(_ c: ConformanceContext, _ name: String, _ predicate: Predicate<P>, items: [P],
-                                              _ a: any DataStoreReadAccessor) throws {
+    static func checkPredicate<P: ProbeShape>(
+        _ c: ConformanceContext, _ name: String, _ predicate: Predicate<P>, items: [P],
+        _ a: any DataStoreReadAccessor
+    ) throws {
         let expected = try items.filter { try predicate.evaluate($0) }.map(\.id).sorted()
         var req = DataStoreRequest(itemType: P.self)
         req.predicate = predicate
@@ -204,8 +213,10 @@ extension DataStoreConformance {
 
     static var predicateCases: [ConformanceCase] {
         [
-            ConformanceCase("predicates.answersEqualSwiftEvaluation",
-                            "Requests: the items a request returns, and its count, are exactly those Predicate.evaluate accepts (edge values of every kind, nested values, optionals, parts only the decoded item decides).") { c in
+            ConformanceCase(
+                "predicates.answersEqualSwiftEvaluation",
+                "Requests: the items a request returns, and its count, are exactly those Predicate.evaluate accepts (edge values of every kind, nested values, optionals, parts only the decoded item decides)."
+            ) { c in
                 let store = try c.openStore()
                 let items = probes()
                 try store.writeSync { a in for p in items { try a.insert(p) } }
@@ -213,8 +224,10 @@ extension DataStoreConformance {
                     for (name, predicate) in probePredicates() { try checkPredicate(c, name, predicate, items: items, a) }
                 }
             },
-            ConformanceCase("predicates.indexedAnswersEqualSwiftEvaluation",
-                            "Indexes: with secondary indexes declared on most fields, requests give exactly the items, counts and order Predicate.evaluate and the sort give (indexes change plans, never answers).") { c in
+            ConformanceCase(
+                "predicates.indexedAnswersEqualSwiftEvaluation",
+                "Indexes: with secondary indexes declared on most fields, requests give exactly the items, counts and order Predicate.evaluate and the sort give (indexes change plans, never answers)."
+            ) { c in
                 let store = try c.openStore()
                 let items = probes().map(IndexedProbe.init)
                 try store.writeSync { a in for p in items.prefix(40) { try a.insert(p) } }
@@ -224,11 +237,15 @@ extension DataStoreConformance {
                     try a.insert(IndexedProbe(probes()[3]))
                 }
                 try store.read { a in
-                    for (name, predicate) in probePredicates(IndexedProbe.self) { try checkPredicate(c, "indexed: " + name, predicate, items: items, a) }
+                    for (name, predicate) in probePredicates(IndexedProbe.self) {
+                        try checkPredicate(c, "indexed: " + name, predicate, items: items, a)
+                    }
                 }
             },
-            ConformanceCase("predicates.insideWriteBlockSeeUncommittedItems",
-                            "Rule 4 with requests: predicates in a write block answer over the block's own changes.") { c in
+            ConformanceCase(
+                "predicates.insideWriteBlockSeeUncommittedItems",
+                "Rule 4 with requests: predicates in a write block answer over the block's own changes."
+            ) { c in
                 let store = try c.openStore()
                 let items = probes()
                 try store.writeSync { a in for p in items.prefix(40) { try a.insert(p) } }
@@ -236,7 +253,8 @@ extension DataStoreConformance {
                     for p in items.dropFirst(40) { try a.insert(p) }
                     for p in items.prefix(10) { try a.delete(p) }
                     let visible = Array(items.dropFirst(10))
-                    for (name, predicate) in probePredicates() where name.hasPrefix("int") || name.hasPrefix("text ==") || name.hasPrefix("double <") {
+                    for (name, predicate) in probePredicates()
+                    where name.hasPrefix("int") || name.hasPrefix("text ==") || name.hasPrefix("double <") {
                         try checkPredicate(c, "in a write block: " + name, predicate, items: visible, a)
                     }
                 }

@@ -7,9 +7,11 @@ import LogStore
 extension DataStoreConformance {
     static var recordCases: [ConformanceCase] {
         [
-            ConformanceCase("records.itemTypeNamesListNonEmptyTypes",
-                            "itemTypeNames() lists the types holding at least one item, sorted by UTF-8 bytes, in the accessor's view.",
-                            requires: .recordAccess) { c in
+            ConformanceCase(
+                "records.itemTypeNamesListNonEmptyTypes",
+                "itemTypeNames() lists the types holding at least one item, sorted by UTF-8 bytes, in the accessor's view.",
+                requires: .recordAccess
+            ) { c in
                 let store = try c.openStore()
                 c.expectEqual(try store.read { try $0.itemTypeNames() }, [])
                 try store.writeSync { a in
@@ -29,9 +31,11 @@ extension DataStoreConformance {
                 try store.nuke()
                 c.expectEqual(try store.read { try $0.itemTypeNames() }, [])
             },
-            ConformanceCase("records.forEachRecordWalksKeyOrderAfterAKey",
-                            "forEachRecord(ofType:after:) hands out records in ascending key order, from just after the given key, stopping when asked; record(ofType:key:) reads one; recordCount counts them.",
-                            requires: .recordAccess) { c in
+            ConformanceCase(
+                "records.forEachRecordWalksKeyOrderAfterAKey",
+                "forEachRecord(ofType:after:) hands out records in ascending key order, from just after the given key, stopping when asked; record(ofType:key:) reads one; recordCount counts them.",
+                requires: .recordAccess
+            ) { c in
                 let store = try c.openStore()
                 let ids = [5, -3, 100, 0, 7, Int.min, 42, 8, 9, 1_000_000]
                 try store.writeSync { a in for id in ids { try a.insert(Numbered(id: id, value: "v\(id)")) } }
@@ -41,7 +45,10 @@ extension DataStoreConformance {
                     var seen: [RecordKey] = []
                     try a.forEachRecord(ofType: Numbered.itemType, after: nil) { k, v in
                         seen.append(k)
-                        c.expectEqual(Array(v), try AttributeEncoder().encode(Numbered(id: sorted[seen.count - 1], value: "v\(sorted[seen.count - 1])")).encoded(), "bytes of \(k)")
+                        c.expectEqual(
+                            Array(v),
+                            try AttributeEncoder().encode(Numbered(id: sorted[seen.count - 1], value: "v\(sorted[seen.count - 1])"))
+                                .encoded(), "bytes of \(k)")
                         return true
                     }
                     c.expectEqual(seen, keys, "every record in key order")
@@ -60,7 +67,9 @@ extension DataStoreConformance {
                         return true
                     }
                     c.expectEqual(between, try [7, 8, 9, 42, 100, 1_000_000].map { try ItemKey.make($0) })
-                    c.expectEqual(try a.record(ofType: Numbered.itemType, key: try ItemKey.make(42)), try AttributeEncoder().encode(Numbered(id: 42, value: "v42")).encoded())
+                    c.expectEqual(
+                        try a.record(ofType: Numbered.itemType, key: try ItemKey.make(42)),
+                        try AttributeEncoder().encode(Numbered(id: 42, value: "v42")).encoded())
                     c.expect(try a.record(ofType: Numbered.itemType, key: try ItemKey.make(43)) == nil, "a missing record")
                     c.expect(try a.record(ofType: "NoSuchType", key: try ItemKey.make(42)) == nil, "a missing type")
                     c.expectEqual(try a.recordCount(ofType: Numbered.itemType), ids.count, "recordCount")
@@ -73,9 +82,11 @@ extension DataStoreConformance {
                     c.expectEqual(none, 0, "records of a missing type")
                 }
             },
-            ConformanceCase("records.putAndDeleteRecords",
-                            "putRecord stores canonical bytes that typed reads decode; deleteRecord says whether the record existed; bytes that are not one attribute value throw .corruption and change nothing.",
-                            requires: .recordAccess) { c in
+            ConformanceCase(
+                "records.putAndDeleteRecords",
+                "putRecord stores canonical bytes that typed reads decode; deleteRecord says whether the record existed; bytes that are not one attribute value throw .corruption and change nothing.",
+                requires: .recordAccess
+            ) { c in
                 let store = try c.openStore()
                 let item = Restaurant(id: "raw", name: "Raw", rating: 4, tags: ["a", "b"])
                 let bytes = try AttributeEncoder().encode(item).encoded()
@@ -94,19 +105,29 @@ extension DataStoreConformance {
                     }
                 }
                 c.expectThrows(.corruption, "trailing bytes") {
-                    try store.writeSync { a in try a.putRecord(ofType: Restaurant.itemType, key: try ItemKey.make("bad"), value: bytes + [0]) }
+                    try store.writeSync { a in
+                        try a.putRecord(ofType: Restaurant.itemType, key: try ItemKey.make("bad"), value: bytes + [0])
+                    }
                 }
                 c.expectThrows(.corruption, "an unknown tag") {
                     try store.writeSync { a in try a.putRecord(ofType: Restaurant.itemType, key: try ItemKey.make("bad"), value: [0xEE]) }
                 }
-                c.expect(try store.read { try $0.record(ofType: Restaurant.itemType, key: try ItemKey.make("bad")) } == nil, "a refused record was stored")
-                c.expect(try store.writeSync { try $0.deleteRecord(ofType: Restaurant.itemType, key: try ItemKey.make("raw")) }, "deleteRecord of a stored record")
-                c.expect(try !store.writeSync { try $0.deleteRecord(ofType: Restaurant.itemType, key: try ItemKey.make("raw")) }, "deleteRecord of a missing record")
+                c.expect(
+                    try store.read { try $0.record(ofType: Restaurant.itemType, key: try ItemKey.make("bad")) } == nil,
+                    "a refused record was stored")
+                c.expect(
+                    try store.writeSync { try $0.deleteRecord(ofType: Restaurant.itemType, key: try ItemKey.make("raw")) },
+                    "deleteRecord of a stored record")
+                c.expect(
+                    try !store.writeSync { try $0.deleteRecord(ofType: Restaurant.itemType, key: try ItemKey.make("raw")) },
+                    "deleteRecord of a missing record")
                 c.expectEqual(try countOf(Restaurant.self, in: store), 0)
             },
-            ConformanceCase("records.dynamicItemsWithoutSwiftTypes",
-                            "DynamicItem: read, rename an attribute, write back, delete, without the Swift type; a dynamic item and a typed item with the same id are one record.",
-                            requires: .recordAccess) { c in
+            ConformanceCase(
+                "records.dynamicItemsWithoutSwiftTypes",
+                "DynamicItem: read, rename an attribute, write back, delete, without the Swift type; a dynamic item and a typed item with the same id are one record.",
+                requires: .recordAccess
+            ) { c in
                 let store = try c.openStore()
                 try seedRestaurants(store)
                 try store.writeSync { a in
@@ -122,12 +143,15 @@ extension DataStoreConformance {
                 c.expectEqual(items.first?.object(forKey: "title"), .string("N0"))
                 c.expect(items.first?.object(forKey: "name") == nil, "the renamed attribute is gone")
                 c.expectEqual(items.map(\.id), (0..<20).map { .string(String(format: "r%02d", $0)) }, "dynamic items in id order")
-                c.expectEqual(try store.read { try $0.dynamicItem(ofType: "Restaurant", id: .string("r03")) }?.object(forKey: "rating"), .int(3))
+                c.expectEqual(
+                    try store.read { try $0.dynamicItem(ofType: "Restaurant", id: .string("r03")) }?.object(forKey: "rating"), .int(3))
                 try store.writeSync { a in
                     try a.insert(DynamicItem(itemType: "Numbered", id: .int(5), attributes: ["value": .string("dyn")]))
                     c.expect(try a.deleteDynamicItem(ofType: "Restaurant", id: .string("r00")), "deleteDynamicItem of a stored item")
                 }
-                c.expectEqual(try store.read { try $0.item(ofType: Numbered.self, id: 5) }, Numbered(id: 5, value: "dyn"), "a dynamic item read as a typed one")
+                c.expectEqual(
+                    try store.read { try $0.item(ofType: Numbered.self, id: 5) }, Numbered(id: 5, value: "dyn"),
+                    "a dynamic item read as a typed one")
                 c.expectEqual(try countOf(Restaurant.self, in: store), 19)
             },
         ]

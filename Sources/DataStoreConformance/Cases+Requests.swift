@@ -9,15 +9,18 @@ extension DataStoreConformance {
     static func seedRestaurants(_ store: any DataStore) throws {
         try store.writeSync { a in
             for i in 0..<20 {
-                try a.insert(Restaurant(id: String(format: "r%02d", i), name: "N\(i % 4)", rating: i % 5, tags: i % 2 == 0 ? ["even"] : ["odd"]))
+                try a.insert(
+                    Restaurant(id: String(format: "r%02d", i), name: "N\(i % 4)", rating: i % 5, tags: i % 2 == 0 ? ["even"] : ["odd"]))
             }
         }
     }
 
     static var requestCases: [ConformanceCase] {
         [
-            ConformanceCase("requests.predicateSortOffsetLimit",
-                            "Requests: filter, then sort (ties by id), then skip offset, then at most limit; count ignores offset and limit; firstItem honours predicate, sort and offset.") { c in
+            ConformanceCase(
+                "requests.predicateSortOffsetLimit",
+                "Requests: filter, then sort (ties by id), then skip offset, then at most limit; count ignores offset and limit; firstItem honours predicate, sort and offset."
+            ) { c in
                 let store = try c.openStore()
                 try seedRestaurants(store)
                 var req = DataStoreRequest(itemType: Restaurant.self)
@@ -41,8 +44,10 @@ extension DataStoreConformance {
                 c.expectEqual(try store.read { try $0.items(forRequest: req) }, [])
                 c.expect(try store.read { try $0.firstItem(forRequest: req) } == nil, "firstItem past the end")
             },
-            ConformanceCase("requests.offsetAndLimitWithoutSortFollowIdOrder",
-                            "Requests: without a sort, results come in ascending id order, offset and limit apply to it.") { c in
+            ConformanceCase(
+                "requests.offsetAndLimitWithoutSortFollowIdOrder",
+                "Requests: without a sort, results come in ascending id order, offset and limit apply to it."
+            ) { c in
                 let store = try c.openStore()
                 try seedRestaurants(store)
                 var req = DataStoreRequest(itemType: Restaurant.self)
@@ -58,13 +63,17 @@ extension DataStoreConformance {
                 req.predicate = nil
                 req.offset = 1
                 c.expectEqual(try store.read { try $0.items(forRequest: req) }, [], "limit 0 with an offset and no predicate")
-                c.expectEqual(try store.read { try $0.firstItem(forRequest: req) }?.id, "r01", "firstItem takes the item at the offset, whatever the limit")
+                c.expectEqual(
+                    try store.read { try $0.firstItem(forRequest: req) }?.id, "r01",
+                    "firstItem takes the item at the offset, whatever the limit")
                 req.offset = 18
                 req.limit = 10
                 c.expectEqual(try store.read { try $0.items(forRequest: req) }.map(\.id), ["r18", "r19"])
             },
-            ConformanceCase("requests.negativeOffsetOrLimitThrowsInvalidArgument",
-                            "Requests: a negative offset or limit throws .invalidArgument.") { c in
+            ConformanceCase(
+                "requests.negativeOffsetOrLimitThrowsInvalidArgument",
+                "Requests: a negative offset or limit throws .invalidArgument."
+            ) { c in
                 let store = try c.openStore()
                 var req = DataStoreRequest(itemType: Restaurant.self)
                 req.offset = -1
@@ -74,8 +83,10 @@ extension DataStoreConformance {
                 req.limit = -2
                 c.expectThrows(.invalidArgument, "limit -2") { try store.read { try $0.items(forRequest: req) } }
             },
-            ConformanceCase("requests.attributeFilterAndAttributeSort",
-                            "JustPersist's setFilter(whereAttribute:) and setSort(whereAttribute:): numbers compare by value, sort descriptors replace an attribute sort, a filter combines with a predicate.") { c in
+            ConformanceCase(
+                "requests.attributeFilterAndAttributeSort",
+                "JustPersist's setFilter(whereAttribute:) and setSort(whereAttribute:): numbers compare by value, sort descriptors replace an attribute sort, a filter combines with a predicate."
+            ) { c in
                 let store = try c.openStore()
                 try seedRestaurants(store)
                 var req = DataStoreRequest(itemType: Restaurant.self)
@@ -97,10 +108,14 @@ extension DataStoreConformance {
                 var byTag = DataStoreRequest(itemType: Restaurant.self)
                 byTag.setSort(whereAttribute: "tags", ascending: true)
                 byTag.limit = 3
-                c.expectEqual(try store.read { try $0.items(forRequest: byTag) }.map(\.id), ["r00", "r02", "r04"], "arrays sort element by element, ties by id")
+                c.expectEqual(
+                    try store.read { try $0.items(forRequest: byTag) }.map(\.id), ["r00", "r02", "r04"],
+                    "arrays sort element by element, ties by id")
             },
-            ConformanceCase("requests.predicateErrorsPropagate",
-                            "Requests: an error thrown while evaluating a predicate reaches the caller.") { c in
+            ConformanceCase(
+                "requests.predicateErrorsPropagate",
+                "Requests: an error thrown while evaluating a predicate reaches the caller."
+            ) { c in
                 let store = try c.openStore()
                 try seedRestaurants(store)
                 var req = DataStoreRequest(itemType: Restaurant.self)
@@ -110,8 +125,10 @@ extension DataStoreConformance {
                     c.fail("an out-of-range subscript in a predicate did not throw")
                 } catch {}
             },
-            ConformanceCase("requests.limitGivesPrefixOfFullSort",
-                            "Requests: with a limit, the results are the first ones of the full sort (bounded heap).") { c in
+            ConformanceCase(
+                "requests.limitGivesPrefixOfFullSort",
+                "Requests: with a limit, the results are the first ones of the full sort (bounded heap)."
+            ) { c in
                 let store = try c.openStore()
                 try store.writeSync { a in
                     for i in 0..<2000 { try a.insert(Numbered(id: (i * 7919) % 2000, value: String((i * 31) % 97))) }
@@ -133,11 +150,14 @@ extension DataStoreConformance {
                     case .orderedSame: return a.id < b.id
                     }
                 }
-                c.expectEqual(try store.read { try $0.items(forRequest: req) }.map(\.id), filtered.dropFirst(10).prefix(25).map(\.id),
-                              "an opaque predicate, reverse sort, offset, limit")
+                c.expectEqual(
+                    try store.read { try $0.items(forRequest: req) }.map(\.id), filtered.dropFirst(10).prefix(25).map(\.id),
+                    "an opaque predicate, reverse sort, offset, limit")
             },
-            ConformanceCase("requests.justPersistAndSkopelosScenarios",
-                            "JustPersist and Skopelos usage: create, count, firstItem with a filter, update by re-inserting, remove, remove all.") { c in
+            ConformanceCase(
+                "requests.justPersistAndSkopelosScenarios",
+                "JustPersist and Skopelos usage: create, count, firstItem with a filter, update by re-inserting, remove, remove all."
+            ) { c in
                 let store = try c.openStore()
                 try store.writeSync { a in try a.insert(Restaurant(id: "1", name: "A", rating: 1)) }
                 c.expectEqual(try countOf(Restaurant.self, in: store), 1)

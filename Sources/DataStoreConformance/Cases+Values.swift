@@ -35,7 +35,10 @@ struct Everything: DataStoreItem {
 
 extension DataStoreConformance {
     static func everything() -> [Everything] {
-        let texts = ["", "plain", "caf\u{E9}", "cafe\u{301}", "\u{212A}", "\u{0}\u{1}\u{1F}\"\\/", "😀🇫🇷", "$date", "tab\tnew\nline", String(repeating: "long ", count: 400)]
+        let texts = [
+            "", "plain", "caf\u{E9}", "cafe\u{301}", "\u{212A}", "\u{0}\u{1}\u{1F}\"\\/", "😀🇫🇷", "$date", "tab\tnew\nline",
+            String(repeating: "long ", count: 400),
+        ]
         return (0..<edgeDoubles.count).map { i in
             let d = edgeDoubles[i]
             return Everything(
@@ -64,8 +67,10 @@ extension DataStoreConformance {
 
     static var valueCases: [ConformanceCase] {
         [
-            ConformanceCase("values.everyKindRoundTripsExactly",
-                            "Values: an item reads back as the exact value stored: every integer width, doubles and floats bit for bit (NaN, -0.0, infinities), strings byte for byte (composed and decomposed), Data, Date, UUID, URL, Decimal, optionals, nulls, arrays, maps, enums.") { c in
+            ConformanceCase(
+                "values.everyKindRoundTripsExactly",
+                "Values: an item reads back as the exact value stored: every integer width, doubles and floats bit for bit (NaN, -0.0, infinities), strings byte for byte (composed and decomposed), Data, Date, UUID, URL, Decimal, optionals, nulls, arrays, maps, enums."
+            ) { c in
                 let store = try c.openStore()
                 let items = everything()
                 try store.writeSync { a in for e in items { try a.insert(e) } }
@@ -83,7 +88,8 @@ extension DataStoreConformance {
                         var i = 0
                         try a.forEachRecord(ofType: Everything.itemType, after: nil) { key, bytes in
                             if i < items.count {
-                                c.expectEqual(Array(bytes), try encoder.encode(items[i]).encoded(), "record \(items[i].id): canonical bytes")
+                                c.expectEqual(
+                                    Array(bytes), try encoder.encode(items[i]).encoded(), "record \(items[i].id): canonical bytes")
                                 c.expectEqual(key, try ItemKey.make(items[i].id), "record \(items[i].id): key")
                             }
                             i += 1
@@ -93,8 +99,10 @@ extension DataStoreConformance {
                     }
                 }
             },
-            ConformanceCase("values.roundTripSurvivesReopen",
-                            "Values: the exact values survive a reopen.", requires: .persistsAcrossReopen) { c in
+            ConformanceCase(
+                "values.roundTripSurvivesReopen",
+                "Values: the exact values survive a reopen.", requires: .persistsAcrossReopen
+            ) { c in
                 let location = try c.makeLocation()
                 let store = try location.makeStore()
                 try store.setup()

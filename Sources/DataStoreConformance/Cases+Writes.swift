@@ -6,8 +6,10 @@ import LogStore
 extension DataStoreConformance {
     static var writeCases: [ConformanceCase] {
         [
-            ConformanceCase("writes.throwingBlockCommitsNothing",
-                            "A write block that throws commits nothing; its error reaches the caller unchanged (writeSync, writeAsync, read).") { c in
+            ConformanceCase(
+                "writes.throwingBlockCommitsNothing",
+                "A write block that throws commits nothing; its error reaches the caller unchanged (writeSync, writeAsync, read)."
+            ) { c in
                 let store = try c.openStore()
                 try store.writeSync { try $0.insert(restaurant(9)) }
                 c.expectThrows(Marker(n: 7)) {
@@ -20,13 +22,15 @@ extension DataStoreConformance {
                 }
                 c.expectEqual(try allOf(Restaurant.self, in: store).map(\.id), ["r009"], "after a throwing writeSync")
                 let done = DispatchSemaphore(value: 0)
-                store.writeAsync({ a in
-                    try a.insert(restaurant(2))
-                    throw Marker(n: 9)
-                }, completion: { e in
-                    c.expectEqual(e as? Marker, Marker(n: 9), "writeAsync's completion error")
-                    done.signal()
-                })
+                store.writeAsync(
+                    { a in
+                        try a.insert(restaurant(2))
+                        throw Marker(n: 9)
+                    },
+                    completion: { e in
+                        c.expectEqual(e as? Marker, Marker(n: 9), "writeAsync's completion error")
+                        done.signal()
+                    })
                 c.wait(done, "writeAsync")
                 c.expectEqual(try allOf(Restaurant.self, in: store).map(\.id), ["r009"], "after a throwing writeAsync")
                 c.expectThrows(Marker(n: 3)) { try store.read { _ in throw Marker(n: 3) } }
@@ -34,8 +38,10 @@ extension DataStoreConformance {
                 try store.writeSync { try $0.insert(restaurant(3)) }
                 c.expectEqual(try countOf(Restaurant.self, in: store), 2)
             },
-            ConformanceCase("writes.replaceByIdAndDeleteResults",
-                            "insert replaces the item with the same id; delete and deleteItem say whether it existed; deleteAllItems returns how many there were.") { c in
+            ConformanceCase(
+                "writes.replaceByIdAndDeleteResults",
+                "insert replaces the item with the same id; delete and deleteItem say whether it existed; deleteAllItems returns how many there were."
+            ) { c in
                 let store = try c.openStore()
                 try store.writeSync { a in
                     try a.insert(Restaurant(id: "x", name: "first", rating: 1))
@@ -51,8 +57,10 @@ extension DataStoreConformance {
                 c.expectEqual(try store.writeSync { try $0.deleteAllItems(ofType: Restaurant.self) }, 0)
                 c.expectEqual(try countOf(Restaurant.self, in: store), 0)
             },
-            ConformanceCase("writes.nukeDeletesEveryTypeAndStoreStaysUsable",
-                            "nuke() deletes every item of every type as one write; the store stays usable.") { c in
+            ConformanceCase(
+                "writes.nukeDeletesEveryTypeAndStoreStaysUsable",
+                "nuke() deletes every item of every type as one write; the store stays usable."
+            ) { c in
                 let store = try c.openStore()
                 try store.writeSync { a in
                     try a.insert(restaurant(1))
@@ -66,8 +74,10 @@ extension DataStoreConformance {
                 try store.writeSync { try $0.insert(restaurant(2)) }
                 c.expectEqual(try countOf(Restaurant.self, in: store), 1)
             },
-            ConformanceCase("writes.idTypes",
-                            "Ids of type String, UUID, Int, Int64 and UInt64 store and read back.") { c in
+            ConformanceCase(
+                "writes.idTypes",
+                "Ids of type String, UUID, Int, Int64 and UInt64 store and read back."
+            ) { c in
                 let store = try c.openStore()
                 let u = UUID()
                 try store.writeSync { a in

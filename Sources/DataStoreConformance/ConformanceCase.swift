@@ -21,16 +21,20 @@ public struct ConformanceCase: Sendable, CustomStringConvertible {
     public let requires: DataStoreCapabilities
     let body: Body
 
-    init(_ name: String, _ rule: String, requires: DataStoreCapabilities = [],
-         _ body: @escaping @Sendable (ConformanceContext) throws -> Void) {
+    init(
+        _ name: String, _ rule: String, requires: DataStoreCapabilities = [],
+        _ body: @escaping @Sendable (ConformanceContext) throws -> Void
+    ) {
         self.name = name
         self.rule = rule
         self.requires = requires
         self.body = .sync(body)
     }
 
-    init(async name: String, _ rule: String, requires: DataStoreCapabilities = [],
-         _ body: @escaping @Sendable (ConformanceContext) async throws -> Void) {
+    init(
+        async name: String, _ rule: String, requires: DataStoreCapabilities = [],
+        _ body: @escaping @Sendable (ConformanceContext) async throws -> Void
+    ) {
         self.name = name
         self.rule = rule
         self.requires = requires

@@ -73,18 +73,23 @@ public final class ConformanceContext: Sendable {
     /// Reports a failure.
     public func fail(_ message: String, fileID: String = #fileID, filePath: String = #filePath, line: Int = #line) {
         failures.add(1, ordering: .relaxed)
-        reporter(ConformanceFailure(caseName: caseName, backend: factory.name, message: message, fileID: fileID, filePath: filePath, line: line))
+        reporter(
+            ConformanceFailure(caseName: caseName, backend: factory.name, message: message, fileID: fileID, filePath: filePath, line: line))
     }
 
     /// Reports a failure unless `condition` holds.
-    public func expect(_ condition: Bool, _ message: @autoclosure () -> String,
-                       fileID: String = #fileID, filePath: String = #filePath, line: Int = #line) {
+    public func expect(
+        _ condition: Bool, _ message: @autoclosure () -> String,
+        fileID: String = #fileID, filePath: String = #filePath, line: Int = #line
+    ) {
         if !condition { fail(message(), fileID: fileID, filePath: filePath, line: line) }
     }
 
     /// Reports a failure unless `actual == expected`.
-    public func expectEqual<T: Equatable>(_ actual: T, _ expected: T, _ message: @autoclosure () -> String = "",
-                                          fileID: String = #fileID, filePath: String = #filePath, line: Int = #line) {
+    public func expectEqual<T: Equatable>(
+        _ actual: T, _ expected: T, _ message: @autoclosure () -> String = "",
+        fileID: String = #fileID, filePath: String = #filePath, line: Int = #line
+    ) {
         if actual != expected {
             let m = message()
             fail("\(m.isEmpty ? "" : m + ": ")got \(actual), expected \(expected)", fileID: fileID, filePath: filePath, line: line)
@@ -92,8 +97,10 @@ public final class ConformanceContext: Sendable {
     }
 
     /// Runs `body` and reports a failure unless it throws a `LogStoreError` with `code`.
-    public func expectThrows<T>(_ code: LogStoreError.Code, _ what: @autoclosure () -> String = "",
-                                fileID: String = #fileID, filePath: String = #filePath, line: Int = #line, _ body: () throws -> T) {
+    public func expectThrows<T>(
+        _ code: LogStoreError.Code, _ what: @autoclosure () -> String = "",
+        fileID: String = #fileID, filePath: String = #filePath, line: Int = #line, _ body: () throws -> T
+    ) {
         do {
             _ = try body()
             fail("\(what()) expected LogStoreError \(code), nothing was thrown", fileID: fileID, filePath: filePath, line: line)
@@ -105,8 +112,10 @@ public final class ConformanceContext: Sendable {
     }
 
     /// Runs `body` and reports a failure unless it throws an error equal to `expected`.
-    public func expectThrows<E: Error & Equatable, T>(_ expected: E, fileID: String = #fileID, filePath: String = #filePath, line: Int = #line,
-                                                      _ body: () throws -> T) {
+    public func expectThrows<E: Error & Equatable, T>(
+        _ expected: E, fileID: String = #fileID, filePath: String = #filePath, line: Int = #line,
+        _ body: () throws -> T
+    ) {
         do {
             _ = try body()
             fail("expected \(expected) to be thrown, nothing was", fileID: fileID, filePath: filePath, line: line)
@@ -119,8 +128,10 @@ public final class ConformanceContext: Sendable {
     /// Waits up to `seconds` for `semaphore`; reports a failure ("deadlock?") and returns false if
     /// it does not come.
     @discardableResult
-    public func wait(_ semaphore: DispatchSemaphore, _ what: String, seconds: Double = 60,
-                     fileID: String = #fileID, filePath: String = #filePath, line: Int = #line) -> Bool {
+    public func wait(
+        _ semaphore: DispatchSemaphore, _ what: String, seconds: Double = 60,
+        fileID: String = #fileID, filePath: String = #filePath, line: Int = #line
+    ) -> Bool {
         if semaphore.wait(timeout: .now() + seconds) == .success { return true }
         fail("timed out after \(seconds) s waiting for \(what) (a deadlock?)", fileID: fileID, filePath: filePath, line: line)
         return false
@@ -128,8 +139,10 @@ public final class ConformanceContext: Sendable {
 
     /// Waits up to `seconds` for `group`; reports a failure and returns false if it does not finish.
     @discardableResult
-    public func wait(_ group: DispatchGroup, _ what: String, seconds: Double = 60,
-                     fileID: String = #fileID, filePath: String = #filePath, line: Int = #line) -> Bool {
+    public func wait(
+        _ group: DispatchGroup, _ what: String, seconds: Double = 60,
+        fileID: String = #fileID, filePath: String = #filePath, line: Int = #line
+    ) -> Bool {
         if group.wait(timeout: .now() + seconds) == .success { return true }
         fail("timed out after \(seconds) s waiting for \(what) (a deadlock?)", fileID: fileID, filePath: filePath, line: line)
         return false
@@ -163,8 +176,8 @@ public final class SharedBox<Value: Sendable>: Sendable {
 /// An identifier of the calling thread.
 func currentThreadID() -> UInt {
     #if canImport(Glibc)
-    return UInt(pthread_self())
+        return UInt(pthread_self())
     #else
-    return UInt(bitPattern: pthread_self())
+        return UInt(bitPattern: pthread_self())
     #endif
 }

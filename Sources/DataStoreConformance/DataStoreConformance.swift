@@ -39,8 +39,10 @@ public enum DataStoreConformance {
     /// it), and reports every failed expectation and unexpected error to `report` (from any
     /// thread). Returns the number of failures.
     @discardableResult
-    public static func run(_ cases: [ConformanceCase], on factory: any DataStoreFactory,
-                           report: @escaping @Sendable (ConformanceFailure) -> Void) async -> Int {
+    public static func run(
+        _ cases: [ConformanceCase], on factory: any DataStoreFactory,
+        report: @escaping @Sendable (ConformanceFailure) -> Void
+    ) async -> Int {
         var failures = 0
         for c in cases { failures += await c.run(on: factory, report: report) }
         return failures

@@ -66,7 +66,9 @@ public struct DataStoreCapabilities: OptionSet, Sendable {
     /// migrations. The `migrations` cases need it, with `.persistsAcrossReopen` and `.recordAccess`.
     public static let migrations = DataStoreCapabilities(rawValue: 1 << 10)
     /// What `LogDataStore` on disk offers (and the SQLite backend).
-    public static let durableStore: DataStoreCapabilities = [.persistsAcrossReopen, .exclusiveLock, .childStores, .recordAccess, .observation, .secondaryIndexes, .migrations]
+    public static let durableStore: DataStoreCapabilities = [
+        .persistsAcrossReopen, .exclusiveLock, .childStores, .recordAccess, .observation, .secondaryIndexes, .migrations,
+    ]
 }
 
 /// A place for a child store: a child of a store set up on another place, for backends whose

@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Where the tool's output goes: results to ``writeOut(_:)`` (stdout), diagnostics and progress
 /// to ``writeErr(_:)`` (stderr). The binary uses the process's standard streams; tests pass a sink

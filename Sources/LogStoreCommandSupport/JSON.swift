@@ -76,4 +76,3 @@ package enum JSON: Sendable, Equatable {
         s += "\""
     }
 }
-

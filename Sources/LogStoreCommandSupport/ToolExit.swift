@@ -61,4 +61,3 @@ package struct ToolFailure: Error, CustomStringConvertible {
 
     package var description: String { message }
 }
-

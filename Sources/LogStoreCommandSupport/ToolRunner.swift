@@ -8,7 +8,9 @@ package enum ToolRunner {
     /// Parses `arguments` (without the program name) as `root`, runs it with output going to
     /// `console` (the process's streams when nil), and returns the exit status. Never throws and
     /// never exits the process. Runs on the calling thread.
-    package static func main(_ root: any ParsableCommand.Type, toolName: String, _ arguments: [String], console: (any ConsoleSink)?) -> Int32 {
+    package static func main(_ root: any ParsableCommand.Type, toolName: String, _ arguments: [String], console: (any ConsoleSink)?)
+        -> Int32
+    {
         let sink = console ?? StandardConsole()
         defer { sink.flush() }
         return Console.$current.withValue(sink) {
@@ -43,14 +45,18 @@ package enum ToolRunner {
     static func report(_ failure: ToolFailure, toolName: String, json: Bool, prefix: Bool = true) -> Int32 {
         Console.err(prefix ? "\(toolName): error: \(failure.message)" : failure.message)
         if json {
-            Console.out(JSON.object([
-                ("error", .object([
-                    ("code", .string(failure.code.name)),
-                    ("exitCode", .integer(failure.code.rawValue)),
-                    ("message", .string(failure.message)),
-                    ("path", failure.path.map { .string($0) } ?? .null),
-                ]))
-            ]).rendered)
+            Console.out(
+                JSON.object([
+                    (
+                        "error",
+                        .object([
+                            ("code", .string(failure.code.name)),
+                            ("exitCode", .integer(failure.code.rawValue)),
+                            ("message", .string(failure.message)),
+                            ("path", failure.path.map { .string($0) } ?? .null),
+                        ])
+                    )
+                ]).rendered)
         }
         return failure.code.rawValue
     }

@@ -31,7 +31,11 @@ public struct BackupCommand: ParsableCommand {
     public var destination: String
 
     /// Verification mode.
-    @Option(name: .long, help: "read-back (compare every byte written with the store's), open (also open the backup and compare every record) or replay (also replay every frame).")
+    @Option(
+        name: .long,
+        help:
+            "read-back (compare every byte written with the store's), open (also open the backup and compare every record) or replay (also replay every frame)."
+    )
     public var verify: VerificationMode = .readBack
 
     /// `--json`, `--progress`.

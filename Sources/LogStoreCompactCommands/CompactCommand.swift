@@ -1,5 +1,5 @@
-import LogStoreCommandSupport
 public import ArgumentParser
+import LogStoreCommandSupport
 import LogStoreEngine
 
 /// `logstore-compact [compact] <store>`: offline compaction of a closed store. Prints the sizes
@@ -34,7 +34,9 @@ public struct CompactCommand: ParsableCommand {
     public var into: String?
 
     /// Segment size of the copy.
-    @Option(name: .long, help: "With --into: segment size of the new store (bytes; K, M, G suffixes). Default 64M.", transform: SalvageCommand.parseSize)
+    @Option(
+        name: .long, help: "With --into: segment size of the new store (bytes; K, M, G suffixes). Default 64M.",
+        transform: SalvageCommand.parseSize)
     public var segmentSize: Int?
 
     /// `--json`, `--progress`.
@@ -81,13 +83,17 @@ public struct CompactCommand: ParsableCommand {
         let compacted = scan.estimatedCompactedSegmentBytes()
         let segmentSize = UInt64(LogStoreOptions().segmentSize)
         let before = Sizes(bytes: scan.totalBytes, segments: scan.files.filter { $0.role == .segment }.count)
-        let after = Sizes(bytes: scan.totalBytes - scan.segmentBytes - scan.strayBytes + compacted,
-                          segments: Int(max(1, (compacted + segmentSize - 1) / segmentSize)))
-        output(dir, mode: "dryRun", into: nil, before: before, after: after, estimated: true, extra: [
-            ("liveRecords", .integer(scan.liveRecords)),
-            ("liveBytes", .uint(scan.liveBytes)),
-            ("deadBytes", .uint(scan.deadBytes)),
-        ], notes: ["\(Format.count(scan.liveRecords)) live records, \(Format.bytes(scan.deadBytes)) dead", "dry run: nothing was written"])
+        let after = Sizes(
+            bytes: scan.totalBytes - scan.segmentBytes - scan.strayBytes + compacted,
+            segments: Int(max(1, (compacted + segmentSize - 1) / segmentSize)))
+        output(
+            dir, mode: "dryRun", into: nil, before: before, after: after, estimated: true,
+            extra: [
+                ("liveRecords", .integer(scan.liveRecords)),
+                ("liveBytes", .uint(scan.liveBytes)),
+                ("deadBytes", .uint(scan.deadBytes)),
+            ],
+            notes: ["\(Format.count(scan.liveRecords)) live records, \(Format.bytes(scan.deadBytes)) dead", "dry run: nothing was written"])
     }
 
     func runCopy(_ dir: String, into target: String, _ progress: ProgressLine) throws {
@@ -98,13 +104,17 @@ public struct CompactCommand: ParsableCommand {
         let engine = try StoreAccess.openEngine(dir, options: StoreAccess.readOnlyOptions)
         defer { try? engine.close() }
         if let first = engine.recoveryReport.dropped.first {
-            throw ToolFailure(.damage, "The store is damaged (\(first)); compact does not write a partial copy. `logstore-compact verify` lists the damage; `salvage --into <dir>` copies every valid transaction.", path: first.path)
+            throw ToolFailure(
+                .damage,
+                "The store is damaged (\(first)); compact does not write a partial copy. `logstore-compact verify` lists the damage; `salvage --into <dir>` copies every valid transaction.",
+                path: first.path)
         }
         let snapshot = try engine.snapshot()
         let copy = try StoreAccess.openEngine(target, options: StoreCopier.targetOptions(segmentSize: segmentSize))
         let result: StoreCopier.Result
         do {
-            result = try StoreCopier(segmentSize: segmentSize ?? LogStoreOptions().segmentSize).copy(snapshot, into: copy, progress: progress)
+            result = try StoreCopier(segmentSize: segmentSize ?? LogStoreOptions().segmentSize).copy(
+                snapshot, into: copy, progress: progress)
             try copy.close()
         } catch {
             try? copy.close()
@@ -112,10 +122,11 @@ public struct CompactCommand: ParsableCommand {
         }
         progress.finish()
         let after = StoreAccess.measure(target)
-        output(dir, mode: "copy", into: target, before: Sizes(bytes: measured.bytes, segments: measured.segments),
-               after: Sizes(bytes: after.bytes, segments: after.segments), estimated: false,
-               extra: [("liveRecords", .integer(result.records))],
-               notes: ["\(Format.count(result.records)) live records copied to \(target); the store itself is unchanged"])
+        output(
+            dir, mode: "copy", into: target, before: Sizes(bytes: measured.bytes, segments: measured.segments),
+            after: Sizes(bytes: after.bytes, segments: after.segments), estimated: false,
+            extra: [("liveRecords", .integer(result.records))],
+            notes: ["\(Format.count(result.records)) live records copied to \(target); the store itself is unchanged"])
     }
 
     func runInPlace(_ dir: String, _ progress: ProgressLine) throws {
@@ -136,32 +147,47 @@ public struct CompactCommand: ParsableCommand {
         }
         progress.finish()
         let after = StoreAccess.measure(dir)
-        output(dir, mode: "inPlace", into: nil, before: Sizes(bytes: measured.bytes, segments: measured.segments),
-               after: Sizes(bytes: after.bytes, segments: after.segments), estimated: false,
-               extra: [("engine", .object(outcome.details.map { ($0.0, .string($0.1)) }))],
-               notes: outcome.details.map { "\($0.0): \($0.1)" })
+        output(
+            dir, mode: "inPlace", into: nil, before: Sizes(bytes: measured.bytes, segments: measured.segments),
+            after: Sizes(bytes: after.bytes, segments: after.segments), estimated: false,
+            extra: [("engine", .object(outcome.details.map { ($0.0, .string($0.1)) }))],
+            notes: outcome.details.map { "\($0.0): \($0.1)" })
     }
 
-    func output(_ dir: String, mode: String, into: String?, before: Sizes, after: Sizes, estimated: Bool,
-                extra: [(String, JSON)], notes: [String]) {
+    func output(
+        _ dir: String, mode: String, into: String?, before: Sizes, after: Sizes, estimated: Bool,
+        extra: [(String, JSON)], notes: [String]
+    ) {
         let gain = Int64(clamping: before.bytes) - Int64(clamping: after.bytes)
         if common.json {
-            Console.out(JSON.object([
-                ("command", .string("compact")),
-                ("store", .string(dir)),
-                ("mode", .string(mode)),
-                ("into", into.map { .string($0) } ?? .null),
-                ("before", .object([("bytes", .uint(before.bytes)), ("segments", .integer(before.segments))])),
-                ("after", .object([("bytes", .uint(after.bytes)), ("segments", .integer(after.segments)), ("estimated", .bool(estimated))])),
-                ("gainBytes", .int(gain)),
-                ("gainRatio", .double(before.bytes == 0 ? 0 : (Double(gain) / Double(before.bytes) * 1000).rounded() / 1000)),
-            ] + extra).rendered)
+            Console.out(
+                JSON.object(
+                    [
+                        ("command", .string("compact")),
+                        ("store", .string(dir)),
+                        ("mode", .string(mode)),
+                        ("into", into.map { .string($0) } ?? .null),
+                        ("before", .object([("bytes", .uint(before.bytes)), ("segments", .integer(before.segments))])),
+                        (
+                            "after",
+                            .object([
+                                ("bytes", .uint(after.bytes)), ("segments", .integer(after.segments)), ("estimated", .bool(estimated)),
+                            ])
+                        ),
+                        ("gainBytes", .int(gain)),
+                        ("gainRatio", .double(before.bytes == 0 ? 0 : (Double(gain) / Double(before.bytes) * 1000).rounded() / 1000)),
+                    ] + extra
+                ).rendered)
             return
         }
         let approx = estimated ? "~" : ""
         Console.out("compact \(dir)" + (into.map { " -> \($0)" } ?? ""))
-        Console.out("  before  " + Format.padLeft(Format.bytes(before.bytes), 11) + " in \(before.segments) segment\(before.segments == 1 ? "" : "s")")
-        Console.out("  after  " + Format.padLeft(approx + Format.bytes(after.bytes), 12) + " in \(after.segments) segment\(after.segments == 1 ? "" : "s")" + (estimated ? " (estimate)" : ""))
+        Console.out(
+            "  before  " + Format.padLeft(Format.bytes(before.bytes), 11)
+                + " in \(before.segments) segment\(before.segments == 1 ? "" : "s")")
+        Console.out(
+            "  after  " + Format.padLeft(approx + Format.bytes(after.bytes), 12)
+                + " in \(after.segments) segment\(after.segments == 1 ? "" : "s")" + (estimated ? " (estimate)" : ""))
         let ratio = before.bytes == 0 ? "0.0%" : Format.fixed(Double(gain) * 100 / Double(before.bytes), 1) + "%"
         Console.out("  gain   " + Format.padLeft(approx + Format.signedBytes(gain), 12) + " (\(ratio))")
         for n in notes { Console.out("  " + n) }

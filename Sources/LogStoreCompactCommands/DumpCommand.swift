@@ -1,5 +1,5 @@
-import LogStoreCommandSupport
 public import ArgumentParser
+import LogStoreCommandSupport
 import LogStoreEngine
 
 /// `logstore-compact dump <store> [--type T]`: the live records as JSON lines, readable without
@@ -45,7 +45,9 @@ public struct DumpCommand: ParsableCommand {
         let dir = StoreAccess.resolve(store)
         try StoreAccess.requireStore(dir)
         guard StoreAccess.fs.itemKind(atPath: _joinPath(dir, LogStoreFormat.manifestFileName)) == .file else {
-            throw ToolFailure(.damage, "The store's MANIFEST is missing. Run `logstore-compact verify` for details and `salvage` to recover the data.", path: dir)
+            throw ToolFailure(
+                .damage, "The store's MANIFEST is missing. Run `logstore-compact verify` for details and `salvage` to recover the data.",
+                path: dir)
         }
         let engine = try StoreAccess.openEngine(dir, options: StoreAccess.readOnlyOptions)
         defer { try? engine.close() }
@@ -68,25 +70,30 @@ public struct DumpCommand: ParsableCommand {
         for type in wanted {
             let keys = snapshot.keys(ofType: type).sorted()
             for key in keys {
-                guard let loc = snapshot.location(type: type, key: key), let bytes = try snapshot.value(type: type, key: key) else { continue }
+                guard let loc = snapshot.location(type: type, key: key), let bytes = try snapshot.value(type: type, key: key) else {
+                    continue
+                }
                 let value: JSON
                 do {
                     value = encoder.json(try AttributeValue.decode(Array(bytes)))
                 } catch let e as LogStoreError {
                     undecodable += 1
                     if undecodable <= 10 {
-                        Console.err("logstore-compact: \(type) key \(key) does not hold an attribute value (\(e.message)); printed as {\"$undecodable\": base64}")
+                        Console.err(
+                            "logstore-compact: \(type) key \(key) does not hold an attribute value (\(e.message)); printed as {\"$undecodable\": base64}"
+                        )
                     }
                     value = .object([("$undecodable", .string(Self.base64(bytes)))])
                 }
                 let k = key.displayed
-                Console.out(JSON.object([
-                    ("type", .string(type)),
-                    ("key", .string(k.text)),
-                    ("keyEncoding", .string(k.encoding)),
-                    ("sequence", .uint(loc.sequence)),
-                    ("value", value),
-                ]).rendered)
+                Console.out(
+                    JSON.object([
+                        ("type", .string(type)),
+                        ("key", .string(k.text)),
+                        ("keyEncoding", .string(k.encoding)),
+                        ("sequence", .uint(loc.sequence)),
+                        ("value", value),
+                    ]).rendered)
                 done += 1
                 if done % 1024 == 0 { progress.update("dumping", done: done, total: total, unit: .records) }
             }

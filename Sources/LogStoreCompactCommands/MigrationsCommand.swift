@@ -46,12 +46,13 @@ public struct MigrationsCommand: ParsableCommand {
         let dates = AttributeJSON(typed: false).dates
         let applied = entries.filter { $0.kind == .migration }.map(\.name)
         if common.json {
-            Console.out(JSON.object([
-                ("command", .string("migrations")),
-                ("store", .string(dir)),
-                ("applied", .array(applied.map { .string($0) })),
-                ("history", .array(entries.map { Self.json($0, dates) })),
-            ]).rendered)
+            Console.out(
+                JSON.object([
+                    ("command", .string("migrations")),
+                    ("store", .string(dir)),
+                    ("applied", .array(applied.map { .string($0) })),
+                    ("history", .array(entries.map { Self.json($0, dates) })),
+                ]).rendered)
             return
         }
         let indexChanges = entries.filter { $0.kind == .indexes }.count
@@ -80,17 +81,24 @@ public struct MigrationsCommand: ParsableCommand {
 
     static func json(_ e: StoreHistory.Entry, _ dates: ISO8601DateFormatter) -> JSON {
         var m: [(String, JSON)] = [
-            ("ordinal", .uint(e.ordinal)), ("kind", .string(e.kind.rawValue)), ("name", .string(e.name)), ("at", .string(dates.string(from: e.at))),
+            ("ordinal", .uint(e.ordinal)), ("kind", .string(e.kind.rawValue)), ("name", .string(e.name)),
+            ("at", .string(dates.string(from: e.at))),
         ]
         if let ms = e.durationMs { m.append(("durationMs", .integer(ms))) }
         if let c = e.changes { m.append(("changes", .integer(c))) }
         if let indexes = e.indexes {
-            m.append(("indexes", .array(indexes.map { i in
-                JSON.object([
-                    ("name", .string(i.name)), ("definition", .string(i.definition)), ("hash", .string(String(i.hash, radix: 16))),
-                    ("entries", i.entries.map { .integer($0) } ?? .null),
-                ])
-            })))
+            m.append(
+                (
+                    "indexes",
+                    .array(
+                        indexes.map { i in
+                            JSON.object([
+                                ("name", .string(i.name)), ("definition", .string(i.definition)),
+                                ("hash", .string(String(i.hash, radix: 16))),
+                                ("entries", i.entries.map { .integer($0) } ?? .null),
+                            ])
+                        })
+                ))
         }
         if let dropped = e.dropped { m.append(("dropped", .array(dropped.map { .string($0) }))) }
         if let reason = e.reason { m.append(("reason", .string(reason))) }

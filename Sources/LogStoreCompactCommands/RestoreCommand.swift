@@ -44,11 +44,16 @@ public struct RestoreCommand: ParsableCommand {
         try StoreAccess.requireStore(source)
         let names = try StoreAccess.fs.contentsOfDirectory(atPath: source)
         if names.contains(LogEngine.backupMarkerFileName) && !names.contains(LogStoreFormat.manifestFileName) {
-            throw ToolFailure(.damage, "\(source) is an unfinished backup (its writing was interrupted): it holds no MANIFEST. Restore from an earlier backup, or back up again.", path: source)
+            throw ToolFailure(
+                .damage,
+                "\(source) is an unfinished backup (its writing was interrupted): it holds no MANIFEST. Restore from an earlier backup, or back up again.",
+                path: source)
         }
         let dest = StoreAccess.resolve(target)
         if let existing = try? StoreAccess.fs.contentsOfDirectory(atPath: dest), !existing.isEmpty {
-            throw ToolFailure(.usage, "The target \(dest) is not empty. Restore into a new or empty directory; a restore never writes over files.", path: dest)
+            throw ToolFailure(
+                .usage, "The target \(dest) is not empty. Restore into a new or empty directory; a restore never writes over files.",
+                path: dest)
         }
         try BackupRun(command: "restore", source: backup, destination: target, verification: verify, common: common).run()
     }

@@ -1,6 +1,6 @@
-import LogStoreCommandSupport
 public import ArgumentParser
 import Foundation
+import LogStoreCommandSupport
 import LogStoreEngine
 
 /// `logstore-compact salvage <store> --into <dir>`: copies every valid transaction's records into
@@ -70,26 +70,29 @@ public struct SalvageCommand: ParsableCommand {
         let droppedBytes = report.dropped.reduce(0) { $0 + $1.bytes }
         let after = StoreAccess.measure(target)
         if common.json {
-            Console.out(JSON.object([
-                ("command", .string("salvage")),
-                ("store", .string(source)),
-                ("into", .string(target)),
-                ("ok", .bool(report.dropped.isEmpty)),
-                ("records", .integer(copied.records)),
-                ("valueBytes", .uint(copied.valueBytes)),
-                ("types", .object(copied.types.keys.sorted().map { ($0, .integer(copied.types[$0] ?? 0)) })),
-                ("transactionsRead", .integer(report.transactionsReplayed)),
-                ("lastSequence", .uint(report.lastSequence)),
-                ("manifestRebuilt", .bool(manifestRebuilt)),
-                ("dropped", .array(report.dropped.map(\.json))),
-                ("droppedBytes", .uint(droppedBytes)),
-                ("tornTail", report.truncatedTail.map(\.json) ?? .null),
-                ("newStore", .object([("bytes", .uint(after.bytes)), ("segments", .integer(after.segments))])),
-            ]).rendered)
+            Console.out(
+                JSON.object([
+                    ("command", .string("salvage")),
+                    ("store", .string(source)),
+                    ("into", .string(target)),
+                    ("ok", .bool(report.dropped.isEmpty)),
+                    ("records", .integer(copied.records)),
+                    ("valueBytes", .uint(copied.valueBytes)),
+                    ("types", .object(copied.types.keys.sorted().map { ($0, .integer(copied.types[$0] ?? 0)) })),
+                    ("transactionsRead", .integer(report.transactionsReplayed)),
+                    ("lastSequence", .uint(report.lastSequence)),
+                    ("manifestRebuilt", .bool(manifestRebuilt)),
+                    ("dropped", .array(report.dropped.map(\.json))),
+                    ("droppedBytes", .uint(droppedBytes)),
+                    ("tornTail", report.truncatedTail.map(\.json) ?? .null),
+                    ("newStore", .object([("bytes", .uint(after.bytes)), ("segments", .integer(after.segments))])),
+                ]).rendered)
         } else {
             Console.out("salvage \(source) -> \(target)")
             Console.out("  read \(Format.count(report.transactionsReplayed)) valid transactions (last sequence \(report.lastSequence))")
-            Console.out("  copied \(Format.count(copied.records)) records (\(Format.bytes(copied.valueBytes)) of values) into \(after.segments) segment\(after.segments == 1 ? "" : "s"), \(Format.bytes(after.bytes))")
+            Console.out(
+                "  copied \(Format.count(copied.records)) records (\(Format.bytes(copied.valueBytes)) of values) into \(after.segments) segment\(after.segments == 1 ? "" : "s"), \(Format.bytes(after.bytes))"
+            )
             for t in copied.types.keys.sorted() {
                 Console.out("    " + Format.pad(t, 20) + Format.padLeft(Format.count(copied.types[t] ?? 0), 9))
             }
@@ -99,7 +102,8 @@ public struct SalvageCommand: ParsableCommand {
             if report.dropped.isEmpty {
                 Console.out("OK: nothing dropped")
             } else {
-                Console.out("DROPPED \(report.dropped.count) damaged range\(report.dropped.count == 1 ? "" : "s") (\(Format.bytes(droppedBytes))):")
+                Console.out(
+                    "DROPPED \(report.dropped.count) damaged range\(report.dropped.count == 1 ? "" : "s") (\(Format.bytes(droppedBytes))):")
                 for d in report.dropped { Console.out("  \(d)") }
             }
         }
@@ -107,14 +111,17 @@ public struct SalvageCommand: ParsableCommand {
     }
 
     /// Opens `source` with salvage recovery and copies its snapshot into a new store at `target`.
-    static func salvage(from source: String, into target: String, segmentSize: Int?, progress: ProgressLine) throws -> (RecoveryReport, StoreCopier.Result) {
+    static func salvage(from source: String, into target: String, segmentSize: Int?, progress: ProgressLine) throws -> (
+        RecoveryReport, StoreCopier.Result
+    ) {
         let engine = try StoreAccess.openEngine(source, options: StoreAccess.readOnlyOptions)
         defer { try? engine.close() }
         let snapshot = try engine.snapshot()
         let copy = try StoreAccess.openEngine(target, options: StoreCopier.targetOptions(segmentSize: segmentSize))
         let result: StoreCopier.Result
         do {
-            result = try StoreCopier(segmentSize: segmentSize ?? LogStoreOptions().segmentSize).copy(snapshot, into: copy, progress: progress)
+            result = try StoreCopier(segmentSize: segmentSize ?? LogStoreOptions().segmentSize).copy(
+                snapshot, into: copy, progress: progress)
             try copy.close()
         } catch {
             try? copy.close()

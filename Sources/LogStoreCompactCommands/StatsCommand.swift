@@ -1,6 +1,6 @@
-import LogStoreCommandSupport
 public import ArgumentParser
 import Foundation
+import LogStoreCommandSupport
 import LogStoreEngine
 
 /// `logstore-compact stats <store>`: segments, live and dead bytes, records per type,
@@ -57,7 +57,9 @@ public struct StatsCommand: ParsableCommand {
             throw ExitCode(ToolExitCode.notAStore.rawValue)
         }
         if scan.hasDamage {
-            Console.err("logstore-compact: the store is damaged; `logstore-compact verify` lists the damage and `salvage` recovers the valid transactions.")
+            Console.err(
+                "logstore-compact: the store is damaged; `logstore-compact verify` lists the damage and `salvage` recovers the valid transactions."
+            )
             throw ExitCode(ToolExitCode.damage.rawValue)
         }
     }
@@ -70,11 +72,14 @@ public struct StatsCommand: ParsableCommand {
             ("manifestGeneration", s.manifest.map { .uint($0.generation) } ?? .null),
             ("storeId", s.manifest?.storeId.map { .string($0) } ?? .null),
             ("files", .object([("count", .integer(s.files.count)), ("bytes", .uint(s.totalBytes))])),
-            ("segments", .object([
-                ("count", .integer(s.segments.count)),
-                ("bytes", .uint(s.segmentBytes)),
-                ("list", .array(s.segments.map(segmentJSON))),
-            ])),
+            (
+                "segments",
+                .object([
+                    ("count", .integer(s.segments.count)),
+                    ("bytes", .uint(s.segmentBytes)),
+                    ("list", .array(s.segments.map(segmentJSON))),
+                ])
+            ),
             ("liveBytes", .uint(s.liveBytes)),
             ("deadBytes", .uint(s.deadBytes)),
             ("overheadBytes", .uint(s.overheadBytes)),
@@ -82,25 +87,37 @@ public struct StatsCommand: ParsableCommand {
             ("strayBytes", .uint(s.strayBytes)),
             ("records", .object([("live", .integer(s.liveRecords)), ("inLog", .integer(s.records))])),
             ("types", .object(s.types.keys.sorted().map { ($0, typeJSON(s.types[$0] ?? .init())) })),
-            ("compression", .object([
-                ("rawBytes", .uint(s.rawPayloadBytes)),
-                ("storedBytes", .uint(s.storedPayloadBytes)),
-                ("ratio", s.compressionRatio.map { .double(($0 * 1000).rounded() / 1000) } ?? .null),
-            ])),
+            (
+                "compression",
+                .object([
+                    ("rawBytes", .uint(s.rawPayloadBytes)),
+                    ("storedBytes", .uint(s.storedPayloadBytes)),
+                    ("ratio", s.compressionRatio.map { .double(($0 * 1000).rounded() / 1000) } ?? .null),
+                ])
+            ),
             ("sequence", .object([("first", .optional(s.firstSequence)), ("last", .uint(s.lastSequence))])),
             ("transactions", .integer(s.transactions)),
-            ("checkpoint", s.checkpointFiles.isEmpty ? .null : .object([
-                ("files", .array(s.checkpointFiles.map { .string($0.name) })),
-                ("sequence", .optional(s.checkpoint?.sequence)),
-                ("generation", .optional(s.checkpoint?.generation)),
-                ("ageSeconds", s.checkpoint.map { .double(Self.ageSeconds($0.createdAtMillis)) } ?? .null),
-            ])),
-            ("indexes", .array(s.checkpointIndexes.map { i in
-                .object([
-                    ("type", .string(i.type)), ("definition", .string(i.definition)), ("entries", .integer(i.entries)),
-                    ("entryBytes", .integer(i.entryBytes)), ("estimatedMemoryBytes", .integer(i.estimatedMemoryBytes)),
-                ])
-            })),
+            (
+                "checkpoint",
+                s.checkpointFiles.isEmpty
+                    ? .null
+                    : .object([
+                        ("files", .array(s.checkpointFiles.map { .string($0.name) })),
+                        ("sequence", .optional(s.checkpoint?.sequence)),
+                        ("generation", .optional(s.checkpoint?.generation)),
+                        ("ageSeconds", s.checkpoint.map { .double(Self.ageSeconds($0.createdAtMillis)) } ?? .null),
+                    ])
+            ),
+            (
+                "indexes",
+                .array(
+                    s.checkpointIndexes.map { i in
+                        .object([
+                            ("type", .string(i.type)), ("definition", .string(i.definition)), ("entries", .integer(i.entries)),
+                            ("entryBytes", .integer(i.entryBytes)), ("estimatedMemoryBytes", .integer(i.estimatedMemoryBytes)),
+                        ])
+                    })
+            ),
             ("issues", .array(s.issues.map(\.json))),
         ])
     }
@@ -151,13 +168,19 @@ public struct StatsCommand: ParsableCommand {
             ]
             Console.out(parts.joined())
         }
-        row("Live", "\(Format.count(s.liveRecords)) records, \(Format.bytes(s.liveBytes)) (\(Format.percent(s.liveBytes, of: s.segmentBytes)))")
+        row(
+            "Live",
+            "\(Format.count(s.liveRecords)) records, \(Format.bytes(s.liveBytes)) (\(Format.percent(s.liveBytes, of: s.segmentBytes)))")
         row("Dead", "\(Format.bytes(s.deadBytes)) (\(Format.percent(s.deadBytes, of: s.segmentBytes))), reclaimable by compaction")
         row("Overhead", "\(Format.bytes(s.overheadBytes)) of segment and frame headers")
-        if s.preallocatedBytes > 0 { row("Preallocated", "\(Format.bytes(s.preallocatedBytes)) of zeros after the tail's last transaction (cut at the next close)") }
+        if s.preallocatedBytes > 0 {
+            row("Preallocated", "\(Format.bytes(s.preallocatedBytes)) of zeros after the tail's last transaction (cut at the next close)")
+        }
         if s.strayBytes > 0 { row("Stray", "\(Format.bytes(s.strayBytes)) in unlisted segment files") }
         if let r = s.compressionRatio {
-            row("Compression", "\(Format.fixed(r, 2))x (\(Format.bytes(s.rawPayloadBytes)) raw, \(Format.bytes(s.storedPayloadBytes)) stored)")
+            row(
+                "Compression",
+                "\(Format.fixed(r, 2))x (\(Format.bytes(s.rawPayloadBytes)) raw, \(Format.bytes(s.storedPayloadBytes)) stored)")
         } else {
             row("Compression", "n/a (empty log)")
         }
@@ -168,14 +191,22 @@ public struct StatsCommand: ParsableCommand {
         }
         if let cp = s.checkpoint {
             let lag = s.lastSequence >= cp.sequence ? s.lastSequence - cp.sequence : 0
-            row("Checkpoint", "sequence \(cp.sequence) (\(Format.count(Int(lag))) transactions behind the log), written \(Int(Self.ageSeconds(cp.createdAtMillis))) s ago")
+            row(
+                "Checkpoint",
+                "sequence \(cp.sequence) (\(Format.count(Int(lag))) transactions behind the log), written \(Int(Self.ageSeconds(cp.createdAtMillis))) s ago"
+            )
         } else {
-            row("Checkpoint", s.checkpointFiles.isEmpty ? "none" : s.checkpointFiles.map(\.name).joined(separator: ", ") + " (damaged: open ignores it and replays the log)")
+            row(
+                "Checkpoint",
+                s.checkpointFiles.isEmpty
+                    ? "none" : s.checkpointFiles.map(\.name).joined(separator: ", ") + " (damaged: open ignores it and replays the log)")
         }
         if !s.checkpointIndexes.isEmpty {
             Console.out("Secondary indexes (as of the checkpoint)")
             for i in s.checkpointIndexes {
-                Console.out("  \(i.type): \(i.definition)  \(Format.count(i.entries)) entries, \(Format.bytes(UInt64(i.entryBytes))) of entries, about \(Format.bytes(UInt64(i.estimatedMemoryBytes))) of memory")
+                Console.out(
+                    "  \(i.type): \(i.definition)  \(Format.count(i.entries)) entries, \(Format.bytes(UInt64(i.entryBytes))) of entries, about \(Format.bytes(UInt64(i.estimatedMemoryBytes))) of memory"
+                )
             }
         }
         if s.types.isEmpty {

@@ -1,5 +1,5 @@
-import LogStoreCommandSupport
 public import ArgumentParser
+import LogStoreCommandSupport
 import LogStoreEngine
 
 /// `logstore-compact verify <store>`: checks every checksum and structure of every file and that
@@ -62,7 +62,9 @@ public struct VerifyCommand: ParsableCommand {
         // refusal that is not damage.
         let rollOverPending = scan.issues.contains { $0.kind == .file && $0.severity == .warning }
         if rollOverPending && !noIndex {
-            scan.issues.append(StoreIssue(.warning, .index, path: dir, offset: nil, "index not compared: the last segment is missing (the next open creates it)"))
+            scan.issues.append(
+                StoreIssue(
+                    .warning, .index, path: dir, offset: nil, "index not compared: the last segment is missing (the next open creates it)"))
         }
         if !noIndex && scan.manifest != nil && !newer && !rollOverPending {
             progress.phase("comparing the engine's index with the log")
@@ -78,7 +80,9 @@ public struct VerifyCommand: ParsableCommand {
                 progress.finish()
                 throw failure
             } catch let e as LogStoreError {
-                scan.issues.append(StoreIssue(.damage, .engineOpen, path: e.path ?? dir, offset: e.offset, "the engine refuses to open the store: \(e.message)"))
+                scan.issues.append(
+                    StoreIssue(
+                        .damage, .engineOpen, path: e.path ?? dir, offset: e.offset, "the engine refuses to open the store: \(e.message)"))
             }
         }
         progress.finish()
@@ -86,41 +90,50 @@ public struct VerifyCommand: ParsableCommand {
         let damage = scan.issues.filter { $0.severity == .damage }.count
         let warnings = scan.issues.count - damage
         if common.json {
-            Console.out(JSON.object([
-                ("command", .string("verify")),
-                ("store", .string(dir)),
-                ("ok", .bool(damage == 0)),
-                ("damage", .integer(damage)),
-                ("warnings", .integer(warnings)),
-                ("checked", .object([
-                    ("files", .integer(scan.files.count)),
-                    ("segments", .integer(scan.segments.count)),
-                    ("bytes", .uint(scan.segmentBytes)),
-                    ("frames", .integer(scan.frames)),
-                    ("transactions", .integer(scan.transactions + scan.transactionsAfterDamage)),
-                    ("records", .integer(scan.records)),
-                    ("values", .integer(scan.valuesDecoded)),
-                    ("indexCompared", .bool(indexCompared)),
-                    ("indexEntries", .integer(indexEntries)),
-                ])),
-                ("transactionsAfterDamage", .integer(scan.transactionsAfterDamage)),
-                ("issues", .array(scan.issues.map(\.json))),
-            ]).rendered)
+            Console.out(
+                JSON.object([
+                    ("command", .string("verify")),
+                    ("store", .string(dir)),
+                    ("ok", .bool(damage == 0)),
+                    ("damage", .integer(damage)),
+                    ("warnings", .integer(warnings)),
+                    (
+                        "checked",
+                        .object([
+                            ("files", .integer(scan.files.count)),
+                            ("segments", .integer(scan.segments.count)),
+                            ("bytes", .uint(scan.segmentBytes)),
+                            ("frames", .integer(scan.frames)),
+                            ("transactions", .integer(scan.transactions + scan.transactionsAfterDamage)),
+                            ("records", .integer(scan.records)),
+                            ("values", .integer(scan.valuesDecoded)),
+                            ("indexCompared", .bool(indexCompared)),
+                            ("indexEntries", .integer(indexEntries)),
+                        ])
+                    ),
+                    ("transactionsAfterDamage", .integer(scan.transactionsAfterDamage)),
+                    ("issues", .array(scan.issues.map(\.json))),
+                ]).rendered)
         } else {
             Console.out("verify \(dir)")
-            Console.out("  checked \(scan.files.count) files, \(scan.segments.count) segments (\(Format.bytes(scan.segmentBytes))), "
-                + "\(Format.count(scan.frames)) frames, \(Format.count(scan.transactions + scan.transactionsAfterDamage)) transactions, "
-                + "\(Format.count(scan.records)) records, \(Format.count(scan.valuesDecoded)) values"
-                + (indexCompared ? ", \(Format.count(indexEntries)) index entries" : ""))
+            Console.out(
+                "  checked \(scan.files.count) files, \(scan.segments.count) segments (\(Format.bytes(scan.segmentBytes))), "
+                    + "\(Format.count(scan.frames)) frames, \(Format.count(scan.transactions + scan.transactionsAfterDamage)) transactions, "
+                    + "\(Format.count(scan.records)) records, \(Format.count(scan.valuesDecoded)) values"
+                    + (indexCompared ? ", \(Format.count(indexEntries)) index entries" : ""))
             for issue in scan.issues { Console.out("  " + issue.line) }
             if scan.transactionsAfterDamage > 0 {
-                Console.out("  \(Format.count(scan.transactionsAfterDamage)) valid transactions follow damage in their segment: the engine does not replay them and salvage drops them")
+                Console.out(
+                    "  \(Format.count(scan.transactionsAfterDamage)) valid transactions follow damage in their segment: the engine does not replay them and salvage drops them"
+                )
             }
             if damage == 0 {
                 Console.out("OK" + (warnings > 0 ? " (\(warnings) warning\(warnings == 1 ? "" : "s"))" : ""))
             } else {
-                Console.out("DAMAGED: \(damage) problem\(damage == 1 ? "" : "s")" + (warnings > 0 ? ", \(warnings) warning\(warnings == 1 ? "" : "s")" : "")
-                    + ". `logstore-compact salvage <store> --into <new-dir>` copies every valid transaction into a new store.")
+                Console.out(
+                    "DAMAGED: \(damage) problem\(damage == 1 ? "" : "s")"
+                        + (warnings > 0 ? ", \(warnings) warning\(warnings == 1 ? "" : "s")" : "")
+                        + ". `logstore-compact salvage <store> --into <new-dir>` copies every valid transaction into a new store.")
             }
         }
         if newer { throw ExitCode(ToolExitCode.notAStore.rawValue) }

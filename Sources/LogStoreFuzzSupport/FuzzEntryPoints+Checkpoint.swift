@@ -56,12 +56,17 @@ extension FuzzEntryPoints {
             for (type, indexes) in cp.index.secondary {
                 for (name, index) in indexes {
                     guard index.entries.count == (cp.index.types[type]?.count ?? 0), name == index.definition.name else {
-                        throw FuzzPropertyViolation("checkpoint decoded index \(name) of \(type) with \(index.entries.count) entries for \((cp.index.types[type]?.count ?? 0)) records")
+                        throw FuzzPropertyViolation(
+                            "checkpoint decoded index \(name) of \(type) with \(index.entries.count) entries for \((cp.index.types[type]?.count ?? 0)) records"
+                        )
                     }
-                    for entry in index.entries.keys where IndexKeyEncoding.recordKey(ofEntry: entry, componentCount: index.definition.attributes.count) == nil {
+                    for entry in index.entries.keys
+                    where IndexKeyEncoding.recordKey(ofEntry: entry, componentCount: index.definition.attributes.count) == nil {
                         throw FuzzPropertyViolation("checkpoint decoded a malformed entry of index \(name) of \(type)")
                     }
-                    guard let other = back.index.secondary[type]?[name], other.definition == index.definition, other.entries == index.entries else {
+                    guard let other = back.index.secondary[type]?[name], other.definition == index.definition,
+                        other.entries == index.entries
+                    else {
                         throw FuzzPropertyViolation("index \(name) of \(type) changed in an encode/decode round trip")
                     }
                 }
@@ -86,7 +91,9 @@ extension FuzzEntryPoints {
                 try f.close()
                 if let id = m.storeId { bytes.replaceSubrange(idAt..<(idAt + 16), with: id.bytes) }
                 if mode & 1 != 0 {
-                    let crc = bytes.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)]))) }
+                    let crc = bytes.withUnsafeBytes {
+                        CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)])))
+                    }
                     for i in 0..<4 { bytes[bytes.count - 4 + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
                 }
             }

@@ -98,7 +98,8 @@ extension FuzzEntryPoints {
                     return
                 }
                 guard engine.manifestInfo.segments.count == expected.count + 1 else {
-                    throw FuzzPropertyViolation("a commit larger than the segment size did not roll over (segments \(engine.manifestInfo.segments))")
+                    throw FuzzPropertyViolation(
+                        "a commit larger than the segment size did not roll over (segments \(engine.manifestInfo.segments))")
                 }
             }
             try engine.close()

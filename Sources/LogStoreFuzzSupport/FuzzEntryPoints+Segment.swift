@@ -58,7 +58,9 @@ extension FuzzEntryPoints {
                 let manifest = ManifestFile(
                     version: version, generation: 1, nextSegment: sealed ? next &+ 1 : next, segments: sealed ? [number, next] : [number],
                     storeId: storeId,
-                    sealed: sealed ? [number: .init(length: UInt64(max(bytes.count + lengthDelta, SegmentHeader.sizeV1)), lastSequence: recordedLast)] : [:])
+                    sealed: sealed
+                        ? [number: .init(length: UInt64(max(bytes.count + lengthDelta, SegmentHeader.sizeV1)), lastSequence: recordedLast)]
+                        : [:])
                 try writeFile(fs, _joinPath(dir, LogStoreFormat.manifestFileName), manifest.encoded())
             }
             try writeFile(fs, _joinPath(dir, LogStoreFormat.segmentFileName(number)), bytes)
@@ -68,7 +70,8 @@ extension FuzzEntryPoints {
                 var seg2 = SegmentHeader(version: version, segment: next, baseSequence: 1 << 40, storeId: storeId).encoded()
                 var payload = _ByteWriter(capacity: 64)
                 RecordOperation.put(type: "sealed-check", key: RecordKey([2]), value: [0x02, 0x03]).encode(into: &payload)
-                LogFrame.append(into: &seg2, raw: payload.bytes, kind: .commit, sequence: 1 << 40, compress: false, threshold: 0, version: version)
+                LogFrame.append(
+                    into: &seg2, raw: payload.bytes, kind: .commit, sequence: 1 << 40, compress: false, threshold: 0, version: version)
                 try writeFile(fs, _joinPath(dir, LogStoreFormat.segmentFileName(next)), seg2)
             }
         } catch {
@@ -81,8 +84,10 @@ extension FuzzEntryPoints {
         } catch {
             // Without MANIFEST, a directory whose segment-named files carry no LogStore segment
             // header was not written by LogStore: `.notAStore`, and only then.
-            let headers = ((try? fs.contentsOfDirectory(atPath: dir)) ?? []).filter { LogStoreFormat.segmentNumber(fromFileName: $0) != nil }
-                .compactMap { LogEngine.readSegmentHeader(fs, _joinPath(dir, $0)) }
+            let headers = ((try? fs.contentsOfDirectory(atPath: dir)) ?? []).filter {
+                LogStoreFormat.segmentNumber(fromFileName: $0) != nil
+            }
+            .compactMap { LogEngine.readSegmentHeader(fs, _joinPath(dir, $0)) }
             if !withManifest, headers.isEmpty, (error as? LogStoreError)?.code == .notAStore { return }
             try expectCorruption(error, "open", allowing: [.unsupportedFormatVersion])
             return
@@ -157,7 +162,8 @@ extension FuzzEntryPoints {
                     return true
                 }
                 guard records.count == snap.count(ofType: type), !records.isEmpty else {
-                    throw FuzzPropertyViolation("\(when): \(type) has \(snap.count(ofType: type)) indexed records, forEach yields \(records.count)")
+                    throw FuzzPropertyViolation(
+                        "\(when): \(type) has \(snap.count(ofType: type)) indexed records, forEach yields \(records.count)")
                 }
                 for (k, v) in records {
                     guard let point = try snap.value(type: type, key: k), point.elementsEqual(v) else {

@@ -64,7 +64,9 @@ public enum FuzzEntryPoints {
                     frames += 1
                     let end = payloadOffset + header.storedLength
                     guard payloadOffset == offset + LogFrame.headerSize(version: version), end <= buf.count, header.storedLength >= 0 else {
-                        throw FuzzPropertyViolation("parse accepted a frame at \(offset) whose payload \(payloadOffset)..<\(end) leaves the \(buf.count)-byte buffer")
+                        throw FuzzPropertyViolation(
+                            "parse accepted a frame at \(offset) whose payload \(payloadOffset)..<\(end) leaves the \(buf.count)-byte buffer"
+                        )
                     }
                     guard SegmentReader.nextValidFrame(buf, from: offset, version: version) != nil else {
                         throw FuzzPropertyViolation("validFrameFollows(from: \(offset)) misses the valid frame that starts there")
@@ -117,9 +119,11 @@ public enum FuzzEntryPoints {
             try DecodedRecord.decodeAll(buf) { rec in
                 let end = rec.valueOffset + rec.valueLength
                 guard rec.valueOffset >= 0, rec.valueLength >= 0, end <= buf.count else {
-                    throw FuzzPropertyViolation("decodeAll reported a value at \(rec.valueOffset)+\(rec.valueLength) outside the \(buf.count)-byte payload")
+                    throw FuzzPropertyViolation(
+                        "decodeAll reported a value at \(rec.valueOffset)+\(rec.valueLength) outside the \(buf.count)-byte payload")
                 }
-                out.append(Record(op: rec.op, type: rec.type, key: rec.key, value: Array(buf[rec.valueOffset..<end]), sequence: rec.sequence))
+                out.append(
+                    Record(op: rec.op, type: rec.type, key: rec.key, value: Array(buf[rec.valueOffset..<end]), sequence: rec.sequence))
             }
             return out
         }
@@ -142,7 +146,8 @@ public enum FuzzEntryPoints {
         do {
             again = try decodeRecords(w.bytes)
         } catch {
-            throw FuzzPropertyViolation("\(context): \(records.count) decoded records re-encode to a payload that does not decode: \(error)")
+            throw FuzzPropertyViolation(
+                "\(context): \(records.count) decoded records re-encode to a payload that does not decode: \(error)")
         }
         guard again == records else {
             throw FuzzPropertyViolation("\(context): records changed in an encode/decode round trip")
@@ -157,7 +162,8 @@ public enum FuzzEntryPoints {
                 into: &out, raw: raw, kind: header.kind, sequence: header.sequence, compress: compress, threshold: 0,
                 version: version, syncedThrough: header.syncedThrough)
             let ok: Bool = out.withUnsafeBytes { buf in
-                guard case .frame(let h, let p) = LogFrame.parse(buf, at: 0, version: version), h.kind == header.kind, h.sequence == header.sequence,
+                guard case .frame(let h, let p) = LogFrame.parse(buf, at: 0, version: version), h.kind == header.kind,
+                    h.sequence == header.sequence,
                     h.syncedThrough == header.syncedThrough,
                     h.rawLength == raw.count, h.storedLength == stored, p + stored == buf.count,
                     let back = try? LogFrame.rawPayload(h, UnsafeRawBufferPointer(rebasing: buf[p...]))

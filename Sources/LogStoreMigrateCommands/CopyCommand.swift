@@ -35,7 +35,9 @@ struct CopyCommand: ParsableCommand {
 
     func validate() throws {
         guard batchSize > 0 else { throw ValidationError("--batch-size must be at least 1.") }
-        guard !(verifyOnly && (resume || noVerify)) else { throw ValidationError("--verify-only copies nothing: it takes neither --resume nor --no-verify.") }
+        guard !(verifyOnly && (resume || noVerify)) else {
+            throw ValidationError("--verify-only copies nothing: it takes neither --resume nor --no-verify.")
+        }
     }
 
     func run() throws {
@@ -70,18 +72,31 @@ struct CopyCommand: ParsableCommand {
         // The cursor goes once the copy is verified (or when not verifying, at once).
         if verification?.isEqual ?? true { try migrator.finish() }
         if common.json {
-            var members: [(String, JSON)] = [("source", .string(source.description)), ("destination", .string(destination.description)), ("copy", MigrationOutput.json(copy))]
+            var members: [(String, JSON)] = [
+                ("source", .string(source.description)), ("destination", .string(destination.description)),
+                ("copy", MigrationOutput.json(copy)),
+            ]
             if let verification { members.append(("verification", MigrationOutput.json(verification))) }
             Console.out(JSON.object(members).rendered)
         } else {
-            let rate = MigrationOutput.secondsValue(copy.duration) > 0 ? Double(copy.itemsThisRun) / MigrationOutput.secondsValue(copy.duration) : 0
-            Console.out("\(copy.resumed ? "resumed and copied" : "copied") \(Format.count(copy.types.count)) type(s), \(Format.count(copy.items)) items (\(Format.bytes(UInt64(copy.bytes)))) from \(source) to \(destination)")
-            Console.out("this run: \(Format.count(copy.itemsThisRun)) items in \(MigrationOutput.seconds(copy.duration)) (\(Format.count(Int(rate))) items/s)")
+            let rate =
+                MigrationOutput.secondsValue(copy.duration) > 0
+                ? Double(copy.itemsThisRun) / MigrationOutput.secondsValue(copy.duration) : 0
+            Console.out(
+                "\(copy.resumed ? "resumed and copied" : "copied") \(Format.count(copy.types.count)) type(s), \(Format.count(copy.items)) items (\(Format.bytes(UInt64(copy.bytes)))) from \(source) to \(destination)"
+            )
+            Console.out(
+                "this run: \(Format.count(copy.itemsThisRun)) items in \(MigrationOutput.seconds(copy.duration)) (\(Format.count(Int(rate))) items/s)"
+            )
             if let verification { for l in MigrationOutput.lines(verification) { Console.out(l) } }
         }
         if let verification, !verification.isEqual {
             // The report is printed (one JSON document with --json): only the exit status is left.
-            if !common.json { Console.err("logstore-migrate: the destination differs from the source; keep using the source, delete the destination and copy again") }
+            if !common.json {
+                Console.err(
+                    "logstore-migrate: the destination differs from the source; keep using the source, delete the destination and copy again"
+                )
+            }
             throw ExitCode(ToolExitCode.damage.rawValue)
         }
     }

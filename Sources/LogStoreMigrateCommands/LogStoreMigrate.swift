@@ -1,6 +1,6 @@
 public import ArgumentParser
-@_exported public import LogStoreCommandSupport
 import LogStore
+@_exported public import LogStoreCommandSupport
 
 /// The `logstore-migrate` tool: root command. With two stores and no subcommand it runs
 /// ``CopyCommand`` (`logstore-migrate SRC DEST`).
@@ -65,7 +65,8 @@ struct StorePair: ParsableArguments {
 
     /// Parses and opens both stores (`setup()`: their locks are taken); the destination is
     /// created when `createDestination`. The caller tears them down.
-    func open(createDestination: Bool) throws -> (source: StoreLocation, from: any DataStore, destination: StoreLocation, to: any DataStore) {
+    func open(createDestination: Bool) throws -> (source: StoreLocation, from: any DataStore, destination: StoreLocation, to: any DataStore)
+    {
         let source = try StoreLocation(self.source)
         let destination = try StoreLocation(self.destination)
         let from = try source.open(create: false)

@@ -21,15 +21,18 @@ struct TypesCommand: ParsableCommand {
         defer { try? opened.tearDown() }
         let (types, cursor) = try opened.read { a -> ([(String, Int)], Bool) in
             let names = try a.itemTypeNames().filter { $0 != DataStoreMigrator.cursorItemType }
-            return (try names.map { ($0, try a.recordCount(ofType: $0)) },
-                    try a.recordCount(ofType: DataStoreMigrator.cursorItemType) > 0)
+            return (
+                try names.map { ($0, try a.recordCount(ofType: $0)) },
+                try a.recordCount(ofType: DataStoreMigrator.cursorItemType) > 0
+            )
         }
         if common.json {
-            Console.out(JSON.object([
-                ("store", .string(location.description)),
-                ("interruptedCopy", .bool(cursor)),
-                ("types", .array(types.map { .object([("itemType", .string($0.0)), ("items", .integer($0.1))]) })),
-            ]).rendered)
+            Console.out(
+                JSON.object([
+                    ("store", .string(location.description)),
+                    ("interruptedCopy", .bool(cursor)),
+                    ("types", .array(types.map { .object([("itemType", .string($0.0)), ("items", .integer($0.1))]) })),
+                ]).rendered)
             return
         }
         for (name, count) in types { Console.out("\(Format.pad(name, 32)) \(Format.padLeft(Format.count(count), 12))") }

@@ -41,7 +41,9 @@ struct VerifyCommand: ParsableCommand {
             Console.out(JSON.object(members).rendered)
         } else {
             if let pending, !pending.isComplete {
-                Console.out("note: the destination holds an interrupted copy (\(Format.count(pending.copied)) items so far); finish it with `logstore-migrate --resume`")
+                Console.out(
+                    "note: the destination holds an interrupted copy (\(Format.count(pending.copied)) items so far); finish it with `logstore-migrate --resume`"
+                )
             }
             for l in MigrationOutput.lines(verification) { Console.out(l) }
         }

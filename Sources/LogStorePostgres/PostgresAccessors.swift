@@ -19,7 +19,10 @@ class PostgresReadAccessor: DataStoreReadAccessor {
 
     func checkValid() throws {
         guard isValid else {
-            throw LogStoreError(.accessorExpired, "A read accessor was used after its block returned. Use accessors only inside the block that received them; copy the items you need out of the block.")
+            throw LogStoreError(
+                .accessorExpired,
+                "A read accessor was used after its block returned. Use accessors only inside the block that received them; copy the items you need out of the block."
+            )
         }
     }
 
@@ -63,7 +66,11 @@ class PostgresReadAccessor: DataStoreReadAccessor {
     func itemTypeNames() throws -> [String] {
         try reading {
             var names: [String] = []
-            for (type, t) in try allTables() where try !StoreHistory.isReserved(type) && (statements.integers(SQLFragment("SELECT count(*) FROM (SELECT 1 FROM \(t.sql) LIMIT 1) AS logstore_any")).first ?? 0) > 0 {
+            for (type, t) in try allTables()
+            where try !StoreHistory.isReserved(type)
+                && (statements.integers(SQLFragment("SELECT count(*) FROM (SELECT 1 FROM \(t.sql) LIMIT 1) AS logstore_any")).first ?? 0)
+                    > 0
+            {
                 names.append(type)
             }
             return names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
@@ -119,4 +126,3 @@ class PostgresReadAccessor: DataStoreReadAccessor {
         }
     }
 }
-

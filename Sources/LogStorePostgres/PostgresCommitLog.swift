@@ -47,7 +47,9 @@ enum PostgresCommitLog {
             var types: [String: CommitChanges.TypeChanges] = [:]
             for _ in 0..<(try r.count()) {
                 let nameBytes = try r.bytes(try r.count())
-                guard let name = String(validating: nameBytes, as: UTF8.self) else { throw Failure(reason: "an item type name is not UTF-8", offset: r.offset) }
+                guard let name = String(validating: nameBytes, as: UTF8.self) else {
+                    throw Failure(reason: "an item type name is not UTF-8", offset: r.offset)
+                }
                 let flags = try r.u8()
                 guard flags & ~1 == 0 else { throw Failure(reason: "unknown flags \(flags)", offset: r.offset - 1) }
                 var t = CommitChanges.TypeChanges()
@@ -59,10 +61,15 @@ enum PostgresCommitLog {
                 t.deleted = try r.keys()
                 types[name] = t
             }
-            guard r.offset == bytes.count else { throw Failure(reason: "\(bytes.count - r.offset) bytes after the last type", offset: r.offset) }
+            guard r.offset == bytes.count else {
+                throw Failure(reason: "\(bytes.count - r.offset) bytes after the last type", offset: r.offset)
+            }
             return CommitChanges(sequence: sequence, types: types)
         } catch let f as Failure {
-            throw LogStoreError(.corruption, "The commit log entry of commit #\(sequence) is damaged: \(f.reason) (at byte \(f.offset) of \(bytes.count)). Observers re-read their results; delete the entry if it persists.", offset: UInt64(f.offset))
+            throw LogStoreError(
+                .corruption,
+                "The commit log entry of commit #\(sequence) is damaged: \(f.reason) (at byte \(f.offset) of \(bytes.count)). Observers re-read their results; delete the entry if it persists.",
+                offset: UInt64(f.offset))
         }
     }
 
@@ -95,7 +102,9 @@ enum PostgresCommitLog {
                 if b & 0x80 == 0 { break }
                 shift += 7
             }
-            guard v <= UInt64(base.count - offset) else { throw Failure(reason: "count \(v) exceeds the \(base.count - offset) bytes left", offset: start) }
+            guard v <= UInt64(base.count - offset) else {
+                throw Failure(reason: "count \(v) exceeds the \(base.count - offset) bytes left", offset: start)
+            }
             return Int(v)
         }
 
@@ -154,7 +163,8 @@ final class PostgresChangePublisher: Sendable {
                 commits = [own]
             } else {
                 commits = try log(s.published, sequence)
-                let complete = commits.count == Int(sequence - s.published)
+                let complete =
+                    commits.count == Int(sequence - s.published)
                     && zip(commits, (s.published + 1)...sequence).allSatisfy { $0.sequence == $1 }
                 if !complete { commits = [CommitChanges(sequence: sequence, types: [:], isReset: true)] }
             }

@@ -54,8 +54,10 @@ final class PostgresConnectionPool: Sendable {
     }
     let state = Mutex(State())
 
-    init(configuration: PostgresConnection.Configuration, group: any EventLoopGroup, maximum: Int, leaseTimeout: Duration,
-         logger: Logger, place: String) {
+    init(
+        configuration: PostgresConnection.Configuration, group: any EventLoopGroup, maximum: Int, leaseTimeout: Duration,
+        logger: Logger, place: String
+    ) {
         self.configuration = configuration
         self.group = group
         self.maximum = max(2, maximum)
@@ -125,7 +127,10 @@ final class PostgresConnectionPool: Sendable {
                     return true
                 }
                 if !handed {
-                    throw LogStoreError(.serverUnavailable, "All \(maximum) connections of the store were busy for \(leaseTimeout) (long transactions, or many snapshots held by observers). Raise Configuration.maximumConnections, or end long blocks sooner.", path: place)
+                    throw LogStoreError(
+                        .serverUnavailable,
+                        "All \(maximum) connections of the store were busy for \(leaseTimeout) (long transactions, or many snapshots held by observers). Raise Configuration.maximumConnections, or end long blocks sooner.",
+                        path: place)
                 }
                 w.ready.wait()
             }
@@ -281,7 +286,10 @@ final class PostgresConnectionPool: Sendable {
     /// serves the query surely would.
     static func checkNotOnEventLoop() throws {
         if MultiThreadedEventLoopGroup.currentEventLoop != nil {
-            throw LogStoreError(.invalidArgument, "A PostgresDataStore's synchronous API (read, writeSync, setup...) was called on a SwiftNIO event loop thread, which it would block. Call the async twins (await store.read { }, await store.write { }) from there, or hop off the event loop first.")
+            throw LogStoreError(
+                .invalidArgument,
+                "A PostgresDataStore's synchronous API (read, writeSync, setup...) was called on a SwiftNIO event loop thread, which it would block. Call the async twins (await store.read { }, await store.write { }) from there, or hop off the event loop first."
+            )
         }
     }
 }

@@ -50,7 +50,8 @@ extension PostgresDataStore {
     /// commit (then nothing is merged).
     public func merge(_ child: any DataStore, policy: MergePolicy) throws {
         let session = try currentSession()
-        try ChildMerge.run(child: child, parent: self, policy: policy, parentIsWriting: isWritingOnCurrentThread, queue: writeQueue) { merge in
+        try ChildMerge.run(child: child, parent: self, policy: policy, parentIsWriting: isWritingOnCurrentThread, queue: writeQueue) {
+            merge in
             try transaction { try merge($0) }
         } newBase: {
             let reader = try PostgresSnapshotReader(session: session)

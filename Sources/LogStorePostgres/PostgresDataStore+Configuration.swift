@@ -1,7 +1,7 @@
 import Foundation
+import LogStoreEngine
 public import Logging
 public import PostgresNIO
-import LogStoreEngine
 
 extension PostgresDataStore {
     /// Where the store's data lives and how the store talks to the server.
@@ -63,7 +63,8 @@ extension PostgresDataStore {
         /// one of these, or a TLS configuration NIOSSL refuses.
         public init(url: String) throws {
             guard let c = URLComponents(string: url), ["postgres", "postgresql"].contains(c.scheme?.lowercased() ?? "") else {
-                throw LogStoreError(.invalidArgument, "Not a PostgreSQL URL: \(Self.redacted(url)). Write postgres://user:password@host:port/database.")
+                throw LogStoreError(
+                    .invalidArgument, "Not a PostgreSQL URL: \(Self.redacted(url)). Write postgres://user:password@host:port/database.")
             }
             var query: [String: String] = [:]
             for item in c.queryItems ?? [] { query[item.name] = item.value ?? "" }
@@ -82,20 +83,25 @@ extension PostgresDataStore {
             case "verify-ca", "verify-full":
                 tls = .require(try Self.sslContext(verify: true))
             case let other:
-                throw LogStoreError(.invalidArgument, "Unknown sslmode '\(other)' in \(Self.redacted(url)): use disable, prefer, require or verify-full.")
+                throw LogStoreError(
+                    .invalidArgument, "Unknown sslmode '\(other)' in \(Self.redacted(url)): use disable, prefer, require or verify-full.")
             }
             if let socketDirectory = query["host"], socketDirectory.hasPrefix("/") {
                 let port = c.port ?? 5432
-                connection = PostgresConnection.Configuration(unixSocketPath: socketDirectory + "/.s.PGSQL.\(port)", username: user, password: password, database: database)
+                connection = PostgresConnection.Configuration(
+                    unixSocketPath: socketDirectory + "/.s.PGSQL.\(port)", username: user, password: password, database: database)
             } else {
                 guard let host = c.host, !host.isEmpty else {
                     throw LogStoreError(.invalidArgument, "The PostgreSQL URL \(Self.redacted(url)) names no host.")
                 }
-                connection = PostgresConnection.Configuration(host: host, port: c.port ?? 5432, username: user, password: password, database: database, tls: tls)
+                connection = PostgresConnection.Configuration(
+                    host: host, port: c.port ?? 5432, username: user, password: password, database: database, tls: tls)
             }
             if let schema = query["schema"], !schema.isEmpty { self.schema = schema }
             if let n = query["max_connections"] {
-                guard let value = Int(n), value > 0 else { throw LogStoreError(.invalidArgument, "max_connections must be a positive integer, not '\(n)'.") }
+                guard let value = Int(n), value > 0 else {
+                    throw LogStoreError(.invalidArgument, "max_connections must be a positive integer, not '\(n)'.")
+                }
                 maximumConnections = value
             }
             connection.options.additionalStartupParameters.append(("application_name", query["application_name"] ?? "LogStore"))
@@ -120,8 +126,8 @@ extension PostgresDataStore {
 
         /// The server as messages name it: `postgres://user@host:port/database (schema s)`.
         var place: String {
-            let where_ = connection.host.map { "\($0):\(connection.port ?? 5432)" } ?? connection.unixSocketPath ?? "a connected channel"
-            return "postgres://\(connection.username)@\(where_)/\(connection.database ?? connection.username) (schema \(schema))"
+            let server = connection.host.map { "\($0):\(connection.port ?? 5432)" } ?? connection.unixSocketPath ?? "a connected channel"
+            return "postgres://\(connection.username)@\(server)/\(connection.database ?? connection.username) (schema \(schema))"
         }
     }
 

@@ -31,9 +31,15 @@ final class PostgresStateSnapshot: DataStoreSnapshot, Sendable {
         try PostgresConnectionPool.checkNotOnEventLoop()
         self.session = session
         connection = try session.pool.leaseForReading()
-        statements = PostgresStatements(connection: connection, logger: session.configuration.logger, place: session.place, timeout: session.configuration.statementTimeout)
+        statements = PostgresStatements(
+            connection: connection, logger: session.configuration.logger, place: session.place,
+            timeout: session.configuration.statementTimeout)
         do {
-            sequence = UInt64(max(0, try statements.integers(SQLFragment("SELECT sequence FROM \(session.own(PostgresSchema.sequence)) WHERE id = 1")).first ?? 0))
+            sequence = UInt64(
+                max(
+                    0,
+                    try statements.integers(SQLFragment("SELECT sequence FROM \(session.own(PostgresSchema.sequence)) WHERE id = 1")).first
+                        ?? 0))
             let s = statements
             try session.publisher.publish(through: sequence, own: nil) { from, through in
                 try Self.readLog(s, session: session, after: from, through: through)
@@ -73,7 +79,12 @@ final class PostgresStateSnapshot: DataStoreSnapshot, Sendable {
         var binds = PostgresBindings()
         binds.append(Int64(clamping: from))
         binds.append(Int64(clamping: through))
-        let rows = try s.run(PostgresQuery(unsafeSQL: "SELECT sequence, changes FROM \(session.own(PostgresSchema.commits)) WHERE sequence > $1 AND sequence <= $2 ORDER BY sequence", binds: binds)).rows
+        let rows = try s.run(
+            PostgresQuery(
+                unsafeSQL:
+                    "SELECT sequence, changes FROM \(session.own(PostgresSchema.commits)) WHERE sequence > $1 AND sequence <= $2 ORDER BY sequence",
+                binds: binds)
+        ).rows
         return try rows.map { row in
             let r = row.makeRandomAccess()
             let sequence = try r[0].decode(Int64.self)
@@ -100,7 +111,11 @@ final class PostgresPoller: Sendable {
         timer.setEventHandler { [weak session] in
             guard let session, session.publisher.isObserved else { return }
             _ = try? session.withConnection { s in
-                let newest = UInt64(max(0, try s.integers(SQLFragment("SELECT sequence FROM \(session.own(PostgresSchema.sequence)) WHERE id = 1")).first ?? 0))
+                let newest = UInt64(
+                    max(
+                        0,
+                        try s.integers(SQLFragment("SELECT sequence FROM \(session.own(PostgresSchema.sequence)) WHERE id = 1")).first ?? 0)
+                )
                 guard newest > session.publisher.published else { return }
                 try session.publisher.publish(through: newest, own: nil) { from, through in
                     try PostgresStateSnapshot.readLog(s, session: session, after: from, through: through)

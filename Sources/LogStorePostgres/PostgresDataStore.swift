@@ -148,11 +148,15 @@ public final class PostgresDataStore: MigratingDataStore, ChildStoreParent {
             let opened: PostgresSchema.Opened
             do {
                 let c = try pool.leaseClean()
-                let s = PostgresStatements(connection: c, logger: configuration.logger, place: configuration.place, timeout: configuration.statementTimeout)
+                let s = PostgresStatements(
+                    connection: c, logger: configuration.logger, place: configuration.place, timeout: configuration.statementTimeout)
                 do {
                     let encoding = try s.run("SHOW server_encoding").rows.first.flatMap { try? $0.decode(String.self) }
                     guard encoding?.uppercased() == "UTF8" else {
-                        throw LogStoreError(.unsupported, "The database's encoding is \(encoding ?? "unknown"); LogStore needs UTF8 (jsonb text). Create the database with ENCODING 'UTF8'.", path: configuration.place)
+                        throw LogStoreError(
+                            .unsupported,
+                            "The database's encoding is \(encoding ?? "unknown"); LogStore needs UTF8 (jsonb text). Create the database with ENCODING 'UTF8'.",
+                            path: configuration.place)
                     }
                     opened = try PostgresSchema.open(s, schema: configuration.schema, create: configuration.createIfMissing)
                     // PostgreSQL 12+: one statement ends a read and begins the next.
@@ -170,7 +174,8 @@ public final class PostgresDataStore: MigratingDataStore, ChildStoreParent {
             }
             let session = PostgresSession(configuration: configuration, options: options, pool: pool, opened: opened)
             let feed = DataStoreChangeFeed(
-                storeIdentity: "postgres:" + opened.storeID, sequence: opened.sequence, retention: options.changeHistory, recordsWrites: false,
+                storeIdentity: "postgres:" + opened.storeID, sequence: opened.sequence, retention: options.changeHistory,
+                recordsWrites: false,
                 snapshot: { [weak session] in
                     guard let session else { throw Self.notOpenError() }
                     return try PostgresStateSnapshot(session: session)
@@ -310,7 +315,10 @@ public final class PostgresDataStore: MigratingDataStore, ChildStoreParent {
                     work = schemaWork
                     guard let conflict else { continue }
                     if ContinuousClock.now - start > configuration.retry.timeout {
-                        throw LogStoreError(.writeConflict, "The write kept conflicting with concurrent writes for \(configuration.retry.timeout) (\(attempt) attempts). Nothing was committed; retry later, or make writers touch fewer shared items.", path: session.place, underlying: conflict)
+                        throw LogStoreError(
+                            .writeConflict,
+                            "The write kept conflicting with concurrent writes for \(configuration.retry.timeout) (\(attempt) attempts). Nothing was committed; retry later, or make writers touch fewer shared items.",
+                            path: session.place, underlying: conflict)
                     }
                     configuration.logger.debug("write conflict, attempt \(attempt): \(conflict)")
                     let pause = configuration.retry.backoff(after: attempt)
@@ -383,9 +391,11 @@ public final class PostgresDataStore: MigratingDataStore, ChildStoreParent {
             var binds = PostgresBindings()
             binds.append(Int64(commit.sequence) - 128)
             binds.append(Double(configuration.commitLogRetention.components.seconds))
-            _ = try? s.run(PostgresQuery(
-                unsafeSQL: "DELETE FROM \(session.own(PostgresSchema.commits)) WHERE sequence <= $1 AND committed_at < now() - make_interval(secs => $2)",
-                binds: binds))
+            _ = try? s.run(
+                PostgresQuery(
+                    unsafeSQL:
+                        "DELETE FROM \(session.own(PostgresSchema.commits)) WHERE sequence <= $1 AND committed_at < now() - make_interval(secs => $2)",
+                    binds: binds))
         }
     }
 
@@ -421,9 +431,12 @@ public final class PostgresDataStore: MigratingDataStore, ChildStoreParent {
     /// queued before it (and may run more than once, see ``RetryPolicy``). `completion` (on a
     /// Dispatch global queue) gets nil once committed, or the error (the block's own unchanged;
     /// `.notOpen` when the store is not set up).
-    public func writeAsync(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> Void,
-                           completion: (@Sendable ((any Error)?) -> Void)?) {
-        writeQueue.enqueue(check: { _ = try currentSession() }, durableTransaction: { try self.transaction { try block($0) } }, completion: completion)
+    public func writeAsync(
+        _ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> Void,
+        completion: (@Sendable ((any Error)?) -> Void)?
+    ) {
+        writeQueue.enqueue(
+            check: { _ = try currentSession() }, durableTransaction: { try self.transaction { try block($0) } }, completion: completion)
     }
 
     /// `writeSync` for Swift concurrency: queued with `writeAsync` blocks (on the queue's thread,

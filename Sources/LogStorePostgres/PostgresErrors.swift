@@ -70,9 +70,15 @@ enum PostgresErrors {
                 }
                 return unavailable(place: place, cause: message(e), error: e, duringCommit: duringCommit)
             case .sslUnsupported, .failedToAddSSLHandler, .receivedUnencryptedDataAfterSSLRequest:
-                return LogStoreError(.serverUnavailable, "The PostgreSQL server does not offer TLS, which the configuration requires (\(message(e))). Enable ssl on the server, or connect with sslmode=prefer or disable on a trusted network.", path: place, underlying: e)
+                return LogStoreError(
+                    .serverUnavailable,
+                    "The PostgreSQL server does not offer TLS, which the configuration requires (\(message(e))). Enable ssl on the server, or connect with sslmode=prefer or disable on a trusted network.",
+                    path: place, underlying: e)
             case .unsupportedAuthMechanism, .authMechanismRequiresPassword, .saslError:
-                return LogStoreError(.permissionDenied, "PostgreSQL refused to authenticate the user (\(message(e))). Check the user name and password in the URL.", path: place, underlying: e)
+                return LogStoreError(
+                    .permissionDenied,
+                    "PostgreSQL refused to authenticate the user (\(message(e))). Check the user name and password in the URL.",
+                    path: place, underlying: e)
             default:
                 return LogStoreError(.io, "The PostgreSQL connection failed (\(message(e))).", path: place, underlying: e)
             }
@@ -80,27 +86,54 @@ enum PostgresErrors {
         let text = message(e)
         switch state {
         case "40001", "40P01":
-            return LogStoreError(.writeConflict, "The transaction conflicted with a concurrent one (\(text)). Nothing was committed; run it again.", path: place, underlying: e)
+            return LogStoreError(
+                .writeConflict, "The transaction conflicted with a concurrent one (\(text)). Nothing was committed; run it again.",
+                path: place, underlying: e)
         case "23505":
-            return LogStoreError(.uniqueConstraintViolation, "A write would give two items equal values in every column of a unique index (\(text)). The write block was rolled back; change or delete the other item first.", path: place, underlying: e)
+            return LogStoreError(
+                .uniqueConstraintViolation,
+                "A write would give two items equal values in every column of a unique index (\(text)). The write block was rolled back; change or delete the other item first.",
+                path: place, underlying: e)
         case "53100":
-            return LogStoreError(.diskFull, "The database server's disk is full (\(text)). The transaction was rolled back; nothing committed was lost. Free space on the server and retry.", path: place, underlying: e)
+            return LogStoreError(
+                .diskFull,
+                "The database server's disk is full (\(text)). The transaction was rolled back; nothing committed was lost. Free space on the server and retry.",
+                path: place, underlying: e)
         case "53200", "53300", "53400":
-            return LogStoreError(.serverUnavailable, "The database server is out of memory or connections (\(text)). Lower maximumConnections of the stores that share it, or raise the server's max_connections.", path: place, underlying: e)
+            return LogStoreError(
+                .serverUnavailable,
+                "The database server is out of memory or connections (\(text)). Lower maximumConnections of the stores that share it, or raise the server's max_connections.",
+                path: place, underlying: e)
         case "28000", "28P01":
-            return LogStoreError(.permissionDenied, "PostgreSQL refused the login (\(text)). Check the user name and password in the URL and the server's pg_hba.conf.", path: place, underlying: e)
+            return LogStoreError(
+                .permissionDenied,
+                "PostgreSQL refused the login (\(text)). Check the user name and password in the URL and the server's pg_hba.conf.",
+                path: place, underlying: e)
         case "42501":
-            return LogStoreError(.permissionDenied, "The database user may not do this (\(text)). Grant it CREATE and USAGE on the store's schema, and rights on its tables.", path: place, underlying: e)
+            return LogStoreError(
+                .permissionDenied,
+                "The database user may not do this (\(text)). Grant it CREATE and USAGE on the store's schema, and rights on its tables.",
+                path: place, underlying: e)
         case "25006":
-            return LogStoreError(.permissionDenied, "The server accepts no writes (\(text)): it is a standby or in read-only mode. Connect to the primary.", path: place, underlying: e)
+            return LogStoreError(
+                .permissionDenied, "The server accepts no writes (\(text)): it is a standby or in read-only mode. Connect to the primary.",
+                path: place, underlying: e)
         case "3D000":
-            return LogStoreError(.notAStore, "The database does not exist (\(text)). Create it (createdb, CREATE DATABASE) or correct the URL.", path: place, underlying: e)
+            return LogStoreError(
+                .notAStore, "The database does not exist (\(text)). Create it (createdb, CREATE DATABASE) or correct the URL.", path: place,
+                underlying: e)
         case "55P03":
-            return LogStoreError(.locked, "A lock the statement needs is held by another session (\(text)). Retry once the other session's long transaction or schema change is done.", path: place, underlying: e)
+            return LogStoreError(
+                .locked,
+                "A lock the statement needs is held by another session (\(text)). Retry once the other session's long transaction or schema change is done.",
+                path: place, underlying: e)
         case "54000":
             return LogStoreError(.itemTooLarge, "An item exceeds a PostgreSQL limit (\(text)).", path: place, underlying: e)
         case "22P05", "22021":
-            return LogStoreError(.invalidArgument, "PostgreSQL cannot store a value of this item (\(text)): its text columns cannot hold NUL characters or invalid UTF-8.", path: place, underlying: e)
+            return LogStoreError(
+                .invalidArgument,
+                "PostgreSQL cannot store a value of this item (\(text)): its text columns cannot hold NUL characters or invalid UTF-8.",
+                path: place, underlying: e)
         default:
             if state.hasPrefix("57P") {
                 // The server ended the session (shutdown, restart, pg_terminate_backend) and said
@@ -116,8 +149,14 @@ enum PostgresErrors {
 
     static func unavailable(place: String, cause: String, error: any Error, duringCommit: Bool) -> LogStoreError {
         if duringCommit {
-            return LogStoreError(.commitOutcomeUnknown, "The connection to PostgreSQL broke while the server was committing (\(cause)): the write may or may not have committed. Read the items back before writing them again.", path: place, underlying: error)
+            return LogStoreError(
+                .commitOutcomeUnknown,
+                "The connection to PostgreSQL broke while the server was committing (\(cause)): the write may or may not have committed. Read the items back before writing them again.",
+                path: place, underlying: error)
         }
-        return LogStoreError(.serverUnavailable, "PostgreSQL cannot be reached or the connection broke (\(cause)). Nothing of the current transaction was committed. Retry once the server is reachable.", path: place, underlying: error)
+        return LogStoreError(
+            .serverUnavailable,
+            "PostgreSQL cannot be reached or the connection broke (\(cause)). Nothing of the current transaction was committed. Retry once the server is reachable.",
+            path: place, underlying: error)
     }
 }

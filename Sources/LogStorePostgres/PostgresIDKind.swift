@@ -62,7 +62,9 @@ enum PostgresIDKind: String, Sendable {
     /// taken for an Int type; such a type's larger ids are refused later with `.invalidArgument`
     /// (Docs/Design.md: create the table from the typed API first).
     static func inferred(key: RecordKey, value: [UInt8]) -> PostgresIDKind {
-        guard case .map(let m)? = try? AttributeValue.decode(value), let id = m["id"], ItemKey.make(fromAttribute: id) == key else { return .bytea }
+        guard case .map(let m)? = try? AttributeValue.decode(value), let id = m["id"], ItemKey.make(fromAttribute: id) == key else {
+            return .bytea
+        }
         switch id {
         case .string: return .text
         case .uuid: return .uuid
@@ -93,7 +95,10 @@ enum PostgresIDKind: String, Sendable {
     }
 
     func refused(_ key: RecordKey, _ why: String) -> LogStoreError {
-        LogStoreError(.invalidArgument, "The id \(key) cannot be stored in a PostgreSQL id column of type \(columnType): \(why). Ids of one item type must all be of one Swift type.")
+        LogStoreError(
+            .invalidArgument,
+            "The id \(key) cannot be stored in a PostgreSQL id column of type \(columnType): \(why). Ids of one item type must all be of one Swift type."
+        )
     }
 
     func text(_ key: RecordKey) throws -> String {
@@ -120,7 +125,9 @@ enum PostgresIDKind: String, Sendable {
         while i < raw.count {
             if raw[i] == 1 {
                 guard i + 1 < raw.count, raw[i + 1] == 1 || raw[i + 1] == 2 else {
-                    throw LogStoreError(.corruption, "A text id holds U+0001 outside LogStore's escape for U+0000 and U+0001; it was not written by LogStore.")
+                    throw LogStoreError(
+                        .corruption,
+                        "A text id holds U+0001 outside LogStore's escape for U+0000 and U+0001; it was not written by LogStore.")
                 }
                 out.append(raw[i + 1] - 1)
                 i += 2
@@ -157,10 +164,14 @@ enum PostgresIDKind: String, Sendable {
         case .text:
             return try buffer.withUnsafeReadableBytes { try Self.unescapedText($0) }
         case .uuid:
-            guard buffer.readableBytes == 16 else { throw LogStoreError(.corruption, "An item's uuid id has \(buffer.readableBytes) bytes.") }
+            guard buffer.readableBytes == 16 else {
+                throw LogStoreError(.corruption, "An item's uuid id has \(buffer.readableBytes) bytes.")
+            }
             return buffer.withUnsafeReadableBytes { RecordKey($0) }
         case .bigint:
-            guard let i = buffer.readInteger(as: Int64.self) else { throw LogStoreError(.corruption, "An item's bigint id has \(buffer.readableBytes) bytes.") }
+            guard let i = buffer.readInteger(as: Int64.self) else {
+                throw LogStoreError(.corruption, "An item's bigint id has \(buffer.readableBytes) bytes.")
+            }
             let flipped = UInt64(bitPattern: i) ^ (1 << 63)
             return withUnsafeBytes(of: flipped.bigEndian) { RecordKey($0) }
         }

@@ -34,15 +34,19 @@ enum PostgresIndexes {
             let columns = definition.attributes.compactMap { SQLDialect.postgres.indexExpression("data", $0) }
             let head = prefix(table) + String(definition.definitionHash, radix: 16) + ":"
             let name = head + PostgresSchema.prefix(definition.name, bytes: PostgresSchema.maxIdentifier - head.utf8.count)
-            let create = "CREATE \(definition.unique ? "UNIQUE " : "")INDEX IF NOT EXISTS \(name.sqlIdentifier) ON \(table.sql) (\(columns.joined(separator: ", ")))"
+            let create =
+                "CREATE \(definition.unique ? "UNIQUE " : "")INDEX IF NOT EXISTS \(name.sqlIdentifier) ON \(table.sql) (\(columns.joined(separator: ", ")))"
             return Wanted(name: name, create: create)
         }
     }
 
     /// The declared indexes `table` has now (name -> nothing), as `s`'s transaction sees them.
     static func existing(_ s: PostgresStatements, table: PostgresTable) throws -> [String: Bool] {
-        let rows = try s.run(SQLFragment("SELECT indexname::text FROM pg_indexes WHERE schemaname = ? AND tablename = ?",
-                                         [.text(Array(table.schema.utf8)), .text(Array(table.name.utf8))])).rows
+        let rows = try s.run(
+            SQLFragment(
+                "SELECT indexname::text FROM pg_indexes WHERE schemaname = ? AND tablename = ?",
+                [.text(Array(table.schema.utf8)), .text(Array(table.name.utf8))])
+        ).rows
         var out: [String: Bool] = [:]
         let p = prefix(table)
         for row in rows {
@@ -73,7 +77,10 @@ enum PostgresIndexes {
             do {
                 try ddl(create)
             } catch let e as LogStoreError where e.code == .uniqueConstraintViolation {
-                throw LogStoreError(.uniqueConstraintViolation, "The unique index of \(type) cannot be created: stored items already have equal values in its columns. The write was rolled back; change or delete the duplicates first.", underlying: e)
+                throw LogStoreError(
+                    .uniqueConstraintViolation,
+                    "The unique index of \(type) cannot be created: stored items already have equal values in its columns. The write was rolled back; change or delete the duplicates first.",
+                    underlying: e)
             }
         }
     }

@@ -65,15 +65,22 @@ enum PostgresSchema {
     }
 
     static func openOnce(_ s: PostgresStatements, schema: String, create: Bool) throws -> Opened {
-        let existing = try s.run(SQLFragment("SELECT table_name::text FROM information_schema.tables WHERE table_schema = ?", [.text(Array(schema.utf8))]))
-            .rows.compactMap { try? $0.decode(String.self) }
+        let existing = try s.run(
+            SQLFragment("SELECT table_name::text FROM information_schema.tables WHERE table_schema = ?", [.text(Array(schema.utf8))])
+        )
+        .rows.compactMap { try? $0.decode(String.self) }
         if !existing.contains(meta) {
             guard existing.isEmpty else {
                 let shown = existing.sorted().prefix(5).joined(separator: ", ") + (existing.count > 5 ? ", ..." : "")
-                throw LogStoreError(.notAStore, "The PostgreSQL schema \(schema) holds tables of another application (\(shown)), not a LogStore store. Give the store a schema of its own (Configuration.schema, or ?schema= in the URL).", path: schema)
+                throw LogStoreError(
+                    .notAStore,
+                    "The PostgreSQL schema \(schema) holds tables of another application (\(shown)), not a LogStore store. Give the store a schema of its own (Configuration.schema, or ?schema= in the URL).",
+                    path: schema)
             }
             guard create else {
-                throw LogStoreError(.notAStore, "There is no LogStore store in the PostgreSQL schema \(schema). Check the URL's database and ?schema=.", path: schema)
+                throw LogStoreError(
+                    .notAStore, "There is no LogStore store in the PostgreSQL schema \(schema). Check the URL's database and ?schema=.",
+                    path: schema)
             }
             try self.create(s, schema: schema)
         }
@@ -86,13 +93,19 @@ enum PostgresSchema {
             if key == "storeID" { storeID = value }
         }
         guard let format, let storeID else {
-            throw LogStoreError(.corruption, "The store's own table \(schema).\(meta) is missing its format or storeID. Restore the schema from a backup.", path: schema)
+            throw LogStoreError(
+                .corruption, "The store's own table \(schema).\(meta) is missing its format or storeID. Restore the schema from a backup.",
+                path: schema)
         }
         guard format <= formatVersion else {
-            throw LogStoreError(.unsupportedFormatVersion, "The PostgreSQL store has format version \(format); this build reads up to \(formatVersion). Use a newer LogStore.", path: schema)
+            throw LogStoreError(
+                .unsupportedFormatVersion,
+                "The PostgreSQL store has format version \(format); this build reads up to \(formatVersion). Use a newer LogStore.",
+                path: schema)
         }
         guard let seq = try s.integers(SQLFragment("SELECT sequence FROM \(q(sequence)) WHERE id = 1")).first, seq >= 0 else {
-            throw LogStoreError(.corruption, "The store's own table \(schema).\(sequence) has no row. Restore the schema from a backup.", path: schema)
+            throw LogStoreError(
+                .corruption, "The store's own table \(schema).\(sequence) has no row. Restore the schema from a backup.", path: schema)
         }
         return Opened(storeID: storeID, sequence: UInt64(seq), tables: try registeredTables(s, schema: schema))
     }
@@ -104,10 +117,15 @@ enum PostgresSchema {
         do {
             try s.run("CREATE TABLE IF NOT EXISTS \(q(meta)) (key text PRIMARY KEY, value text NOT NULL)")
             try s.run("CREATE TABLE IF NOT EXISTS \(q(sequence)) (id int PRIMARY KEY CHECK (id = 1), sequence bigint NOT NULL)")
-            try s.run("CREATE TABLE IF NOT EXISTS \(q(types)) (name text PRIMARY KEY, table_name text NOT NULL UNIQUE, id_kind text NOT NULL)")
-            try s.run("CREATE TABLE IF NOT EXISTS \(q(commits)) (sequence bigint PRIMARY KEY, committed_at timestamptz NOT NULL DEFAULT now(), changes bytea NOT NULL)")
-            try s.run(SQLFragment("INSERT INTO \(q(meta)) (key, value) VALUES ('format', ?), ('storeID', ?) ON CONFLICT (key) DO NOTHING",
-                                  [.text(Array(String(formatVersion).utf8)), .text(Array(UUID().uuidString.utf8))]))
+            try s.run(
+                "CREATE TABLE IF NOT EXISTS \(q(types)) (name text PRIMARY KEY, table_name text NOT NULL UNIQUE, id_kind text NOT NULL)")
+            try s.run(
+                "CREATE TABLE IF NOT EXISTS \(q(commits)) (sequence bigint PRIMARY KEY, committed_at timestamptz NOT NULL DEFAULT now(), changes bytea NOT NULL)"
+            )
+            try s.run(
+                SQLFragment(
+                    "INSERT INTO \(q(meta)) (key, value) VALUES ('format', ?), ('storeID', ?) ON CONFLICT (key) DO NOTHING",
+                    [.text(Array(String(formatVersion).utf8)), .text(Array(UUID().uuidString.utf8))]))
             try s.run("INSERT INTO \(q(sequence)) (id, sequence) VALUES (1, 0) ON CONFLICT (id) DO NOTHING")
             try s.run("COMMIT")
         } catch {
@@ -122,7 +140,10 @@ enum PostgresSchema {
         for row in try s.run("SELECT name, table_name, id_kind FROM \(qualified(schema, types))").rows {
             let (name, table, kind) = try row.decode((String, String, String).self)
             guard let k = PostgresIDKind(rawValue: kind) else {
-                throw LogStoreError(.corruption, "The item type \(name) has an unknown id kind '\(kind)' in \(schema).\(types). Restore the schema from a backup.", path: schema)
+                throw LogStoreError(
+                    .corruption,
+                    "The item type \(name) has an unknown id kind '\(kind)' in \(schema).\(types). Restore the schema from a backup.",
+                    path: schema)
             }
             out[name] = PostgresTable(schema: schema, name: table, kind: k)
         }
@@ -178,8 +199,10 @@ enum PostgresSchema {
             let table = PostgresTable(schema: schema, name: tableName(for: type, attempt: attempt), kind: kind)
             do {
                 try createItemTable(s, table)
-                try s.run(SQLFragment("INSERT INTO \(qualified(schema, types)) (name, table_name, id_kind) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING",
-                                      [.text(Array(type.utf8)), .text(Array(table.name.utf8)), .text(Array(kind.rawValue.utf8))]))
+                try s.run(
+                    SQLFragment(
+                        "INSERT INTO \(qualified(schema, types)) (name, table_name, id_kind) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING",
+                        [.text(Array(type.utf8)), .text(Array(table.name.utf8)), .text(Array(kind.rawValue.utf8))]))
             } catch let e as LogStoreError where isCreationRace(e) {
                 // Another server created the table or registered a type under this name: look again.
                 continue
@@ -190,7 +213,9 @@ enum PostgresSchema {
     }
 
     static func registeredTable(_ s: PostgresStatements, schema: String, type: String) throws -> PostgresTable? {
-        let rows = try s.run(SQLFragment("SELECT table_name, id_kind FROM \(qualified(schema, types)) WHERE name = ?", [.text(Array(type.utf8))])).rows
+        let rows = try s.run(
+            SQLFragment("SELECT table_name, id_kind FROM \(qualified(schema, types)) WHERE name = ?", [.text(Array(type.utf8))])
+        ).rows
         guard let row = rows.first else { return nil }
         let (table, kind) = try row.decode((String, String).self)
         guard let k = PostgresIDKind(rawValue: kind) else {

@@ -36,7 +36,10 @@ final class PostgresSession: Sendable {
         init(_ r: PostgresSnapshotReader) { reader = r }
     }
 
-    init(configuration: PostgresDataStore.Configuration, options: LogStoreOptions, pool: PostgresConnectionPool, opened: PostgresSchema.Opened) {
+    init(
+        configuration: PostgresDataStore.Configuration, options: LogStoreOptions, pool: PostgresConnectionPool,
+        opened: PostgresSchema.Opened
+    ) {
         self.configuration = configuration
         self.options = options
         self.pool = pool
@@ -56,7 +59,8 @@ final class PostgresSession: Sendable {
     func withConnection<T>(_ body: (PostgresStatements) throws -> T) throws -> T {
         try PostgresConnectionPool.checkNotOnEventLoop()
         let connection = try pool.leaseClean()
-        let statements = PostgresStatements(connection: connection, logger: configuration.logger, place: place, timeout: configuration.statementTimeout)
+        let statements = PostgresStatements(
+            connection: connection, logger: configuration.logger, place: place, timeout: configuration.statementTimeout)
         do {
             let value = try body(statements)
             pool.release(connection, reusable: true)
@@ -85,7 +89,9 @@ final class PostgresSession: Sendable {
                 pool.releaseAfterReading(connection)
             }
         }
-        return try body(PostgresStatements(connection: connection, logger: configuration.logger, place: place, gate: gate, timeout: configuration.statementTimeout))
+        return try body(
+            PostgresStatements(
+                connection: connection, logger: configuration.logger, place: place, gate: gate, timeout: configuration.statementTimeout))
     }
 
     /// Fixes the snapshots of the reads of this process that began but ran no statement yet, so
@@ -128,7 +134,10 @@ final class PostgresSession: Sendable {
     func dedicatedConnection() throws -> PostgresStatements {
         try PostgresConnectionPool.checkNotOnEventLoop()
         do {
-            let c = try PostgresConnection.connect(on: pool.group.next(), configuration: pool.configuration, id: Int.random(in: 1_000_000...Int.max), logger: configuration.logger).wait()
+            let c = try PostgresConnection.connect(
+                on: pool.group.next(), configuration: pool.configuration, id: Int.random(in: 1_000_000...Int.max),
+                logger: configuration.logger
+            ).wait()
             return PostgresStatements(connection: c, logger: configuration.logger, place: place, timeout: configuration.statementTimeout)
         } catch {
             throw PostgresErrors.map(error, place: place)

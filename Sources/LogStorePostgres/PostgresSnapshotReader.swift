@@ -36,7 +36,11 @@ final class PostgresSnapshotReader: FallibleRecordReader, Sendable {
         do {
             try statements.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             // The first query fixes the snapshot.
-            sequence = UInt64(max(0, try statements.integers(SQLFragment("SELECT sequence FROM \(session.own(PostgresSchema.sequence)) WHERE id = 1")).first ?? 0))
+            sequence = UInt64(
+                max(
+                    0,
+                    try statements.integers(SQLFragment("SELECT sequence FROM \(session.own(PostgresSchema.sequence)) WHERE id = 1")).first
+                        ?? 0))
             tables = try PostgresSchema.registeredTables(statements, schema: session.schema)
         } catch {
             statements.connection.closeInBackground()
@@ -79,7 +83,9 @@ final class PostgresSnapshotReader: FallibleRecordReader, Sendable {
 
     var itemTypes: [String] {
         answer([]) { s in
-            try tables.filter { _, t in try s.integers(SQLFragment("SELECT count(*) FROM (SELECT 1 FROM \(t.sql) LIMIT 1) AS logstore_any")).first ?? 0 > 0 }.map(\.key)
+            try tables.filter { _, t in
+                try s.integers(SQLFragment("SELECT count(*) FROM (SELECT 1 FROM \(t.sql) LIMIT 1) AS logstore_any")).first ?? 0 > 0
+            }.map(\.key)
         }
     }
 
@@ -97,7 +103,8 @@ final class PostgresSnapshotReader: FallibleRecordReader, Sendable {
         guard let t = tables[type] else { return false }
         var binds = PostgresBindings()
         guard (try? t.kind.bind(key, into: &binds)) != nil else { return false }
-        return try query { s in try s.run(PostgresQuery(unsafeSQL: "SELECT 1 FROM \(t.sql) WHERE id = $1", binds: binds)).rows.first != nil }
+        return try query { s in try s.run(PostgresQuery(unsafeSQL: "SELECT 1 FROM \(t.sql) WHERE id = $1", binds: binds)).rows.first != nil
+        }
     }
 
     func value(type: String, key: RecordKey) throws -> ArraySlice<UInt8>? {
@@ -105,7 +112,9 @@ final class PostgresSnapshotReader: FallibleRecordReader, Sendable {
         var binds = PostgresBindings()
         guard (try? t.kind.bind(key, into: &binds)) != nil else { return nil }
         return try query { s -> ArraySlice<UInt8>? in
-            guard let row = try s.run(PostgresQuery(unsafeSQL: "SELECT data FROM \(t.sql) WHERE id = $1", binds: binds)).rows.first else { return nil }
+            guard let row = try s.run(PostgresQuery(unsafeSQL: "SELECT data FROM \(t.sql) WHERE id = $1", binds: binds)).rows.first else {
+                return nil
+            }
             return try PostgresJSONB.withText(row.makeRandomAccess()[0]) { try LogStoreJSON.decode($0) }[...]
         }
     }

@@ -86,7 +86,10 @@ struct PostgresStatements {
 
     func execute(_ query: PostgresQuery, duringCommit: Bool) throws -> PostgresQueryResult {
         if connection.isClosed {
-            throw LogStoreError(.serverUnavailable, "The connection to PostgreSQL is closed (the server ended it, or the network broke). Nothing of the current transaction was committed. Retry once the server is reachable.", path: place)
+            throw LogStoreError(
+                .serverUnavailable,
+                "The connection to PostgreSQL is closed (the server ended it, or the network broke). Nothing of the current transaction was committed. Retry once the server is reachable.",
+                path: place)
         }
         do {
             return try Self.wait(for: connection.query(query, logger: logger), connection: connection, timeout: timeout)
@@ -109,7 +112,10 @@ struct PostgresStatements {
             connection.closeInBackground()
             // Closing fails the statement; if even that does not come, give up on it.
             if done.wait(timeout: .now() + .seconds(5)) == .timedOut {
-                throw LogStoreError(.serverUnavailable, "PostgreSQL did not answer a statement for \(timeout); the connection was closed. Nothing of the current transaction was committed unless it was COMMIT.")
+                throw LogStoreError(
+                    .serverUnavailable,
+                    "PostgreSQL did not answer a statement for \(timeout); the connection was closed. Nothing of the current transaction was committed unless it was COMMIT."
+                )
             }
         }
         guard let r = result.withLock({ $0 }) else { throw LogStoreError(.serverUnavailable, "A statement ended without a result.") }
@@ -170,7 +176,9 @@ enum PostgresJSONB {
         return try buffer.withUnsafeReadableBytes { raw in
             if cell.dataType == .jsonb && cell.format == .binary {
                 guard raw.first == 1 else {
-                    throw LogStoreError(.corruption, "The server sent jsonb of version \(raw.first.map(String.init) ?? "none"); this build reads version 1.")
+                    throw LogStoreError(
+                        .corruption, "The server sent jsonb of version \(raw.first.map(String.init) ?? "none"); this build reads version 1."
+                    )
                 }
                 return try body(UnsafeRawBufferPointer(rebasing: raw.dropFirst()))
             }

@@ -125,7 +125,8 @@ final class PostgresWriteAccessor: PostgresReadAccessor, DataStoreReadWriteAcces
             binds.append(Int64(sequence))
             sql = "WITH logstore_s AS (SELECT $1::bigint AS sequence)"
         } else {
-            sql = "WITH logstore_s AS (UPDATE \(session.own(PostgresSchema.sequence)) SET sequence = sequence + 1 WHERE id = 1 RETURNING sequence)"
+            sql =
+                "WITH logstore_s AS (UPDATE \(session.own(PostgresSchema.sequence)) SET sequence = sequence + 1 WHERE id = 1 RETURNING sequence)"
         }
         let upsert = " ON CONFLICT (id) DO UPDATE SET version = excluded.version, data = excluded.data"
         for (n, (t, rows)) in batches.sorted(by: { $0.key.name < $1.key.name }).enumerated() {
@@ -141,16 +142,19 @@ final class PostgresWriteAccessor: PostgresReadAccessor, DataStoreReadWriteAcces
             if kept.count == 1 {
                 try t.kind.bind(kept[0].0, into: &binds)
                 binds.append(PostgresJSONBParameter(json: kept[0].1))
-                sql += ", logstore_w\(n) AS (INSERT INTO \(t.sql) (id, version, data) SELECT $\(k)::\(t.kind.sqlType), sequence, $\(k + 1) FROM logstore_s\(upsert))"
+                sql +=
+                    ", logstore_w\(n) AS (INSERT INTO \(t.sql) (id, version, data) SELECT $\(k)::\(t.kind.sqlType), sequence, $\(k + 1) FROM logstore_s\(upsert))"
             } else {
                 try t.kind.bind(kept.map(\.0), into: &binds)
                 binds.append(kept.map { PostgresJSONBParameter(json: $0.1) })
-                sql += ", logstore_w\(n) AS (INSERT INTO \(t.sql) (id, version, data) SELECT logstore_r.k, logstore_s.sequence, logstore_r.d FROM logstore_s, unnest($\(k)::\(t.kind.arrayType), $\(k + 1)::jsonb[]) AS logstore_r(k, d)\(upsert))"
+                sql +=
+                    ", logstore_w\(n) AS (INSERT INTO \(t.sql) (id, version, data) SELECT logstore_r.k, logstore_s.sequence, logstore_r.d FROM logstore_s, unnest($\(k)::\(t.kind.arrayType), $\(k + 1)::jsonb[]) AS logstore_r(k, d)\(upsert))"
             }
         }
         if let log {
             binds.append(ByteBuffer(bytes: log))
-            sql += ", logstore_l AS (INSERT INTO \(session.own(PostgresSchema.commits)) (sequence, changes) SELECT sequence, $\(binds.count) FROM logstore_s)"
+            sql +=
+                ", logstore_l AS (INSERT INTO \(session.own(PostgresSchema.commits)) (sequence, changes) SELECT sequence, $\(binds.count) FROM logstore_s)"
         }
         return PostgresQuery(unsafeSQL: sql + " SELECT sequence FROM logstore_s", binds: binds)
     }
@@ -159,7 +163,10 @@ final class PostgresWriteAccessor: PostgresReadAccessor, DataStoreReadWriteAcces
     func send(_ query: PostgresQuery, duringCommit: Bool = false) throws {
         let rows = try statements.run(query, duringCommit: duringCommit).rows
         guard let row = rows.first, let s = try? row.decode(Int64.self), s > 0 else {
-            throw LogStoreError(.corruption, "The store's sequence row is missing from \(session.schema).\(PostgresSchema.sequence). Restore the schema from a backup.", path: session.place)
+            throw LogStoreError(
+                .corruption,
+                "The store's sequence row is missing from \(session.schema).\(PostgresSchema.sequence). Restore the schema from a backup.",
+                path: session.place)
         }
         sequence = UInt64(s)
     }
@@ -257,7 +264,8 @@ final class PostgresWriteAccessor: PostgresReadAccessor, DataStoreReadWriteAcces
             if let t = try table(for: type) {
                 var binds = PostgresBindings()
                 if (try? t.kind.bind(key, into: &binds)) != nil,
-                    let row = try statements.run(PostgresQuery(unsafeSQL: "SELECT version FROM \(t.sql) WHERE id = $1", binds: binds)).rows.first
+                    let row = try statements.run(PostgresQuery(unsafeSQL: "SELECT version FROM \(t.sql) WHERE id = $1", binds: binds)).rows
+                        .first
                 {
                     return try row.decode(Int64.self) > Int64(snapshot.sequence)
                 }
@@ -270,7 +278,8 @@ final class PostgresWriteAccessor: PostgresReadAccessor, DataStoreReadWriteAcces
     func apply(_ operations: [RecordOperation]) throws {
         for op in operations {
             switch op {
-            case .put(let type, let key, let value): try step { try put(type: type, key: key, value: value, kind: PostgresIDKind.inferred(key: key, value: value)) }
+            case .put(let type, let key, let value):
+                try step { try put(type: type, key: key, value: value, kind: PostgresIDKind.inferred(key: key, value: value)) }
             case .delete(let type, let key): _ = try step { try remove(type: type, key: key) }
             case .deleteAll(let type): _ = try step { try removeAll(type: type) }
             }

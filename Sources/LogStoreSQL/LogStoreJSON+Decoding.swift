@@ -69,7 +69,10 @@ extension LogStoreJSON {
                         try value(into: &out, depth: depth + 1)
                         count += 1
                         skipSpace()
-                        if try peek() == UInt8(ascii: ",") { offset += 1; continue }
+                        if try peek() == UInt8(ascii: ",") {
+                            offset += 1
+                            continue
+                        }
                         try expect(UInt8(ascii: "]"))
                         break
                     }
@@ -102,7 +105,10 @@ extension LogStoreJSON {
             while i < base.count {
                 let b = base[i]
                 if b == UInt8(ascii: "\"") { break }
-                if b == UInt8(ascii: "\\") || b < 0x20 { i = -1; break }
+                if b == UInt8(ascii: "\\") || b < 0x20 {
+                    i = -1
+                    break
+                }
                 i += 1
             }
             guard i > 0, i < base.count else {
@@ -141,9 +147,12 @@ extension LogStoreJSON {
                 skipSpace()
                 guard try peek() == UInt8(ascii: "\"") else { throw Failure("expected a key", at: offset) }
                 var i = offset + 1
-                while i < base.count, base[i] != UInt8(ascii: "\""), base[i] != UInt8(ascii: "\\"), base[i] >= 0x20, base[i] < 0x80 { i += 1 }
+                while i < base.count, base[i] != UInt8(ascii: "\""), base[i] != UInt8(ascii: "\\"), base[i] >= 0x20, base[i] < 0x80 {
+                    i += 1
+                }
                 let key = (offset + 1)..<i
-                let plain = i < base.count && base[i] == UInt8(ascii: "\"")
+                let plain =
+                    i < base.count && base[i] == UInt8(ascii: "\"")
                     && !(key.first.map { base[$0] == UInt8(ascii: "$") } ?? false)
                     && (previous.map { base[$0].lexicographicallyPrecedes(base[key]) } ?? true)
                 guard plain else {
@@ -164,7 +173,10 @@ extension LogStoreJSON {
                 read.append((key, valueStart..<out.count))
                 count += 1
                 skipSpace()
-                if try peek() == UInt8(ascii: ",") { offset += 1; continue }
+                if try peek() == UInt8(ascii: ",") {
+                    offset += 1
+                    continue
+                }
                 try expect(UInt8(ascii: "}"))
                 break
             }
@@ -178,17 +190,29 @@ extension LogStoreJSON {
             let n = b.count
             while i < n {
                 let c = b[i]
-                if c < 0x80 { i += 1; continue }
+                if c < 0x80 {
+                    i += 1
+                    continue
+                }
                 let need: Int
-                var lo: UInt8 = 0x80, hi: UInt8 = 0xBF
+                var lo: UInt8 = 0x80
+                var hi: UInt8 = 0xBF
                 switch c {
                 case 0xC2...0xDF: need = 1
-                case 0xE0: need = 2; lo = 0xA0
+                case 0xE0:
+                    need = 2
+                    lo = 0xA0
                 case 0xE1...0xEC, 0xEE, 0xEF: need = 2
-                case 0xED: need = 2; hi = 0x9F
-                case 0xF0: need = 3; lo = 0x90
+                case 0xED:
+                    need = 2
+                    hi = 0x9F
+                case 0xF0:
+                    need = 3
+                    lo = 0x90
                 case 0xF1...0xF3: need = 3
-                case 0xF4: need = 3; hi = 0x8F
+                case 0xF4:
+                    need = 3
+                    hi = 0x8F
                 default: return false
                 }
                 guard i + need < n else { return false }
@@ -203,7 +227,9 @@ extension LogStoreJSON {
         /// The members of a map, or one of the `$` objects, from the key at `offset` on: the
         /// general path. `members` are those already read (plain keys in ascending order, values
         /// as attribute bytes); `start` is where the object began (for errors).
-        mutating func objectMembers(into out: inout _ByteWriter, depth: Int, start: Int, members read: [(key: [UInt8], value: [UInt8])]) throws {
+        mutating func objectMembers(into out: inout _ByteWriter, depth: Int, start: Int, members read: [(key: [UInt8], value: [UInt8])])
+            throws
+        {
             var members = read
             var sorted = true
             while true {
@@ -239,7 +265,10 @@ extension LogStoreJSON {
                 }
                 members.append((key, v.bytes))
                 skipSpace()
-                if try peek() == UInt8(ascii: ",") { offset += 1; continue }
+                if try peek() == UInt8(ascii: ",") {
+                    offset += 1
+                    continue
+                }
                 try expect(UInt8(ascii: "}"))
                 break
             }
@@ -291,7 +320,9 @@ extension LogStoreJSON {
                 out.u8(AttributeValue.Tag.uuid.rawValue)
                 withUnsafeBytes(of: u.uuid) { out.append(contentsOf: $0) }
             case "$bytes":
-                guard let data = Data(base64Encoded: String(decoding: try string(), as: UTF8.self)) else { throw Failure("bad $bytes (not base64)", at: at) }
+                guard let data = Data(base64Encoded: String(decoding: try string(), as: UTF8.self)) else {
+                    throw Failure("bad $bytes (not base64)", at: at)
+                }
                 out.u8(AttributeValue.Tag.bytes.rawValue)
                 out.lengthPrefixed(data)
             case "$string":
@@ -299,7 +330,9 @@ extension LogStoreJSON {
                 out.u8(AttributeValue.Tag.string.rawValue)
                 out.lengthPrefixed(s)
             case "$utf8":
-                guard let data = Data(base64Encoded: String(decoding: try string(), as: UTF8.self)) else { throw Failure("bad $utf8 (not base64)", at: at) }
+                guard let data = Data(base64Encoded: String(decoding: try string(), as: UTF8.self)) else {
+                    throw Failure("bad $utf8 (not base64)", at: at)
+                }
                 guard String(validating: data, as: UTF8.self) != nil else { throw Failure("bad $utf8 (not UTF-8)", at: at) }
                 out.u8(AttributeValue.Tag.string.rawValue)
                 out.lengthPrefixed(data)
@@ -416,7 +449,9 @@ extension LogStoreJSON {
             let start = offset
             let (text, isReal) = try numberText()
             if isReal {
-                guard let d = Double(String(decoding: text, as: UTF8.self)), d.isFinite else { throw Failure("number out of range", at: start) }
+                guard let d = Double(String(decoding: text, as: UTF8.self)), d.isFinite else {
+                    throw Failure("number out of range", at: start)
+                }
                 out.u8(AttributeValue.Tag.double.rawValue)
                 out.f64(d)
                 return

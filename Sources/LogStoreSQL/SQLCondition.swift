@@ -40,8 +40,10 @@ package struct SQLCondition: Sendable, CustomStringConvertible {
     /// The translation of `condition` (nil: no predicate) and an attribute `filter` (nil: none)
     /// for items stored as LogStore JSON in column `column`, in `dialect`. nil when there is
     /// nothing to filter.
-    package static func translate(_ condition: QueryCondition?, filter: (attribute: String, value: AttributeValue)?, column: String,
-                                  dialect: SQLDialect = .sqlite) -> SQLCondition? {
+    package static func translate(
+        _ condition: QueryCondition?, filter: (attribute: String, value: AttributeValue)?, column: String,
+        dialect: SQLDialect = .sqlite
+    ) -> SQLCondition? {
         let t = Translator(column: column, dialect: dialect)
         var parts: [Expr] = []
         if let filter { parts.append(t.filter(filter.attribute, filter.value)) }
@@ -231,7 +233,8 @@ struct Translator {
             return unknown
         case .bool(let b):
             guard op == .equal || op == .notEqual else { return s.byKind([("null", whenNull)], otherwise: unknown) }
-            let same = constant(op == .equal), other = constant(op == .notEqual)
+            let same = constant(op == .equal)
+            let other = constant(op == .notEqual)
             return s.byKind([("null", whenNull), ("true", b ? same : other), ("false", b ? other : same)], otherwise: unknown)
         case .int, .double:
             return number(s, op, c, whenNull: whenNull)
@@ -245,9 +248,13 @@ struct Translator {
             let t = d.timeIntervalSinceReferenceDate
             guard t.isFinite, let member = s.member("$date") else { return s.byKind([("null", whenNull)], otherwise: unknown) }
             let real = approximate(member.number, op, t)
-            return s.byKind([("null", whenNull), ("object", member.byKind([("real", real), ("integer", real)], otherwise: unknown))], otherwise: unknown)
+            return s.byKind(
+                [("null", whenNull), ("object", member.byKind([("real", real), ("integer", real)], otherwise: unknown))], otherwise: unknown
+            )
         case .uuid(let u):
-            guard op == .equal || op == .notEqual, let member = s.member("$uuid") else { return s.byKind([("null", whenNull)], otherwise: unknown) }
+            guard op == .equal || op == .notEqual, let member = s.member("$uuid") else {
+                return s.byKind([("null", whenNull)], otherwise: unknown)
+            }
             let test = Expr("(upper(\(member.text)) \(sqlOperator(op)) ?)", [.text(Array(u.uuidString.utf8))])
             return s.byKind([("null", whenNull), ("object", member.byKind([("text", test)], otherwise: unknown))], otherwise: unknown)
         case .bytes, .array, .map:
@@ -268,7 +275,8 @@ struct Translator {
             let x = self.constant(op == .notEqual)
             return s.byKind([("null", x), ("integer", x), ("real", x)], otherwise: unknown)
         }
-        return s.byKind([("null", whenNull), ("integer", integer(s.number, op, c)), ("real", approximate(s.number, op, constant))], otherwise: unknown)
+        return s.byKind(
+            [("null", whenNull), ("integer", integer(s.number, op, c)), ("real", approximate(s.number, op, constant))], otherwise: unknown)
     }
 
     /// `Int64 value op c`, exact: an integer constant as is; a double turned into the integer
@@ -311,9 +319,12 @@ struct Translator {
             }
         }
         let margin = Swift.max(Swift.abs(c) * 0x1p-40, 0x1p-1000)
-        let lo = SQLValue.real(c - margin), hi = SQLValue.real(c + margin)
-        let below = "\(value) < ?", over = "\(value) > ?"
-        let t = dialect.trueLiteral, f = dialect.falseLiteral
+        let lo = SQLValue.real(c - margin)
+        let hi = SQLValue.real(c + margin)
+        let below = "\(value) < ?"
+        let over = "\(value) > ?"
+        let t = dialect.trueLiteral
+        let f = dialect.falseLiteral
         switch op {
         case .equal:
             return Expr("(CASE WHEN \(below) OR \(over) THEN \(f) END)", [lo, hi], exact: false)
@@ -348,12 +359,18 @@ struct Translator {
         case .bool(let b):
             return s.byKind([(b ? "true" : "false", yes)], otherwise: no)
         case .int(let i):
-            return s.byKind([("integer", Expr("(\(s.number) = ?)", [.integer(i)])), ("real", approximate(s.number, .equal, Double(i))), ("object", unknown)],
-                            otherwise: no)
+            return s.byKind(
+                [
+                    ("integer", Expr("(\(s.number) = ?)", [.integer(i)])), ("real", approximate(s.number, .equal, Double(i))),
+                    ("object", unknown),
+                ],
+                otherwise: no)
         case .double(let d):
             if d.isNaN { return no }
             if d.isInfinite { return s.byKind([("object", unknown)], otherwise: no) }
-            return s.byKind([("integer", integer(s.number, .equal, wanted)), ("real", approximate(s.number, .equal, d)), ("object", unknown)], otherwise: no)
+            return s.byKind(
+                [("integer", integer(s.number, .equal, wanted)), ("real", approximate(s.number, .equal, d)), ("object", unknown)],
+                otherwise: no)
         case .string(let str):
             let nfc = Array(str._nfcCodeUnits)
             if dialect == .postgres && nfc.contains(0) { return s.byKind([("text", no)], otherwise: unknown) }

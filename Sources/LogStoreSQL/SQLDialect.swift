@@ -66,8 +66,9 @@ package enum SQLDialect: Sendable {
             // jsonb cannot hold NUL: LogStore JSON writes such keys escaped (`$u:`).
             guard !keys.contains(where: { $0.utf8.contains(0) }) else { return nil }
             let json = Self.postgresPath(source, keys)
-            return Self.postgresSubject(json, member: { m in SQLDialect.postgres.path(source, keys + [m]) },
-                                        elements: { alias in "jsonb_array_elements(\(json)) AS \(alias)(value)" })
+            return Self.postgresSubject(
+                json, member: { m in SQLDialect.postgres.path(source, keys + [m]) },
+                elements: { alias in "jsonb_array_elements(\(json)) AS \(alias)(value)" })
         }
     }
 
@@ -80,12 +81,16 @@ package enum SQLDialect: Sendable {
     /// A subject over the `jsonb` expression `json` (PostgreSQL). Numbers are told apart by their
     /// text: LogStore JSON writes every real with a '.', every integer without (and `jsonb` keeps
     /// a number's digits as written).
-    static func postgresSubject(_ json: String, member: @escaping (String) -> Subject?,
-                                elements: ((String) -> String)?) -> Subject {
+    static func postgresSubject(
+        _ json: String, member: @escaping (String) -> Subject?,
+        elements: ((String) -> String)?
+    ) -> Subject {
         let text = "(\(json) #>> '{}')"
-        let kind = "(CASE jsonb_typeof(\(json)) WHEN 'number' THEN (CASE WHEN strpos(\(text), '.') > 0 THEN 'real' ELSE 'integer' END)"
+        let kind =
+            "(CASE jsonb_typeof(\(json)) WHEN 'number' THEN (CASE WHEN strpos(\(text), '.') > 0 THEN 'real' ELSE 'integer' END)"
             + " WHEN 'boolean' THEN \(text) WHEN 'string' THEN 'text' ELSE jsonb_typeof(\(json)) END)"
-        return Subject(dialect: .postgres, kind: kind, number: "\(text)::numeric", text: "(\(text) COLLATE \"C\")", member: member, elements: elements)
+        return Subject(
+            dialect: .postgres, kind: kind, number: "\(text)::numeric", text: "(\(text) COLLATE \"C\")", member: member, elements: elements)
     }
 
     /// The element `alias` of an array walk (``Subject/elements``).
@@ -98,13 +103,17 @@ package enum SQLDialect: Sendable {
                     guard !m.contains("\"") else { return nil }
                     let p = ("$.\"" + m + "\"").sqlLiteral
                     let value = "json_extract(\(alias).value, \(p))"
-                    return Subject(dialect: .sqlite, kind: "json_type(\(alias).value, \(p))", number: value, text: value, member: { _ in nil }, elements: nil)
+                    return Subject(
+                        dialect: .sqlite, kind: "json_type(\(alias).value, \(p))", number: value, text: value, member: { _ in nil },
+                        elements: nil)
                 },
                 elements: nil)
         case .postgres:
-            return Self.postgresSubject("\(alias).value", member: { m in
-                Self.postgresSubject(Self.postgresPath("\(alias).value", [m]), member: { _ in nil }, elements: nil)
-            }, elements: nil)
+            return Self.postgresSubject(
+                "\(alias).value",
+                member: { m in
+                    Self.postgresSubject(Self.postgresPath("\(alias).value", [m]), member: { _ in nil }, elements: nil)
+                }, elements: nil)
         }
     }
 

@@ -57,7 +57,9 @@ package struct SQLItemQuery<Source: SQLRowSource> {
         try QueryExecutor.decode(Item.self, try row.withJSON(column) { try LogStoreJSON.decode($0) }[...])
     }
 
-    func condition<Item: DataStoreItem>(_ request: DataStoreRequest<Item>, _ filter: (String, AttributeValue)?) -> (QueryCondition?, SQLCondition?) {
+    func condition<Item: DataStoreItem>(_ request: DataStoreRequest<Item>, _ filter: (String, AttributeValue)?) -> (
+        QueryCondition?, SQLCondition?
+    ) {
         let condition = request.predicate.map { PredicateAnalysis.condition(of: $0) }
         return (condition, SQLCondition.translate(condition, filter: filter.map { ($0.0, $0.1) }, column: "data", dialect: dialect))
     }

@@ -20,7 +20,10 @@ class SQLiteReadAccessor: DataStoreReadAccessor {
 
     func checkValid() throws {
         guard isValid else {
-            throw LogStoreError(.accessorExpired, "A read accessor was used after its block returned. Use accessors only inside the block that received them; copy the items you need out of the block.")
+            throw LogStoreError(
+                .accessorExpired,
+                "A read accessor was used after its block returned. Use accessors only inside the block that received them; copy the items you need out of the block."
+            )
         }
     }
 
@@ -70,7 +73,8 @@ class SQLiteReadAccessor: DataStoreReadAccessor {
     func itemTypeNames() throws -> [String] {
         try checkValid()
         var names: [String] = []
-        for (type, table) in try allTables() where try !StoreHistory.isReserved(type) && statement("SELECT EXISTS (SELECT 1 FROM \(table.sqlIdentifier))").integer() != 0 {
+        for (type, table) in try allTables()
+        where try !StoreHistory.isReserved(type) && statement("SELECT EXISTS (SELECT 1 FROM \(table.sqlIdentifier))").integer() != 0 {
             names.append(type)
         }
         return names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
@@ -159,7 +163,9 @@ final class SQLiteWriteAccessor: SQLiteReadAccessor, DataStoreReadWriteAccessor 
         let table = try ensureTable(for: type)
         // An upsert, not INSERT OR REPLACE: a unique index's conflict must fail the write, not
         // delete the other item.
-        let s = try statement("INSERT INTO \(table.sqlIdentifier) (key, seq, data) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET seq = excluded.seq, data = excluded.data")
+        let s = try statement(
+            "INSERT INTO \(table.sqlIdentifier) (key, seq, data) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET seq = excluded.seq, data = excluded.data"
+        )
         try key.withUnsafeBytes { try s.bindBlob($0, at: 1) }
         try s.bind(.integer(Int64(sequence)), at: 2)
         try json.withUnsafeBytes { try s.bindText($0, at: 3) }

@@ -15,7 +15,8 @@ extension SQLiteDataStore {
     /// See `ChildStoreParent`: a child store's backend over a new snapshot of this store.
     package func makeChildStore(options: LogStoreOptions) throws -> ChildStore {
         let session = try currentSession()
-        return ChildStore(base: try session.openSnapshot(), options: options, spillDirectory: session.spillDirectory, fileSystem: POSIXFileSystem())
+        return ChildStore(
+            base: try session.openSnapshot(), options: options, spillDirectory: session.spillDirectory, fileSystem: POSIXFileSystem())
     }
 
     /// See `ChildStoreParent`.
@@ -42,7 +43,8 @@ extension SQLiteDataStore {
     /// store, `.notOpen`, and the SQLite errors of the commit (then nothing is merged).
     public func merge(_ child: any DataStore, policy: MergePolicy) throws {
         let session = try currentSession()
-        try ChildMerge.run(child: child, parent: self, policy: policy, parentIsWriting: isWritingOnCurrentThread, queue: writeQueue) { merge in
+        try ChildMerge.run(child: child, parent: self, policy: policy, parentIsWriting: isWritingOnCurrentThread, queue: writeQueue) {
+            merge in
             try transaction { try merge($0) }
         } newBase: {
             try session.openSnapshot()

@@ -127,7 +127,10 @@ public final class SQLiteDataStore: MigratingDataStore, ChildStoreParent {
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             } catch {
-                throw LogStoreError(.permissionDenied, "Cannot create the store's directory: \(error.localizedDescription). Check that its parent is writable.", path: directory, underlying: error)
+                throw LogStoreError(
+                    .permissionDenied,
+                    "Cannot create the store's directory: \(error.localizedDescription). Check that its parent is writable.",
+                    path: directory, underlying: error)
             }
         }
         let lock = try SQLiteFileLock(databasePath: path)
@@ -276,41 +279,46 @@ public final class SQLiteDataStore: MigratingDataStore, ChildStoreParent {
         var blockError: (any Error)? = nil
         var result: T? = nil
         do {
-            try session.pool.writeWithoutTransaction { db in try marks.writing {
-                var created: [String: String] = [:]
-                var declared: Set<String> = []
-                var committed: UInt64? = nil
-                var changes: [String: CommitChanges.TypeChanges] = [:]
-                try db.inTransaction(.immediate) {
-                    let sequence = session.sequence.current + 1
-                    let accessor = SQLiteWriteAccessor(db: db, session: session, sequence: sequence)
-                    defer { accessor.isValid = false }
-                    do {
-                        result = try body(accessor)
-                    } catch {
-                        blockError = error
-                        throw error
+            try session.pool.writeWithoutTransaction { db in
+                try marks.writing {
+                    var created: [String: String] = [:]
+                    var declared: Set<String> = []
+                    var committed: UInt64? = nil
+                    var changes: [String: CommitChanges.TypeChanges] = [:]
+                    try db.inTransaction(.immediate) {
+                        let sequence = session.sequence.current + 1
+                        let accessor = SQLiteWriteAccessor(db: db, session: session, sequence: sequence)
+                        defer { accessor.isValid = false }
+                        do {
+                            result = try body(accessor)
+                        } catch {
+                            blockError = error
+                            throw error
+                        }
+                        accessor.isValid = false
+                        declared = accessor.declaredIndexes
+                        if accessor.changed {
+                            try SQLiteStatement(
+                                db, "UPDATE \(SQLiteSchema.meta) SET value = ? WHERE key = 'sequence'", [.integer(Int64(sequence))],
+                                path: path
+                            ).execute()
+                            committed = sequence
+                            created = accessor.createdTables
+                            changes = accessor.changes
+                        }
+                        return .commit
                     }
-                    accessor.isValid = false
-                    declared = accessor.declaredIndexes
-                    if accessor.changed {
-                        try SQLiteStatement(db, "UPDATE \(SQLiteSchema.meta) SET value = ? WHERE key = 'sequence'", [.integer(Int64(sequence))], path: path).execute()
-                        committed = sequence
-                        created = accessor.createdTables
-                        changes = accessor.changes
+                    if let committed {
+                        if !created.isEmpty { session.tables.withLock { $0.merge(created) { a, _ in a } } }
+                        // Still holding the writer: commits reach the feed in order, one at a time.
+                        // Readers may see the commit a moment before this (SQLite shows it at COMMIT);
+                        // the feed's snapshots wait for `sequence` to reach it (SQLiteSession).
+                        session.feed.publish([CommitChanges(sequence: committed, types: changes)])
+                        session.sequence.advance(to: committed)
                     }
-                    return .commit
+                    if !declared.isEmpty { session.declaredIndexes.withLock { $0.formUnion(declared) } }
                 }
-                if let committed {
-                    if !created.isEmpty { session.tables.withLock { $0.merge(created) { a, _ in a } } }
-                    // Still holding the writer: commits reach the feed in order, one at a time.
-                    // Readers may see the commit a moment before this (SQLite shows it at COMMIT);
-                    // the feed's snapshots wait for `sequence` to reach it (SQLiteSession).
-                    session.feed.publish([CommitChanges(sequence: committed, types: changes)])
-                    session.sequence.advance(to: committed)
-                }
-                if !declared.isEmpty { session.declaredIndexes.withLock { $0.formUnion(declared) } }
-            } }
+            }
         } catch {
             // The block's own error, unchanged (GRDB rethrows it after rolling back).
             if let blockError { throw blockError }
@@ -336,9 +344,12 @@ public final class SQLiteDataStore: MigratingDataStore, ChildStoreParent {
     /// Queues `block` and returns at once; it runs off the calling thread, after the writes
     /// queued before it. `completion` (on a Dispatch global queue) gets nil once committed, or the
     /// error (the block's own unchanged; `.notOpen` when the store is not set up).
-    public func writeAsync(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> Void,
-                           completion: (@Sendable ((any Error)?) -> Void)?) {
-        writeQueue.enqueue(check: { _ = try currentSession() }, durableTransaction: { try self.transaction { try block($0) } }, completion: completion)
+    public func writeAsync(
+        _ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> Void,
+        completion: (@Sendable ((any Error)?) -> Void)?
+    ) {
+        writeQueue.enqueue(
+            check: { _ = try currentSession() }, durableTransaction: { try self.transaction { try block($0) } }, completion: completion)
     }
 
     /// `writeSync` for Swift concurrency: queued with `writeAsync` blocks; resumes once committed.

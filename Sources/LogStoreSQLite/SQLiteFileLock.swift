@@ -20,17 +20,23 @@ final class SQLiteFileLock: @unchecked Sendable {
         guard fd >= 0 else {
             let e = errno
             let code: LogStoreError.Code = (e == EACCES || e == EPERM || e == EROFS) ? .permissionDenied : .io
-            throw LogStoreError(code, "Cannot open the store's lock file (\(String(cString: strerror(e)))). Check that its directory exists and is writable.",
-                                path: path, underlying: SystemError(call: "open", errno: e))
+            throw LogStoreError(
+                code,
+                "Cannot open the store's lock file (\(String(cString: strerror(e)))). Check that its directory exists and is writable.",
+                path: path, underlying: SystemError(call: "open", errno: e))
         }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let e = errno
             close(fd)
             if e == EWOULDBLOCK || e == EAGAIN {
-                throw LogStoreError(.locked, "The SQLite store is already open (another SQLiteDataStore, in this process or another, holds its lock). Close it first, or open another file.",
-                                    path: path, underlying: SystemError(call: "flock", errno: e))
+                throw LogStoreError(
+                    .locked,
+                    "The SQLite store is already open (another SQLiteDataStore, in this process or another, holds its lock). Close it first, or open another file.",
+                    path: path, underlying: SystemError(call: "flock", errno: e))
             }
-            throw LogStoreError(.io, "Cannot lock the store (\(String(cString: strerror(e)))).", path: path, underlying: SystemError(call: "flock", errno: e))
+            throw LogStoreError(
+                .io, "Cannot lock the store (\(String(cString: strerror(e)))).", path: path,
+                underlying: SystemError(call: "flock", errno: e))
         }
         self.fd = fd
     }

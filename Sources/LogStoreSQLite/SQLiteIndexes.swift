@@ -25,7 +25,10 @@ enum SQLiteIndexes {
         }
         let hash = String(definition.definitionHash, radix: 16)
         let name = "\(table).index.\(definition.name).\(hash)"
-        return (name, "CREATE \(definition.unique ? "UNIQUE " : "")INDEX IF NOT EXISTS \(name.sqlIdentifier) ON \(table.sqlIdentifier) (\(columns.joined(separator: ", ")))")
+        return (
+            name,
+            "CREATE \(definition.unique ? "UNIQUE " : "")INDEX IF NOT EXISTS \(name.sqlIdentifier) ON \(table.sqlIdentifier) (\(columns.joined(separator: ", ")))"
+        )
     }
 
     /// Creates `Item`'s declared indexes on `table` and drops indexes of earlier definitions.
@@ -36,13 +39,17 @@ enum SQLiteIndexes {
         for index in Item.indexes {
             let definition = try index.definition()
             guard let (name, create) = sql(definition, table: table) else {
-                throw LogStoreError(.invalidArgument, "The index \(definition.name) of \(Item.itemType) names an attribute with a '\"' in its key, which SQLite's JSON paths cannot name. Rename the coding key.")
+                throw LogStoreError(
+                    .invalidArgument,
+                    "The index \(definition.name) of \(Item.itemType) names an attribute with a '\"' in its key, which SQLite's JSON paths cannot name. Rename the coding key."
+                )
             }
             wanted[name] = create
         }
         do {
             let prefix = "\(table).index."
-            let existing = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?", arguments: [table])
+            let existing = try String.fetchAll(
+                db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?", arguments: [table])
             for name in existing where name.hasPrefix(prefix) && wanted[name] == nil {
                 try db.execute(sql: "DROP INDEX \(name.sqlIdentifier)")
             }
@@ -58,6 +65,9 @@ enum SQLiteIndexes {
 
     /// The error of a write that a unique index refused.
     static func uniqueViolation(_ type: String, _ cause: (any Error)?) -> LogStoreError {
-        LogStoreError(.uniqueConstraintViolation, "A write would give two \(type) items equal values in every column of a unique index. The write block was rolled back; change or delete the other item first.", underlying: cause)
+        LogStoreError(
+            .uniqueConstraintViolation,
+            "A write would give two \(type) items equal values in every column of a unique index. The write block was rolled back; change or delete the other item first.",
+            underlying: cause)
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
+import GRDBSQLite
 import LogStore
 import LogStoreEngine
 import LogStoreSQL
-import GRDBSQLite
 
 /// A read accessor as the source of LogStoreSQL's shared query runner (`SQLItemQuery`: the plans,
 /// the SQL/Swift split of predicates, sorting): SQLite statements of the accessor's connection,

@@ -36,31 +36,44 @@ enum SQLiteSchema {
     static func open(_ db: Database, path: String) throws -> Opened {
         let appID = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
-        let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
+        let tables = try String.fetchAll(
+            db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
         if appID == 0 && tables.isEmpty && version == 0 {
             let storeID = UUID().uuidString
             try db.inTransaction {
                 try db.execute(sql: "PRAGMA application_id = \(applicationID)")
                 try db.execute(sql: "PRAGMA user_version = \(formatVersion)")
                 try db.execute(sql: "CREATE TABLE \(meta) (key TEXT PRIMARY KEY NOT NULL, value) WITHOUT ROWID")
-                try db.execute(sql: "CREATE TABLE \(types) (name TEXT PRIMARY KEY NOT NULL, tableName TEXT NOT NULL UNIQUE COLLATE NOCASE) WITHOUT ROWID")
-                try db.execute(sql: "INSERT INTO \(meta) (key, value) VALUES ('format', ?), ('storeID', ?), ('sequence', 0)",
-                               arguments: [formatVersion, storeID])
+                try db.execute(
+                    sql:
+                        "CREATE TABLE \(types) (name TEXT PRIMARY KEY NOT NULL, tableName TEXT NOT NULL UNIQUE COLLATE NOCASE) WITHOUT ROWID"
+                )
+                try db.execute(
+                    sql: "INSERT INTO \(meta) (key, value) VALUES ('format', ?), ('storeID', ?), ('sequence', 0)",
+                    arguments: [formatVersion, storeID])
                 return .commit
             }
             return Opened(sequence: 0, tables: [:], storeID: storeID)
         }
         guard appID == applicationID else {
             let shown = tables.prefix(5).joined(separator: ", ") + (tables.count > 5 ? ", ..." : "")
-            throw LogStoreError(.notAStore, "The file is a SQLite database of another application (application_id \(appID), tables: \(shown.isEmpty ? "none" : shown)), not a LogStore SQLite store. Give the path of a LogStore SQLite store, or a path that does not exist yet.", path: path)
+            throw LogStoreError(
+                .notAStore,
+                "The file is a SQLite database of another application (application_id \(appID), tables: \(shown.isEmpty ? "none" : shown)), not a LogStore SQLite store. Give the path of a LogStore SQLite store, or a path that does not exist yet.",
+                path: path)
         }
         guard version <= formatVersion else {
-            throw LogStoreError(.unsupportedFormatVersion, "The SQLite store has format version \(version); this build reads up to \(formatVersion). Use a newer LogStore.", path: path)
+            throw LogStoreError(
+                .unsupportedFormatVersion,
+                "The SQLite store has format version \(version); this build reads up to \(formatVersion). Use a newer LogStore.", path: path
+            )
         }
         guard tables.contains(meta), tables.contains(types),
             let sequence = try Int64.fetchOne(db, sql: "SELECT value FROM \(meta) WHERE key = 'sequence'"), sequence >= 0
         else {
-            throw LogStoreError(.corruption, "The SQLite store's own tables (\(meta), \(types)) are missing or damaged. Restore the file from a backup.", path: path)
+            throw LogStoreError(
+                .corruption, "The SQLite store's own tables (\(meta), \(types)) are missing or damaged. Restore the file from a backup.",
+                path: path)
         }
         var registered: [String: String] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT name, tableName FROM \(types)") {
@@ -88,7 +101,10 @@ enum SQLiteSchema {
     static func createItemTable(_ db: Database, type: String, table: String, path: String) throws {
         // Through GRDB (not a raw statement), so that its schema cache learns of the table.
         do {
-            try db.execute(sql: "CREATE TABLE \(table.sqlIdentifier) (key BLOB PRIMARY KEY NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL) WITHOUT ROWID")
+            try db.execute(
+                sql:
+                    "CREATE TABLE \(table.sqlIdentifier) (key BLOB PRIMARY KEY NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL) WITHOUT ROWID"
+            )
             try db.execute(sql: "INSERT INTO \(types) (name, tableName) VALUES (?, ?)", arguments: [type, table])
         } catch {
             throw SQLiteErrors.map(error, path: path)

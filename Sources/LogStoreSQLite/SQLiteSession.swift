@@ -115,7 +115,16 @@ final class SQLiteSession: Sendable {
 
     /// Closes what the session opened besides the pool: spare connections, child snapshots.
     func closeExtras() {
-        let (spare, snaps) = (spares.withLock { s in defer { s = [] }; return s }, snapshots.withLock { s in defer { s = [] }; return s })
+        let (spare, snaps) = (
+            spares.withLock { s in
+                defer { s = [] }
+                return s
+            },
+            snapshots.withLock { s in
+                defer { s = [] }
+                return s
+            }
+        )
         for q in spare { try? q.close() }
         for s in snaps { s.reader?.close() }
     }

@@ -127,7 +127,10 @@ final class SQLiteSnapshotReader: FallibleRecordReader, Sendable {
     func batch(_ t: String, after key: RecordKey?) throws -> [(RecordKey, [UInt8])] {
         try query { db in
             var out: [(RecordKey, [UInt8])] = []
-            let s = try key.map { try statement(db, "SELECT key, data FROM \(t) WHERE key > ? ORDER BY key LIMIT \(Self.batch)", [.blob($0.bytes)]) }
+            let s =
+                try key.map {
+                    try statement(db, "SELECT key, data FROM \(t) WHERE key > ? ORDER BY key LIMIT \(Self.batch)", [.blob($0.bytes)])
+                }
                 ?? statement(db, "SELECT key, data FROM \(t) ORDER BY key LIMIT \(Self.batch)")
             try s.forEachRow { row in
                 out.append((row.key(0), try LogStoreJSON.decode(row.bytes(1))))
@@ -167,7 +170,11 @@ final class SQLiteSnapshotReader: FallibleRecordReader, Sendable {
         while true {
             let keys: [RecordKey] = answer([]) { db in
                 var out: [RecordKey] = []
-                let s = try after.map { try statement(db, "SELECT key FROM \(t) WHERE key > ? ORDER BY key LIMIT \(Self.batch) OFFSET \(skip)", [.blob($0.bytes)]) }
+                let s =
+                    try after.map {
+                        try statement(
+                            db, "SELECT key FROM \(t) WHERE key > ? ORDER BY key LIMIT \(Self.batch) OFFSET \(skip)", [.blob($0.bytes)])
+                    }
                     ?? statement(db, "SELECT key FROM \(t) ORDER BY key LIMIT \(Self.batch) OFFSET \(skip)")
                 try s.forEachRow { row in
                     out.append(row.key(0))

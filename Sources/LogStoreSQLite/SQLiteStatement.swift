@@ -34,8 +34,12 @@ struct SQLiteStatement {
         case .null: rc = sqlite3_bind_null(handle, index)
         case .integer(let i): rc = sqlite3_bind_int64(handle, index, i)
         case .real(let d): rc = sqlite3_bind_double(handle, index, d)
-        case .text(let t): try t.withUnsafeBytes { try bindText($0, at: index) }; return
-        case .blob(let b): try b.withUnsafeBytes { try bindBlob($0, at: index) }; return
+        case .text(let t):
+            try t.withUnsafeBytes { try bindText($0, at: index) }
+            return
+        case .blob(let b):
+            try b.withUnsafeBytes { try bindBlob($0, at: index) }
+            return
         }
         try check(rc)
     }
@@ -110,7 +114,9 @@ struct SQLiteStatement {
         func integer(_ i: Int32) -> Int64 { sqlite3_column_int64(handle, i) }
         /// A text or blob column's bytes, without a copy.
         func bytes(_ i: Int32) -> UnsafeRawBufferPointer {
-            let base = sqlite3_column_type(handle, i) == SQLITE_BLOB ? sqlite3_column_blob(handle, i) : UnsafeRawPointer(sqlite3_column_text(handle, i))
+            let base =
+                sqlite3_column_type(handle, i) == SQLITE_BLOB
+                ? sqlite3_column_blob(handle, i) : UnsafeRawPointer(sqlite3_column_text(handle, i))
             let n = Int(sqlite3_column_bytes(handle, i))
             return UnsafeRawBufferPointer(start: base, count: base == nil ? 0 : n)
         }

@@ -4,11 +4,11 @@ public import Foundation
 /// are), for tests that run the real binaries (`logstore-compact`, `logstore-migrate`).
 public var buildProductsDirectory: URL {
     #if os(macOS)
-    for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-        return bundle.bundleURL.deletingLastPathComponent()
-    }
-    return Bundle.main.bundleURL
+        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+            return bundle.bundleURL.deletingLastPathComponent()
+        }
+        return Bundle.main.bundleURL
     #else
-    return Bundle.main.bundleURL
+        return Bundle.main.bundleURL
     #endif
 }

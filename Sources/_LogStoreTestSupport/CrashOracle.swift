@@ -84,15 +84,19 @@ public struct CrashOracle: Sendable {
     /// Checks a recovered store's contents. Returns the k it shows (the number of its last
     /// transaction) or throws a ``CrashOracleViolation`` that says what is wrong.
     public func check(_ observed: CrashModelState) throws -> UInt64 {
-        let markers = (observed[CrashWorkloadValue.markerType] ?? [:]).keys.compactMap(CrashWorkloadValue.transactionNumber(ofMarkerKey:)).sorted()
+        let markers = (observed[CrashWorkloadValue.markerType] ?? [:]).keys.compactMap(CrashWorkloadValue.transactionNumber(ofMarkerKey:))
+            .sorted()
         let k = markers.last ?? 0
         if markers.count != Int(k) {
             let present = Set(markers)
             let holes = (1...k).filter { !present.contains($0) }
-            throw CrashOracleViolation("Hole in the commit order: transaction \(k) is present but \(holes.prefix(10).map(String.init).joined(separator: ", ")) \(holes.count == 1 ? "is" : "are") missing.")
+            throw CrashOracleViolation(
+                "Hole in the commit order: transaction \(k) is present but \(holes.prefix(10).map(String.init).joined(separator: ", ")) \(holes.count == 1 ? "is" : "are") missing."
+            )
         }
         if k < lastAcknowledged {
-            throw CrashOracleViolation("Acknowledged transactions lost: the store shows transactions 1...\(k), but 1...\(lastAcknowledged) were acknowledged.")
+            throw CrashOracleViolation(
+                "Acknowledged transactions lost: the store shows transactions 1...\(k), but 1...\(lastAcknowledged) were acknowledged.")
         }
         guard k <= lastAttempted, let expected = state(after: k) else {
             throw CrashOracleViolation("The store shows transaction \(k), but only 1...\(lastAttempted) were attempted.")
@@ -100,13 +104,17 @@ public struct CrashOracle: Sendable {
         if observed == expected { return k }
         // Something differs: say what, starting with values that are not intact on their own.
         for (type, records) in observed.sorted(by: { $0.key < $1.key }) {
-            for (key, value) in records.sorted(by: { $0.key < $1.key }) where CrashWorkloadValue.decode(value, type: type, key: key) == nil {
+            for (key, value) in records.sorted(by: { $0.key < $1.key }) where CrashWorkloadValue.decode(value, type: type, key: key) == nil
+            {
                 throw CrashOracleViolation("Corrupt value: \(type)/\(key) (\(value.count) bytes) fails its checksum.")
             }
         }
         let differences = Self.differences(observed: observed, expected: expected)
         if !differences.isEmpty {
-            throw CrashOracleViolation("After transactions 1...\(k) (acknowledged \(lastAcknowledged), attempted \(lastAttempted)) the store differs from the model (partly visible transaction or resurrected/lost items): " + differences.prefix(8).joined(separator: "; ") + (differences.count > 8 ? "; ... \(differences.count) differences" : ""))
+            throw CrashOracleViolation(
+                "After transactions 1...\(k) (acknowledged \(lastAcknowledged), attempted \(lastAttempted)) the store differs from the model (partly visible transaction or resurrected/lost items): "
+                    + differences.prefix(8).joined(separator: "; ")
+                    + (differences.count > 8 ? "; ... \(differences.count) differences" : ""))
         }
         return k
     }
@@ -118,7 +126,8 @@ public struct CrashOracle: Sendable {
             let o = observed[type] ?? [:]
             let e = expected[type] ?? [:]
             for key in Set(o.keys).union(e.keys).sorted() {
-                let ov = o[key], ev = e[key]
+                let ov = o[key]
+                let ev = e[key]
                 if ov == ev { continue }
                 func who(_ v: [UInt8]?) -> String {
                     guard let v else { return "absent" }

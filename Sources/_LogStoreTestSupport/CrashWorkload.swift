@@ -85,7 +85,9 @@ public enum CrashWorkloadStep: Sendable, Equatable {
     }
 
     static func summarize(_ ops: [RecordOperation]) -> String {
-        var puts = 0, deletes = 0, bytes = 0
+        var puts = 0
+        var deletes = 0
+        var bytes = 0
         var clears: [String] = []
         var marker = ""
         for op in ops {
@@ -101,7 +103,8 @@ public enum CrashWorkloadStep: Sendable, Equatable {
             case .deleteAll(let t): clears.append(t)
             }
         }
-        return marker + "\(puts) puts (\(bytes) B), \(deletes) deletes" + (clears.isEmpty ? "" : ", deleteAll \(clears.joined(separator: ","))")
+        return marker + "\(puts) puts (\(bytes) B), \(deletes) deletes"
+            + (clears.isEmpty ? "" : ", deleteAll \(clears.joined(separator: ","))")
     }
 }
 
@@ -171,9 +174,11 @@ public struct CrashWorkloadGenerator: Sendable {
             let type = itemTypes[rng.int(in: 0..<itemTypes.count)]
             if rng.chance(0.7) {
                 let key = Self.itemKey(rng.int(in: 0..<keysPerType))
-                ops.append(.put(type: type, key: key, value: CrashWorkloadValue.encode(txn: number, type: type, key: key, payload: payload(&rng))))
+                ops.append(
+                    .put(type: type, key: key, value: CrashWorkloadValue.encode(txn: number, type: type, key: key, payload: payload(&rng))))
             } else if let records = state[type], rng.chance(0.8),
-                case let existing = (0..<keysPerType).map(Self.itemKey).filter({ records[$0] != nil }), !existing.isEmpty {
+                case let existing = (0..<keysPerType).map(Self.itemKey).filter({ records[$0] != nil }), !existing.isEmpty
+            {
                 ops.append(.delete(type: type, key: existing[rng.int(in: 0..<existing.count)]))
             } else {
                 ops.append(.delete(type: type, key: Self.itemKey(rng.int(in: 0..<keysPerType))))
@@ -205,7 +210,10 @@ public struct CrashWorkloadGenerator: Sendable {
 
     /// The key of item `i`: 4 big-endian bytes.
     public static func itemKey(_ i: Int) -> RecordKey {
-        RecordKey([UInt8(truncatingIfNeeded: i >> 24), UInt8(truncatingIfNeeded: i >> 16), UInt8(truncatingIfNeeded: i >> 8), UInt8(truncatingIfNeeded: i)])
+        RecordKey([
+            UInt8(truncatingIfNeeded: i >> 24), UInt8(truncatingIfNeeded: i >> 16), UInt8(truncatingIfNeeded: i >> 8),
+            UInt8(truncatingIfNeeded: i),
+        ])
     }
 
     /// A payload: mostly small, sometimes larger than a frame; random or compressible.

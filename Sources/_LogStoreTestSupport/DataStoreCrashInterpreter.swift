@@ -166,7 +166,8 @@ public final class DataStoreCrashInterpreter: CrashInterpreter {
             model.apply(step)
             try open { DataStoreCrashMigration.register(type: type, transaction: n, on: $0) }
             guard let migrated = self.store, migrated.migrationReport?.applied == [DataStoreCrashMigration.name(n)] else {
-                throw CrashOracleViolation("setup() did not apply the migration of transaction \(n): \(String(describing: self.store?.migrationReport))")
+                throw CrashOracleViolation(
+                    "setup() did not apply the migration of transaction \(n): \(String(describing: self.store?.migrationReport))")
             }
             // Durable whatever the durability mode, then acknowledged.
             try migrated.flush()

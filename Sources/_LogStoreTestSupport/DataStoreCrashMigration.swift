@@ -46,8 +46,10 @@ public enum DataStoreCrashMigration {
                 }
             }
             let m = marker(n)
-            try tx.insert(DynamicItem(itemType: CrashWorkloadValue.markerType, id: .int(Int64(bitPattern: n)),
-                                      attributes: ["value": .string(Data(m.value).base64EncodedString())]))
+            try tx.insert(
+                DynamicItem(
+                    itemType: CrashWorkloadValue.markerType, id: .int(Int64(bitPattern: n)),
+                    attributes: ["value": .string(Data(m.value).base64EncodedString())]))
         }
     }
 }

@@ -68,7 +68,8 @@ extension DataStoreCrashRecordKind {
                 byValue.predicate = #Predicate { $0.value == wanted }
                 let found = try accessor.items(forRequest: byValue)
                 guard found.contains(item), found.allSatisfy({ $0.value == wanted }) else {
-                    throw CrashOracleViolation("\(itemType)/\(item.id): a query through the value index returns \(found.map(\.id)) instead of it.")
+                    throw CrashOracleViolation(
+                        "\(itemType)/\(item.id): a query through the value index returns \(found.map(\.id)) instead of it.")
                 }
             }
             let key = Self.key(forID: item.id)
@@ -182,7 +183,9 @@ public enum DataStoreCrashTypes {
     public static func observe(_ store: any DataStore) throws -> CrashModelState {
         if let log = store as? LogDataStore {
             let problems = try log.rootEngine().snapshot().secondaryIndexProblems()
-            if !problems.isEmpty { throw CrashOracleViolation("Secondary indexes differ from a rebuild from the items: " + problems.joined(separator: "; ")) }
+            if !problems.isEmpty {
+                throw CrashOracleViolation("Secondary indexes differ from a rebuild from the items: " + problems.joined(separator: "; "))
+            }
         }
         return try store.read { accessor in
             let known = Set(all.map { $0.itemType })

@@ -79,7 +79,6 @@ public struct DataStorePowerLossReport: PowerLossTally, Sendable, CustomStringCo
     /// Creates an empty report for `seed`.
     public init(seed: UInt64) { counts = PowerLossCounts(seed: seed) }
 
-
     /// Every acknowledged transaction.
     public var transactionsAcknowledged: Int { acknowledged.values.reduce(0, +) }
 
@@ -131,7 +130,9 @@ public final class DataStorePowerLossHarness: PowerLossDriver<DataStoreCrashInte
             configuration.run, report: DataStorePowerLossReport(seed: configuration.seed), events: (100, 80), openName: "setup",
             makeInterpreter: { fs in
                 let options = choice.options
-                let interpreter = DataStoreCrashInterpreter(model: DataStoreCrashModel()) { LogDataStore(path: directory, fileSystem: fs, options: options) }
+                let interpreter = DataStoreCrashInterpreter(model: DataStoreCrashModel()) {
+                    LogDataStore(path: directory, fileSystem: fs, options: options)
+                }
                 // Without synchronous durability only flushed commits are promised; flushing every
                 // third leaves batches of unsynced transactions for the crash to reorder.
                 if options.durability != .synchronous { interpreter.flushEvery = 3 }
@@ -159,7 +160,8 @@ public final class DataStorePowerLossHarness: PowerLossDriver<DataStoreCrashInte
     let tail: PreallocationChoice
 
     override func open(_ interpreter: DataStoreCrashInterpreter) throws {
-        temporaryFilesBeforeOpen = Set(((try? fs.contentsOfDirectory(atPath: configuration.directory)) ?? []).filter { $0.hasSuffix(".tmp") })
+        temporaryFilesBeforeOpen = Set(
+            ((try? fs.contentsOfDirectory(atPath: configuration.directory)) ?? []).filter { $0.hasSuffix(".tmp") })
         try interpreter.open()
     }
 

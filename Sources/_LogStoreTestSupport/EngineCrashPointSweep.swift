@@ -45,7 +45,8 @@ public struct CrashPointSweepReport: Sendable, CustomStringConvertible {
 
     /// A summary.
     public var description: String {
-        var s = "crash-point sweep seed \(seed): \(crashPoints + 1) crash points, \(segmentsAtEnd) segments at the end, \(imagesChecked) images checked\nfaults: \(faults)"
+        var s =
+            "crash-point sweep seed \(seed): \(crashPoints + 1) crash points, \(segmentsAtEnd) segments at the end, \(imagesChecked) images checked\nfaults: \(faults)"
         if let failure { s += "\nFAILED: \(failure)" }
         return s
     }

@@ -43,7 +43,8 @@ public enum EngineCrashScriptOperation: Sendable, Hashable, CustomStringConverti
         case .transaction(let c, let m): return "\(c ? "commit" : "write")[\(m.map(\.description).joined(separator: ", "))]"
         case .reopen: return "reopen"
         case .armCrash(let n, let p, let s): return "arm crash after \(n) ops (\(p ? "power loss, seed \(s)" : "process crash"))"
-        case .crash(let p, let s, let o): return "crash now (\(p ? "power loss, seed \(s)" : "process crash"))" + (o >= 0 ? ", recovery crashes after \(o) ops" : "")
+        case .crash(let p, let s, let o):
+            return "crash now (\(p ? "power loss, seed \(s)" : "process crash"))" + (o >= 0 ? ", recovery crashes after \(o) ops" : "")
         }
     }
 }
@@ -195,7 +196,8 @@ public final class EngineCrashScriptChecker {
         }
         let seq = try engine.snapshot().sequence
         guard seq == k, engine.recoveryReport.lastSequence == k else {
-            throw ModelViolation("the store shows transactions 1...\(k) but its sequence is \(seq) (recovery report: \(engine.recoveryReport.lastSequence))")
+            throw ModelViolation(
+                "the store shows transactions 1...\(k) but its sequence is \(seq) (recovery report: \(engine.recoveryReport.lastSequence))")
         }
         oracle.adoptRecovered(k)
     }
@@ -209,7 +211,8 @@ public final class EngineCrashScriptChecker {
                 let type = EngineCrashScript.typeName(t)
                 let key = CrashWorkloadGenerator.itemKey(k)
                 let payload = (0..<length).map { UInt8(truncatingIfNeeded: Int(pattern) &+ ($0 % (Int(pattern % 7) + 1))) }
-                ops.append(.put(type: type, key: key, value: CrashWorkloadValue.encode(txn: number, type: type, key: key, payload: payload)))
+                ops.append(
+                    .put(type: type, key: key, value: CrashWorkloadValue.encode(txn: number, type: type, key: key, payload: payload)))
             case .delete(let t, let k):
                 ops.append(.delete(type: EngineCrashScript.typeName(t), key: CrashWorkloadGenerator.itemKey(k)))
             case .deleteAll(let t):
@@ -217,8 +220,11 @@ public final class EngineCrashScriptChecker {
             }
         }
         let markerKey = CrashWorkloadValue.markerKey(number)
-        ops.append(.put(type: CrashWorkloadValue.markerType, key: markerKey,
-                        value: CrashWorkloadValue.encode(txn: number, type: CrashWorkloadValue.markerType, key: markerKey, payload: [UInt8(truncatingIfNeeded: ops.count)])))
+        ops.append(
+            .put(
+                type: CrashWorkloadValue.markerType, key: markerKey,
+                value: CrashWorkloadValue.encode(
+                    txn: number, type: CrashWorkloadValue.markerType, key: markerKey, payload: [UInt8(truncatingIfNeeded: ops.count)])))
         return ops
     }
 }

@@ -43,7 +43,9 @@ public final class EngineCrashInterpreter: CrashInterpreter {
     /// equals a rebuild from its records (index entries are derived data: a rebuild is the truth).
     public static func checkIndexes(_ e: LogEngine) throws {
         let problems = try e.snapshot().secondaryIndexProblems()
-        if !problems.isEmpty { throw CrashOracleViolation("Secondary indexes differ from a rebuild from the records: " + problems.joined(separator: "; ")) }
+        if !problems.isEmpty {
+            throw CrashOracleViolation("Secondary indexes differ from a rebuild from the records: " + problems.joined(separator: "; "))
+        }
     }
 
     /// Closes the engine, if open. Throws what `LogEngine.close()` throws; the engine is dropped
@@ -97,7 +99,9 @@ public final class EngineCrashInterpreter: CrashInterpreter {
             }
             let k = try oracle.check(observe())
             if k != oracle.lastAttempted || e.recoveryReport.lastSequence != k {
-                throw CrashOracleViolation("Reopening after a clean close shows transaction \(k) (sequence \(e.recoveryReport.lastSequence)), expected \(oracle.lastAttempted).")
+                throw CrashOracleViolation(
+                    "Reopening after a clean close shows transaction \(k) (sequence \(e.recoveryReport.lastSequence)), expected \(oracle.lastAttempted)."
+                )
             }
             oracle.adoptRecovered(k)
         }
@@ -117,7 +121,8 @@ public final class EngineCrashInterpreter: CrashInterpreter {
                 return true
             }
             guard records.count == snap.count(ofType: type) else {
-                throw CrashOracleViolation("\(type): forEach yields \(records.count) records, count(ofType:) says \(snap.count(ofType: type)).")
+                throw CrashOracleViolation(
+                    "\(type): forEach yields \(records.count) records, count(ofType:) says \(snap.count(ofType: type)).")
             }
             // Point reads of a few keys (a different read path, through the frame cache).
             for i in 0..<8 {
@@ -186,12 +191,13 @@ public struct PowerLossReport: PowerLossTally, Sendable, CustomStringConvertible
     /// Creates an empty report for `seed`.
     public init(seed: UInt64) { counts = PowerLossCounts(seed: seed) }
 
-
     /// A multi-line summary.
     public var description: String {
-        var s = "power-loss run seed \(counts.seed): \(counts.cyclesCompleted) cycles, \(transactionsCommitted) transactions committed, \(flushes) flushes, "
+        var s =
+            "power-loss run seed \(counts.seed): \(counts.cyclesCompleted) cycles, \(transactionsCommitted) transactions committed, \(flushes) flushes, "
         s += counts.inFlightAndImages + "; "
-        s += "crashes during open \(crashesDuringOpen), clean reopens \(cleanReopens), torn tails cut \(tornTailsCut), files removed by recovery \(filesRemovedByRecovery), stores created \(storesCreated)\n"
+        s +=
+            "crashes during open \(crashesDuringOpen), clean reopens \(cleanReopens), torn tails cut \(tornTailsCut), files removed by recovery \(filesRemovedByRecovery), stores created \(storesCreated)\n"
         s += "faults: \(counts.faults)"
         if let failure = counts.failure { s += "\nFAILED: \(failure)" }
         return s

@@ -145,7 +145,8 @@ extension FaultInjectingFileSystem {
     static func sectorReorderedContent(_ inode: Inode, sectorSize: Int, _ rng: inout SplitMix64, _ faults: inout FaultCounts) -> [UInt8] {
         faults.filesWithUnsyncedData += 1
         faults.sectorsReordered += 1
-        let new = inode.data, old = inode.durable
+        let new = inode.data
+        let old = inode.durable
         var dirty = DirtySectors()
         for c in inode.unsynced {
             switch c {

@@ -432,7 +432,12 @@ final class FaultInjectingLock: FileSystemLock {
     }
     deinit { unlock() }
     func unlock() {
-        if held.withLock({ h in defer { h = false }; return h }) { fs.unlock(path) }
+        if held.withLock({ h in
+            defer { h = false }
+            return h
+        }) {
+            fs.unlock(path)
+        }
     }
 }
 

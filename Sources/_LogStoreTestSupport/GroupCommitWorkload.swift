@@ -93,10 +93,12 @@ extension GroupCommitWorkload {
             let lower = max(durable[w], acknowledged[w] + 1)
             guard made[w] >= lower, made[w] <= lower + 1 else {
                 throw GroupCommitViolation(
-                    "writer \(w): the store holds its commits 0..<\(made[w]), but \(lower) were acknowledged (or found before) and at most one more can be in flight")
+                    "writer \(w): the store holds its commits 0..<\(made[w]), but \(lower) were acknowledged (or found before) and at most one more can be in flight"
+                )
             }
             guard items[w] == expected(w, commits: made[w]) else {
-                throw GroupCommitViolation("writer \(w): its items are not those of its first \(made[w]) commits (a hole, a lost commit or a resurrected delete)")
+                throw GroupCommitViolation(
+                    "writer \(w): its items are not those of its first \(made[w]) commits (a hole, a lost commit or a resurrected delete)")
             }
         }
         return made

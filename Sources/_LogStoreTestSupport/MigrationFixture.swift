@@ -55,11 +55,19 @@ public enum MigrationFixture {
             try store.writeSync { a in
                 for i in batch..<min(n, batch + 500) {
                     let u = UUID()
-                    try a.insert(Restaurant(id: u, name: names[i % names.count] + "\(i)", rating: i % 5, opened: Date(timeIntervalSinceReferenceDate: Double(i) * 1.5 - 7),
-                                            tags: i % 3 == 0 ? [] : ["t\(i % 7)"], extra: ["b": prices[i % prices.count], "ab\u{0}": 1, "$x": -0.0]))
-                    try a.insert(MenuItem(id: i - n / 2, restaurant: u, name: "dish \(i)", price: prices[i % prices.count], spicy: i % 4 == 0 ? nil : i % 2 == 0))
-                    try a.insert(Order(id: "o\(i)", items: [i, i + 1], total: Double(i) / 3, note: i % 2 == 0 ? nil : "note",
-                                       receipt: Data((0..<(i % 9)).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ i) })))
+                    try a.insert(
+                        Restaurant(
+                            id: u, name: names[i % names.count] + "\(i)", rating: i % 5,
+                            opened: Date(timeIntervalSinceReferenceDate: Double(i) * 1.5 - 7),
+                            tags: i % 3 == 0 ? [] : ["t\(i % 7)"], extra: ["b": prices[i % prices.count], "ab\u{0}": 1, "$x": -0.0]))
+                    try a.insert(
+                        MenuItem(
+                            id: i - n / 2, restaurant: u, name: "dish \(i)", price: prices[i % prices.count],
+                            spicy: i % 4 == 0 ? nil : i % 2 == 0))
+                    try a.insert(
+                        Order(
+                            id: "o\(i)", items: [i, i + 1], total: Double(i) / 3, note: i % 2 == 0 ? nil : "note",
+                            receipt: Data((0..<(i % 9)).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ i) })))
                 }
             }
         }

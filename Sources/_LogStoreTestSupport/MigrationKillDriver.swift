@@ -75,19 +75,31 @@ public final class MigrationKillDriver {
         for start in stride(from: 0, to: itemsPerType, by: 1_000) {
             try store.writeSync { a in
                 for i in start..<min(itemsPerType, start + 1_000) {
-                    let u = UUID(uuid: withUnsafeBytes(of: (rng.next(), rng.next())) { b in
-                        (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])
-                    })
-                    try a.insert(DynamicItem(itemType: "Restaurant", id: .uuid(u), attributes: [
-                        "name": .string(["Rice & Spice", "caf\u{E9}", "cafe\u{301}", "東京"][i % 4] + " \(i)"),
-                        "rating": .int(Int64(i % 5)), "opened": .date(Date(timeIntervalSinceReferenceDate: Double(i) * 7.25)),
-                    ]))
-                    try a.insert(DynamicItem(itemType: "MenuItem", id: .int(Int64(i) - Int64(itemsPerType / 2)), attributes: [
-                        "restaurant": .uuid(u), "price": .double([0.1, -0.0, .nan, 12.5][i % 4]), "spicy": i % 3 == 0 ? .null : .bool(i % 2 == 0),
-                    ]))
-                    try a.insert(DynamicItem(itemType: "Order", id: .string("o\(i)"), attributes: [
-                        "lines": .array([.int(Int64(i)), .string("x")]), "receipt": .bytes((0..<(i % 17)).map { UInt8(truncatingIfNeeded: $0 * i) }),
-                    ]))
+                    let u = UUID(
+                        uuid: withUnsafeBytes(of: (rng.next(), rng.next())) { b in
+                            (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])
+                        })
+                    try a.insert(
+                        DynamicItem(
+                            itemType: "Restaurant", id: .uuid(u),
+                            attributes: [
+                                "name": .string(["Rice & Spice", "caf\u{E9}", "cafe\u{301}", "東京"][i % 4] + " \(i)"),
+                                "rating": .int(Int64(i % 5)), "opened": .date(Date(timeIntervalSinceReferenceDate: Double(i) * 7.25)),
+                            ]))
+                    try a.insert(
+                        DynamicItem(
+                            itemType: "MenuItem", id: .int(Int64(i) - Int64(itemsPerType / 2)),
+                            attributes: [
+                                "restaurant": .uuid(u), "price": .double([0.1, -0.0, .nan, 12.5][i % 4]),
+                                "spicy": i % 3 == 0 ? .null : .bool(i % 2 == 0),
+                            ]))
+                    try a.insert(
+                        DynamicItem(
+                            itemType: "Order", id: .string("o\(i)"),
+                            attributes: [
+                                "lines": .array([.int(Int64(i)), .string("x")]),
+                                "receipt": .bytes((0..<(i % 17)).map { UInt8(truncatingIfNeeded: $0 * i) }),
+                            ]))
                 }
             }
         }
@@ -99,7 +111,9 @@ public final class MigrationKillDriver {
         while true {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: binary)
-            process.arguments = ["copy", source, destination, "--resume", "--no-verify", "--batch-size", String(batchSize), "--progress", "none"]
+            process.arguments = [
+                "copy", source, destination, "--resume", "--no-verify", "--batch-size", String(batchSize), "--progress", "none",
+            ]
             let errPath = base + "/last-stderr.txt"
             _ = FileManager.default.createFile(atPath: errPath, contents: nil)
             process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
@@ -118,7 +132,9 @@ public final class MigrationKillDriver {
             process.waitUntilExit()
             let took = Date().timeIntervalSince(started)
             if process.terminationReason == .uncaughtSignal {
-                guard killed else { throw Violation(message: "logstore-migrate died of signal \(process.terminationStatus) unasked: \(stderrText(errPath))") }
+                guard killed else {
+                    throw Violation(message: "logstore-migrate died of signal \(process.terminationStatus) unasked: \(stderrText(errPath))")
+                }
                 sent += 1
                 kills += 1
                 if verbose { print("kill \(kills): \(source) -> \(destination) after \(Int(took * 1000)) ms") }
@@ -126,7 +142,10 @@ public final class MigrationKillDriver {
                 continue
             }
             guard process.terminationStatus == 0 else {
-                throw Violation(message: "logstore-migrate copy \(source) \(destination) --resume exited \(process.terminationStatus): \(stderrText(errPath))")
+                throw Violation(
+                    message:
+                        "logstore-migrate copy \(source) \(destination) --resume exited \(process.terminationStatus): \(stderrText(errPath))"
+                )
             }
             completedRuns += 1
             window = max(window, took)
@@ -140,7 +159,9 @@ public final class MigrationKillDriver {
     /// The destination opens after a kill (a LogStore store recovers; SQLite rolls back).
     func checkOpens(_ destination: String) throws {
         let (status, output) = try runTool(["types", destination, "--json"])
-        guard status == 0 || status == 4 else { throw Violation(message: "after a kill, logstore-migrate types \(destination) exited \(status): \(output)") }
+        guard status == 0 || status == 4 else {
+            throw Violation(message: "after a kill, logstore-migrate types \(destination) exited \(status): \(output)")
+        }
     }
 
     /// `logstore-migrate verify` must exit 0 (equal).

@@ -140,8 +140,10 @@ public class PowerLossDriver<Interpreter: CrashInterpreter, Report: PowerLossTal
     var fs = FaultInjectingFileSystem()
     var oracle = CrashOracle()
 
-    init(_ settings: PowerLossRunSettings, report: Report, events: (limit: Int, keep: Int), openName: String,
-         makeInterpreter: @escaping (FaultInjectingFileSystem) -> Interpreter) {
+    init(
+        _ settings: PowerLossRunSettings, report: Report, events: (limit: Int, keep: Int), openName: String,
+        makeInterpreter: @escaping (FaultInjectingFileSystem) -> Interpreter
+    ) {
         seed = settings.seed
         cycles = settings.cycles
         cyclesPerStore = settings.cyclesPerStore

@@ -43,11 +43,17 @@ struct GroupCommitKill: ParsableCommand {
         let limit = length.cycleLimit()
         let deadline = length.seconds.map { Date().addingTimeInterval($0) }
         var durable = [Int](repeating: 0, count: writers)  // commits each writer is known to have made durable
-        var done = 0, acks = 0, killsDuringOpen = 0, slow = 0, inFlightKept = 0
+        var done = 0
+        var acks = 0
+        var killsDuringOpen = 0
+        var slow = 0
+        var inFlightKept = 0
         var cycle = 0
         func fail(_ message: String) throws -> Never {
             print("VIOLATION cycle \(cycle): \(message)")
-            print("FAILED (seed \(seed)). Rerun: logstore-crashtest group-commit --seed \(seed) --cycles \(cycle + 1) --writers \(writers); the store is kept: \(store)")
+            print(
+                "FAILED (seed \(seed)). Rerun: logstore-crashtest group-commit --seed \(seed) --cycles \(cycle + 1) --writers \(writers); the store is kept: \(store)"
+            )
             throw ExitCode(1)
         }
         while cycle < limit {
@@ -60,7 +66,8 @@ struct GroupCommitKill: ParsableCommand {
             let delay: UInt32 = rng.chance(0.5) ? 300 : 0
             if delay > 0 { slow += 1 }
             let child = try ChildProcess(
-                executable: executable, arguments: ["group-commit-worker", "--dir", store, "--writers", "\(writers)", "--io-delay-us", "\(delay)"],
+                executable: executable,
+                arguments: ["group-commit-worker", "--dir", store, "--writers", "\(writers)", "--io-delay-us", "\(delay)"],
                 stderrPath: stderrPath)
             var acked = [Int](repeating: -1, count: writers)
             var seen = 0
@@ -113,7 +120,9 @@ struct GroupCommitKill: ParsableCommand {
             done += 1
             cycle += 1
         }
-        print("group-commit: \(done) cycles, \(writers) writers, \(acks) commits acknowledged, \(killsDuringOpen) kills during the worker's open, \(slow) slow-disk workers, \(inFlightKept) in-flight commits kept; violations: 0")
+        print(
+            "group-commit: \(done) cycles, \(writers) writers, \(acks) commits acknowledged, \(killsDuringOpen) kills during the worker's open, \(slow) slow-disk workers, \(inFlightKept) in-flight commits kept; violations: 0"
+        )
         try? FileManager.default.removeItem(atPath: base)
     }
 }

@@ -72,10 +72,14 @@ struct Kill: ParsableCommand {
             return
         }
         print("FAILED (seed \(seed)). Rerun: logstore-crashtest kill --seed \(seed) --cycles \(driver.cycle + 1)")
-        print("The store is kept for inspection: \(driver.storeDir) (as the killed worker left it: \(driver.evidenceDir); as the worker found it: \(driver.startDir))")
+        print(
+            "The store is kept for inspection: \(driver.storeDir) (as the killed worker left it: \(driver.evidenceDir); as the worker found it: \(driver.startDir))"
+        )
         if let w = driver.lastWorkerArguments {
             print("Replay the worker's workload (not its kill) on a copy of the store it started from:")
-            print("  cp -r \(driver.startDir) /tmp/replay && \(driver.executable) \(w.map { $0 == driver.storeDir ? "/tmp/replay" : $0 }.joined(separator: " "))")
+            print(
+                "  cp -r \(driver.startDir) /tmp/replay && \(driver.executable) \(w.map { $0 == driver.storeDir ? "/tmp/replay" : $0 }.joined(separator: " "))"
+            )
         }
         throw ExitCode(1)
     }

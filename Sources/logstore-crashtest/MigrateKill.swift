@@ -37,15 +37,19 @@ struct MigrateKill: ParsableCommand {
 
     func run() throws {
         let seed = seed ?? UInt64.random(in: 0...UInt64.max)
-        let binary = migrateBinary ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("logstore-migrate").path
+        let binary =
+            migrateBinary
+            ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("logstore-migrate").path
         guard FileManager.default.isExecutableFile(atPath: binary) else {
-            throw ValidationError("No logstore-migrate at \(binary): build it (swift build --product logstore-migrate) or pass --migrate-binary.")
+            throw ValidationError(
+                "No logstore-migrate at \(binary): build it (swift build --product logstore-migrate) or pass --migrate-binary.")
         }
         let root = FileManager.default.isWritableFile(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
         let base = (root as NSString).appendingPathComponent("logstore-migrate-kill-\(getpid())-\(seed)")
         print("logstore-crashtest migrate-kill: seed \(seed), \(cycles) kills, \(items) items x 3 types, work directory \(base)")
         let started = Date()
-        let driver = MigrationKillDriver(binary: binary, base: base, seed: seed, itemsPerType: items, batchSize: batchSize, verbose: verbose)
+        let driver = MigrationKillDriver(
+            binary: binary, base: base, seed: seed, itemsPerType: items, batchSize: batchSize, verbose: verbose)
         do {
             try driver.run(cycles: cycles)
         } catch {

@@ -46,7 +46,10 @@ struct PowerLoss: ParsableCommand {
         }
     }
 
-    @Option(help: "The engine harness's durability: synchronous (every commit synced), buffered or none (only flushed commits are promised; the unsynced ones at a crash may reach the disk out of order), as PowerLossTests' three runs.")
+    @Option(
+        help:
+            "The engine harness's durability: synchronous (every commit synced), buffered or none (only flushed commits are promised; the unsynced ones at a crash may reach the disk out of order), as PowerLossTests' three runs."
+    )
     var durability: EngineDurability = .synchronous
 
     @Option(help: "Run one chunk whose harness seed is this (what a failure report prints).")
@@ -64,7 +67,9 @@ struct PowerLoss: ParsableCommand {
         let total = length.cycleLimit(default: 1_000)
         let deadline = length.seconds.map { Date().addingTimeInterval($0) }
         let chunk = chunkSeed != nil ? total : max(1, min(self.chunk, total))
-        print("logstore-crashtest powerloss: level \(level.rawValue), engine durability \(durability.rawValue), seed \(seed), chunks of \(chunk) cycles, \(jobs) job(s)")
+        print(
+            "logstore-crashtest powerloss: level \(level.rawValue), engine durability \(durability.rawValue), seed \(seed), chunks of \(chunk) cycles, \(jobs) job(s)"
+        )
         let run = PowerLossRun(
             seed: seed, level: level, total: total, chunk: chunk, deadline: deadline, fixedChunkSeed: chunkSeed, background: background,
             durability: durability.durability)

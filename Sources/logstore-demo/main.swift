@@ -39,14 +39,17 @@ func observeLive(_ store: LogDataStore) async throws {
         guard let e = try await live.next() else { return }
         let removed = e.difference.removals.count
         let inserted = e.difference.insertions.count
-        print("    #\(e.sequence) \(label): \(e.items.map(\.name)) (\(removed) removed, \(inserted) inserted, \(e.updatedIDs.count) updated)")
+        print(
+            "    #\(e.sequence) \(label): \(e.items.map(\.name)) (\(removed) removed, \(inserted) inserted, \(e.updatedIDs.count) updated)")
     }
     try await show("first element")
     let id = UUID()
     let new = Restaurant(id: id, name: "A Thai Kitchen", cuisine: "Thai", rating: 5, openedAt: Date(), tags: [])
     try await store.write { try $0.insert(new) }
     try await show("inserted \"A Thai Kitchen\"")
-    try await store.write { try $0.insert(Restaurant(id: UUID(), name: "Trattoria", cuisine: "Italian", rating: 3, openedAt: Date(), tags: [])) }
+    try await store.write {
+        try $0.insert(Restaurant(id: UUID(), name: "Trattoria", cuisine: "Italian", rating: 3, openedAt: Date(), tags: []))
+    }
     print("    (a 3-star Italian restaurant was committed: no element for it)")
     let tagged = Restaurant(id: id, name: new.name, cuisine: "Thai", rating: 5, openedAt: new.openedAt, tags: ["late"])
     try await store.write { try $0.insert(tagged) }
@@ -71,16 +74,19 @@ do {
     try timed("insert \(count) restaurants (one durable transaction)") {
         try store.writeSync { accessor in
             for i in 0..<count {
-                try accessor.insert(Restaurant(
-                    id: UUID(), name: "Restaurant \(before + i)", cuisine: cuisines[i % cuisines.count],
-                    rating: i % 5 + 1, openedAt: Date(timeIntervalSince1970: Double(1_500_000_000 + i * 3600)),
-                    tags: i % 3 == 0 ? ["vegan", "late"] : ["family"]))
+                try accessor.insert(
+                    Restaurant(
+                        id: UUID(), name: "Restaurant \(before + i)", cuisine: cuisines[i % cuisines.count],
+                        rating: i % 5 + 1, openedAt: Date(timeIntervalSince1970: Double(1_500_000_000 + i * 3600)),
+                        tags: i % 3 == 0 ? ["vegan", "late"] : ["family"]))
             }
         }
     }
     try timed("100 durable single-item transactions") {
         for i in 0..<100 {
-            try store.writeSync { try $0.insert(Restaurant(id: UUID(), name: "Pop-up \(i)", cuisine: "Fusion", rating: 3, openedAt: Date(), tags: [])) }
+            try store.writeSync {
+                try $0.insert(Restaurant(id: UUID(), name: "Pop-up \(i)", cuisine: "Fusion", rating: 3, openedAt: Date(), tags: []))
+            }
         }
     }
 
@@ -101,7 +107,10 @@ do {
     let child = try store.makeChildDataStore()
     try timed("child store: add 3 items, merge into the parent") {
         try child.writeSync { a in
-            for i in 0..<3 { try a.insert(Restaurant(id: UUID(), name: "Basket item \(i)", cuisine: "Deli", rating: 4, openedAt: Date(), tags: ["basket"])) }
+            for i in 0..<3 {
+                try a.insert(
+                    Restaurant(id: UUID(), name: "Basket item \(i)", cuisine: "Deli", rating: 4, openedAt: Date(), tags: ["basket"]))
+            }
         }
         try store.merge(child)
         try child.tearDown()

@@ -3,10 +3,11 @@
 // which links NIO: the commands' module does not).
 import Foundation
 import LogStoreMigrateCommands
-#if LOGSTORE_POSTGRES
-import LogStorePostgres
 
-StoreOpeners.postgres = { url, create in try PostgresDataStore.openForTools(url: url, create: create) }
+#if LOGSTORE_POSTGRES
+    import LogStorePostgres
+
+    StoreOpeners.postgres = { url, create in try PostgresDataStore.openForTools(url: url, create: create) }
 #endif
 
 exit(LogStoreMigrateCLI.main(Array(CommandLine.arguments.dropFirst())))

@@ -29,7 +29,7 @@ let package = Package(
     name: "LogStoreFuzz",
     platforms: [.macOS(.v14)],
     dependencies: [
-        .package(name: "LogStore", path: "../.."),
+        .package(name: "LogStore", path: "../..")
     ],
     targets: [
         .executableTarget(name: "fuzz-frame", dependencies: [fuzzSupport], swiftSettings: settings),
@@ -44,8 +44,10 @@ let package = Package(
             swiftSettings: settings),
         .executableTarget(
             name: "fuzz-corpus-seed",
-            dependencies: [engine, .product(name: "LogStore", package: "LogStore"),
-                           .product(name: "_LogStoreTestSupport", package: "LogStore")],
+            dependencies: [
+                engine, .product(name: "LogStore", package: "LogStore"),
+                .product(name: "_LogStoreTestSupport", package: "LogStore"),
+            ],
             swiftSettings: settings),
     ]
 )

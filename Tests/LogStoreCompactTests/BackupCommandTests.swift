@@ -47,7 +47,8 @@ final class BackupCommandTests: XCTestCase {
         XCTAssertEqual(first["verification"] as? String, "read-back")
         // The store grows; the second backup into the same directory copies what is new.
         let e = try LogEngine.open(directory: store.dir, options: StoreFixture.options())
-        try e.commit((0..<200).map { .put(type: "More", key: RecordKey(Array("m\($0)".utf8)), value: AttributeValue.int(Int64($0)).encoded()) })
+        try e.commit(
+            (0..<200).map { .put(type: "More", key: RecordKey(Array("m\($0)".utf8)), value: AttributeValue.int(Int64($0)).encoded()) })
         try e.close()
         let second = try runTool(["backup", store.dir, dest, "--json", "--verify", "replay"]).json()
         XCTAssertGreaterThan(second["segmentsReused"] as? Int ?? 0, 0)
@@ -63,7 +64,8 @@ final class BackupCommandTests: XCTestCase {
         _ = FileManager.default.createFile(atPath: foreign + "/photo.jpg", contents: Data([1, 2, 3]))
         XCTAssertEqual(runTool(["backup", store.dir, foreign, "--progress", "none"]).code, ToolExitCode.usage.rawValue)
         XCTAssertEqual(runTool(["backup", store.dir, store.dir + "/inner", "--progress", "none"]).code, ToolExitCode.usage.rawValue)
-        XCTAssertEqual(runTool(["backup", temporaryPath("missing"), temporaryPath("b"), "--progress", "none"]).code, ToolExitCode.notAStore.rawValue)
+        XCTAssertEqual(
+            runTool(["backup", temporaryPath("missing"), temporaryPath("b"), "--progress", "none"]).code, ToolExitCode.notAStore.rawValue)
         let e = try LogEngine.open(directory: store.dir, options: StoreFixture.options())
         let locked = runTool(["backup", store.dir, temporaryPath("b2"), "--json"])
         XCTAssertEqual(locked.code, ToolExitCode.locked.rawValue)
@@ -90,7 +92,9 @@ final class BackupCommandTests: XCTestCase {
             DispatchQueue.global().async(group: group) {
                 var i = 0
                 while !stop.load(ordering: .relaxed) {
-                    let value = AttributeValue.map(["n": .int(Int64(i)), "w": .int(Int64(w)), "pad": .string(String(repeating: "p", count: 150))]).encoded()
+                    let value = AttributeValue.map([
+                        "n": .int(Int64(i)), "w": .int(Int64(w)), "pad": .string(String(repeating: "p", count: 150)),
+                    ]).encoded()
                     var ops: [RecordOperation] = [.put(type: "W\(w % 4)", key: RecordKey(Array("w\(w)-\(i % 40)".utf8)), value: value)]
                     if i % 9 == 8 { ops.append(.delete(type: "W\(w % 4)", key: RecordKey(Array("w\(w)-\((i + 7) % 40)".utf8)))) }
                     do {
@@ -125,7 +129,9 @@ final class BackupCommandTests: XCTestCase {
             }
             for b in 0..<3 {
                 Thread.sleep(forTimeInterval: 0.4)
-                reports.append(try e.backup(to: temporaryPath("backup-\(b)"), fileSystem: POSIXFileSystem(), verification: [.readBack, .open, .replay][b]))
+                reports.append(
+                    try e.backup(
+                        to: temporaryPath("backup-\(b)"), fileSystem: POSIXFileSystem(), verification: [.readBack, .open, .replay][b]))
             }
         }
         try e.close()

@@ -13,9 +13,12 @@ final class BackupKillTests: XCTestCase {
         o.compression = false
         let e = try LogEngine.open(directory: dir, options: o)
         for t in 0..<40 {
-            try e.commit((0..<100).map { i in
-                .put(type: "Doc", key: RecordKey(Array("d\(t)-\(i)".utf8)), value: AttributeValue.string(String(repeating: "x", count: 2_000) + "\(t)-\(i)").encoded())
-            })
+            try e.commit(
+                (0..<100).map { i in
+                    .put(
+                        type: "Doc", key: RecordKey(Array("d\(t)-\(i)".utf8)),
+                        value: AttributeValue.string(String(repeating: "x", count: 2_000) + "\(t)-\(i)").encoded())
+                })
         }
         let sequence = try e.snapshot().sequence
         try e.flush()

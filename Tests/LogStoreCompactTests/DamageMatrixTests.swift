@@ -167,7 +167,8 @@ final class DamageMatrixTests: XCTestCase {
         case .truncatedByOneByte: try Data(bytes.dropLast()).write(to: url)
         case .extendedWithZeros: try Data(bytes + [UInt8](repeating: 0, count: 1000)).write(to: url)
         case .extendedWithGarbage: try Data(bytes + (0..<1000).map { _ in UInt8.random(in: 0...255, using: &g) }).write(to: url)
-        case .randomBytesOfTheSameLength: try Data((0..<max(bytes.count, 1)).map { _ in UInt8.random(in: 0...255, using: &g) }).write(to: url)
+        case .randomBytesOfTheSameLength:
+            try Data((0..<max(bytes.count, 1)).map { _ in UInt8.random(in: 0...255, using: &g) }).write(to: url)
         case .sameFileFromAnotherStore, .olderCopyOfItself:
             let source = (damage == .olderCopyOfItself ? store.older : store.other) + "/" + name
             try? fm.removeItem(atPath: path)
@@ -306,7 +307,9 @@ final class DamageMatrixTests: XCTestCase {
     func testSealedSegmentExtendedWithZerosAfterKill9() throws { try check(.sealed, .extendedWithZeros, .kill9) }
     func testSealedSegmentExtendedWithGarbageAfterCleanClose() throws { try check(.sealed, .extendedWithGarbage, .cleanClose) }
     func testSealedSegmentExtendedWithGarbageAfterKill9() throws { try check(.sealed, .extendedWithGarbage, .kill9) }
-    func testSealedSegmentRandomBytesOfTheSameLengthAfterCleanClose() throws { try check(.sealed, .randomBytesOfTheSameLength, .cleanClose) }
+    func testSealedSegmentRandomBytesOfTheSameLengthAfterCleanClose() throws {
+        try check(.sealed, .randomBytesOfTheSameLength, .cleanClose)
+    }
     func testSealedSegmentRandomBytesOfTheSameLengthAfterKill9() throws { try check(.sealed, .randomBytesOfTheSameLength, .kill9) }
     func testSealedSegmentSameFileFromAnotherStoreAfterCleanClose() throws { try check(.sealed, .sameFileFromAnotherStore, .cleanClose) }
     func testSealedSegmentSameFileFromAnotherStoreAfterKill9() throws { try check(.sealed, .sameFileFromAnotherStore, .kill9) }
@@ -325,7 +328,9 @@ final class DamageMatrixTests: XCTestCase {
     func testCheckpointExtendedWithZerosAfterKill9() throws { try check(.checkpoint, .extendedWithZeros, .kill9) }
     func testCheckpointExtendedWithGarbageAfterCleanClose() throws { try check(.checkpoint, .extendedWithGarbage, .cleanClose) }
     func testCheckpointExtendedWithGarbageAfterKill9() throws { try check(.checkpoint, .extendedWithGarbage, .kill9) }
-    func testCheckpointRandomBytesOfTheSameLengthAfterCleanClose() throws { try check(.checkpoint, .randomBytesOfTheSameLength, .cleanClose) }
+    func testCheckpointRandomBytesOfTheSameLengthAfterCleanClose() throws {
+        try check(.checkpoint, .randomBytesOfTheSameLength, .cleanClose)
+    }
     func testCheckpointRandomBytesOfTheSameLengthAfterKill9() throws { try check(.checkpoint, .randomBytesOfTheSameLength, .kill9) }
     func testCheckpointSameFileFromAnotherStoreAfterCleanClose() throws { try check(.checkpoint, .sameFileFromAnotherStore, .cleanClose) }
     func testCheckpointSameFileFromAnotherStoreAfterKill9() throws { try check(.checkpoint, .sameFileFromAnotherStore, .kill9) }

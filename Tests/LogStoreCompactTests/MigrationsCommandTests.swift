@@ -12,8 +12,9 @@ final class MigrationsCommandTests: XCTestCase {
         let entries = [
             StoreHistory.Entry(ordinal: 1, kind: .erase, name: "", at: at, reason: "migrations changed"),
             StoreHistory.Entry(ordinal: 2, kind: .migration, name: "v2-rename-title", at: at, durationMs: 12, changes: 50),
-            StoreHistory.Entry(ordinal: 3, kind: .indexes, name: "User", at: at,
-                               indexes: [.init(IndexDefinition(attributes: [["name"]]), entries: 250)], dropped: ["age"]),
+            StoreHistory.Entry(
+                ordinal: 3, kind: .indexes, name: "User", at: at,
+                indexes: [.init(IndexDefinition(attributes: [["name"]]), entries: 250)], dropped: ["age"]),
             StoreHistory.Entry(ordinal: 4, kind: .migration, name: "v3-split", at: at, durationMs: 3, changes: 1),
         ]
         try e.commit(entries.map { .put(type: StoreHistory.itemType, key: $0.key, value: $0.encoded) })
@@ -29,7 +30,8 @@ final class MigrationsCommandTests: XCTestCase {
         XCTAssertTrue(run.stdout.contains("2 applied, 1 index change"), run.stdout)
         let lines = run.stdout.split(separator: "\n").map(String.init)
         XCTAssertEqual(lines.count, 5)
-        XCTAssertTrue(lines[2].contains("migration") && lines[2].contains("v2-rename-title") && lines[2].contains("50 records changed"), lines[2])
+        XCTAssertTrue(
+            lines[2].contains("migration") && lines[2].contains("v2-rename-title") && lines[2].contains("50 records changed"), lines[2])
         XCTAssertTrue(lines[3].contains("name(name) built, 250 entries") && lines[3].contains("dropped age"), lines[3])
         XCTAssertEqual(try snapshotFiles(store.dir), before, "the command only reads")
     }

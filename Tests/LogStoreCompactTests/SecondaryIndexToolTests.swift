@@ -14,9 +14,12 @@ final class SecondaryIndexToolTests: XCTestCase {
         o.autoCompaction = false
         let e = try LogEngine.open(directory: dir, options: o)
         try e.declareIndexes([byCity], ofType: "Shop")
-        try e.commit((0..<50).map { i in
-            .put(type: "Shop", key: RecordKey(Array("s\(i)".utf8)), value: AttributeValue.map(["city": .string(["Oslo", "Rome"][i % 2])]).encoded())
-        })
+        try e.commit(
+            (0..<50).map { i in
+                .put(
+                    type: "Shop", key: RecordKey(Array("s\(i)".utf8)),
+                    value: AttributeValue.map(["city": .string(["Oslo", "Rome"][i % 2])]).encoded())
+            })
         try e.close()
         try? FileManager.default.removeItem(atPath: dir + "/LOCK")
         return dir
@@ -44,10 +47,12 @@ final class SecondaryIndexToolTests: XCTestCase {
         var cp = try bytes.withUnsafeBytes { try CheckpointFile.decode($0) }
         let k = RecordKey(Array("s0".utf8))
         cp.index.secondary["Shop"]?["city"]?.entries.removeValue(forKey: IndexKeyEncoding.entry([.string("Oslo")], key: k))
-        cp.index.secondary["Shop"]?["city"]?.entries.updateValue(IndexEntryMark(), forKey: IndexKeyEncoding.entry([.string("Rome")], key: k))
+        cp.index.secondary["Shop"]?["city"]?.entries.updateValue(
+            IndexEntryMark(), forKey: IndexKeyEncoding.entry([.string("Rome")], key: k))
         // The decoded index keeps no frame lengths; 0 lies inside any segment (reads take it from the frame).
         let forged = CheckpointFile.encode(
-            generation: cp.generation, createdAtMillis: cp.createdAtMillis, segments: cp.segments, index: cp.index, storeId: try XCTUnwrap(cp.storeId)
+            generation: cp.generation, createdAtMillis: cp.createdAtMillis, segments: cp.segments, index: cp.index,
+            storeId: try XCTUnwrap(cp.storeId)
         ) { _ in 0 }
         try Data(forged).write(to: URL(fileURLWithPath: path))
         let run = runTool(["verify", dir, "--json", "--progress", "none"])

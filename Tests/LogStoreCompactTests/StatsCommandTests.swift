@@ -1,6 +1,6 @@
 import Foundation
-import LogStoreEngine
 import LogStoreCompactCommands
+import LogStoreEngine
 import XCTest
 
 final class StatsCommandTests: XCTestCase {

@@ -85,7 +85,10 @@ final class VerifyCommandTests: XCTestCase {
         let e = try LogEngine.open(directory: dir, options: o)
         try e.commit([.put(type: "A", key: RecordKey([1]), value: AttributeValue.int(1).encoded())])
         let committedEnd = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: dir + "/000001.log")[.size] as? Int)
-        try e.commit((0..<10).map { .put(type: "A", key: RecordKey([UInt8($0 + 10)]), value: AttributeValue.bytes([UInt8](repeating: 7, count: 300)).encoded()) })
+        try e.commit(
+            (0..<10).map {
+                .put(type: "A", key: RecordKey([UInt8($0 + 10)]), value: AttributeValue.bytes([UInt8](repeating: 7, count: 300)).encoded())
+            })
         try e.close()
         let path = dir + "/000001.log"
         let full = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -107,7 +110,8 @@ final class VerifyCommandTests: XCTestCase {
         let path = store.dir + "/MANIFEST"
         var manifest = try ManifestFile.decode([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), path: path)
         if let tail = manifest.segments.last {
-            let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: store.dir + "/" + LogStoreFormat.segmentFileName(tail))[.size] as? Int)
+            let size = try XCTUnwrap(
+                FileManager.default.attributesOfItem(atPath: store.dir + "/" + LogStoreFormat.segmentFileName(tail))[.size] as? Int)
             manifest.sealed[tail] = ManifestFile.Sealed(length: UInt64(size), lastSequence: 0)
         }
         manifest.segments.append(manifest.nextSegment)

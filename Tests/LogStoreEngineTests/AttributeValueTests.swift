@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LogStoreEngine
 
 /// The value grammar (Docs/FileFormat.md, "Values"): every type round-trips bit-exactly, and the
@@ -22,7 +23,9 @@ final class AttributeValueTests: XCTestCase {
     }
 
     func testInt64RoundTripIncludingMinAndMax() throws {
-        let values: [Int64] = [0, 1, -1, 63, -64, 64, -65, 127, 128, 300, -300, 1 << 31, -(1 << 31), 1 << 62, Int64(Int32.max), .max, .min, .max - 1, .min + 1]
+        let values: [Int64] = [
+            0, 1, -1, 63, -64, 64, -65, 127, 128, 300, -300, 1 << 31, -(1 << 31), 1 << 62, Int64(Int32.max), .max, .min, .max - 1, .min + 1,
+        ]
         for i in values {
             XCTAssertEqual(try roundTrip(.int(i)), .int(i), "\(i)")
         }
@@ -47,7 +50,9 @@ final class AttributeValueTests: XCTestCase {
     }
 
     func testStringRoundTripIncludingEmptyAndNonASCII() throws {
-        let strings = ["", "a", "héllo wörld", "e\u{301}", "\u{E9}", "日本語のテキスト", "🦊🏳️‍🌈", "nul\u{0}inside", String(repeating: "x", count: 1000)]
+        let strings = [
+            "", "a", "héllo wörld", "e\u{301}", "\u{E9}", "日本語のテキスト", "🦊🏳️‍🌈", "nul\u{0}inside", String(repeating: "x", count: 1000),
+        ]
         for s in strings {
             guard case .string(let back) = try roundTrip(.string(s)) else { return XCTFail("not a string") }
             // Byte-exact, not merely canonically equal.
@@ -67,12 +72,16 @@ final class AttributeValueTests: XCTestCase {
         let now = Date()
         guard case .date(let d) = try roundTrip(.date(now)) else { return XCTFail() }
         XCTAssertEqual(d.timeIntervalSinceReferenceDate.bitPattern, now.timeIntervalSinceReferenceDate.bitPattern)
-        for u in [UUID(), UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)), UUID(uuidString: "F81D4FAE-7DEC-11D0-A765-00A0C91E6BF6")!] {
+        for u in [
+            UUID(), UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)), UUID(uuidString: "F81D4FAE-7DEC-11D0-A765-00A0C91E6BF6")!,
+        ] {
             XCTAssertEqual(try roundTrip(.uuid(u)), .uuid(u))
         }
         // RFC 4122 byte order on disk.
         let u = UUID(uuidString: "00112233-4455-6677-8899-AABBCCDDEEFF")!
-        XCTAssertEqual(AttributeValue.uuid(u).encoded(), [0x08] + [0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF])
+        XCTAssertEqual(
+            AttributeValue.uuid(u).encoded(),
+            [0x08] + [0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF])
     }
 
     func testArrayAndNestedMapRoundTrip() throws {
@@ -117,7 +126,8 @@ final class AttributeValueTests: XCTestCase {
     func testDecoderRejectsEmptyAndTruncatedInput() {
         assertCorrupt([], "empty")
         let full = AttributeValue.map([
-            "a": .int(.min), "b": .double(1), "c": .string("héllo"), "d": .bytes([1, 2]), "e": .date(Date(timeIntervalSinceReferenceDate: 1)),
+            "a": .int(.min), "b": .double(1), "c": .string("héllo"), "d": .bytes([1, 2]),
+            "e": .date(Date(timeIntervalSinceReferenceDate: 1)),
             "f": .uuid(UUID()), "g": .array([.int(300), .null]),
         ]).encoded()
         for n in 0..<full.count { assertCorrupt(Array(full.prefix(n)), "prefix of \(n) bytes") }
@@ -143,7 +153,8 @@ final class AttributeValueTests: XCTestCase {
     /// Issue 12 item 6: NFD "é" (65 CC 81) and NFC "é" (C3 A9) are ascending by bytes but equal as
     /// Swift strings. Such a map is corruption (FileFormat §8), never a map that silently keeps one.
     func testDecoderRejectsMapKeysEqualAsSwiftStringsButDifferentInBytes() {
-        let nfd: [UInt8] = [0x65, 0xCC, 0x81], nfc: [UInt8] = [0xC3, 0xA9]
+        let nfd: [UInt8] = [0x65, 0xCC, 0x81]
+        let nfc: [UInt8] = [0xC3, 0xA9]
         XCTAssertEqual(String(decoding: nfd, as: UTF8.self), String(decoding: nfc, as: UTF8.self))
         let map: [UInt8] = [0x0A, 2, 3] + nfd + [0x03, 0x02, 2] + nfc + [0x03, 0x04]
         assertCorrupt(map, "NFD and NFC é as two keys")

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LogStoreEngine
 
 /// Online backup (``LogEngine/backup(to:fileSystem:verification:progress:)``): a consistent,
@@ -76,15 +77,23 @@ final class BackupTests: XCTestCase {
         let foreign = harness.newStorePath("foreign")
         try harness.fs.createDirectory(atPath: foreign)
         try harness.fs.open(foreign + "/notes.txt", mode: .createNew).close()
-        XCTAssertThrowsError(try e.backup(to: foreign, fileSystem: harness.fs)) { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument) }
-        XCTAssertThrowsError(try e.backup(to: dir + "/inside", fileSystem: harness.fs)) { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument) }
-        XCTAssertThrowsError(try e.backup(to: dir, fileSystem: harness.fs)) { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument) }
+        XCTAssertThrowsError(try e.backup(to: foreign, fileSystem: harness.fs)) {
+            XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument)
+        }
+        XCTAssertThrowsError(try e.backup(to: dir + "/inside", fileSystem: harness.fs)) {
+            XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument)
+        }
+        XCTAssertThrowsError(try e.backup(to: dir, fileSystem: harness.fs)) {
+            XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument)
+        }
         // Another store's backup.
         let other = try harness.open(harness.newStorePath("other"), options: Self.options())
         let otherBackup = harness.newStorePath("other-backup")
         try other.backup(to: otherBackup, fileSystem: harness.fs)
         try other.close()
-        XCTAssertThrowsError(try e.backup(to: otherBackup, fileSystem: harness.fs)) { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument) }
+        XCTAssertThrowsError(try e.backup(to: otherBackup, fileSystem: harness.fs)) {
+            XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument)
+        }
         // An open backup is locked.
         let mine = harness.newStorePath("mine")
         try e.backup(to: mine, fileSystem: harness.fs)
@@ -125,8 +134,9 @@ final class BackupTests: XCTestCase {
             let b = try harness.open(dest, options: Self.options())
             XCTAssertEqual(b.recoveryReport.lastSequence, third.sequence)
             assertSameContents(try dump(b), model, harness.name)
-            XCTAssertEqual(Set(try harness.fs.contentsOfDirectory(atPath: dest).compactMap(LogStoreFormat.segmentNumber(fromFileName:))),
-                           Set(b.manifestInfo.segments), "segments compacted away are gone from the backup too")
+            XCTAssertEqual(
+                Set(try harness.fs.contentsOfDirectory(atPath: dest).compactMap(LogStoreFormat.segmentNumber(fromFileName:))),
+                Set(b.manifestInfo.segments), "segments compacted away are gone from the backup too")
             try b.close()
         }
     }
@@ -142,12 +152,17 @@ final class BackupTests: XCTestCase {
         let bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         let source = try posix.fs.open(dir + "/source", mode: .createNew)
         try source.write(bytes, at: 0)
-        for (name, target) in [("posix", try posix.fs.open(dir + "/target", mode: .createNew)), ("memory", try memory.open("/target", mode: .createNew))] {
+        for (name, target) in [
+            ("posix", try posix.fs.open(dir + "/target", mode: .createNew)), ("memory", try memory.open("/target", mode: .createNew)),
+        ] {
             var progress: UInt64 = 0
-            XCTAssertEqual(try target.copyBytes(from: source, at: 1_000, count: 250_000, to: 10, chunk: 64 << 10) { progress += $0 }, 250_000, name)
+            XCTAssertEqual(
+                try target.copyBytes(from: source, at: 1_000, count: 250_000, to: 10, chunk: 64 << 10) { progress += $0 }, 250_000, name)
             XCTAssertEqual(progress, 250_000, name)
             XCTAssertTrue(try target.read(at: 10, count: 250_000) == Array(bytes[1_000..<251_000]), name)
-            XCTAssertEqual(try target.copyBytes(from: source, at: 299_000, count: 5_000, to: 260_000, chunk: 4_096) { _ in }, 1_000, "\(name): the source ends")
+            XCTAssertEqual(
+                try target.copyBytes(from: source, at: 299_000, count: 5_000, to: 260_000, chunk: 4_096) { _ in }, 1_000,
+                "\(name): the source ends")
             XCTAssertTrue(try target.read(at: 260_000, count: 5_000) == Array(bytes[299_000...]), name)
             // And back, from the other kind.
             let back = try posix.fs.open(dir + "/back-\(name)", mode: .createNew)
@@ -172,7 +187,8 @@ final class BackupTests: XCTestCase {
             }
             // What it created is gone: no MANIFEST, no segment (the directory stays, empty).
             XCTAssertEqual(try harness.fs.contentsOfDirectory(atPath: dest), [], "\(verification)")
-            XCTAssertNoThrow(try e.backup(to: dest, fileSystem: harness.fs, verification: verification), "\(verification): retried on sound storage")
+            XCTAssertNoThrow(
+                try e.backup(to: dest, fileSystem: harness.fs, verification: verification), "\(verification): retried on sound storage")
         }
     }
 
@@ -229,12 +245,14 @@ final class BackupTests: XCTestCase {
                         } else if previous != nil, let state = states[b.recoveryReport.lastSequence], contents == state {
                             outcomes["a state between", default: 0] += 1
                         } else {
-                            XCTFail("\(label) point \(k) \(name): the destination opens holding neither the snapshot nor the earlier backup")
+                            XCTFail(
+                                "\(label) point \(k) \(name): the destination opens holding neither the snapshot nor the earlier backup")
                         }
                         try b.close()
                     } catch let error as LogStoreError {
                         XCTAssertTrue([.notAStore, .corruption].contains(error.code), "\(label) point \(k) \(name): \(error)")
-                        XCTAssertNil(previous, "\(label) point \(k) \(name): an incremental backup must leave the earlier backup openable: \(error)")
+                        XCTAssertNil(
+                            previous, "\(label) point \(k) \(name): an incremental backup must leave the earlier backup openable: \(error)")
                         outcomes["refused", default: 0] += 1
                     }
                 }
@@ -264,7 +282,9 @@ final class ReadBackFlippingFileSystem: WrappingFileSystem, @unchecked Sendable 
 
     override func didRead(_ path: String, at offset: UInt64, _ bytes: inout [UInt8]) {
         let name = String(path.split(separator: "/").last ?? "")
-        guard path.hasPrefix(directory + "/"), LogStoreFormat.segmentNumber(fromFileName: name) != nil, offset == 0, !bytes.isEmpty else { return }
+        guard path.hasPrefix(directory + "/"), LogStoreFormat.segmentNumber(fromFileName: name) != nil, offset == 0, !bytes.isEmpty else {
+            return
+        }
         bytes[0] ^= 0x40
     }
 }

@@ -21,9 +21,12 @@ final class CheckpointWitnessTests: XCTestCase {
         let dir = root + "/store-\(UUID().uuidString)"
         let e = try LogEngine.open(directory: dir, options: Self.options)
         for t in 0..<40 {
-            try e.commit((0..<250).map { i in
-                .put(type: "Item", key: RecordKey(Array("i\(t * 250 + i)".utf8)), value: AttributeValue.int(Int64(t * 250 + i)).encoded())
-            })
+            try e.commit(
+                (0..<250).map { i in
+                    .put(
+                        type: "Item", key: RecordKey(Array("i\(t * 250 + i)".utf8)), value: AttributeValue.int(Int64(t * 250 + i)).encoded()
+                    )
+                })
         }
         let segment = dir + "/" + LogStoreFormat.segmentFileName(e.manifestInfo.segments.last ?? 1)
         XCTAssertGreaterThan(e.manifestInfo.segments.count, 1)
@@ -91,9 +94,12 @@ final class CheckpointWitnessTests: XCTestCase {
         try e.commit([.put(type: "Item", key: RecordKey([1]), value: AttributeValue.int(1).encoded())])
         let oldManifest = try Data(contentsOf: URL(fileURLWithPath: dir + "/MANIFEST"))
         for t in 0..<40 {
-            try e.commit((0..<250).map { i in
-                .put(type: "Item", key: RecordKey(Array("i\(t * 250 + i)".utf8)), value: AttributeValue.int(Int64(t * 250 + i)).encoded())
-            })
+            try e.commit(
+                (0..<250).map { i in
+                    .put(
+                        type: "Item", key: RecordKey(Array("i\(t * 250 + i)".utf8)), value: AttributeValue.int(Int64(t * 250 + i)).encoded()
+                    )
+                })
         }
         XCTAssertGreaterThan(e.manifestInfo.segments.count, 1)
         try e.close()

@@ -69,7 +69,8 @@ final class CompactionCopyTests: XCTestCase {
         let e = try LogEngine.open(directory: dir, fileSystem: fs, options: Self.options())
         // Keys 0..<40 (the first transaction's frames) are overwritten or deleted in part; the
         // later transactions' frames are all live.
-        let model = try fill(e, transactions: 6, perTransaction: 40, overwrite: { $0 < 40 && $0 % 3 == 0 }, delete: { $0 < 40 && $0 % 7 == 1 })
+        let model = try fill(
+            e, transactions: 6, perTransaction: 40, overwrite: { $0 < 40 && $0 % 3 == 0 }, delete: { $0 < 40 && $0 % 7 == 1 })
         var before: [UInt8] = []
         for n in e.manifestInfo.segments { before += try CT.readFile(fs, segmentPath(dir, n)) }
         let report = try e.compact()
@@ -128,7 +129,8 @@ final class CompactionCopyTests: XCTestCase {
         let e = try LogEngine.open(directory: dir, fileSystem: fs, options: Self.options())
         var model = try fill(e, transactions: 5, perTransaction: 30, overwrite: { $0 % 4 == 0 && $0 < 60 }, delete: { _ in false })
         try e.compact()
-        let sequences = try Dictionary(uniqueKeysWithValues: (0..<150).map { n in (n, try XCTUnwrap(e.snapshot().index.location("T", CT.key(n))).sequence) })
+        let sequences = try Dictionary(
+            uniqueKeysWithValues: (0..<150).map { n in (n, try XCTUnwrap(e.snapshot().index.location("T", CT.key(n))).sequence) })
         // Nothing changed: a second compaction has nothing dead to drop.
         let second = try e.compact()
         XCTAssertFalse(second.performed, "\(second)")
@@ -149,7 +151,8 @@ final class CompactionCopyTests: XCTestCase {
         let replayed = try LogEngine.open(directory: dir, fileSystem: fs, options: Self.options())
         XCTAssertEqual(try CT.contents(replayed), model)
         for n in 0..<150 where ![61, 95, 140].contains(n) {
-            XCTAssertEqual(try replayed.snapshot().index.location("T", CT.key(n))?.sequence, sequences[n], "key \(n) keeps its sequence after replay")
+            XCTAssertEqual(
+                try replayed.snapshot().index.location("T", CT.key(n))?.sequence, sequences[n], "key \(n) keeps its sequence after replay")
         }
         try replayed.close()
     }

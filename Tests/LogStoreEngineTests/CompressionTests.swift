@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LogStoreEngine
 
 /// LZ4 frame compression: used when it pays, invisible to readers.
@@ -66,10 +67,12 @@ final class CompressionTests: XCTestCase {
             defer { try? e.close() }
             // Only inserts: no dead bytes at all, several sealed segments.
             for round in 0..<8 {
-                try write(e, Scenarios.textHeavyOps().enumerated().map { i, op in
-                    guard case .put(let t, _, let v) = op else { return op }
-                    return .put(type: t, key: key("r\(round)-\(i)"), value: v)
-                })
+                try write(
+                    e,
+                    Scenarios.textHeavyOps().enumerated().map { i, op in
+                        guard case .put(let t, _, let v) = op else { return op }
+                        return .put(type: t, key: key("r\(round)-\(i)"), value: v)
+                    })
             }
             let stats = e.storageStats()
             if !compressOnWrite {
@@ -90,7 +93,9 @@ extension Scenarios {
         let words = ["the", "store", "keeps", "every", "transaction", "in", "an", "append-only", "log", "of", "checksummed", "frames"]
         return (0..<200).map { i in
             let text = (0..<60).map { words[($0 * 7 + i) % words.count] }.joined(separator: " ")
-            return .put(type: "Note", key: key("note\(i)"), value: AttributeValue.map(["title": .string("Note \(i)"), "body": .string(text)]).encoded())
+            return .put(
+                type: "Note", key: key("note\(i)"),
+                value: AttributeValue.map(["title": .string("Note \(i)"), "body": .string(text)]).encoded())
         }
     }
 
@@ -132,7 +137,9 @@ extension Scenarios {
         var rng = SystemRandomNumberGenerator()
         // One record of random bytes: LZ4 cannot make the frame smaller, so it is stored raw.
         let noise: [RecordOperation] = [
-            .put(type: "Noise", key: key("n"), value: AttributeValue.bytes((0..<4000).map { _ in UInt8.random(in: 0...255, using: &rng) }).encoded())
+            .put(
+                type: "Noise", key: key("n"),
+                value: AttributeValue.bytes((0..<4000).map { _ in UInt8.random(in: 0...255, using: &rng) }).encoded())
         ]
         let dir = h.newStorePath("noise")
         let e = try h.open(dir)

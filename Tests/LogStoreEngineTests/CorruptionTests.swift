@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LogStoreEngine
 
 /// Damage that is not a torn tail is reported, never silently dropped: a flipped byte in a sealed
@@ -46,7 +47,9 @@ final class CorruptionTests: XCTestCase {
 
 extension Scenarios {
     /// A store of several 64 KiB segments.
-    static func multiSegmentStore(_ h: StoreHarness, minSegments: Int = 3) throws -> (dir: String, history: History, options: LogStoreOptions) {
+    static func multiSegmentStore(_ h: StoreHarness, minSegments: Int = 3) throws -> (
+        dir: String, history: History, options: LogStoreOptions
+    ) {
         var options = LogStoreOptions.replayOnly
         options.segmentSize = 64 << 10
         options.durability = .none

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Synchronization
 import XCTest
+
 @testable import LogStoreEngine
 
 /// Writes attempted while the disk is full leave nothing behind (no empty segment files, no
@@ -33,7 +34,9 @@ final class DiskFullLitterTests: XCTestCase {
             for _ in 0..<50 {
                 XCTAssertThrowsError(try e.commit(big)) { XCTAssertEqual(($0 as? LogStoreError)?.code, .diskFull, "\($0)") }
             }
-            let segments = try memory.contentsOfDirectory(atPath: "/full-\(budget)").filter { LogStoreFormat.segmentNumber(fromFileName: $0) != nil }
+            let segments = try memory.contentsOfDirectory(atPath: "/full-\(budget)").filter {
+                LogStoreFormat.segmentNumber(fromFileName: $0) != nil
+            }
             XCTAssertEqual(segments, ["000001.log"], "budget \(budget): no litter")
             full.budget.withLock { $0 = nil }
             try e.commit(big)

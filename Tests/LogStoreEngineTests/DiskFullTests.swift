@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LogStoreEngine
 
 /// A full disk fails the write that hit it with `.diskFull`, leaves nothing of it behind, and the
@@ -48,10 +49,14 @@ extension Scenarios {
             let full2 = DiskFullFileSystem(h.fs)
             let e3 = try LogEngine.open(directory: dir, fileSystem: full2, options: o)
             full2.budget.withLock { $0 = budget }
-            assertThrowsLogStoreError(.diskFull, what) { try write(e3, big.map { op in
-                guard case .put(let t, let k, let v) = op else { return op }
-                return .put(type: t, key: k, value: v.reversed())
-            }) }
+            assertThrowsLogStoreError(.diskFull, what) {
+                try write(
+                    e3,
+                    big.map { op in
+                        guard case .put(let t, let k, let v) = op else { return op }
+                        return .put(type: t, key: k, value: v.reversed())
+                    })
+            }
             try e3.close()
             let e4 = try h.open(dir, options: o)
             assertSameContents(try dump(e4), model, what)
@@ -68,7 +73,9 @@ extension Scenarios {
         // transaction. These budgets stop the disk before, inside and after each of them.
         let manifestSize = ManifestFile(generation: 2, nextSegment: 3, segments: [1, 2]).encoded().count
         let header = SegmentHeader.sizeV2
-        let budgets: Set<Int> = [0, header / 2, header, header + manifestSize / 2, manifestSize, header + manifestSize, header + manifestSize + 100]
+        let budgets: Set<Int> = [
+            0, header / 2, header, header + manifestSize / 2, manifestSize, header + manifestSize, header + manifestSize + 100,
+        ]
         for budget in budgets.sorted() {
             for tearLastAppend in [false, true] {
                 var o = LogStoreOptions.replayOnly
@@ -82,7 +89,9 @@ extension Scenarios {
                 // Fill segment 1 to within 4-8 KiB of its size.
                 var n = 0
                 while try h.fs.fileSize(segmentPath(dir, 1)) < UInt64(o.segmentSize - 8 << 10) {
-                    let ops: [RecordOperation] = [.put(type: "Fill", key: key("f\(n)"), value: [UInt8](repeating: UInt8(n & 0xFF), count: 4000))]
+                    let ops: [RecordOperation] = [
+                        .put(type: "Fill", key: key("f\(n)"), value: [UInt8](repeating: UInt8(n & 0xFF), count: 4000))
+                    ]
                     try write(e, ops)
                     apply(ops, to: &model)
                     n += 1

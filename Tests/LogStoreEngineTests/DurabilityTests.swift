@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import XCTest
 import _LogStoreTestSupport
+
 @testable import LogStoreEngine
 
 /// Durability modes, checked against the crash harness's file system: a "power loss" image keeps
@@ -54,18 +55,20 @@ final class DurabilityTests: XCTestCase {
             group.enter()
             let ops: [RecordOperation] = [.put(type: "Async", key: key("a\(i)"), value: sampleValue(i))]
             apply(ops, to: &model)
-            try e.write({ t in try t.put(type: "Async", key: key("a\(i)"), value: sampleValue(i)) }, onDurable: { error in
-                if let error { failures.withLock { $0.append("\(i): \(error)") } }
-                // Durable now: a power loss at this point keeps it.
-                let survived = (try? LogEngine.open(directory: dir, fileSystem: fs.powerLossImage(seed: UInt64(i))))
-                    .map { eng -> Bool in
-                        defer { try? eng.close() }
-                        return (try? eng.snapshot().contains(type: "Async", key: key("a\(i)"))) == true
-                    }
-                if survived != true { failures.withLock { $0.append("\(i) not durable when its callback ran") } }
-                results.withLock { $0[i, default: 0] += 1 }
-                group.leave()
-            })
+            try e.write(
+                { t in try t.put(type: "Async", key: key("a\(i)"), value: sampleValue(i)) },
+                onDurable: { error in
+                    if let error { failures.withLock { $0.append("\(i): \(error)") } }
+                    // Durable now: a power loss at this point keeps it.
+                    let survived = (try? LogEngine.open(directory: dir, fileSystem: fs.powerLossImage(seed: UInt64(i))))
+                        .map { eng -> Bool in
+                            defer { try? eng.close() }
+                            return (try? eng.snapshot().contains(type: "Async", key: key("a\(i)"))) == true
+                        }
+                    if survived != true { failures.withLock { $0.append("\(i) not durable when its callback ran") } }
+                    results.withLock { $0[i, default: 0] += 1 }
+                    group.leave()
+                })
         }
         XCTAssertEqual(group.wait(timeout: .now() + 60), .success)
         XCTAssertEqual(failures.withLock { $0 }, [])

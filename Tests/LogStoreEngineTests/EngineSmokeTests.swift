@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LogStoreEngine
 
 final class EngineSmokeTests: XCTestCase {
@@ -19,7 +20,10 @@ final class EngineSmokeTests: XCTestCase {
             XCTAssertTrue(e.recoveryReport.created)
             try e.write { t in
                 for i in 0..<1000 {
-                    try t.put(type: "User", key: RecordKey(Array("k\(i)".utf8)), value: AttributeValue.map(["name": .string("user \(i) " + String(repeating: "x", count: 100)), "n": .int(Int64(i))]).encoded())
+                    try t.put(
+                        type: "User", key: RecordKey(Array("k\(i)".utf8)),
+                        value: AttributeValue.map(["name": .string("user \(i) " + String(repeating: "x", count: 100)), "n": .int(Int64(i))])
+                            .encoded())
                 }
             }
             try e.write { t in

@@ -87,7 +87,10 @@ final class FrameCacheTests: XCTestCase {
 
     func testRemoveAllEmptiesTheCache() {
         let cache = FrameCache(capacity: 100 * charge)
-        for id in UInt64(0)..<10 { read(cache, id); read(cache, id) }
+        for id in UInt64(0)..<10 {
+            read(cache, id)
+            read(cache, id)
+        }
         XCTAssertGreaterThan(cache.bytesHeld, 0)
         cache.removeAll()
         XCTAssertEqual(cache.bytesHeld, 0)

@@ -75,7 +75,9 @@ final class FuzzFailCaseTests: XCTestCase {
         // Append a commit frame (sequence 2): 10 stored bytes claiming 512 MiB of raw payload.
         var frame: [UInt8] = [0, 0, 0, 0]
         // (Format v2 frame header: ... rawLength, syncedThrough.)
-        frame += le(UInt32(10), 4) + [0x02, 0x01, 0, 0] + le(UInt64(2), 8) + le(UInt32(512 << 20), 4) + le(UInt32(0), 4) + [UInt8](repeating: 0x1F, count: 10)
+        frame +=
+            le(UInt32(10), 4) + [0x02, 0x01, 0, 0] + le(UInt64(2), 8) + le(UInt32(512 << 20), 4) + le(UInt32(0), 4)
+            + [UInt8](repeating: 0x1F, count: 10)
         let crc = frame.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[4...]))) }
         frame.replaceSubrange(0..<4, with: le(crc, 4))
         let f = try fs.open("/s/" + LogStoreFormat.segmentFileName(1), mode: .readWrite)
@@ -146,7 +148,8 @@ final class FuzzFailCaseTests: XCTestCase {
         let salvaged = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
         defer { try? salvaged.close() }
         XCTAssertEqual(try salvaged.snapshot().value(type: "t", key: RecordKey([1])), [1])
-        XCTAssertTrue(salvaged.recoveryReport.dropped.contains { $0.reason == "segment number out of range" }, "\(salvaged.recoveryReport.dropped)")
+        XCTAssertTrue(
+            salvaged.recoveryReport.dropped.contains { $0.reason == "segment number out of range" }, "\(salvaged.recoveryReport.dropped)")
     }
 
     /// fuzz-ops (engine crash script), FailCases/ops/power-loss-after-process-crash-recovery-loses-replayed-commit:
@@ -181,7 +184,8 @@ final class FuzzFailCaseTests: XCTestCase {
 
             let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
             try engine.commit([.put(type: "t", key: RecordKey([1]), value: [1])])
-            XCTAssertThrowsError(try engine.commit([.put(type: "t", key: RecordKey([2]), value: [UInt8](repeating: 7, count: 64 << 10))])) { error in
+            XCTAssertThrowsError(try engine.commit([.put(type: "t", key: RecordKey([2]), value: [UInt8](repeating: 7, count: 64 << 10))])) {
+                error in
                 XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "\(error)")
             }
             try engine.commit([.put(type: "t", key: RecordKey([3]), value: [3])])

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import XCTest
 import _LogStoreTestSupport
+
 @testable import LogStoreEngine
 
 /// Issue 12: 16 writer threads sharing group commits on a `FaultInjectingFileSystem`, crashed at a
@@ -64,13 +65,16 @@ final class GroupCommitPowerLossTests: XCTestCase {
                 return XCTFail("\(what): the store does not open by itself after a \(powerLoss ? "power loss" : "process crash"): \(error)")
             }
             do {
-                durable = try GroupCommitWorkload.check(try recovered.snapshot(), writers: writers, acknowledged: acknowledged, durable: durable)
+                durable = try GroupCommitWorkload.check(
+                    try recovered.snapshot(), writers: writers, acknowledged: acknowledged, durable: durable)
             } catch {
                 try? recovered.close()
                 return XCTFail("\(what): \(error)")
             }
             try recovered.close()
         }
-        print("group commit under simulated power loss: \(cycles) cycles (seed \(seed)), \(writers) writers, \(acknowledgedTotal) commits acknowledged, \(powerLosses) power losses; 0 violations")
+        print(
+            "group commit under simulated power loss: \(cycles) cycles (seed \(seed)), \(writers) writers, \(acknowledgedTotal) commits acknowledged, \(powerLosses) power losses; 0 violations"
+        )
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import XCTest
+
 @testable import LogStoreEngine
 
 /// Concurrent synchronous writers all return, all their data is durable, and they share syncs.
@@ -17,14 +18,17 @@ final class GroupCommitTests: XCTestCase {
         var o = LogStoreOptions.replayOnly
         o.segmentSize = 64 << 10
         o.compression = false
-        try Scenarios.concurrentSynchronousWriters(StoreHarness(name: "posix+rollover", fs: counting, root: h.root), counting: counting,
-                                                   threads: 8, perThread: 40, valueSize: 1500, options: o)
+        try Scenarios.concurrentSynchronousWriters(
+            StoreHarness(name: "posix+rollover", fs: counting, root: h.root), counting: counting,
+            threads: 8, perThread: 40, valueSize: 1500, options: o)
     }
 }
 
 extension Scenarios {
-    static func concurrentSynchronousWriters(_ h: StoreHarness, counting: CountingFileSystem, threads: Int = 16, perThread: Int = 50,
-                                             valueSize: Int = 40, options: LogStoreOptions = LogStoreOptions.replayOnly) throws {
+    static func concurrentSynchronousWriters(
+        _ h: StoreHarness, counting: CountingFileSystem, threads: Int = 16, perThread: Int = 50,
+        valueSize: Int = 40, options: LogStoreOptions = LogStoreOptions.replayOnly
+    ) throws {
         let dir = h.newStorePath("group")
         var options = options
         options.durability = .synchronous
@@ -74,7 +78,8 @@ extension Scenarios {
         XCTAssertEqual(s.totalCount, commits)
         for t in 0..<threads {
             for i in 0..<perThread {
-                XCTAssertEqual(try s.value(type: "T\(t % 4)", key: key("t\(t)-\(i)")).map(Array.init), sampleValue(t * 1000 + i, size: valueSize))
+                XCTAssertEqual(
+                    try s.value(type: "T\(t % 4)", key: key("t\(t)-\(i)")).map(Array.init), sampleValue(t * 1000 + i, size: valueSize))
             }
         }
         try e2.close()

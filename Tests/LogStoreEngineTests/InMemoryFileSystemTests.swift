@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LogStoreEngine
 
 /// The core engine scenarios again, on `InMemoryFileSystem` (what the in-memory store runs on).
@@ -13,7 +14,9 @@ final class InMemoryFileSystemTests: XCTestCase {
     func testTornMultiFrameTransactionIsNeverPartiallyVisible() throws { try Scenarios.tornMultiFrameTransaction(h, everyByte: false) }
     func testFlippedByteInNonTailSegmentIsCorruption() throws { try Scenarios.flippedByteInNonTailSegment(h) }
     func testFlippedByteInMiddleOfLastSegmentIsCorruption() throws { try Scenarios.flippedByteInMiddleOfLastSegment(h) }
-    func testFlippedByteInUnsyncedTailIsCutWithEverythingAfterIt() throws { try Scenarios.flippedByteInUnsyncedTailIsCutWithEverythingAfterIt(h) }
+    func testFlippedByteInUnsyncedTailIsCutWithEverythingAfterIt() throws {
+        try Scenarios.flippedByteInUnsyncedTailIsCutWithEverythingAfterIt(h)
+    }
     func testUndecodableCommittedFrameIsCorruption() throws { try Scenarios.undecodableCommittedFrameIsCorruption(h) }
     func testFlippedByteAnywhereInLastSegment() throws { try Scenarios.flippedByteAnywhereInLastSegment(h) }
     func testSecondOpenIsLocked() throws { try Scenarios.secondOpenIsLocked(h) }
@@ -30,8 +33,12 @@ final class InMemoryFileSystemTests: XCTestCase {
     func testBadLengthAtEndIsTornTail() throws { try Scenarios.badLengthAtEndIsTornTail(h) }
     func testChecksumMismatchInTailIsTruncated() throws { try Scenarios.checksumMismatchInTailIsTruncated(h) }
     func testMissingCommitMarkerDropsTransaction() throws { try Scenarios.missingCommitMarkerDropsTransaction(h) }
-    func testFrameOfAnotherTransactionAfterMissingCommitIsCorruption() throws { try Scenarios.frameOfAnotherTransactionAfterMissingCommitIsCorruption(h) }
-    func testFrameOfAnotherTransactionAfterMissingCommitWithoutSyncClaimIsCut() throws { try Scenarios.frameOfAnotherTransactionAfterMissingCommitWithoutSyncClaimIsCut(h) }
+    func testFrameOfAnotherTransactionAfterMissingCommitIsCorruption() throws {
+        try Scenarios.frameOfAnotherTransactionAfterMissingCommitIsCorruption(h)
+    }
+    func testFrameOfAnotherTransactionAfterMissingCommitWithoutSyncClaimIsCut() throws {
+        try Scenarios.frameOfAnotherTransactionAfterMissingCommitWithoutSyncClaimIsCut(h)
+    }
     func testZeroFilledTailIsFreeSpace() throws { try Scenarios.zeroFilledTailIsFreeSpace(h) }
     func testPartialSegmentHeaderOfListedSegmentIsCorruption() throws { try Scenarios.partialSegmentHeaderOfListedSegmentIsCorruption(h) }
     func testListedLastSegmentMissingIsCorruption() throws { try Scenarios.listedLastSegmentMissingIsCorruption(h) }

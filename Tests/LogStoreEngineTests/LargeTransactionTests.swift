@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import XCTest
+
 @testable import LogStoreEngine
 
 /// Transactions whose values outgrow ``LogStoreOptions/transactionSpillThreshold``: values move
@@ -39,7 +40,8 @@ final class LargeTransactionTests: XCTestCase {
             let dir = harness.newStorePath()
             var model: Contents = [:]
             let e = try harness.open(dir, options: Self.options())
-            let first = (0..<400).map { RecordOperation.put(type: "Big", key: key("b\($0)"), value: sampleValue($0, size: 120)) }
+            let first =
+                (0..<400).map { RecordOperation.put(type: "Big", key: key("b\($0)"), value: sampleValue($0, size: 120)) }
                 + [.put(type: "Scratch", key: key("s"), value: sampleValue(1))]
             try write(e, first)
             apply(first, to: &model)
@@ -84,11 +86,13 @@ final class LargeTransactionTests: XCTestCase {
         try write(e, [.put(type: "Big", key: key("kept"), value: sampleValue(1))])
         let before = try dump(e)
         struct Stop: Error {}
-        XCTAssertThrowsError(try e.write { t in
-            for i in 0..<200 { try t.put(type: "Big", key: key("x\(i)"), value: sampleValue(i, size: 100)) }
-            XCTAssertTrue(t.hasSpilled)
-            throw Stop()
-        }) { XCTAssertTrue($0 is Stop) }
+        XCTAssertThrowsError(
+            try e.write { t in
+                for i in 0..<200 { try t.put(type: "Big", key: key("x\(i)"), value: sampleValue(i, size: 100)) }
+                XCTAssertTrue(t.hasSpilled)
+                throw Stop()
+            }
+        ) { XCTAssertTrue($0 is Stop) }
         XCTAssertEqual(try Self.spillFiles(harness.fs, dir), [])
         assertSameContents(try dump(e), before)
     }
@@ -111,9 +115,13 @@ final class LargeTransactionTests: XCTestCase {
         XCTAssertEqual(try e.snapshot().secondaryIndexProblems(), [])
         let size = try harness.fs.open(_joinPath(dir, LogStoreFormat.segmentFileName(1)), mode: .readOnly).size()
         // The first and the last record (chunks apart) get the same name: nothing is written.
-        XCTAssertThrowsError(try e.write { t in
-            for i in 0..<300 { try t.put(type: "U", key: key(String(format: "k%04d", i)), value: item(i, name: i == 299 ? "z0" : "z\(i)")) }
-        }) { XCTAssertEqual(($0 as? LogStoreError)?.code, .uniqueConstraintViolation) }
+        XCTAssertThrowsError(
+            try e.write { t in
+                for i in 0..<300 {
+                    try t.put(type: "U", key: key(String(format: "k%04d", i)), value: item(i, name: i == 299 ? "z0" : "z\(i)"))
+                }
+            }
+        ) { XCTAssertEqual(($0 as? LogStoreError)?.code, .uniqueConstraintViolation) }
         XCTAssertEqual(try harness.fs.open(_joinPath(dir, LogStoreFormat.segmentFileName(1)), mode: .readOnly).size(), size)
         XCTAssertEqual(try e.snapshot().secondaryIndexProblems(), [])
     }
@@ -238,7 +246,8 @@ final class LargeTransactionTests: XCTestCase {
                 }
                 XCTAssertTrue(changes._deletesAreCounted(), "\(S.self) step \(step)")
             }
-            var result = Dictionary(uniqueKeysWithValues: try base.locations(ofType: "T").map { ($0.key, Array(try base.value(type: "T", key: $0.key) ?? [])) })
+            var result = Dictionary(
+                uniqueKeysWithValues: try base.locations(ofType: "T").map { ($0.key, Array(try base.value(type: "T", key: $0.key) ?? [])) })
             try changes.forEachOperation { op in
                 switch op {
                 case .deleteAll: result = [:]
@@ -263,7 +272,9 @@ final class LargeTransactionTests: XCTestCase {
         let file = try SpillFile(directory: "/s", fs: fs, prefix: "txn")
         let values = (0..<5_000).map { sampleValue($0, size: 50 + $0 % 700) }
         var at: [(offset: UInt64, length: UInt32)] = []
-        for chunk in stride(from: 0, to: values.count, by: 900) { at += try file.append(contentsOf: Array(values[chunk..<min(chunk + 900, values.count)])) }
+        for chunk in stride(from: 0, to: values.count, by: 900) {
+            at += try file.append(contentsOf: Array(values[chunk..<min(chunk + 900, values.count)]))
+        }
         var rng = SplitMix64(seed: 7)
         for order in [Array(values.indices), Array(values.indices.reversed()), values.indices.shuffled(using: &rng)] {
             for i in order { XCTAssertEqual(try file.read(offset: at[i].offset, length: at[i].length), values[i], "value \(i)") }

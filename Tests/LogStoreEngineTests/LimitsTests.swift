@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LogStoreEngine
 
 /// Size limits and argument checks reject the operation and commit nothing.
@@ -37,7 +38,10 @@ extension Scenarios {
 
         let longKey = RecordKey([UInt8](repeating: 7, count: 21))
         let cases: [(LogStoreError.Code, String, (EngineTransaction) throws -> Void)] = [
-            (.itemTooLarge, "item of maxItemSize + 1", { try $0.put(type: "T", key: key("big"), value: [UInt8](repeating: 0, count: 1001)) }),
+            (
+                .itemTooLarge, "item of maxItemSize + 1",
+                { try $0.put(type: "T", key: key("big"), value: [UInt8](repeating: 0, count: 1001)) }
+            ),
             (.keyTooLarge, "key of maxKeySize + 1", { try $0.put(type: "T", key: longKey, value: [1]) }),
             (.keyTooLarge, "delete with a key of maxKeySize + 1", { try $0.delete(type: "T", key: longKey) }),
             (.keyTooLarge, "type name of maxTypeNameSize + 1", { try $0.put(type: "ElevenChars", key: key("k"), value: [1]) }),
@@ -65,12 +69,15 @@ extension Scenarios {
             case "delete with an empty type name": op = .delete(type: "", key: key("k"))
             default: op = .put(type: "", key: key("k"), value: [1])
             }
-            assertThrowsLogStoreError(code, "commit: \(what) on \(h.name)") { try e.commit([.put(type: "T", key: key("sneaky"), value: [9]), op]) }
+            assertThrowsLogStoreError(code, "commit: \(what) on \(h.name)") {
+                try e.commit([.put(type: "T", key: key("sneaky"), value: [9]), op])
+            }
             assertSameContents(try dump(e), committed, what)
             XCTAssertEqual(try e.snapshot().sequence, 1, what)
         }
         // Exactly at the limits is fine.
-        try write(e, [.put(type: "TenChars!!", key: RecordKey([UInt8](repeating: 1, count: 20)), value: [UInt8](repeating: 2, count: 1000))])
+        try write(
+            e, [.put(type: "TenChars!!", key: RecordKey([UInt8](repeating: 1, count: 20)), value: [UInt8](repeating: 2, count: 1000))])
         XCTAssertEqual(try e.snapshot().sequence, 2)
         try e.close()
         XCTAssertGreaterThan(try h.fs.fileSize(segmentPath(dir, 1)), size)

@@ -22,16 +22,18 @@ final class ManifestDamageTests: XCTestCase {
         let dir = root + "/store-\(UUID().uuidString)"
         let e = try LogEngine.open(directory: dir, options: Self.options)
         for t in 0..<20 {
-            try e.commit((0..<10).map { i in
-                let n = t * 10 + i
-                // Not compressible: 800 bytes of a multiplicative hash.
-                let text = String((0..<800).map { k -> Character in
-                    var x = UInt64(n * 1000 + k) &* 0x9E37_79B9_7F4A_7C15
-                    x ^= x >> 29
-                    return Character(Unicode.Scalar(UInt8(33 + x % 90)))
+            try e.commit(
+                (0..<10).map { i in
+                    let n = t * 10 + i
+                    // Not compressible: 800 bytes of a multiplicative hash.
+                    let text = String(
+                        (0..<800).map { k -> Character in
+                            var x = UInt64(n * 1000 + k) &* 0x9E37_79B9_7F4A_7C15
+                            x ^= x >> 29
+                            return Character(Unicode.Scalar(UInt8(33 + x % 90)))
+                        })
+                    return .put(type: "Item", key: RecordKey(Array("item-\(n)".utf8)), value: AttributeValue.string(text).encoded())
                 })
-                return .put(type: "Item", key: RecordKey(Array("item-\(n)".utf8)), value: AttributeValue.string(text).encoded())
-            })
         }
         XCTAssertGreaterThan(e.manifestInfo.segments.count, 1)
         try e.close()
@@ -131,7 +133,8 @@ final class ManifestDamageTests: XCTestCase {
         let e = try LogEngine.open(directory: dir, options: Self.options)
         XCTAssertTrue(e.recoveryReport.created)
         try e.close()
-        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir)).subtracting(["LOCK", "CHECKPOINT"]), ["000001.log", "MANIFEST"])
+        XCTAssertEqual(
+            Set(try FileManager.default.contentsOfDirectory(atPath: dir)).subtracting(["LOCK", "CHECKPOINT"]), ["000001.log", "MANIFEST"])
     }
 
     func testCorruptionFoundWhileReadingNamesVerifyAndSalvage() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LogStoreEngine
 
 /// `OrderedTree` (issue 11's ordered, persistent index) against a sorted-array model: random
@@ -101,7 +102,7 @@ final class OrderedTreeTests: XCTestCase {
 
     func testRandomOperationsMatchASortedArrayAndSnapshotsNeverChange() {
         let ops = ProcessInfo.processInfo.environment["LOGSTORE_TREE_OPS"].flatMap(Int.init) ?? 4_000
-        for seed in [1, 2, 3, 20261124] as [UInt64] { run(seed: seed, operations: ops) }
+        for seed in [1, 2, 3, 20_261_124] as [UInt64] { run(seed: seed, operations: ops) }
     }
 
     func testBulkBuildFromSortedElementsMatchesInsertsAtEverySize() {

@@ -1,5 +1,5 @@
-import XCTest
 import LogStoreEngine
+import XCTest
 import _LogStoreTestSupport
 
 /// What must survive a power loss after the situations the power-loss harness (PowerLossTests)
@@ -15,8 +15,10 @@ final class PowerLossDurabilityTests: XCTestCase {
 
     /// Opens the store on every power-loss image of `fs` for a range of seeds and checks that the
     /// committed marker is there.
-    func assertMarkerSurvivesPowerLoss(_ fs: FaultInjectingFileSystem, directory: String,
-                                       file: StaticString = #filePath, line: UInt = #line) throws {
+    func assertMarkerSurvivesPowerLoss(
+        _ fs: FaultInjectingFileSystem, directory: String,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         for seed in 0..<48 as Range<UInt64> {
             let image = fs.powerLossImage(seed: seed)
             let e = try LogEngine.open(directory: directory, fileSystem: image, options: .replayOnly)
@@ -91,7 +93,8 @@ extension PowerLossDurabilityTests {
             for seed in 0..<16 as Range<UInt64> {
                 let image = restarted.powerLossImage(seed: seed)
                 let e3 = try LogEngine.open(directory: "/s", fileSystem: image, options: options)
-                XCTAssertEqual(try e3.snapshot().value(type: "T", key: marker).map(Array.init), [42], "crash point \(crashPoint), seed \(seed)")
+                XCTAssertEqual(
+                    try e3.snapshot().value(type: "T", key: marker).map(Array.init), [42], "crash point \(crashPoint), seed \(seed)")
                 try e3.close()
             }
         }
@@ -127,7 +130,9 @@ extension PowerLossDurabilityTests {
         var rng = SplitMix64(seed: 3)
         let size = { try fs.open(segment, mode: .readOnly).size() }
         let a = try size()
-        try e.commit([.put(type: "A", key: RecordKey([1]), value: rng.bytes(400)), .put(type: "A", key: RecordKey([2]), value: rng.bytes(400))])
+        try e.commit([
+            .put(type: "A", key: RecordKey([1]), value: rng.bytes(400)), .put(type: "A", key: RecordKey([2]), value: rng.bytes(400)),
+        ])
         let b = try size()
         try e.commit((3..<6).map { .put(type: "B", key: RecordKey([$0]), value: rng.bytes(400)) })
         try e.close()

@@ -1,6 +1,6 @@
 import Foundation
-import XCTest
 import LogStoreEngine
+import XCTest
 import _LogStoreTestSupport
 
 /// The simulated power-loss harness over the engine, and the fault model of
@@ -43,7 +43,9 @@ final class PowerLossTests: XCTestCase {
         let start = Date()
         let report = EnginePowerLossHarness(configuration).run()
         let seconds = Date().timeIntervalSince(start)
-        print("\(durability): \(report)\n\(String(format: "%.1f", seconds)) s, \(Int(Double(report.cyclesCompleted) / max(seconds, 0.001) * 60)) cycles/minute")
+        print(
+            "\(durability): \(report)\n\(String(format: "%.1f", seconds)) s, \(Int(Double(report.cyclesCompleted) / max(seconds, 0.001) * 60)) cycles/minute"
+        )
         if let failure = report.failure {
             XCTFail("Power-loss harness failed (rerun with LOGSTORE_POWERLOSS_SEED=\(seed)):\n\(failure)", line: line)
         }
@@ -75,7 +77,8 @@ final class PowerLossTests: XCTestCase {
         let fs = FaultInjectingFileSystem()
         let synced = Array(repeating: UInt8(7), count: 100)
         try makeFile(fs, "/f", synced: synced, unsynced: [Array(repeating: 9, count: 50)])
-        var sawDropped = false, sawKept = false
+        var sawDropped = false
+        var sawKept = false
         for seed in 0..<64 as Range<UInt64> {
             let data = try XCTUnwrap(try contents(fs.powerLossImage(seed: seed), "/f"), "seed \(seed)")
             XCTAssertEqual(Array(data.prefix(100)), synced, "synced data lost, seed \(seed)")
@@ -151,12 +154,17 @@ final class PowerLossTests: XCTestCase {
         try makeFile(fs, "/old", synced: [1], unsynced: [])
         try makeFile(fs, "/tmp", synced: [2], unsynced: [])
         try fs.rename(from: "/tmp", to: "/old")
-        var sawOld = false, sawNew = false
+        var sawOld = false
+        var sawNew = false
         for seed in 0..<64 as Range<UInt64> {
             let image = fs.powerLossImage(seed: seed)
             let old = try contents(image, "/old")
             let tmp = try contents(image, "/tmp")
-            if old == [1] && tmp == [2] { sawOld = true } else if old == [2] && tmp == nil { sawNew = true } else {
+            if old == [1] && tmp == [2] {
+                sawOld = true
+            } else if old == [2] && tmp == nil {
+                sawNew = true
+            } else {
                 XCTFail("seed \(seed): rename not atomic: old \(String(describing: old)), tmp \(String(describing: tmp))")
             }
         }
@@ -243,7 +251,8 @@ final class PowerLossTests: XCTestCase {
         for i in 0..<8 { try makeFile(fs, "/f\(i)", synced: [UInt8(i)], unsynced: [Array(repeating: UInt8(i), count: 40), [1, 2, 3]]) }
         try fs.rename(from: "/f0", to: "/g0")
         for seed in [0, 1, 42, .max] as [UInt64] {
-            let a = fs.powerLossImage(seed: seed), b = fs.powerLossImage(seed: seed)
+            let a = fs.powerLossImage(seed: seed)
+            let b = fs.powerLossImage(seed: seed)
             XCTAssertEqual(try a.contentsOfDirectory(atPath: "/"), try b.contentsOfDirectory(atPath: "/"))
             for name in try a.contentsOfDirectory(atPath: "/") {
                 XCTAssertEqual(try contents(a, "/" + name), try contents(b, "/" + name))
@@ -258,7 +267,12 @@ final class PowerLossTests: XCTestCase {
         var rng = SplitMix64(seed: 1)
         var oracle = CrashOracle()
         let gen = CrashWorkloadGenerator()
-        let ops = gen.transaction(number: 1, state: [:], rng: &rng) + [.put(type: "A", key: CrashWorkloadGenerator.itemKey(999), value: CrashWorkloadValue.encode(txn: 1, type: "A", key: CrashWorkloadGenerator.itemKey(999), payload: [1]))]
+        let ops =
+            gen.transaction(number: 1, state: [:], rng: &rng) + [
+                .put(
+                    type: "A", key: CrashWorkloadGenerator.itemKey(999),
+                    value: CrashWorkloadValue.encode(txn: 1, type: "A", key: CrashWorkloadGenerator.itemKey(999), payload: [1]))
+            ]
         oracle.begin(ops)
         var full: CrashModelState = [:]
         CrashOracle.apply(ops, to: &full)

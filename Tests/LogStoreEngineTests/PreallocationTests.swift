@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import XCTest
+
 @testable import LogStoreEngine
 
 /// Issue 11, item 5: the tail is written (zeros) and synced ahead of the appends, so durable
@@ -189,7 +190,9 @@ final class PreallocationTests: XCTestCase {
         fs.failing.withLock { $0 = true }
         var poisoned = false
         for i in 0..<200 where !poisoned {
-            do { try e.commit([.put(type: "T", key: key("k\(i)"), value: [UInt8](repeating: 7, count: 900))]) } catch let err as LogStoreError {
+            do { try e.commit([.put(type: "T", key: key("k\(i)"), value: [UInt8](repeating: 7, count: 900))]) } catch let err
+                as LogStoreError
+            {
                 XCTAssertEqual(err.code, .storePoisoned)
                 poisoned = true
             }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import XCTest
+
 @testable import LogStoreEngine
 
 /// The engine's publication hook (observation's input, Docs/Design.md "Observation"): every commit
@@ -67,7 +68,8 @@ final class PublicationObserverTests: XCTestCase {
         let e = try h.open(h.newStorePath(), options: o)
         let r = Recorder()
         _ = e.setPublicationObserver { r.observe($0) }
-        let threads = 8, perThread = 25
+        let threads = 8
+        let perThread = 25
         DispatchQueue.concurrentPerform(iterations: threads) { t in
             for i in 0..<perThread {
                 _ = try? e.write { txn in try txn.put(type: "T", key: key("k\(t)-\(i)"), value: [UInt8(i)]) }

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LogStoreEngine
 
 /// Issue 20, item 5: `EROFS` is reported as a read-only file system, not as a permissions problem.

@@ -151,7 +151,8 @@ final class ReadPathTests: XCTestCase {
                 XCTAssertEqual(out, Array(raw.prefix(prefix)), "prefix \(prefix)")
             }
             // A block that cannot yield what its header announces.
-            XCTAssertNil(LZ4.decompress(UnsafeRawBufferPointer(rebasing: buf[0..<(buf.count / 2)]), rawLength: raw.count, prefix: raw.count - 1))
+            XCTAssertNil(
+                LZ4.decompress(UnsafeRawBufferPointer(rebasing: buf[0..<(buf.count / 2)]), rawLength: raw.count, prefix: raw.count - 1))
         }
     }
 }

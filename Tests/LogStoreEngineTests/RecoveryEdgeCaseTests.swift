@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LogStoreEngine
 
 /// LevelDB-style recovery edge cases, one test per case.
@@ -16,7 +17,9 @@ final class RecoveryEdgeCaseTests: XCTestCase {
         try Scenarios.frameOfAnotherTransactionAfterMissingCommitIsCorruption(.posix(self))
     }
     func testZeroFilledTailIsFreeSpace() throws { try Scenarios.zeroFilledTailIsFreeSpace(.posix(self)) }
-    func testPartialSegmentHeaderOfListedSegmentIsCorruption() throws { try Scenarios.partialSegmentHeaderOfListedSegmentIsCorruption(.posix(self)) }
+    func testPartialSegmentHeaderOfListedSegmentIsCorruption() throws {
+        try Scenarios.partialSegmentHeaderOfListedSegmentIsCorruption(.posix(self))
+    }
     func testListedLastSegmentMissingIsCorruption() throws { try Scenarios.listedLastSegmentMissingIsCorruption(.posix(self)) }
     func testListedNonTailSegmentMissingIsCorruption() throws { try Scenarios.listedNonTailSegmentMissingIsCorruption(.posix(self)) }
     func testMissingManifestWithSegmentsIsCorruption() throws { try Scenarios.missingManifestWithSegmentsIsCorruption(.posix(self)) }
@@ -29,7 +32,9 @@ final class RecoveryEdgeCaseTests: XCTestCase {
 
 extension Scenarios {
     /// A closed single-segment store of `count` committed transactions.
-    static func smallStore(_ h: StoreHarness, count: Int = 6, options: LogStoreOptions = LogStoreOptions.replayOnly) throws -> (dir: String, history: History) {
+    static func smallStore(_ h: StoreHarness, count: Int = 6, options: LogStoreOptions = LogStoreOptions.replayOnly) throws -> (
+        dir: String, history: History
+    ) {
         let dir = h.newStorePath("edge")
         var history = History()
         let e = try h.open(dir, options: options)
@@ -40,8 +45,10 @@ extension Scenarios {
 
     /// Opens `dir` and checks that exactly the transactions before `last` survive, with the bytes
     /// from `last.start` on reported and cut as a torn tail.
-    static func expectTornTail(_ h: StoreHarness, _ dir: String, _ history: History, droppedBytes: UInt64, _ what: String,
-                               options: LogStoreOptions = LogStoreOptions.replayOnly, file: StaticString = #filePath, line: UInt = #line) throws {
+    static func expectTornTail(
+        _ h: StoreHarness, _ dir: String, _ history: History, droppedBytes: UInt64, _ what: String,
+        options: LogStoreOptions = LogStoreOptions.replayOnly, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         guard let last = history.entries.last else { return XCTFail() }
         let e = try h.open(dir, options: options)
         let r = e.recoveryReport
@@ -108,14 +115,16 @@ extension Scenarios {
             var history = History()
             let e = try h.open(dir, options: options)
             for n in 0..<3 { try writeRecording(e, workloadTransaction(n), into: &history) }
-            try writeRecording(e, (0..<10).map { .put(type: "Multi", key: key("m\($0)"), value: sampleValue($0, size: 200)) }, into: &history)
+            try writeRecording(
+                e, (0..<10).map { .put(type: "Multi", key: key("m\($0)"), value: sampleValue($0, size: 200)) }, into: &history)
             try e.close()
             guard let last = history.entries.last else { return XCTFail() }
             let fs = frames(ofSegment: try h.fs.readAll(segmentPath(dir, 1))).filter { UInt64($0.offset) >= last.start }
             XCTAssertGreaterThanOrEqual(fs.count, 3)
             guard let commit = fs.last, commit.header.kind == .commit else { return XCTFail("no commit frame") }
             try h.fs.truncateFile(segmentPath(dir, 1), to: UInt64(commit.offset))
-            try expectTornTail(h, dir, history, droppedBytes: UInt64(commit.offset) - last.start, "commit frame missing on \(h.name)", options: options)
+            try expectTornTail(
+                h, dir, history, droppedBytes: UInt64(commit.offset) - last.start, "commit frame missing on \(h.name)", options: options)
         }
         // (b) Hand-made data frames of the next sequence number, never committed.
         do {
@@ -146,8 +155,9 @@ extension Scenarios {
         let second = UInt64(bytes.count)
         // Format v2: the later frame vouches that the unfinished transaction's bytes were synced
         // (without that, it would be an unsynced tail and cut; see the next test).
-        LogFrame.append(into: &bytes, raw: w.bytes, kind: .commit, sequence: last.sequence + 2, compress: false, threshold: 0,
-                        syncedThrough: UInt32(last.end + 1))
+        LogFrame.append(
+            into: &bytes, raw: w.bytes, kind: .commit, sequence: last.sequence + 2, compress: false, threshold: 0,
+            syncedThrough: UInt32(last.end + 1))
         try h.fs.appendBytes(segmentPath(dir, 1), bytes)
         let e = assertThrowsLogStoreError(.corruption, h.name) { try h.open(dir) }
         XCTAssertEqual(e?.path, segmentPath(dir, 1))
@@ -156,8 +166,9 @@ extension Scenarios {
         let (dir2, history2) = try smallStore(h)
         guard let last2 = history2.entries.last else { return XCTFail() }
         var replay: [UInt8] = []
-        LogFrame.append(into: &replay, raw: w.bytes, kind: .commit, sequence: last2.sequence, compress: false, threshold: 0,
-                        syncedThrough: UInt32(last2.end + 1))
+        LogFrame.append(
+            into: &replay, raw: w.bytes, kind: .commit, sequence: last2.sequence, compress: false, threshold: 0,
+            syncedThrough: UInt32(last2.end + 1))
         try h.fs.appendBytes(segmentPath(dir2, 1), replay)
         let e2 = assertThrowsLogStoreError(.corruption, h.name) { try h.open(dir2) }
         XCTAssertEqual(e2?.offset, last2.end)
@@ -171,10 +182,12 @@ extension Scenarios {
         var w = _ByteWriter()
         RecordOperation.put(type: "Ghost", key: key("g"), value: [1]).encode(into: &w)
         var bytes: [UInt8] = []
-        LogFrame.append(into: &bytes, raw: w.bytes, kind: .data, sequence: last.sequence + 1, compress: false, threshold: 0,
-                        syncedThrough: UInt32(last.end))
-        LogFrame.append(into: &bytes, raw: w.bytes, kind: .commit, sequence: last.sequence + 2, compress: false, threshold: 0,
-                        syncedThrough: UInt32(last.end))
+        LogFrame.append(
+            into: &bytes, raw: w.bytes, kind: .data, sequence: last.sequence + 1, compress: false, threshold: 0,
+            syncedThrough: UInt32(last.end))
+        LogFrame.append(
+            into: &bytes, raw: w.bytes, kind: .commit, sequence: last.sequence + 2, compress: false, threshold: 0,
+            syncedThrough: UInt32(last.end))
         try h.fs.appendBytes(segmentPath(dir, 1), bytes)
         let e = try h.open(dir)
         assertSameContents(try dump(e), history.model)
@@ -334,7 +347,8 @@ extension Scenarios {
         try h.fs.createDirectory(atPath: _joinPath(dir, "photos"))
         let e = assertThrowsLogStoreError(.notAStore, h.name) { try h.open(dir) }
         XCTAssertEqual(e?.path, dir)
-        XCTAssertEqual(Set(try h.fs.contentsOfDirectory(atPath: dir)), ["notes.txt", "photos"], "open must not write into a foreign directory")
+        XCTAssertEqual(
+            Set(try h.fs.contentsOfDirectory(atPath: dir)), ["notes.txt", "photos"], "open must not write into a foreign directory")
 
         // A regular file as the store path.
         let file = h.newStorePath("file")

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LogStoreEngine
 
 /// Reopening after a clean close gives back exactly what was committed.
@@ -17,7 +18,9 @@ extension Scenarios {
         XCTAssertEqual(e.recoveryReport.transactionsReplayed, 0)
         for n in 0..<30 { try writeRecording(e, workloadTransaction(n), into: &history) }
         // A commit() with every operation kind, and a write body that overwrites and deletes.
-        let ops: [RecordOperation] = [.deleteAll(type: "Odd"), .put(type: "Odd", key: key("again"), value: sampleValue(1)), .delete(type: "Even", key: key("k0-0"))]
+        let ops: [RecordOperation] = [
+            .deleteAll(type: "Odd"), .put(type: "Odd", key: key("again"), value: sampleValue(1)), .delete(type: "Even", key: key("k0-0")),
+        ]
         XCTAssertEqual(try e.commit(ops), 31)
         apply(ops, to: &history.model)
         assertSameContents(try dump(e), history.model)

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LogStoreEngine
 
 /// Salvage mode keeps every valid transaction, including those after a damaged frame.

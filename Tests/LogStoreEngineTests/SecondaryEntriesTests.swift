@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import LogStoreEngine
 
 /// `SecondaryEntries` (and `IndexEntry`, `IndexEntry24`) against a sorted array of byte strings:

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LogStoreEngine
 
 /// Secondary indexes in the engine: the order of encoded entries, maintenance by commits,
@@ -8,13 +9,13 @@ import XCTest
 final class SecondaryIndexTests: XCTestCase {
     // MARK: Encoding order
 
-
     func testNumbersOrderExactlyAcrossIntegersAndDoubles() {
         func enc(_ v: AttributeValue) -> [UInt8] { IndexKeyEncoding.component(v) }
         XCTAssertEqual(enc(.int(3)), enc(.double(3)), "3 == 3.0")
         XCTAssertEqual(enc(.int(3)), [0x04, 0x03, 0x08, 0x01, 0x80, 0, 0, 0, 0, 0, 0, 0], "the example in FileFormat.md section 9a")
         XCTAssertEqual(enc(.double(0)), enc(.double(-0.0)), "-0.0 == 0.0")
-        XCTAssertTrue(enc(.int(Int64.max)).lexicographicallyPrecedes(enc(.double(9_223_372_036_854_775_808.0))), "Int64.max < 2^63 (the double)")
+        XCTAssertTrue(
+            enc(.int(Int64.max)).lexicographicallyPrecedes(enc(.double(9_223_372_036_854_775_808.0))), "Int64.max < 2^63 (the double)")
         XCTAssertTrue(enc(.double(9_007_199_254_740_992)).lexicographicallyPrecedes(enc(.int((1 << 53) + 1))), "2^53 < 2^53 + 1 exactly")
         XCTAssertTrue(enc(.double(.infinity)).lexicographicallyPrecedes(enc(.double(.nan))), "NaN after +inf")
         XCTAssertEqual(enc(.double(.nan)), enc(.double(-.nan)), "one NaN")
@@ -51,7 +52,9 @@ final class SecondaryIndexTests: XCTestCase {
         XCTAssertEqual(try e.snapshot().secondaryIndexProblems(), [], file: file, line: line)
     }
 
-    func entries(_ r: some RecordReader, _ index: String = "address.city,rating", range: IndexEntryRange = IndexEntryRange()) throws -> [String] {
+    func entries(_ r: some RecordReader, _ index: String = "address.city,rating", range: IndexEntryRange = IndexEntryRange()) throws
+        -> [String]
+    {
         var out: [String] = []
         try r.forEachIndexEntry(ofType: "User", index: index, in: range, reverse: false) { _, k in
             out.append(String(decoding: k.bytes, as: UTF8.self))
@@ -81,7 +84,8 @@ final class SecondaryIndexTests: XCTestCase {
                 // Reopen from a checkpoint, then keep writing (replay after it must catch up).
                 try e.close()
                 e = try h.open(dir, options: Self.options)
-                XCTAssertEqual(try e.snapshot().secondaryIndexes(ofType: "User").keys.sorted(), ["address.city,rating"], "loaded from the checkpoint")
+                XCTAssertEqual(
+                    try e.snapshot().secondaryIndexes(ofType: "User").keys.sorted(), ["address.city,rating"], "loaded from the checkpoint")
             }
         }
         try assertIndexesMatchRecords(e)
@@ -98,7 +102,9 @@ final class SecondaryIndexTests: XCTestCase {
         XCTAssertTrue(e.recoveryReport.checkpointUsed)
         try assertIndexesMatchRecords(e)
         let rome = IndexEntryRange(prefix: IndexKeyEncoding.component(.string("Rome")))
-        XCTAssertEqual(try entries(e.snapshot(), range: rome).count, try e.snapshot().countIndexEntries(ofType: "User", index: "address.city,rating", in: rome))
+        XCTAssertEqual(
+            try entries(e.snapshot(), range: rome).count,
+            try e.snapshot().countIndexEntries(ofType: "User", index: "address.city,rating", in: rome))
         try e.close()
     }
 
@@ -217,7 +223,10 @@ final class SecondaryIndexTests: XCTestCase {
         var e = try h.open(dir, options: o)
         try e.declareIndexes([Self.byCity], ofType: "User")
         for round in 0..<6 {
-            try e.commit((0..<600).map { .put(type: "User", key: key("u\($0)"), value: value(city: ["Oslo", "Rome"][($0 + round) % 2], rating: round)) })
+            try e.commit(
+                (0..<600).map {
+                    .put(type: "User", key: key("u\($0)"), value: value(city: ["Oslo", "Rome"][($0 + round) % 2], rating: round))
+                })
         }
         XCTAssertTrue(try e.compact().performed)
         try assertIndexesMatchRecords(e)
@@ -236,16 +245,26 @@ final class SecondaryIndexTests: XCTestCase {
         index.sequence = 1
         let loc = RecordLocation(segment: 1, frameOffset: 48, valueOffset: 0, sequence: 1, valueLength: 4)
         index.put("User", key("a"), loc)
-        index.secondary["User"] = ["address.city,rating": SecondaryIndex(definition: Self.byCity, entries: OrderedTree(
-            sortedElements: [(IndexKeyEncoding.entry([.string("Oslo"), .int(1)], key: key("a")), IndexEntryMark())]) ?? OrderedTree())]
+        index.secondary["User"] = [
+            "address.city,rating": SecondaryIndex(
+                definition: Self.byCity,
+                entries: OrderedTree(
+                    sortedElements: [(IndexKeyEncoding.entry([.string("Oslo"), .int(1)], key: key("a")), IndexEntryMark())])
+                    ?? OrderedTree())
+        ]
         let segments = [CheckpointFile.Segment(number: 1, length: 200, rawBytes: 10)]
-        let good = CheckpointFile.encode(generation: 1, createdAtMillis: 0, segments: segments, index: index, storeId: StoreID.random()) { _ in 10 }
+        let good = CheckpointFile.encode(generation: 1, createdAtMillis: 0, segments: segments, index: index, storeId: StoreID.random()) {
+            _ in 10
+        }
         let decoded = try good.withUnsafeBytes { try CheckpointFile.decode($0) }
         XCTAssertEqual(decoded.index.secondaryIndexes(ofType: "User")["address.city,rating"]?.entries.count, 1)
         // An index with more entries than its type has records is refused.
         var wrong = index
-        wrong.secondary["User"]?["address.city,rating"]?.entries.updateValue(IndexEntryMark(), forKey: IndexKeyEncoding.entry([.string("Rome"), .int(2)], key: key("b")))
-        let bad = CheckpointFile.encode(generation: 1, createdAtMillis: 0, segments: segments, index: wrong, storeId: StoreID.random()) { _ in 10 }
+        wrong.secondary["User"]?["address.city,rating"]?.entries.updateValue(
+            IndexEntryMark(), forKey: IndexKeyEncoding.entry([.string("Rome"), .int(2)], key: key("b")))
+        let bad = CheckpointFile.encode(generation: 1, createdAtMillis: 0, segments: segments, index: wrong, storeId: StoreID.random()) {
+            _ in 10
+        }
         XCTAssertThrowsError(try bad.withUnsafeBytes { try CheckpointFile.decode($0) })
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LogStoreEngine
 
 /// Segments roll over at `segmentSize`; the manifest lists them in order and replay reads them all.
@@ -22,7 +23,9 @@ extension Scenarios {
         XCTAssertEqual(e.manifestInfo.generation, UInt64(used.count), "one manifest rewrite per roll-over")
         XCTAssertEqual(e.recoveryReport.segmentsScanned, used.count)
         XCTAssertEqual(e.recoveryReport.transactionsReplayed, history.entries.count)
-        XCTAssertEqual(Set(try h.fs.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".log") }), Set(used.map { LogStoreFormat.segmentFileName($0) }))
+        XCTAssertEqual(
+            Set(try h.fs.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".log") }),
+            Set(used.map { LogStoreFormat.segmentFileName($0) }))
         assertSameContents(try dump(e), history.model)
         // Each segment's header names it.
         for n in used {

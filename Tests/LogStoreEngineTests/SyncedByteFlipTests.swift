@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LogStoreEngine
 
 /// Issue 12: a byte flipped in bytes the store knows were synced (a sealed segment; the tail up to
@@ -46,7 +47,9 @@ final class SyncedByteFlipTests: XCTestCase {
         // The synced regions: whole sealed segments; the tail up to the furthest synced offset a
         // frame of it records.
         var regions: [(name: String, end: Int)] = []
-        for n in segments.dropLast() { regions.append((LogStoreFormat.segmentFileName(n), files[LogStoreFormat.segmentFileName(n)]?.count ?? 0)) }
+        for n in segments.dropLast() {
+            regions.append((LogStoreFormat.segmentFileName(n), files[LogStoreFormat.segmentFileName(n)]?.count ?? 0))
+        }
         let tailName = LogStoreFormat.segmentFileName(segments[segments.count - 1])
         let tail = files[tailName] ?? []
         var vouched = 0

@@ -1,7 +1,8 @@
-@_exported import _LogStoreTestSupport
 import Foundation
 import Synchronization
 import XCTest
+@_exported import _LogStoreTestSupport
+
 @testable import LogStoreEngine
 
 // Shared helpers for the engine tests: a harness that runs the same scenario on the real file
@@ -130,7 +131,11 @@ func workloadTransaction(_ n: Int, puts: Int = 3, valueSize: Int = 40) -> [Recor
         ops.append(.put(type: n % 2 == 0 ? "Even" : "Odd", key: key("k\(n)-\(j)"), value: sampleValue(n * 100 + j, size: valueSize)))
     }
     if n % 3 == 2 { ops.append(.delete(type: n % 2 == 0 ? "Odd" : "Even", key: key("k\(n - 1)-0"))) }
-    if n % 5 == 4 { ops.append(.deleteAll(type: "Scratch")) } else { ops.append(.put(type: "Scratch", key: key("s\(n)"), value: [UInt8(n & 0xFF)])) }
+    if n % 5 == 4 {
+        ops.append(.deleteAll(type: "Scratch"))
+    } else {
+        ops.append(.put(type: "Scratch", key: key("s\(n)"), value: [UInt8(n & 0xFF)]))
+    }
     return ops
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LogStoreEngine
 
 final class TornMultiFrameTailTests: XCTestCase {
@@ -27,7 +28,9 @@ final class TornMultiFrameTailTests: XCTestCase {
         var frames: [Int] = []
         while offset < bytes.count {
             frames.append(offset)
-            offset += LogFrame.headerSizeV2 + Int(bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian })
+            offset +=
+                LogFrame.headerSizeV2
+                + Int(bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian })
         }
         XCTAssertGreaterThan(frames.count, 2, "precondition: transaction 2 spans several frames")
         let f = try POSIXFileSystem().open(path, mode: .readWrite)

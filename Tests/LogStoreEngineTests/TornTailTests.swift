@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LogStoreEngine
 
 /// An interrupted append leaves a prefix of the last transaction's bytes. Wherever the cut falls,
@@ -32,8 +33,10 @@ extension Scenarios {
     }
 
     /// Cuts a copy of the store's last segment at `cut` and checks recovery.
-    static func checkCut(_ h: StoreHarness, dir: String, history: History, cut: UInt64, options: LogStoreOptions,
-                         file: StaticString = #filePath, line: UInt = #line) throws {
+    static func checkCut(
+        _ h: StoreHarness, dir: String, history: History, cut: UInt64, options: LogStoreOptions,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         guard let last = history.entries.last else { return XCTFail("empty history") }
         let copy = h.newStorePath("cut")
         try h.fs.copyStore(from: dir, to: copy)
@@ -113,8 +116,10 @@ extension Scenarios {
                 for f in txFrames {
                     let o = UInt64(f.offset)
                     let end = UInt64(f.end)
-                    cuts.formUnion([o, o + 1, o + 4, o + 8, o + UInt64(LogFrame.headerSizeV2) - 1, o + UInt64(LogFrame.headerSizeV2),
-                                    o + UInt64(LogFrame.headerSizeV2) + 1, (o + end) / 2, end - 1, end])
+                    cuts.formUnion([
+                        o, o + 1, o + 4, o + 8, o + UInt64(LogFrame.headerSizeV2) - 1, o + UInt64(LogFrame.headerSizeV2),
+                        o + UInt64(LogFrame.headerSizeV2) + 1, (o + end) / 2, end - 1, end,
+                    ])
                 }
             }
             for cut in cuts.sorted() { try checkCut(h, dir: dir, history: history, cut: cut, options: options) }

@@ -35,7 +35,8 @@ final class TypeIndexTests: XCTestCase {
         XCTAssertEqual(index.map(\.value), model.map(\.1), "\(what): locations")
         // Probes of every length, present or not.
         for width in [0, 1, 7, 8, 9, 15, 16, 17, 30] {
-            let probe = model.isEmpty || rng.next() % 2 == 0 ? randomKey(&rng, width: width) : model[Int(rng.next() % UInt64(model.count))].0
+            let probe =
+                model.isEmpty || rng.next() % 2 == 0 ? randomKey(&rng, width: width) : model[Int(rng.next() % UInt64(model.count))].0
             let rank = model.firstIndex { !($0.0 < probe) } ?? model.count
             XCTAssertEqual(index.rank(of: probe), rank, "\(what): rank of \(probe)")
             XCTAssertEqual(index[probe], rank < model.count && model[rank].0 == probe ? model[rank].1 : nil, "\(what): lookup \(probe)")
@@ -65,7 +66,9 @@ final class TypeIndexTests: XCTestCase {
         for step in 0..<1_500 {
             let what = "width \(width), seed \(seed), step \(step)"
             // After step 1,000 a key of another length arrives now and then.
-            let k = step > 1_000 && rng.next() % 50 == 0 ? randomKey(&rng, width: width + 1 + Int(rng.next() % 5)) : randomKey(&rng, width: width)
+            let k =
+                step > 1_000 && rng.next() % 50 == 0
+                ? randomKey(&rng, width: width + 1 + Int(rng.next() % 5)) : randomKey(&rng, width: width)
             let i = model.firstIndex { !($0.0 < k) } ?? model.count
             let present = i < model.count && model[i].0 == k
             if rng.next() % 4 == 0 {

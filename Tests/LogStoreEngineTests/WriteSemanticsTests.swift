@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import LogStoreEngine
 
 private struct BodyError: Error, Equatable { var n: Int }

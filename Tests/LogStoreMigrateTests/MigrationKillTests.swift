@@ -10,8 +10,9 @@ final class MigrationKillTests: XCTestCase {
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("logstore-migrate-kill-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: base) }
         let seed = UInt64.random(in: 0...UInt64.max)
-        let driver = MigrationKillDriver(binary: productsDirectory.appendingPathComponent("logstore-migrate").path, base: base, seed: seed,
-                                         itemsPerType: 1_500, batchSize: 40)
+        let driver = MigrationKillDriver(
+            binary: productsDirectory.appendingPathComponent("logstore-migrate").path, base: base, seed: seed,
+            itemsPerType: 1_500, batchSize: 40)
         do {
             try driver.run(cycles: 20)
         } catch {

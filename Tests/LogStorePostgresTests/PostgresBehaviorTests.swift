@@ -1,11 +1,12 @@
 import Foundation
 import LogStore
 import LogStoreEngine
-@testable import LogStorePostgres
 import LogStoreSQL
 import PostgresNIO
 import Synchronization
 import Testing
+
+@testable import LogStorePostgres
 
 /// What PostgreSQL adds to the contract: several stores (servers) on one schema, retries, the
 /// commit log read by another store's observers, jsonb keeping LogStore JSON exactly, and typed
@@ -28,11 +29,13 @@ final class PostgresBehaviorTests {
     }
 
     func store(_ schema: String? = nil, configure: (inout PostgresDataStore.Configuration) -> Void = { _ in }) throws -> PostgresDataStore {
-        let name = schema ?? {
-            let s = PostgresTestServer.freshSchema("b")
-            schemas.append(s)
-            return s
-        }()
+        let name =
+            schema
+            ?? {
+                let s = PostgresTestServer.freshSchema("b")
+                schemas.append(s)
+                return s
+            }()
         var c = try PostgresTestServer.configuration(schema: name)
         configure(&c)
         let s = PostgresDataStore(configuration: c)
@@ -85,7 +88,8 @@ final class PostgresBehaviorTests {
                 runs.add(1, ordering: .relaxed)
                 let n = try acc.item(ofType: Note.self, id: "x")?.count ?? 0
                 try PostgresTestServer.execute("UPDATE \(table) SET version = version WHERE id = 'x'")
-                try PostgresTestServer.execute("UPDATE \(a.configuration.schema.sqlIdentifier).logstore_sequence SET sequence = sequence + 1")
+                try PostgresTestServer.execute(
+                    "UPDATE \(a.configuration.schema.sqlIdentifier).logstore_sequence SET sequence = sequence + 1")
                 try acc.insert(Note(id: "x", text: "", count: n + 1))
             }
         } throws: { ($0 as? LogStoreError)?.code == .writeConflict }
@@ -158,7 +162,8 @@ final class PostgresBehaviorTests {
 
     @Test func anUnreachableServerIsServerUnavailable() throws {
         var c = try PostgresTestServer.configuration(schema: "nowhere")
-        c.connection = PostgresConnection.Configuration(host: "127.0.0.1", port: 1, username: "x", password: nil, database: "x", tls: .disable)
+        c.connection = PostgresConnection.Configuration(
+            host: "127.0.0.1", port: 1, username: "x", password: nil, database: "x", tls: .disable)
         let s = PostgresDataStore(configuration: c)
         #expect { try s.setup() } throws: { ($0 as? LogStoreError)?.code == .serverUnavailable }
         #expect { try s.read { _ in 1 } } throws: { ($0 as? LogStoreError)?.code == .notOpen }
@@ -187,7 +192,8 @@ final class PostgresBehaviorTests {
                 // 14+): without it, the store's next statements could race the termination (a
                 // write whose COMMIT meets it has an unknown outcome, correctly, and the read's
                 // next statement could still succeed).
-                try PostgresTestServer.execute("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE application_name = '\(name)'")
+                try PostgresTestServer.execute(
+                    "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE application_name = '\(name)'")
                 return try acc.item(ofType: Note.self, id: "k")
             }
         } throws: { ($0 as? LogStoreError)?.code == .serverUnavailable }
@@ -206,13 +212,16 @@ final class PostgresBehaviorTests {
         let a = try store()
         let b = try store(a.configuration.schema)
         try a.writeSync { try $0.insert(Account(id: 1, email: "x@example.com")) }
-        #expect { try b.writeSync { try $0.insert(Account(id: 2, email: "x@example.com")) } } throws: { ($0 as? LogStoreError)?.code == .uniqueConstraintViolation }
+        #expect { try b.writeSync { try $0.insert(Account(id: 2, email: "x@example.com")) } } throws: {
+            ($0 as? LogStoreError)?.code == .uniqueConstraintViolation
+        }
         try b.writeSync { try $0.insert(Account(id: 2, email: "y@example.com")) }
         #expect(try a.read { try $0.countItems(forRequest: DataStoreRequest(itemType: Account.self)) } == 2)
     }
 
     @Test func configurationFromAURL() throws {
-        let c = try PostgresDataStore.Configuration(url: "postgresql://app:s%40cret@db.internal:6543/shop?sslmode=disable&schema=store1&max_connections=3")
+        let c = try PostgresDataStore.Configuration(
+            url: "postgresql://app:s%40cret@db.internal:6543/shop?sslmode=disable&schema=store1&max_connections=3")
         #expect(c.connection.host == "db.internal")
         #expect(c.connection.port == 6543)
         #expect(c.connection.username == "app")
@@ -222,7 +231,9 @@ final class PostgresBehaviorTests {
         #expect(c.maximumConnections == 3)
         #expect(!c.place.contains("s@cret"))
         #expect { try PostgresDataStore.Configuration(url: "mysql://x") } throws: { ($0 as? LogStoreError)?.code == .invalidArgument }
-        #expect { try PostgresDataStore.Configuration(url: "postgres://h/db?sslmode=bogus") } throws: { ($0 as? LogStoreError)?.code == .invalidArgument }
+        #expect { try PostgresDataStore.Configuration(url: "postgres://h/db?sslmode=bogus") } throws: {
+            ($0 as? LogStoreError)?.code == .invalidArgument
+        }
     }
 
     @Test func aSyncCallOnAnEventLoopIsRefused() throws {

@@ -42,10 +42,14 @@ struct PostgresConcurrencyTests {
             let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             p.waitUntilExit()
             #expect(p.terminationStatus == 0, "worker: \(text)")
-            if let n = text.split(separator: " ").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) { attempts += n }
+            if let n = text.split(separator: " ").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) {
+                attempts += n
+            }
         }
         let values = try store.read { a in try (0..<counters).map { try a.item(ofType: Counter.self, id: $0)?.value ?? -1 } }
-        #expect(values.reduce(0, +) == processes * writers * increments, "counters \(values); \(attempts) block runs for \(processes * writers * increments) increments")
+        #expect(
+            values.reduce(0, +) == processes * writers * increments,
+            "counters \(values); \(attempts) block runs for \(processes * writers * increments) increments")
         try store.tearDown()
     }
 }

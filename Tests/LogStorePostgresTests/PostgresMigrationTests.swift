@@ -78,11 +78,19 @@ final class PostgresMigrationTests {
         #expect(code == 0, "\(console.stderr)")
         #expect(console.stdout.contains("verified: the destination equals the source"), "\(console.stdout)")
         let back = CapturedConsole()
-        #expect(LogStoreMigrateCLI.main([url, "logstore:" + directory.appendingPathComponent("b.store").path, "--json", "--progress", "none"], console: back) == 0, "\(back.stderr)")
-        #expect(LogStoreMigrateCLI.main(["verify", directory.appendingPathComponent("a.store").path, directory.appendingPathComponent("b.store").path], console: CapturedConsole()) == 0)
+        #expect(
+            LogStoreMigrateCLI.main(
+                [url, "logstore:" + directory.appendingPathComponent("b.store").path, "--json", "--progress", "none"], console: back) == 0,
+            "\(back.stderr)")
+        #expect(
+            LogStoreMigrateCLI.main(
+                ["verify", directory.appendingPathComponent("a.store").path, directory.appendingPathComponent("b.store").path],
+                console: CapturedConsole()) == 0)
         let missing = CapturedConsole()
         let noStore = try #require(PostgresTestServer.url) + "&schema=" + schema()
-        #expect(LogStoreMigrateCLI.main(["types", noStore], console: missing) == 4, "a schema without a store is not a store: \(missing.stderr)")
+        #expect(
+            LogStoreMigrateCLI.main(["types", noStore], console: missing) == 4, "a schema without a store is not a store: \(missing.stderr)"
+        )
     }
 
     @Test func theBinaryTakesPostgresURLs() throws {

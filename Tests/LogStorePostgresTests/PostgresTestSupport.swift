@@ -10,7 +10,8 @@ import PostgresNIO
 enum PostgresTestServer {
     static let url: String? = ProcessInfo.processInfo.environment["LOGSTORE_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
     static var isAvailable: Bool { url != nil }
-    static let skipReason = "LOGSTORE_POSTGRES_URL is not set: the PostgreSQL tests need a server. Run them with tools/with-postgres swift test --filter Postgres (it starts a throwaway cluster), or set the URL of a test database."
+    static let skipReason =
+        "LOGSTORE_POSTGRES_URL is not set: the PostgreSQL tests need a server. Run them with tools/with-postgres swift test --filter Postgres (it starts a throwaway cluster), or set the URL of a test database."
 
     /// A new, unique schema name for one test's store.
     static func freshSchema(_ label: String = "t") -> String {
@@ -36,8 +37,13 @@ enum PostgresTestServer {
     /// Runs `sql` on the test server outside any store (administration: dropping schemas).
     static func execute(_ sql: String) throws {
         let c = try configuration(schema: "public")
-        let connection = try PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.next(), configuration: c.connection, id: 1, logger: c.logger).wait()
-        defer { let closing: EventLoopFuture<Void> = connection.close(); _ = try? closing.wait() }
+        let connection = try PostgresConnection.connect(
+            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: c.connection, id: 1, logger: c.logger
+        ).wait()
+        defer {
+            let closing: EventLoopFuture<Void> = connection.close()
+            _ = try? closing.wait()
+        }
         _ = try connection.query(PostgresQuery(unsafeSQL: sql), logger: c.logger).wait()
     }
 
@@ -60,7 +66,8 @@ struct PostgresDataStoreFactory: DataStoreFactory {
 
     var capabilities: DataStoreCapabilities {
         // No exclusive lock: several stores, in several processes, may open one schema.
-        mode == .database ? DataStoreCapabilities.durableStore.subtracting(.exclusiveLock) : [.childStores, .recordAccess, .isChildStore, .observation]
+        mode == .database
+            ? DataStoreCapabilities.durableStore.subtracting(.exclusiveLock) : [.childStores, .recordAccess, .isChildStore, .observation]
     }
 
     func makeLocation() throws -> any DataStoreLocation {

@@ -1,8 +1,9 @@
 import Foundation
 import LogStore
 import LogStoreEngine
-@testable import LogStoreSQL
 import XCTest
+
+@testable import LogStoreSQL
 
 /// LogStore JSON (the SQL backends' row format) transcodes exactly both ways, writes what the
 /// mapping says, and refuses what is not LogStore JSON with `.corruption`.
@@ -50,8 +51,9 @@ final class LogStoreJSONTests: XCTestCase {
             XCTAssertEqual(Double(text), d, text)
         }
         // What jsonb gives back (keys by length first, spaces after separators) reads the same.
-        XCTAssertEqual(try LogStoreJSON.decode(Array(#"{"b": 1, "ab": [1.0, {"$date": 0.5}]}"#.utf8)),
-                       AttributeValue.map(["b": .int(1), "ab": .array([.double(1), .date(Date(timeIntervalSinceReferenceDate: 0.5))])]).encoded())
+        XCTAssertEqual(
+            try LogStoreJSON.decode(Array(#"{"b": 1, "ab": [1.0, {"$date": 0.5}]}"#.utf8)),
+            AttributeValue.map(["b": .int(1), "ab": .array([.double(1), .date(Date(timeIntervalSinceReferenceDate: 0.5))])]).encoded())
         XCTAssertThrowsError(try LogStoreJSON.decode(Array(#"{"$utf8":"/w=="}"#.utf8)), "not UTF-8") {
             XCTAssertEqual(($0 as? LogStoreError)?.code, .corruption)
         }
@@ -77,14 +79,19 @@ final class LogStoreJSONTests: XCTestCase {
         XCTAssertEqual(try json(.string("日本語")), "\"日本語\"")
         XCTAssertEqual(try json(.bytes([0, 1, 255])), #"{"$bytes":"AAH/"}"#)
         XCTAssertEqual(try json(.date(Date(timeIntervalSinceReferenceDate: 12.5))), #"{"$date":12.5}"#)
-        XCTAssertEqual(try json(.uuid(UUID(uuidString: "E621E1F8-C36C-4951-B6B5-7A5F2B6A1C3F")!)), #"{"$uuid":"E621E1F8-C36C-4951-B6B5-7A5F2B6A1C3F"}"#)
-        XCTAssertEqual(try json(.map(["b": .int(1), "a": .array([.null, .bool(false)]), "$date": .int(2), "$": .int(3)])),
-                       #"{"$$":3,"$$date":2,"a":[null,false],"b":1}"#)
+        XCTAssertEqual(
+            try json(.uuid(UUID(uuidString: "E621E1F8-C36C-4951-B6B5-7A5F2B6A1C3F")!)), #"{"$uuid":"E621E1F8-C36C-4951-B6B5-7A5F2B6A1C3F"}"#
+        )
+        XCTAssertEqual(
+            try json(.map(["b": .int(1), "a": .array([.null, .bool(false)]), "$date": .int(2), "$": .int(3)])),
+            #"{"$$":3,"$$date":2,"a":[null,false],"b":1}"#)
     }
 
     static let edgeDoubles: [Double] = [
-        0, -0.0, 1, -1, 0.1, 1.0 / 3, .pi, 1e-300, .leastNonzeroMagnitude, .leastNormalMagnitude, .greatestFiniteMagnitude, -.greatestFiniteMagnitude,
-        9_007_199_254_740_992.0.nextUp, 1e16, 123456789012345680, .infinity, -.infinity, .nan, -.nan, .signalingNaN, Double(bitPattern: 0x7FF0_0000_0000_0001),
+        0, -0.0, 1, -1, 0.1, 1.0 / 3, .pi, 1e-300, .leastNonzeroMagnitude, .leastNormalMagnitude, .greatestFiniteMagnitude,
+        -.greatestFiniteMagnitude,
+        9_007_199_254_740_992.0.nextUp, 1e16, 123_456_789_012_345_680, .infinity, -.infinity, .nan, -.nan, .signalingNaN,
+        Double(bitPattern: 0x7FF0_0000_0000_0001),
     ]
 
     func testEdgeValuesRoundTripExactly() throws {
@@ -93,7 +100,10 @@ final class LogStoreJSONTests: XCTestCase {
             try assertRoundTrip(.date(Date(timeIntervalSinceReferenceDate: d)))
         }
         for i: Int64 in [0, 1, -1, .max, .min, 1 << 53, -(1 << 53) - 1] { try assertRoundTrip(.int(i)) }
-        for s in ["", "plain", "caf\u{E9}", "cafe\u{301}", "\u{212A}", "\u{0}\u{1F}\u{7F}\"\\/", "😀🇫🇷", "e\u{301}\u{301}", "\u{FFFF}", "\u{10FFFF}"] {
+        for s in [
+            "", "plain", "caf\u{E9}", "cafe\u{301}", "\u{212A}", "\u{0}\u{1F}\u{7F}\"\\/", "😀🇫🇷", "e\u{301}\u{301}", "\u{FFFF}",
+            "\u{10FFFF}",
+        ] {
             try assertRoundTrip(.string(s))
             try assertRoundTrip(.map([s: .string(s), "$" + s: .null]))
         }
@@ -141,7 +151,8 @@ final class LogStoreJSONTests: XCTestCase {
         var v = AttributeValue.int(1)
         for _ in 0..<(AttributeValue.maxDepth - 1) { v = .array([v]) }
         try assertRoundTrip(v)
-        let tooDeep = String(repeating: "[", count: AttributeValue.maxDepth + 1) + "1" + String(repeating: "]", count: AttributeValue.maxDepth + 1)
+        let tooDeep =
+            String(repeating: "[", count: AttributeValue.maxDepth + 1) + "1" + String(repeating: "]", count: AttributeValue.maxDepth + 1)
         XCTAssertThrowsError(try LogStoreJSON.decode(Array(tooDeep.utf8))) { XCTAssertEqual(($0 as? LogStoreError)?.code, .corruption) }
     }
 
@@ -149,24 +160,36 @@ final class LogStoreJSONTests: XCTestCase {
         // Spaces, unsorted keys, escapes, integers where doubles would do: still one canonical value.
         let text = #" { "b" : [ 1 , 2.50 ] , "a" : "\u00e9\/" , "$$k" : { "$date" : 5 } } "#
         let bytes = try LogStoreJSON.decode(Array(text.utf8))
-        XCTAssertEqual(try AttributeValue.decode(bytes),
-                       .map(["a": .string("\u{E9}/"), "b": .array([.int(1), .double(2.5)]), "$k": .date(Date(timeIntervalSinceReferenceDate: 5))]))
-        XCTAssertEqual(bytes, AttributeValue.map(["a": .string("\u{E9}/"), "b": .array([.int(1), .double(2.5)]), "$k": .date(Date(timeIntervalSinceReferenceDate: 5))]).encoded())
+        XCTAssertEqual(
+            try AttributeValue.decode(bytes),
+            .map(["a": .string("\u{E9}/"), "b": .array([.int(1), .double(2.5)]), "$k": .date(Date(timeIntervalSinceReferenceDate: 5))]))
+        XCTAssertEqual(
+            bytes,
+            AttributeValue.map([
+                "a": .string("\u{E9}/"), "b": .array([.int(1), .double(2.5)]), "$k": .date(Date(timeIntervalSinceReferenceDate: 5)),
+            ]).encoded())
     }
 
     func testWhatIsNotLogStoreJSONIsCorruption() {
         let bad = [
-            "", "nul", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "01", "1.", "-", "1e", "NaN", "Infinity", "[1 2]", "\"abc", "\"\\x\"", "\"\\ud800\"",
+            "", "nul", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "01", "1.", "-", "1e", "NaN", "Infinity", "[1 2]", "\"abc", "\"\\x\"",
+            "\"\\ud800\"",
             "\"\u{1}\"", "{\"a\":1,\"a\":2}", "{\"$nope\":1}", "{\"$date\":1,\"b\":2}", "{\"$uuid\":\"not\"}", "{\"$bytes\":\"***\"}",
             "{\"$double\":\"1.5\"}", "{\"$x\":1}", "{\"b\":1,\"$a\":2}", "9223372036854775808", "-9223372036854775809", "1e999", "[1] 2",
             "{\"caf\u{E9}\":1,\"cafe\u{301}\":2}",
         ]
         for text in bad {
-            XCTAssertThrowsError(try LogStoreJSON.decode(Array(text.utf8)), text) { XCTAssertEqual(($0 as? LogStoreError)?.code, .corruption, text) }
+            XCTAssertThrowsError(try LogStoreJSON.decode(Array(text.utf8)), text) {
+                XCTAssertEqual(($0 as? LogStoreError)?.code, .corruption, text)
+            }
         }
-        for bad: [UInt8] in [[0xFF], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF5, 0x80, 0x80, 0x80], [0xE2, 0x82], [0xF0, 0x8F, 0xBF, 0xBF], [0x80]] {
+        for bad: [UInt8] in [
+            [0xFF], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF5, 0x80, 0x80, 0x80], [0xE2, 0x82], [0xF0, 0x8F, 0xBF, 0xBF], [0x80],
+        ] {
             // In a value (the direct path) and in a key (the general path).
-            XCTAssertThrowsError(try LogStoreJSON.decode([0x22] + bad + [0x22]), "invalid UTF-8 \(bad)") { XCTAssertEqual(($0 as? LogStoreError)?.code, .corruption) }
+            XCTAssertThrowsError(try LogStoreJSON.decode([0x22] + bad + [0x22]), "invalid UTF-8 \(bad)") {
+                XCTAssertEqual(($0 as? LogStoreError)?.code, .corruption)
+            }
             XCTAssertThrowsError(try LogStoreJSON.decode(Array("{\"".utf8) + bad + Array("\":1}".utf8)), "invalid UTF-8 key \(bad)") {
                 XCTAssertEqual(($0 as? LogStoreError)?.code, .corruption)
             }
@@ -174,7 +197,11 @@ final class LogStoreJSONTests: XCTestCase {
         for good in ["é", "€", "😀", "\u{10FFFF}", "\u{FFFF}"] {
             XCTAssertEqual(try LogStoreJSON.decode(Array("[\"\(good)\"]".utf8)), AttributeValue.array([.string(good)]).encoded())
         }
-        XCTAssertThrowsError(try LogStoreJSON.encode([0xEE]), "an unknown tag") { XCTAssertEqual(($0 as? LogStoreError)?.code, .corruption) }
-        XCTAssertThrowsError(try LogStoreJSON.encode([AttributeValue.Tag.string.rawValue, 2, 0xC3]), "truncated") { XCTAssertEqual(($0 as? LogStoreError)?.code, .corruption) }
+        XCTAssertThrowsError(try LogStoreJSON.encode([0xEE]), "an unknown tag") {
+            XCTAssertEqual(($0 as? LogStoreError)?.code, .corruption)
+        }
+        XCTAssertThrowsError(try LogStoreJSON.encode([AttributeValue.Tag.string.rawValue, 2, 0xC3]), "truncated") {
+            XCTAssertEqual(($0 as? LogStoreError)?.code, .corruption)
+        }
     }
 }

@@ -26,12 +26,21 @@ final class MigratorCatchUpTests: XCTestCase {
     func testWritesMadeDuringAndAfterTheCopyAreCaughtUpInBothDirections() throws {
         let dir = makeDirectory()
         for (a, b) in [
-            (LogDataStore(directory: dir.appendingPathComponent("a.store")) as any DataStore, SQLiteDataStore(path: dir.appendingPathComponent("b.sqlite").path) as any DataStore),
-            (SQLiteDataStore(path: dir.appendingPathComponent("c.sqlite").path), LogDataStore(directory: dir.appendingPathComponent("d.store"))),
+            (
+                LogDataStore(directory: dir.appendingPathComponent("a.store")) as any DataStore,
+                SQLiteDataStore(path: dir.appendingPathComponent("b.sqlite").path) as any DataStore
+            ),
+            (
+                SQLiteDataStore(path: dir.appendingPathComponent("c.sqlite").path),
+                LogDataStore(directory: dir.appendingPathComponent("d.store"))
+            ),
         ] {
             try a.setup()
             try b.setup()
-            defer { try? a.tearDown(); try? b.tearDown() }
+            defer {
+                try? a.tearDown()
+                try? b.tearDown()
+            }
             try a.writeSync { w in for i in 0..<500 { try w.insert(Note(id: i, text: "n\(i)")) } }
             var m = DataStoreMigrator(from: a, to: b)
             m.batchSize = 50
@@ -67,7 +76,10 @@ final class MigratorCatchUpTests: XCTestCase {
         let b = SQLiteDataStore(path: dir.appendingPathComponent("b.sqlite").path)
         try a.setup()
         try b.setup()
-        defer { try? a.tearDown(); try? b.tearDown() }
+        defer {
+            try? a.tearDown()
+            try? b.tearDown()
+        }
         try a.writeSync { w in for i in 0..<300 { try w.insert(Note(id: i, text: "n\(i)")) } }
         var m = DataStoreMigrator(from: a, to: b)
         XCTAssertThrowsError(try m.catchUp()) { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument) }
@@ -86,6 +98,8 @@ final class MigratorCatchUpTests: XCTestCase {
         try a.writeSync { w in _ = try w.deleteItem(ofType: Note.self, id: 8) }
         try a.tearDown()
         try a.setup()
-        XCTAssertThrowsError(try m.catchUp(), "tombstones do not survive a reopen") { XCTAssertEqual(($0 as? LogStoreError)?.code, .historyTruncated) }
+        XCTAssertThrowsError(try m.catchUp(), "tombstones do not survive a reopen") {
+            XCTAssertEqual(($0 as? LogStoreError)?.code, .historyTruncated)
+        }
     }
 }

@@ -72,8 +72,9 @@ final class MigratorTests: XCTestCase {
         XCTAssertEqual(try records(a), try records(c), "byte for byte")
         XCTAssertEqual(try c.read { try $0.items(forRequest: DataStoreRequest(itemType: Restaurant.self)) }.count, 3000)
         // Typed reads of the copies agree with the original.
-        XCTAssertEqual(try a.read { try $0.items(forRequest: DataStoreRequest(itemType: Order.self)) },
-                       try b.read { try $0.items(forRequest: DataStoreRequest(itemType: Order.self)) })
+        XCTAssertEqual(
+            try a.read { try $0.items(forRequest: DataStoreRequest(itemType: Order.self)) },
+            try b.read { try $0.items(forRequest: DataStoreRequest(itemType: Order.self)) })
     }
 
     func testAnInterruptedCopyResumesToAVerifiedEqualDestination() throws {
@@ -82,7 +83,10 @@ final class MigratorTests: XCTestCase {
         let b = LogDataStore(directory: dir.appendingPathComponent("b.store"))
         try a.setup()
         try b.setup()
-        defer { try? a.tearDown(); try? b.tearDown() }
+        defer {
+            try? a.tearDown()
+            try? b.tearDown()
+        }
         try seed(a, 1000)
         let batches = Atomic<Int>(0)
         var m = DataStoreMigrator(from: a, to: b)
@@ -94,9 +98,13 @@ final class MigratorTests: XCTestCase {
         XCTAssertEqual(pending.copied, 700)
         XCTAssertEqual(pending.source, "a.sqlite")
         XCTAssertFalse(try m.verify().isEqual, "half a copy is not equal")
-        XCTAssertThrowsError(try m.finish(), "an unfinished copy cannot be finished") { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument) }
+        XCTAssertThrowsError(try m.finish(), "an unfinished copy cannot be finished") {
+            XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument)
+        }
         // Without resume, an interrupted copy is refused; from another source too.
-        XCTAssertThrowsError(try DataStoreMigrator(from: a, to: b).copy()) { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument) }
+        XCTAssertThrowsError(try DataStoreMigrator(from: a, to: b).copy()) {
+            XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument)
+        }
         var other = DataStoreMigrator(from: a, to: b)
         other.sourceDescription = "elsewhere.sqlite"
         XCTAssertThrowsError(try other.copy(resume: true)) { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument) }
@@ -157,7 +165,9 @@ final class MigratorTests: XCTestCase {
         XCTAssertThrowsError(try m.copy(resume: true), "an incomplete copy without a cursor is not resumed") {
             XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument)
         }
-        XCTAssertThrowsError(try DataStoreMigrator(from: a, to: a).copy()) { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument) }
+        XCTAssertThrowsError(try DataStoreMigrator(from: a, to: a).copy()) {
+            XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument)
+        }
     }
 
     /// Rule 6: the history goes with the data. A LogStore store whose data went through a
@@ -198,6 +208,7 @@ final class MigratorTests: XCTestCase {
         defer { try? reopened.tearDown() }
         XCTAssertEqual(reopened.migrationReport?.alreadyApplied, ["v2-bang"], "the moved data went through v2 already")
         XCTAssertEqual(reopened.migrationReport?.applied, ["v3-question"])
-        XCTAssertEqual(try reopened.read { try $0.items(forRequest: DataStoreRequest(itemType: Restaurant.self)).map(\.name) }, names.map { $0 + "?" })
+        XCTAssertEqual(
+            try reopened.read { try $0.items(forRequest: DataStoreRequest(itemType: Restaurant.self)).map(\.name) }, names.map { $0 + "?" })
     }
 }

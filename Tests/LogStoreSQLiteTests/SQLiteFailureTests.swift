@@ -1,9 +1,10 @@
 import Foundation
 import GRDB
 import LogStore
-@testable import LogStoreSQLite
 import XCTest
 import _LogStoreTestSupport
+
+@testable import LogStoreSQLite
 
 /// Bad input gets a typed error and loses nothing committed: a second store or process on the
 /// file, a file that is not a store, a newer format, damage, a full disk, a read-only file system.
@@ -27,7 +28,9 @@ final class SQLiteFailureTests: XCTestCase {
         return dir
     }
 
-    func assertThrowsCode<T>(_ code: LogStoreError.Code, _ message: String = "", file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> T) {
+    func assertThrowsCode<T>(
+        _ code: LogStoreError.Code, _ message: String = "", file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> T
+    ) {
         do {
             _ = try body()
             XCTFail("expected \(code), nothing thrown \(message)", file: file, line: line)
@@ -196,9 +199,18 @@ final class SQLiteFailureTests: XCTestCase {
     }
 
     func testItemTypesThatDifferOnlyInCaseGetTheirOwnTables() throws {
-        struct Lower: DataStoreItem { static let itemType = "thing"; var id: Int }
-        struct Upper: DataStoreItem { static let itemType = "Thing"; var id: Int }
-        struct Reserved: DataStoreItem { static let itemType = "logstore_meta"; var id: Int }
+        struct Lower: DataStoreItem {
+            static let itemType = "thing"
+            var id: Int
+        }
+        struct Upper: DataStoreItem {
+            static let itemType = "Thing"
+            var id: Int
+        }
+        struct Reserved: DataStoreItem {
+            static let itemType = "logstore_meta"
+            var id: Int
+        }
         let store = SQLiteDataStore(path: makeDirectory().appendingPathComponent("s.sqlite").path)
         try store.setup()
         try store.writeSync { a in

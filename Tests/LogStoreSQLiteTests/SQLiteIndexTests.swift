@@ -46,7 +46,8 @@ final class SQLiteIndexTests: XCTestCase {
         try store.tearDown()
         var found = try indexes(path)
         XCTAssertEqual(found.count, 2, "\(found)")
-        XCTAssertTrue(found.values.contains { $0.contains("json_extract(data, '$.\"restaurant\"'), json_extract(data, '$.\"price\"')") }, "\(found)")
+        XCTAssertTrue(
+            found.values.contains { $0.contains("json_extract(data, '$.\"restaurant\"'), json_extract(data, '$.\"price\"')") }, "\(found)")
         XCTAssertTrue(found.values.contains { $0.hasPrefix("CREATE UNIQUE INDEX") && $0.contains("'$.\"name\"'") }, "\(found)")
 
         // The app changes its declaration: the old indexes go, the new one comes, data stays.

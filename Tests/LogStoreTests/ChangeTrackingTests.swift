@@ -41,7 +41,9 @@ import _LogStoreTestSupport
         let store = LogDataStore.inMemory()
         try store.setup()
         defer { try? store.tearDown() }
-        let a = UUID(), b = UUID(), c = UUID()
+        let a = UUID()
+        let b = UUID()
+        let c = UUID()
         try store.writeSync { w in
             try w.insert(Order(id: a, total: 1))
             try w.insert(Order(id: b, total: 2))

@@ -43,7 +43,8 @@ final class ChildStoreTests: StoreTestCase {
 
     func ids(_ s: any DataStore) throws -> [String: Int] {
         try s.read { r in
-            Dictionary(uniqueKeysWithValues: try r.items(forRequest: DataStoreRequest(itemType: Restaurant.self)).map { ($0.id, $0.rating) })
+            Dictionary(
+                uniqueKeysWithValues: try r.items(forRequest: DataStoreRequest(itemType: Restaurant.self)).map { ($0.id, $0.rating) })
         }
     }
 

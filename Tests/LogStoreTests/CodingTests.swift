@@ -556,7 +556,9 @@ final class CodingTests: XCTestCase {
             XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "\(error)")
         }
         // Unknown tag, invalid UTF-8, absurd lengths.
-        for bad: [UInt8] in [[0x7F], [TagByte.string, 2, 0xFF, 0xFE], [TagByte.array, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F], [TagByte.int, 0x80]] {
+        for bad: [UInt8] in [
+            [0x7F], [TagByte.string, 2, 0xFF, 0xFE], [TagByte.array, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F], [TagByte.int, 0x80],
+        ] {
             XCTAssertThrowsError(try AttributeCoding.decode([String].self, fromBytes: bad[...]))
             XCTAssertThrowsError(try AttributeCoding.decode(String.self, fromBytes: bad[...]))
         }
@@ -576,7 +578,8 @@ final class CodingTests: XCTestCase {
     /// NFD "é") is decoded deterministically: as corruption, by the typed decoder as by
     /// `AttributeValue.decode`; and the encoder refuses to write one.
     func testMapKeysEqualAsSwiftStringsButDifferentInBytesAreRejected() throws {
-        let nfd = Array("e\u{301}".utf8), nfc = Array("\u{E9}".utf8)
+        let nfd = Array("e\u{301}".utf8)
+        let nfc = Array("\u{E9}".utf8)
         let bytes: [UInt8] = [TagByte.map, 2, UInt8(nfd.count)] + nfd + [TagByte.int, 2, UInt8(nfc.count)] + nfc + [TagByte.int, 4]
         XCTAssertThrowsError(try AttributeCoding.decode([String: Int].self, fromBytes: bytes[...])) { error in
             XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "\(error)")
@@ -605,7 +608,8 @@ final class CodingTests: XCTestCase {
         }
         // One spelling alone keeps its bytes.
         let single = try AttributeCoding.encodeBytes(["cafe\u{301}": 1])
-        XCTAssertEqual(Array(try AttributeCoding.decode([String: Int].self, fromBytes: single[...]).keys.first!.utf8), Array("cafe\u{301}".utf8))
+        XCTAssertEqual(
+            Array(try AttributeCoding.decode([String: Int].self, fromBytes: single[...]).keys.first!.utf8), Array("cafe\u{301}".utf8))
     }
 
     func testDeeplyNestedBytesAreRejectedNotRecursedWithoutBound() throws {

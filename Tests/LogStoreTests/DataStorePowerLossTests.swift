@@ -58,7 +58,9 @@ final class DataStorePowerLossTests: XCTestCase {
             let report = DataStorePowerLossHarness(c).run()
             print("\(durability): \(report)")
             if let failure = report.failure {
-                XCTFail("DataStore power-loss harness (\(durability)) failed (rerun with LOGSTORE_DATASTORE_POWERLOSS_SEED=\(seed)):\n\(failure)")
+                XCTFail(
+                    "DataStore power-loss harness (\(durability)) failed (rerun with LOGSTORE_DATASTORE_POWERLOSS_SEED=\(seed)):\n\(failure)"
+                )
             }
             XCTAssertEqual(report.cyclesCompleted, cycles, "\(durability), seed \(seed)")
         }
@@ -73,7 +75,9 @@ final class DataStorePowerLossTests: XCTestCase {
         let report = DataStorePowerLossHarness(c).run()
         print(report)
         if let failure = report.failure {
-            XCTFail("DataStore power-loss harness with background compaction failed (seed \(seed); background work makes a rerun approximate):\n\(failure)")
+            XCTFail(
+                "DataStore power-loss harness with background compaction failed (seed \(seed); background work makes a rerun approximate):\n\(failure)"
+            )
         }
         XCTAssertEqual(report.cyclesCompleted, cycles, "seed \(seed)")
     }

@@ -1,7 +1,8 @@
 import Foundation
-@testable import LogStore
 import LogStoreEngine
 import XCTest
+
+@testable import LogStore
 
 /// A 10,000-level recursive enum, generic array chain or attribute tree. Stored as an item
 /// holding one `chain`.
@@ -77,31 +78,37 @@ final class DeepNestingTests: StoreTestCase {
     }
 
     func testDeeplyNestedRecursiveEnumIsRefusedThroughDataStore() throws {
-        try onLargeStack { try forEachKind { _, store in
-            let item = Nested(id: 1, chain: .deep(Self.levels))
-            assertThrowsCode(.encodingFailed) { try store.writeSync { try $0.insert(item) } }
-            // The deepest accepted nesting stores and reads back.
-            let shallow = Nested(id: 2, chain: .deep(60))
-            try store.writeSync { try $0.insert(shallow) }
-            XCTAssertEqual(try store.read { try $0.item(ofType: Nested.self, id: 2) }?.chain, shallow.chain)
-            XCTAssertEqual(try store.read { try $0.countItems(forRequest: DataStoreRequest(itemType: Nested.self)) }, 1)
-        } }
+        try onLargeStack {
+            try forEachKind { _, store in
+                let item = Nested(id: 1, chain: .deep(Self.levels))
+                assertThrowsCode(.encodingFailed) { try store.writeSync { try $0.insert(item) } }
+                // The deepest accepted nesting stores and reads back.
+                let shallow = Nested(id: 2, chain: .deep(60))
+                try store.writeSync { try $0.insert(shallow) }
+                XCTAssertEqual(try store.read { try $0.item(ofType: Nested.self, id: 2) }?.chain, shallow.chain)
+                XCTAssertEqual(try store.read { try $0.countItems(forRequest: DataStoreRequest(itemType: Nested.self)) }, 1)
+            }
+        }
     }
 
     func testDeeplyNestedDynamicItemIsRefusedNotEncodedUndecodably() throws {
-        try onLargeStack { try forEachKind { _, store in
-            for deep in [Self.deepArray(Self.levels), Self.deepMap(Self.levels)] {
-                let item = DynamicItem(itemType: "deep", id: .int(1), attributes: ["chain": deep])
-                assertThrowsCode(.encodingFailed) { try store.writeSync { try $0.insert(item) } }
+        try onLargeStack {
+            try forEachKind { _, store in
+                for deep in [Self.deepArray(Self.levels), Self.deepMap(Self.levels)] {
+                    let item = DynamicItem(itemType: "deep", id: .int(1), attributes: ["chain": deep])
+                    assertThrowsCode(.encodingFailed) { try store.writeSync { try $0.insert(item) } }
+                }
+                XCTAssertEqual(try store.read { try $0.dynamicItems(ofType: "deep") }.count, 0)
+                // Exactly at the limit (the item's map is level 1): stored and read back.
+                let atLimit = DynamicItem(itemType: "deep", id: .int(2), attributes: ["chain": Self.deepArray(AttributeValue.maxDepth - 2)])
+                try store.writeSync { try $0.insert(atLimit) }
+                XCTAssertEqual(
+                    try store.read { try $0.dynamicItem(ofType: "deep", id: .int(2)) }?.object(forKey: "chain"),
+                    atLimit.object(forKey: "chain"))
+                let tooDeep = DynamicItem(itemType: "deep", id: .int(3), attributes: ["chain": Self.deepArray(AttributeValue.maxDepth - 1)])
+                assertThrowsCode(.encodingFailed) { try store.writeSync { try $0.insert(tooDeep) } }
             }
-            XCTAssertEqual(try store.read { try $0.dynamicItems(ofType: "deep") }.count, 0)
-            // Exactly at the limit (the item's map is level 1): stored and read back.
-            let atLimit = DynamicItem(itemType: "deep", id: .int(2), attributes: ["chain": Self.deepArray(AttributeValue.maxDepth - 2)])
-            try store.writeSync { try $0.insert(atLimit) }
-            XCTAssertEqual(try store.read { try $0.dynamicItem(ofType: "deep", id: .int(2)) }?.object(forKey: "chain"), atLimit.object(forKey: "chain"))
-            let tooDeep = DynamicItem(itemType: "deep", id: .int(3), attributes: ["chain": Self.deepArray(AttributeValue.maxDepth - 1)])
-            assertThrowsCode(.encodingFailed) { try store.writeSync { try $0.insert(tooDeep) } }
-        } }
+        }
     }
 
     func testDeepAttributeValueComparesHashesPrintsAndEncodesOnSmallStack() throws {
@@ -120,7 +127,11 @@ final class DeepNestingTests: StoreTestCase {
         }
         let values = Values()
         try onSmallStack { [unowned values] in
-            let a = values.a, b = values.b, m = values.m, n = values.n, different = values.different
+            let a = values.a
+            let b = values.b
+            let m = values.m
+            let n = values.n
+            let different = values.different
             XCTAssertEqual(a, b)
             XCTAssertEqual(m, n)
             XCTAssertNotEqual(a, m)
@@ -161,7 +172,9 @@ final class DeepNestingTests: StoreTestCase {
     }
 
     func testAttributeValueDescriptionIsCompactAndDeterministic() {
-        let v = AttributeValue.map(["b": .array([.int(1), .double(1.5), .null, .bool(true)]), "a": .string("x\"y"), "c": .map([:]), "d": .array([])])
+        let v = AttributeValue.map([
+            "b": .array([.int(1), .double(1.5), .null, .bool(true)]), "a": .string("x\"y"), "c": .map([:]), "d": .array([]),
+        ])
         XCTAssertEqual(v.description, #"["a": "x\"y", "b": [1, 1.5, null, true], "c": [:], "d": []]"#)
     }
 }

@@ -88,8 +88,11 @@ struct FormatVersion1Fixture {
 
     static func item(_ i: Int, version: Int) -> FixtureItem {
         let words = ["harbour", "lantern", "copper", "meadow", "saffron", "granite", "willow", "ember"]
-        let text = (0..<(20 + i % 30)).map { words[($0 * 7 + i + version) % words.count] }.joined(separator: " ")
-            + " " + String((0..<(80 + i % 40)).map { k in Character(Unicode.Scalar(UInt8(97 + (i &* 2_654_435_761 &+ k &* 40_503 &+ version) % 26))) })
+        let text =
+            (0..<(20 + i % 30)).map { words[($0 * 7 + i + version) % words.count] }.joined(separator: " ")
+            + " "
+            + String(
+                (0..<(80 + i % 40)).map { k in Character(Unicode.Scalar(UInt8(97 + (i &* 2_654_435_761 &+ k &* 40_503 &+ version) % 26))) })
         return FixtureItem(
             id: i, name: "item \(i) v\(version)", rating: (i * 31 + version) % 5 + 1,
             tags: (0..<(i % 4)).map { words[($0 + i) % words.count] }, note: i % 3 == 0 ? nil : text,

@@ -1,18 +1,21 @@
 import Foundation
-@testable import LogStore
 import LogStoreEngine
 import XCTest
 import _LogStoreTestSupport
+
+@testable import LogStore
 
 /// Secondary-index entries order as LogStore sorts values (``AttributeValue/compare(_:_:)``):
 /// the property the planner relies on when an index delivers a sort or a range.
 final class IndexKeyOrderTests: XCTestCase {
 
     static let edgeNumbers: [AttributeValue] = [
-        .int(0), .int(1), .int(-1), .int(2), .int(3), .int(Int64.max), .int(Int64.min), .int(Int64.max - 1), .int(1 << 53), .int((1 << 53) + 1),
+        .int(0), .int(1), .int(-1), .int(2), .int(3), .int(Int64.max), .int(Int64.min), .int(Int64.max - 1), .int(1 << 53),
+        .int((1 << 53) + 1),
         .double(0), .double(-0.0), .double(1), .double(-1), .double(0.5), .double(-0.5), .double(3), .double(2.5), .double(.nan),
         .double(-.nan), .double(.infinity), .double(-.infinity), .double(9_223_372_036_854_775_808.0), .double(-9_223_372_036_854_775_808),
-        .double(9_007_199_254_740_992), .double(.leastNonzeroMagnitude), .double(-.leastNonzeroMagnitude), .double(.greatestFiniteMagnitude),
+        .double(9_007_199_254_740_992), .double(.leastNonzeroMagnitude), .double(-.leastNonzeroMagnitude),
+        .double(.greatestFiniteMagnitude),
         .double(-.greatestFiniteMagnitude), .double(.leastNormalMagnitude), .double(.leastNormalMagnitude / 8),
     ]
 

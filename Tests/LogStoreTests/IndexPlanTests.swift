@@ -24,7 +24,11 @@ final class IndexPlanTests: XCTestCase {
         var email: String?
         var handle: String
 
-        enum CodingKeys: String, CodingKey { case id, email = "mail", handle }
+        enum CodingKeys: String, CodingKey {
+            case id
+            case email = "mail"
+            case handle
+        }
         static let indexes: [DataStoreIndex<Account>] = [.init(\.email, unique: true)]
     }
 
@@ -33,7 +37,9 @@ final class IndexPlanTests: XCTestCase {
         try store.setup()
         try store.writeSync { a in
             for i in 0..<n {
-                try a.insert(MenuItem(id: i, restaurantId: i % 20, category: ["mains", "drinks", "sides"][i % 3], name: "dish \(n - i)", price: i % 50))
+                try a.insert(
+                    MenuItem(
+                        id: i, restaurantId: i % 20, category: ["mains", "drinks", "sides"][i % 3], name: "dish \(n - i)", price: i % 50))
             }
         }
         return store
@@ -114,7 +120,9 @@ final class IndexPlanTests: XCTestCase {
         addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
         let store = LogDataStore(directory: dir)
         try store.setup()
-        try store.writeSync { a in for i in 0..<100 { try a.insert(MenuItem(id: i, restaurantId: i % 10, category: "c", name: "n", price: i)) } }
+        try store.writeSync { a in
+            for i in 0..<100 { try a.insert(MenuItem(id: i, restaurantId: i % 10, category: "c", name: "n", price: i)) }
+        }
         try store.tearDown()
         // A new process: the indexes come from the checkpoint; the first read uses them.
         let again = LogDataStore(directory: dir)
@@ -130,11 +138,14 @@ final class IndexPlanTests: XCTestCase {
         try store.setup()
         // The very first write of the type already enforces the unique index.
         try store.writeSync { a in try a.insert(Account(id: "a", email: "x@example.com", handle: "a")) }
-        XCTAssertThrowsError(try store.writeSync { a in
-            try a.insert(Account(id: "b", email: "y@example.com", handle: "b"))
-            try a.insert(Account(id: "c", email: "x@example.com", handle: "c"))
-        }) { XCTAssertEqual(($0 as? LogStoreError)?.code, .uniqueConstraintViolation, "\($0)") }
-        XCTAssertEqual(try store.read { try $0.countItems(forRequest: DataStoreRequest(itemType: Account.self)) }, 1, "the whole block rolled back")
+        XCTAssertThrowsError(
+            try store.writeSync { a in
+                try a.insert(Account(id: "b", email: "y@example.com", handle: "b"))
+                try a.insert(Account(id: "c", email: "x@example.com", handle: "c"))
+            }
+        ) { XCTAssertEqual(($0 as? LogStoreError)?.code, .uniqueConstraintViolation, "\($0)") }
+        XCTAssertEqual(
+            try store.read { try $0.countItems(forRequest: DataStoreRequest(itemType: Account.self)) }, 1, "the whole block rolled back")
         // nil never conflicts; the renamed coding key ("mail") is what the index reads.
         try store.writeSync { a in
             try a.insert(Account(id: "d", email: nil, handle: "d"))

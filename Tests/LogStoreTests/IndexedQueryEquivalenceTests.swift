@@ -1,8 +1,9 @@
 import Foundation
-@testable import LogStore
 import LogStoreEngine
 import XCTest
 import _LogStoreTestSupport
+
+@testable import LogStore
 
 /// Indexed queries return exactly what the unindexed path returns: random items, random writes
 /// (inserts, updates, deletes, delete-all), random predicates, sorts, offsets and limits, checked
@@ -29,22 +30,29 @@ final class IndexedQueryEquivalenceTests: XCTestCase {
         ]
     }
 
-
     static let cuisines = ["thai", "lao", "café", "cafe\u{301}", "Zed", ""]
     static let scores: [Double] = [.nan, -0.0, 0.0, 1.5, -3, .infinity, 4, 2.25]
     static let names = ["alpha", "Beta", "beta", "gamma", "é", "zz", "a\u{0}b"]
 
     static func shop(_ id: Int, _ r: inout SplitMix64) -> Shop {
         Shop(
-            id: id, cuisine: cuisines[r.int(in: 0..<cuisines.count)], rating: r.int(in: 0..<6), score: scores[r.int(in: 0..<scores.count)], price: r.int(in: 0..<4) == 0 ? nil : r.int(in: 0..<30),
-            isOpen: r.int(in: 0..<2) == 0, name: names[r.int(in: 0..<names.count)] + String(r.int(in: 0..<3)), opened: Date(timeIntervalSinceReferenceDate: Double(r.int(in: 0..<5))))
+            id: id, cuisine: cuisines[r.int(in: 0..<cuisines.count)], rating: r.int(in: 0..<6), score: scores[r.int(in: 0..<scores.count)],
+            price: r.int(in: 0..<4) == 0 ? nil : r.int(in: 0..<30),
+            isOpen: r.int(in: 0..<2) == 0, name: names[r.int(in: 0..<names.count)] + String(r.int(in: 0..<3)),
+            opened: Date(timeIntervalSinceReferenceDate: Double(r.int(in: 0..<5))))
     }
 
     typealias Query = (String, Predicate<Shop>?)
 
     static func randomPredicate(_ r: inout SplitMix64) -> Query {
-        let c = r.int(in: 0..<6), c2 = r.int(in: 0..<6), s = cuisines[r.int(in: 0..<cuisines.count)], s2 = cuisines[r.int(in: 0..<cuisines.count)], d = scores[r.int(in: 0..<scores.count)], n = names[r.int(in: 0..<names.count)]
-        let p = r.int(in: 0..<30), t = Date(timeIntervalSinceReferenceDate: Double(r.int(in: 0..<5)))
+        let c = r.int(in: 0..<6)
+        let c2 = r.int(in: 0..<6)
+        let s = cuisines[r.int(in: 0..<cuisines.count)]
+        let s2 = cuisines[r.int(in: 0..<cuisines.count)]
+        let d = scores[r.int(in: 0..<scores.count)]
+        let n = names[r.int(in: 0..<names.count)]
+        let p = r.int(in: 0..<30)
+        let t = Date(timeIntervalSinceReferenceDate: Double(r.int(in: 0..<5)))
         let list = [s, s2]
         switch r.int(in: 0..<18) {
         case 0: return ("none", nil)
@@ -78,7 +86,8 @@ final class IndexedQueryEquivalenceTests: XCTestCase {
         case 6: return ("price", [SortDescriptor(\.price)])
         case 7: return ("name desc", [SortDescriptor(\.name, order: .reverse)])
         case 8: return ("opened", [SortDescriptor(\.opened)])
-        default: return ("cuisine desc, rating desc", [SortDescriptor(\.cuisine, order: .reverse), SortDescriptor(\.rating, order: .reverse)])
+        default:
+            return ("cuisine desc, rating desc", [SortDescriptor(\.cuisine, order: .reverse), SortDescriptor(\.rating, order: .reverse)])
         }
     }
 
@@ -123,7 +132,17 @@ final class IndexedQueryEquivalenceTests: XCTestCase {
             XCTAssertEqual(got.map { "\($0)" }, want.map { "\($0)" }, "values (NaN-tolerant): \(what)")
             if got.map(\.id) != want.map(\.id) { throw CancellationError() }
             XCTAssertEqual(plan.resultCount, want.count, what)
-            XCTAssertEqual(try a.countItems(forRequest: request), try Self.expected(model, { var c = request; c.offset = 0; c.limit = nil; return c }()).count, "count: \(what)")
+            XCTAssertEqual(
+                try a.countItems(forRequest: request),
+                try Self.expected(
+                    model,
+                    {
+                        var c = request
+                        c.offset = 0
+                        c.limit = nil
+                        return c
+                    }()
+                ).count, "count: \(what)")
             usage.queries += 1
             if case .index = plan.access { usage.indexed += 1 }
             if try a.explainCount(request).countedFromIndex { usage.counted += 1 }
@@ -151,10 +170,16 @@ final class IndexedQueryEquivalenceTests: XCTestCase {
     func testIndexedResultsEqualTheUnindexedOnesInOrderAndContent() throws {
         for (kind, store) in [("memory", LogDataStore.inMemory()), ("disk", diskStore())] {
             try store.setup()
-            var r = SplitMix64(seed: 20261125)
+            var r = SplitMix64(seed: 20_261_125)
             var model: [Int: Shop] = [:]
             let usage = Usage()
-            try store.writeSync { a in for i in 0..<40 { let s = Self.shop(i, &r); try a.insert(s); model[i] = s } }
+            try store.writeSync { a in
+                for i in 0..<40 {
+                    let s = Self.shop(i, &r)
+                    try a.insert(s)
+                    model[i] = s
+                }
+            }
             for round in 0..<120 {
                 try store.writeSync { a in try self.randomWrite(a, &model, &r) }
                 try store.read { a in try self.check(a, model, &r, usage, "\(kind) round \(round) snapshot") }
@@ -181,7 +206,9 @@ final class IndexedQueryEquivalenceTests: XCTestCase {
                 }
             }
             try store.tearDown()
-            XCTAssertGreaterThan(usage.indexed * 3, usage.queries, "\(kind): indexes served at least a third of the requests (\(usage.indexed) of \(usage.queries))")
+            XCTAssertGreaterThan(
+                usage.indexed * 3, usage.queries,
+                "\(kind): indexes served at least a third of the requests (\(usage.indexed) of \(usage.queries))")
             XCTAssertGreaterThan(usage.counted, 0, "\(kind): some counts came from index entry counts alone")
         }
     }

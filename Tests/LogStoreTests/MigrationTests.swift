@@ -133,7 +133,9 @@ final class MigrationTests: XCTestCase {
             try store.writeSync { a in for i in 1...50 { try a.insert(BookV1(id: i, title: "Title \(i)")) } }
             try store.tearDown()
 
-            store = try s.open { m in m.register("v2-rename-title") { tx in XCTAssertEqual(try tx.renameAttribute("title", to: "name", ofType: "Book"), 50) } }
+            store = try s.open { m in
+                m.register("v2-rename-title") { tx in XCTAssertEqual(try tx.renameAttribute("title", to: "name", ofType: "Book"), 50) }
+            }
             XCTAssertEqual(store.migrationReport?.applied, ["v2-rename-title"])
             XCTAssertEqual(try all(store, BookV2.self), (1...50).map { BookV2(id: $0, name: "Title \($0)") })
             try store.tearDown()
@@ -225,7 +227,8 @@ final class MigrationTests: XCTestCase {
             try store.tearDown()
             store = try s.open { m in
                 m.register("v2-drop-small-orders") { tx in
-                    XCTAssertEqual(try tx.deleteItems(ofType: "Order") { ($0.object(forKey: "total") ?? .null) == .int(0) || $0.id == .int(1) }, 2)
+                    XCTAssertEqual(
+                        try tx.deleteItems(ofType: "Order") { ($0.object(forKey: "total") ?? .null) == .int(0) || $0.id == .int(1) }, 2)
                     try tx.insert(DynamicItem(itemType: "Order", id: .int(100), attributes: ["total": .int(1000)]))
                     XCTAssertTrue(try tx.deleteItem(ofType: "Order", id: .int(2)))
                 }
@@ -279,10 +282,13 @@ final class MigrationTests: XCTestCase {
             o.transactionSpillThreshold = 64 << 10
             o.durability = .none
             var store = try s.open(options: o)
-            try store.writeSync { a in for i in 0..<20_000 { try a.insert(BookV1(id: i, title: String(repeating: "t", count: 40) + "\(i)")) } }
+            try store.writeSync { a in
+                for i in 0..<20_000 { try a.insert(BookV1(id: i, title: String(repeating: "t", count: 40) + "\(i)")) }
+            }
             try store.tearDown()
-            let look = try LogEngine.open(directory: s.kind == .disk ? s.directory.path : "/store",
-                                          fileSystem: s.kind == .disk ? POSIXFileSystem() : s.memory)
+            let look = try LogEngine.open(
+                directory: s.kind == .disk ? s.directory.path : "/store",
+                fileSystem: s.kind == .disk ? POSIXFileSystem() : s.memory)
             let before = look.recoveryReport.lastSequence
             try look.close()
             store = try s.open(options: o) { m in m.register("v2") { tx in try tx.renameAttribute("title", to: "name", ofType: "Book") } }
@@ -290,7 +296,8 @@ final class MigrationTests: XCTestCase {
             XCTAssertEqual(names.count, 20_000)
             XCTAssertEqual(names.last?.name, String(repeating: "t", count: 40) + "19999")
             try store.tearDown()
-            let engine = try LogEngine.open(directory: s.kind == .disk ? s.directory.path : "/store", fileSystem: s.kind == .disk ? POSIXFileSystem() : s.memory)
+            let engine = try LogEngine.open(
+                directory: s.kind == .disk ? s.directory.path : "/store", fileSystem: s.kind == .disk ? POSIXFileSystem() : s.memory)
             XCTAssertEqual(engine.recoveryReport.lastSequence, before + 1, "the step is one transaction")
             try engine.close()
         }
@@ -559,7 +566,8 @@ final class MigrationTests: XCTestCase {
             try store.tearDown()
             total = fs.mutatingOperationCount - before
         }
-        let crashPoints = total <= 120 ? Array(0..<total) : Array(Set((0..<100).map { $0 * total / 100 } + Array((total - 20)..<total))).sorted()
+        let crashPoints =
+            total <= 120 ? Array(0..<total) : Array(Set((0..<100).map { $0 * total / 100 } + Array((total - 20)..<total))).sorted()
         var points = 0
         var stages = Set<Int>()
         for k in crashPoints {

@@ -39,8 +39,10 @@ import _LogStoreTestSupport
         return EngineCrashScript.parseOne(&r)
     }
 
-    static func check(_ mode: LogDataStoreFactory.Mode, options: LogStoreOptions = LogStoreOptions(),
-                      _ ops: [StoreScriptOperation]) {
+    static func check(
+        _ mode: LogDataStoreFactory.Mode, options: LogStoreOptions = LogStoreOptions(),
+        _ ops: [StoreScriptOperation]
+    ) {
         do {
             let factory = LogDataStoreFactory(mode, options: options)
             let location = try factory.makeLocation()

@@ -1,8 +1,8 @@
+import DataStoreConformance
 import Foundation
 import LogStore
 import PropertyBased
 import Testing
-import DataStoreConformance
 
 /// The observation property test (issue 14; Docs/Testing.md, "Observation property test"): random
 /// scripts (writes, delete-alls, nukes, throwing blocks that roll back, child stores, merges with
@@ -26,8 +26,10 @@ import DataStoreConformance
         return StoreScript.parseOne(&r)
     }
 
-    static func check(_ mode: LogDataStoreFactory.Mode, options: LogStoreOptions = LogStoreOptions(),
-                      _ ops: [StoreScriptOperation], _ specs: [ObserverSpec]) async -> (elements: Int, quiet: Int) {
+    static func check(
+        _ mode: LogDataStoreFactory.Mode, options: LogStoreOptions = LogStoreOptions(),
+        _ ops: [StoreScriptOperation], _ specs: [ObserverSpec]
+    ) async -> (elements: Int, quiet: Int) {
         do {
             let factory = LogDataStoreFactory(mode, options: options)
             let location = try factory.makeLocation()
@@ -52,7 +54,8 @@ import DataStoreConformance
 
     @Test(.shrinking)
     func observersOfRandomRequestsFollowRandomScriptsExactly() async {
-        await propertyCheck(count: 100, input: ModelPropertyTests.operation.array(of: 1...40), Self.observer.array(of: 1...8)) { ops, specs in
+        await propertyCheck(count: 100, input: ModelPropertyTests.operation.array(of: 1...40), Self.observer.array(of: 1...8)) {
+            ops, specs in
             _ = await Self.check(.memory, ops, specs)
         }
     }
@@ -68,14 +71,16 @@ import DataStoreConformance
 
     @Test(.shrinking)
     func observersOfChildStoresFollowMergesAndResets() async {
-        await propertyCheck(count: 80, input: ModelPropertyTests.childOperation.array(of: 1...40), Self.observer.array(of: 1...8)) { ops, specs in
+        await propertyCheck(count: 80, input: ModelPropertyTests.childOperation.array(of: 1...40), Self.observer.array(of: 1...8)) {
+            ops, specs in
             _ = await Self.check(.memory, ops, specs)
         }
     }
 
     @Test(.shrinking)
     func observersOfADiskStoreEndAtEachReopenAndStartAgain() async {
-        await propertyCheck(count: 30, input: ModelPropertyTests.operation.array(of: 1...30), Self.observer.array(of: 1...6)) { ops, specs in
+        await propertyCheck(count: 30, input: ModelPropertyTests.operation.array(of: 1...30), Self.observer.array(of: 1...6)) {
+            ops, specs in
             var options = LogStoreOptions()
             options.durability = .buffered
             _ = await Self.check(.disk, options: options, ops, specs)

@@ -38,18 +38,24 @@ import _LogStoreTestSupport
             o.durability = .none
             let s = LogDataStore(directory: dir, options: o)
             try s.setup()
-            return (s, {
-                try? s.tearDown()
-                try? FileManager.default.removeItem(at: dir)
-            })
+            return (
+                s,
+                {
+                    try? s.tearDown()
+                    try? FileManager.default.removeItem(at: dir)
+                }
+            )
         case .child:
             let parent = LogDataStore.inMemory(options: options)
             try parent.setup()
             let child = try parent.makeChildDataStore()
-            return (child, {
-                try? child.tearDown()
-                try? parent.tearDown()
-            })
+            return (
+                child,
+                {
+                    try? child.tearDown()
+                    try? parent.tearDown()
+                }
+            )
         }
     }
 
@@ -321,7 +327,9 @@ import _LogStoreTestSupport
                 var last: [Dish] = []
                 var n = 0
                 for try await e in store.observe(request) {
-                    guard let applied = ids.applying(e.difference) else { throw LogStoreError(.invalidArgument, "difference does not apply") }
+                    guard let applied = ids.applying(e.difference) else {
+                        throw LogStoreError(.invalidArgument, "difference does not apply")
+                    }
                     ids = applied
                     last = Array(e.items)
                     n += 1

@@ -1,14 +1,18 @@
 import Foundation
-@testable import LogStore
 import LogStoreEngine
 import XCTest
 import _LogStoreTestSupport
+
+@testable import LogStore
 
 /// The shared predicate analysis: key paths to coding paths, `#Predicate` to ``QueryCondition``,
 /// and evaluation on stored bytes that always agrees with `Predicate.evaluate`.
 final class PredicateAnalysisTests: XCTestCase {
     enum Status: String, Codable, Sendable { case open, closed, paused }
-    struct Address: Codable, Sendable, Equatable { var city: String; var zip: Int }
+    struct Address: Codable, Sendable, Equatable {
+        var city: String
+        var zip: Int
+    }
     struct Shop: DataStoreItem, Equatable {
         var id: Int
         var name: String
@@ -25,7 +29,11 @@ final class PredicateAnalysisTests: XCTestCase {
         var displayName: String { name.uppercased() }
 
         enum CodingKeys: String, CodingKey {
-            case id, name = "n", rating, score, price, isOpen = "open", isNew, status, address, tags, owner, opened
+            case id
+            case name = "n"
+            case rating, score, price
+            case isOpen = "open"
+            case isNew, status, address, tags, owner, opened
         }
     }
 
@@ -56,7 +64,9 @@ final class PredicateAnalysisTests: XCTestCase {
             let c = try decoder.container(keyedBy: CodingKeys.self)
             id = try c.decode(Int.self, forKey: .id)
             email = try c.decode(String.self, forKey: .email)
-            guard email.contains("@") else { throw DecodingError.dataCorruptedError(forKey: .email, in: c, debugDescription: "not an email") }
+            guard email.contains("@") else {
+                throw DecodingError.dataCorruptedError(forKey: .email, in: c, debugDescription: "not an email")
+            }
         }
     }
 
@@ -84,7 +94,8 @@ final class PredicateAnalysisTests: XCTestCase {
         XCTAssertEqual(condition(#Predicate { $0.address.city == "Rome" }), "address.city == \"Rome\"")
         let open = Status.open
         XCTAssertEqual(condition(#Predicate { $0.status == open }), "status == \"open\"")
-        XCTAssertEqual(condition(#Predicate { $0.name.contains("x") }), "<evaluated on the decoded item>", "String.contains is not an array's")
+        XCTAssertEqual(
+            condition(#Predicate { $0.name.contains("x") }), "<evaluated on the decoded item>", "String.contains is not an array's")
         XCTAssertEqual(condition(#Predicate { $0.rating + 1 > 3 && $0.isNew }), "<evaluated on the decoded item> AND isNew == true")
     }
 
@@ -94,18 +105,23 @@ final class PredicateAnalysisTests: XCTestCase {
         let names = ["café", "cafe\u{301}", "Zed", "alpha", "", "thai", "lao", "b"]
         let scores: [Double] = [.nan, -0.0, 0.0, 1.5, -3, .infinity, 4]
         return Shop(
-            id: i, name: names[Int(rng.next() % UInt64(names.count))], rating: Int(rng.next() % 6), score: scores[Int(rng.next() % UInt64(scores.count))],
+            id: i, name: names[Int(rng.next() % UInt64(names.count))], rating: Int(rng.next() % 6),
+            score: scores[Int(rng.next() % UInt64(scores.count))],
             price: rng.next() % 3 == 0 ? nil : Int(rng.next() % 6), isOpen: rng.next() % 2 == 0, isNew: rng.next() % 2 == 0,
-            status: [.open, .closed, .paused][Int(rng.next() % 3)], address: Address(city: ["Rome", "Oslo"][Int(rng.next() % 2)], zip: Int(rng.next() % 3)),
-            tags: Array(["veg", "hot", "thai"].prefix(Int(rng.next() % 4))), owner: UUID(uuid: (UInt8(rng.next() % 2), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+            status: [.open, .closed, .paused][Int(rng.next() % 3)],
+            address: Address(city: ["Rome", "Oslo"][Int(rng.next() % 2)], zip: Int(rng.next() % 3)),
+            tags: Array(["veg", "hot", "thai"].prefix(Int(rng.next() % 4))),
+            owner: UUID(uuid: (UInt8(rng.next() % 2), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
             opened: Date(timeIntervalSinceReferenceDate: Double(rng.next() % 3)))
     }
 
-
     func testEvaluationOnBytesAgreesWithSwiftOnEveryItem() throws {
-        let cafe = "café", owner = UUID(uuid: (1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)), t1 = Date(timeIntervalSinceReferenceDate: 1)
+        let cafe = "café"
+        let owner = UUID(uuid: (1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+        let t1 = Date(timeIntervalSinceReferenceDate: 1)
         let names = ["thai", "lao"]
-        let paused = Status.paused, open = Status.open
+        let paused = Status.paused
+        let open = Status.open
         let predicates: [Predicate<Shop>] = [
             #Predicate { $0.rating >= 4 }, #Predicate { $0.rating != 2 }, #Predicate { $0.score > 0 }, #Predicate { $0.score <= 0 },
             #Predicate { $0.score == 0 }, #Predicate { $0.score != 1.5 }, #Predicate { !($0.score < 1.5) },

@@ -20,7 +20,8 @@ final class RecoveryReportTests: XCTestCase {
         XCTAssertNil(store.recoveryReport, "no report after tearDown()")
 
         // A torn tail: a partial frame appended after the last commit.
-        let segment = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".log") }.sorted().last)
+        let segment = try XCTUnwrap(
+            try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".log") }.sorted().last)
         let handle = try FileHandle(forWritingTo: dir.appendingPathComponent(segment))
         try handle.seekToEnd()
         try handle.write(contentsOf: Data([0x01, 0x02, 0x03, 0x04, 0x05]))

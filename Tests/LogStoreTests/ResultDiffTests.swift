@@ -1,5 +1,6 @@
 import PropertyBased
 import Testing
+
 @testable import LogStore
 
 /// `ResultDiff` (observation's differences from the changed entries only): random sorted results,

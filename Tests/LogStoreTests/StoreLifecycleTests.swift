@@ -127,7 +127,12 @@ final class GatedLockFileSystem: FileSystem {
     func lock(atPath path: String) throws -> any FileSystemLock { GatedLock(try base.lock(atPath: path), fs: self) }
 
     func willUnlock() {
-        guard armed.withLock({ a in defer { a = false }; return a }) else { return }
+        guard
+            armed.withLock({ a in
+                defer { a = false }
+                return a
+            })
+        else { return }
         unlockEntered.signal()
         gate.wait()
     }

@@ -1,6 +1,7 @@
 import Foundation
-@testable import LogStore
 import XCTest
+
+@testable import LogStore
 
 /// Issue 20 item 6 and issue 12 item 6: `AttributeValue.compare` is exact and transitive across
 /// `.int` and `.double`. (That sorts with a limit return the first results of the full sort, on
@@ -48,8 +49,12 @@ final class TotalOrderTests: XCTestCase {
 
         var rng = SystemRandomNumberGenerator()
         for _ in 0..<20_000 {
-            let a = randomValue(&rng), b = randomValue(&rng), c = randomValue(&rng)
-            let ab = AttributeValue.compare(a, b), bc = AttributeValue.compare(b, c), ac = AttributeValue.compare(a, c)
+            let a = randomValue(&rng)
+            let b = randomValue(&rng)
+            let c = randomValue(&rng)
+            let ab = AttributeValue.compare(a, b)
+            let bc = AttributeValue.compare(b, c)
+            let ac = AttributeValue.compare(a, c)
             XCTAssertEqual(ab, -AttributeValue.compare(b, a), "antisymmetry: \(a) \(b)")
             if ab <= 0 && bc <= 0 { XCTAssertLessThanOrEqual(ac, 0, "transitivity: \(a) <= \(b) <= \(c)") }
             if ab == 0 && bc == 0 { XCTAssertEqual(ac, 0, "equality is transitive: \(a) \(b) \(c)") }

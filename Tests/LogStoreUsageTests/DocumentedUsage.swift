@@ -22,7 +22,7 @@ actor RestaurantRepository {
 
     func add(_ name: String) async throws -> UUID {
         let item = Restaurant(id: UUID(), name: name, rating: 3)
-        try await store.write { try $0.insert(item) }   // item is Sendable: crosses into the block
+        try await store.write { try $0.insert(item) }  // item is Sendable: crosses into the block
         return item.id
     }
 

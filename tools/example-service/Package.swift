@@ -27,6 +27,6 @@ let package = Package(
                 .product(name: "LogStorePostgres", package: "LogStore"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
-        ),
+        )
     ]
 )

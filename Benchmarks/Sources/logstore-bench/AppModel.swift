@@ -192,9 +192,11 @@ final class AppSQLite: Sendable {
                 t.column("total", .integer).notNull()
             }
             guard withIndexes else { return }
-            try db.create(index: "restaurant_cuisine_isOpen_rating", on: Restaurant.databaseTableName, columns: ["cuisine", "isOpen", "rating"])
+            try db.create(
+                index: "restaurant_cuisine_isOpen_rating", on: Restaurant.databaseTableName, columns: ["cuisine", "isOpen", "rating"])
             try db.create(index: "restaurant_name", on: Restaurant.databaseTableName, columns: ["name"])
-            try db.create(index: "menuItem_restaurantId_category_name", on: MenuItem.databaseTableName, columns: ["restaurantId", "category", "name"])
+            try db.create(
+                index: "menuItem_restaurantId_category_name", on: MenuItem.databaseTableName, columns: ["restaurantId", "category", "name"])
             try db.create(index: "menuItem_price", on: MenuItem.databaseTableName, columns: ["price"])
             try db.create(index: "deliveryOrder_createdAt", on: DeliveryOrder.databaseTableName, columns: ["createdAt"])
             try db.create(

@@ -26,7 +26,9 @@ final class AppStores {
 }
 
 extension Bench {
-    static let appWorkloadNames = ["app-menu", "app-open-cuisine", "app-orders-24h", "app-browse", "app-bulk-insert", "app-open", "app-index-memory"]
+    static let appWorkloadNames = [
+        "app-menu", "app-open-cuisine", "app-orders-24h", "app-browse", "app-bulk-insert", "app-open", "app-index-memory",
+    ]
 
     /// Untimed queries each contender runs before a query workload is timed.
     var appWarmUpOps: Int { 2_000 }
@@ -74,7 +76,9 @@ extension Bench {
         let sqlite: AppSQLite = reuse ? try AppSQLite(existing: sqlitePath) : try AppSQLite(path: sqlitePath)
         let stores = AppStores(logstore: store, logstorePath: path, sqlite: sqlite, kept: kept)
         if !reuse {
-            log("  loading the app's data set (\(AppData.restaurants) restaurants, \(AppData.menuItems) menu items, \(AppData.orders) orders) into LogStore and SQLite (untimed)")
+            log(
+                "  loading the app's data set (\(AppData.restaurants) restaurants, \(AppData.menuItems) menu items, \(AppData.orders) orders) into LogStore and SQLite (untimed)"
+            )
             func write<R: DataStoreItem>(_ items: ArraySlice<R>) throws { try store.writeSync { a in for i in items { try a.insert(i) } } }
             var ls = try appLoad(AppData.restaurants, AppData.restaurant, write)
             ls += try appLoad(AppData.menuItems, AppData.menuItem, write)
@@ -116,14 +120,19 @@ extension Bench {
     ) throws {
         let withSQLite = systems?.contains("sqlite") ?? true
         for i in 0..<5 where withSQLite {
-            let a = try logstore(i), b = try cached(i), c = try queryInterface(i)
+            let a = try logstore(i)
+            let b = try cached(i)
+            let c = try queryInterface(i)
             guard a == b, b == c else {
-                throw BenchError("\(w.name): LogStore and SQLite disagree for parameter \(i): \(a.prefix(5)) vs \(b.prefix(5)) vs \(c.prefix(5))")
+                throw BenchError(
+                    "\(w.name): LogStore and SQLite disagree for parameter \(i): \(a.prefix(5)) vs \(b.prefix(5)) vs \(c.prefix(5))")
             }
         }
         let contenders = [
             Contender(key: "logstore", system: "LogStore", config: "declared DataStoreIndex", role: .subject) { i in _ = try logstore(i) },
-            Contender(key: "sqlite-index", system: "SQLite (GRDB)", config: "SQL index, cached statement", role: .peer) { i in _ = try cached(i) },
+            Contender(key: "sqlite-index", system: "SQLite (GRDB)", config: "SQL index, cached statement", role: .peer) { i in
+                _ = try cached(i)
+            },
             Contender(key: "sqlite-index-qi", system: "SQLite (GRDB)", config: "SQL index, query interface", role: .reference) { i in
                 _ = try queryInterface(i)
             },
@@ -136,12 +145,14 @@ extension Bench {
         }
         w.rows = try interleaved(contenders, maxOps: cfg.readOps / 4, maxSeconds: cfg.readSeconds * 1.5)
         w.notes.append(
-            "LogStore plan: \(plan.access), index \(plan.index ?? "-"), ranges \(plan.ranges), sorted by index \(plan.sortedByIndex), residual \(plan.residual ?? "none"), \(plan.itemsVisited) items visited for \(plan.resultCount) results.")
+            "LogStore plan: \(plan.access), index \(plan.index ?? "-"), ranges \(plan.ranges), sorted by index \(plan.sortedByIndex), residual \(plan.residual ?? "none"), \(plan.itemsVisited) items visited for \(plan.resultCount) results."
+        )
         w.notes.append("SQLite: \(sql) (the query interface's SQL; the cached-statement row prepares it once per connection).")
         if let l = appData?.loadSeconds {
             w.notes.append(
                 String(
-                    format: "Data set loaded once (untimed): LogStore %.1f s, SQLite %.1f s, durable transactions of %d rows. Interleaved in %d rounds.",
+                    format:
+                        "Data set loaded once (untimed): LogStore %.1f s, SQLite %.1f s, durable transactions of %d rows. Interleaved in %d rounds.",
                     l.logstore, l.sqlite, cfg.batch, cfg.rounds))
         }
     }
@@ -151,7 +162,8 @@ extension Bench {
     /// The menu of one restaurant: `restaurantId == x`, sorted by category, then name.
     func appMenu() throws -> WorkloadResult {
         var w = WorkloadResult(
-            name: "app-menu", title: "menu of one restaurant (restaurantId == x, sorted by category, name), \(AppData.menuItems) menu items",
+            name: "app-menu",
+            title: "menu of one restaurant (restaurantId == x, sorted by category, name), \(AppData.menuItems) menu items",
             op: "one read transaction returning one restaurant's menu items, decoded (about 20)", unit: "query")
         let s = try appStores()
         var rng = SplitMix64(seed: 13)
@@ -171,7 +183,8 @@ extension Bench {
             &w,
             logstore: { i in try s.logstore.read { try $0.items(forRequest: request(ids[i % ids.count])) }.map(\.id) },
             cached: { i in
-                try s.sqlite.pool.read { db in try MenuItem.fetchAll(try db.cachedStatement(sql: sql), arguments: [ids[i % ids.count]]) }.map(\.id)
+                try s.sqlite.pool.read { db in try MenuItem.fetchAll(try db.cachedStatement(sql: sql), arguments: [ids[i % ids.count]]) }
+                    .map(\.id)
             },
             queryInterface: { i in try s.sqlite.pool.read { db in try qi(ids[i % ids.count]).fetchAll(db) }.map(\.id) },
             sql: sql, plan: plan)
@@ -182,7 +195,8 @@ extension Bench {
     func appOpenCuisine() throws -> WorkloadResult {
         var w = WorkloadResult(
             name: "app-open-cuisine",
-            title: "open restaurants of one cuisine, best first, limit 20 (cuisine == c && isOpen, rating descending), \(AppData.restaurants) restaurants",
+            title:
+                "open restaurants of one cuisine, best first, limit 20 (cuisine == c && isOpen, rating descending), \(AppData.restaurants) restaurants",
             op: "one read transaction returning 20 restaurants, decoded", unit: "query")
         let s = try appStores()
         func request(_ cuisine: String) -> DataStoreRequest<Restaurant> {
@@ -214,7 +228,8 @@ extension Bench {
     /// The number of orders placed in the last 24 hours.
     func appOrders24h() throws -> WorkloadResult {
         var w = WorkloadResult(
-            name: "app-orders-24h", title: "count of orders in the last 24 h (createdAt > now - 24 h), \(AppData.orders) orders over 30 days",
+            name: "app-orders-24h",
+            title: "count of orders in the last 24 h (createdAt > now - 24 h), \(AppData.orders) orders over 30 days",
             op: "one read transaction counting the orders (countItems / fetchCount)", unit: "query")
         let s = try appStores()
         // A few "nows" a second apart, so that each query is a different range.
@@ -232,7 +247,11 @@ extension Bench {
             &w,
             logstore: { i in [try s.logstore.read { try $0.countItems(forRequest: request(since[i % since.count])) }] },
             cached: { i in
-                [try s.sqlite.pool.read { db in try Int.fetchOne(try db.cachedStatement(sql: countSQL), arguments: [since[i % since.count]]) ?? -1 }]
+                [
+                    try s.sqlite.pool.read { db in
+                        try Int.fetchOne(try db.cachedStatement(sql: countSQL), arguments: [since[i % since.count]]) ?? -1
+                    }
+                ]
             },
             queryInterface: { i in [try s.sqlite.pool.read { db in try qi(since[i % since.count]).fetchCount(db) }] },
             sql: countSQL, plan: plan)
@@ -331,17 +350,23 @@ extension Bench {
             var run = c.run
             run.seconds = Double(run.latencies.reduce(0, +)) / 1e9
             w.rows.append(
-                Row(key: c.key, system: c.system, config: c.config, role: c.role, run: run, units: Double(n), extra: ["cpu_seconds": run.cpuSeconds]))
+                Row(
+                    key: c.key, system: c.system, config: c.config, role: c.role, run: run, units: Double(n),
+                    extra: ["cpu_seconds": run.cpuSeconds]))
         }
         appBulk = (indexed, indexedPath, plain, plainPath)
-        if let a = w.row("logstore-indexed"), let p = w.row("logstore-plain"), let ca = a.extra["cpu_seconds"], let cp = p.extra["cpu_seconds"] {
+        if let a = w.row("logstore-indexed"), let p = w.row("logstore-plain"), let ca = a.extra["cpu_seconds"],
+            let cp = p.extra["cpu_seconds"]
+        {
             w.notes.append(
                 String(
-                    format: "LogStore with 2 indexes takes %.2fx the time and %.2fx the CPU of no index; SQLite %.2fx the time.", a.seconds / p.seconds,
+                    format: "LogStore with 2 indexes takes %.2fx the time and %.2fx the CPU of no index; SQLite %.2fx the time.",
+                    a.seconds / p.seconds,
                     ca / cp, (w.row("sqlite-indexed")?.seconds ?? 0) / (w.row("sqlite-plain")?.seconds ?? 1)))
         }
         w.notes.append(
-            "Four fresh stores fed the same batches in turn (rotating order). Indexes: MenuItem's (restaurantId, category, name) and (price); the plain type holds the same values and declares none. cpu_seconds: process CPU during the inserts (LogStore's background syncs included).")
+            "Four fresh stores fed the same batches in turn (rotating order). Indexes: MenuItem's (restaurantId, category, name) and (price); the plain type holds the same values and declares none. cpu_seconds: process CPU during the inserts (LogStore's background syncs included)."
+        )
         return w
     }
 
@@ -410,7 +435,9 @@ extension Bench {
                 runs[k].cpuSeconds += processCPUSeconds() - c0
                 runs[k].latencies.append(dt)
                 runs[k].seconds += Double(dt) / 1e9
-                guard Self.checkpointUsed(e.recoveryReport) != false else { throw BenchError("app-open: \(c.key) did not open from its checkpoint") }
+                guard Self.checkpointUsed(e.recoveryReport) != false else {
+                    throw BenchError("app-open: \(c.key) did not open from its checkpoint")
+                }
                 indexesLoaded[k] = try e.snapshot().secondaryIndexes(ofType: c.type).count
                 try e.close()
             }
@@ -419,10 +446,14 @@ extension Bench {
             throw BenchError("app-open: the checkpoints hold \(indexesLoaded) secondary indexes, expected [2, 0]")
         }
         for (k, c) in cases.enumerated() {
-            w.rows.append(Row(key: c.key, system: "LogStore", config: c.config, role: c.role, run: runs[k], extra: ["checkpoint_bytes": Self.checkpointBytes(c.dir)]))
+            w.rows.append(
+                Row(
+                    key: c.key, system: "LogStore", config: c.config, role: c.role, run: runs[k],
+                    extra: ["checkpoint_bytes": Self.checkpointBytes(c.dir)]))
         }
         w.notes.append(
-            "Both stores hold the same \(cfg.n) menu items (written by app-bulk-insert), each with a checkpoint written just before; opens alternate, \(reps) each, warm page cache. ratio > 1 would mean the indexed store opens faster; the target is its time ≤ 1.3x the plain store's.")
+            "Both stores hold the same \(cfg.n) menu items (written by app-bulk-insert), each with a checkpoint written just before; opens alternate, \(reps) each, warm page cache. ratio > 1 would mean the indexed store opens faster; the target is its time ≤ 1.3x the plain store's."
+        )
         return w
     }
 
@@ -471,16 +502,19 @@ extension Bench {
             let valuePerEntry = Double(values) / n
             w.rows.append(
                 Row(
-                    key: "logstore-\(name)", system: "LogStore", config: "index \(definition.description)", role: name == "compound" ? .subject : .variant,
+                    key: "logstore-\(name)", system: "LogStore", config: "index \(definition.description)",
+                    role: name == "compound" ? .subject : .variant,
                     run: run, units: 1,
                     extra: [
-                        "heap_bytes_per_entry": perEntry, "value_bytes_per_entry": valuePerEntry, "overhead_bytes_per_entry": perEntry - valuePerEntry,
+                        "heap_bytes_per_entry": perEntry, "value_bytes_per_entry": valuePerEntry,
+                        "overhead_bytes_per_entry": perEntry - valuePerEntry,
                         "encoded_entry_bytes": Double(summary?.entryBytes ?? 0) / n,
                         "estimated_bytes_per_entry": Double(summary?.estimatedMemoryBytes ?? 0) / n,
                     ]))
         }
         w.notes.append(
-            "heap_bytes_per_entry: glibc heap in use (mallinfo2, after malloc_trim) after declaring the index minus before, per entry, frame cache off. value_bytes_per_entry: the indexed values' own bytes (8 per number, UTF-8 per string) plus the 8-byte id each entry must hold; overhead_bytes_per_entry is the rest (target ≤ 40). encoded_entry_bytes: the entry's order-preserving encoding (tags, 12-byte numbers, string terminators). estimated_bytes_per_entry: what `logstore-compact stats` reports.")
+            "heap_bytes_per_entry: glibc heap in use (mallinfo2, after malloc_trim) after declaring the index minus before, per entry, frame cache off. value_bytes_per_entry: the indexed values' own bytes (8 per number, UTF-8 per string) plus the 8-byte id each entry must hold; overhead_bytes_per_entry is the rest (target ≤ 40). encoded_entry_bytes: the entry's order-preserving encoding (tags, 12-byte numbers, string terminators). estimated_bytes_per_entry: what `logstore-compact stats` reports."
+        )
         return w
     }
 }
@@ -489,9 +523,13 @@ extension Bench {
 func appTargets(_ r: BenchReport) -> [TargetResult] {
     var out: [TargetResult] = []
     func row(_ w: String, _ k: String) -> Row? { r.workload(w)?.row(k) }
-    func target(_ id: String, _ goal: String, _ value: Double?, met: (Double) -> Bool, text: (Double) -> String = { String(format: "%.2fx", $0) }) {
+    func target(
+        _ id: String, _ goal: String, _ value: Double?, met: (Double) -> Bool, text: (Double) -> String = { String(format: "%.2fx", $0) }
+    ) {
         out.append(
-            TargetResult(id: id, goal: goal, measured: value, measuredText: value.map(text) ?? "-", met: value.map(met), note: value == nil ? "workload not run" : nil))
+            TargetResult(
+                id: id, goal: goal, measured: value, measuredText: value.map(text) ?? "-", met: value.map(met),
+                note: value == nil ? "workload not run" : nil))
     }
     for (w, goal) in [
         ("app-menu", "menu of one restaurant: ≥ 2× SQLite with index"),
@@ -502,9 +540,13 @@ func appTargets(_ r: BenchReport) -> [TargetResult] {
         target(w, goal, row(w, "sqlite-index")?.ratio, met: { $0 >= 2 })
     }
     target("scan-unindexed", "unindexed predicate scan (rating >= 4): ≥ 1× SQLite", row("scan", "sqlite-full")?.ratio, met: { $0 >= 1 })
-    target("count-unindexed", "unindexed countItems with a predicate: ≥ 1× SQLite", row("count-predicate", "sqlite-full")?.ratio, met: { $0 >= 1 })
+    target(
+        "count-unindexed", "unindexed countItems with a predicate: ≥ 1× SQLite", row("count-predicate", "sqlite-full")?.ratio,
+        met: { $0 >= 1 })
     var bulk: Double?
-    if let a = row("app-bulk-insert", "logstore-indexed"), let p = row("app-bulk-insert", "logstore-plain"), p.seconds > 0 { bulk = a.seconds / p.seconds }
+    if let a = row("app-bulk-insert", "logstore-indexed"), let p = row("app-bulk-insert", "logstore-plain"), p.seconds > 0 {
+        bulk = a.seconds / p.seconds
+    }
     target("app-bulk-insert", "bulk insert with 2 indexes: ≤ 1.5× the time without", bulk, met: { $0 <= 1.5 })
     let memory = ["compound", "price"].compactMap { row("app-index-memory", "logstore-\($0)")?.extra["overhead_bytes_per_entry"] }.max()
     target(

@@ -64,7 +64,8 @@ extension Bench {
     /// time per operation over raw GRDB's (the adapter's overhead; target ≤ 1.3).
     func sqliteAdapter() throws -> WorkloadResult {
         var w = WorkloadResult(
-            name: "sqlite-adapter", title: "SQLiteDataStore (DataStore API, JSON rows) vs raw GRDB (columns, Codable records), \(cfg.n) items",
+            name: "sqlite-adapter",
+            title: "SQLiteDataStore (DataStore API, JSON rows) vs raw GRDB (columns, Codable records), \(cfg.n) items",
             op: "see each row's config", unit: "op")
         let raw = try makeStore("sqlite")
         let adapter = try SQLiteDataStoreBench(path: freshDir("logstore-sqlite"), mode: .durable)
@@ -82,13 +83,16 @@ extension Bench {
             w.rows += [rawRow, adapterRow]
         }
         // Durable single-item commits, in scratch stores of each kind (so the loaded ones stay equal).
-        let scratch: [any BenchStore] = [try makeStore("sqlite"), try SQLiteDataStoreBench(path: freshDir("logstore-sqlite"), mode: .durable)]
+        let scratch: [any BenchStore] = [
+            try makeStore("sqlite"), try SQLiteDataStoreBench(path: freshDir("logstore-sqlite"), mode: .durable),
+        ]
         var rounds = [Run(), Run()]
         for k in 0..<4 {
             for (j, s) in scratch.enumerated() {
-                rounds[j].merge(try timedLoop(maxOps: cfg.durableOps / 8, maxSeconds: cfg.durableSeconds / 8) { i in
-                    try s.insert(ItemFactory.make(id: k * 1_000_000 + i))
-                })
+                rounds[j].merge(
+                    try timedLoop(maxOps: cfg.durableOps / 8, maxSeconds: cfg.durableSeconds / 8) { i in
+                        try s.insert(ItemFactory.make(id: k * 1_000_000 + i))
+                    })
             }
         }
         for s in scratch { remove(s) }
@@ -97,18 +101,25 @@ extension Bench {
         var rng = SplitMix64(seed: 11)
         let ids = (0..<cfg.readOps).map { _ in Int(rng.next() % UInt64(cfg.n)) }
         var reads = try interleaved(
-            [Contender(raw, role: .peer) { i in _ = try raw.get(ids[i]) }, Contender(adapter, role: .variant) { i in _ = try adapter.get(ids[i]) }],
+            [
+                Contender(raw, role: .peer) { i in _ = try raw.get(ids[i]) },
+                Contender(adapter, role: .variant) { i in _ = try adapter.get(ids[i]) },
+            ],
             maxOps: ids.count / 4, maxSeconds: cfg.readSeconds)
         pair("point read by id", Run(rows: reads[0]), Run(rows: reads[1]))
         let offset = cfg.n / 2
         reads = try interleaved(
-            [Contender(raw, role: .peer) { _ in _ = try raw.page(offset: offset, limit: 20) },
-             Contender(adapter, role: .variant) { _ in _ = try adapter.page(offset: offset, limit: 20) }],
+            [
+                Contender(raw, role: .peer) { _ in _ = try raw.page(offset: offset, limit: 20) },
+                Contender(adapter, role: .variant) { _ in _ = try adapter.page(offset: offset, limit: 20) },
+            ],
             maxOps: 1_000, maxSeconds: cfg.readSeconds)
         pair("page of 20 at offset n/2", Run(rows: reads[0]), Run(rows: reads[1]))
         reads = try interleaved(
-            [Contender(raw, role: .peer) { _ in _ = try raw.scan(minRating: 4, limit: 100) },
-             Contender(adapter, role: .variant) { _ in _ = try adapter.scan(minRating: 4, limit: 100) }],
+            [
+                Contender(raw, role: .peer) { _ in _ = try raw.scan(minRating: 4, limit: 100) },
+                Contender(adapter, role: .variant) { _ in _ = try adapter.scan(minRating: 4, limit: 100) },
+            ],
             maxOps: 5_000, maxSeconds: cfg.readSeconds)
         pair("scan rating >= 4, limit 100", Run(rows: reads[0]), Run(rows: reads[1]))
         let scans = try [raw, adapter as any BenchStore].map { s in
@@ -123,9 +134,12 @@ extension Bench {
             try timedLoop(maxOps: cfg.scanReps, maxSeconds: cfg.scanSeconds) { _ in _ = try s.count(minRating: 4) }
         }
         pair("count rating >= 4", predicateCounts[0], predicateCounts[1])
-        guard try raw.count(minRating: 4) == (try adapter.count(minRating: 4)) else { throw BenchError("raw GRDB and SQLiteDataStore count differently") }
+        guard try raw.count(minRating: 4) == (try adapter.count(minRating: 4)) else {
+            throw BenchError("raw GRDB and SQLiteDataStore count differently")
+        }
         w.notes.append(
-            "Raw GRDB: table benchItem with one column per property, GRDB Codable records, cached statements (Systems.swift). SQLiteDataStore: one table per item type, key BLOB + seq + data TEXT (LogStore JSON), reads transcode JSON to LogStore's attribute bytes and decode; #Predicate { $0.rating >= 4 } becomes a CASE over json_type/json_extract (Docs/Design.md, section 11). vs_raw_grdb = SQLiteDataStore's time per op / raw GRDB's.")
+            "Raw GRDB: table benchItem with one column per property, GRDB Codable records, cached statements (Systems.swift). SQLiteDataStore: one table per item type, key BLOB + seq + data TEXT (LogStore JSON), reads transcode JSON to LogStore's attribute bytes and decode; #Predicate { $0.rating >= 4 } becomes a CASE over json_type/json_extract (Docs/Design.md, section 11). vs_raw_grdb = SQLiteDataStore's time per op / raw GRDB's."
+        )
         return w
     }
 
@@ -139,7 +153,8 @@ extension Bench {
         let batch = 2_000
         func open(_ kind: String) throws -> any DataStore {
             let dir = freshDir("migrate-\(kind)")
-            let s: any DataStore = kind == "sqlite" ? SQLiteDataStore(path: dir + "/store.sqlite") : LogDataStore(directory: URL(fileURLWithPath: dir))
+            let s: any DataStore =
+                kind == "sqlite" ? SQLiteDataStore(path: dir + "/store.sqlite") : LogDataStore(directory: URL(fileURLWithPath: dir))
             try s.setup()
             return s
         }
@@ -156,13 +171,18 @@ extension Bench {
             try source.tearDown()
             try destination.tearDown()
             let dest = to == "sqlite" ? "SQLiteDataStore" : "LogDataStore"
-            let bulkRow = Row(key: "bulk-\(to)", system: dest, config: "own bulk insert, transactions of \(batch)", role: .reference, run: bulkRun)
-            var copyRow = Row(key: "migrate-\(from)-\(to)", system: "DataStoreMigrator", config: "\(from) -> \(to), batches of \(batch)", role: .variant, run: copyRun,
-                              extra: ["verify_seconds": verify.1, "verify_items_per_second": Double(cfg.n) / verify.1])
+            let bulkRow = Row(
+                key: "bulk-\(to)", system: dest, config: "own bulk insert, transactions of \(batch)", role: .reference, run: bulkRun)
+            var copyRow = Row(
+                key: "migrate-\(from)-\(to)", system: "DataStoreMigrator", config: "\(from) -> \(to), batches of \(batch)", role: .variant,
+                run: copyRun,
+                extra: ["verify_seconds": verify.1, "verify_items_per_second": Double(cfg.n) / verify.1])
             if bulkRow.throughput > 0 { copyRow.extra["vs_bulk_insert"] = copyRow.throughput / bulkRow.throughput }
             w.rows += [bulkRow, copyRow]
         }
-        w.notes.append("vs_bulk_insert = migration items/s ÷ the destination's own bulk-insert items/s (target ≥ 0.7). Durable (synchronous) stores; the copy reads one source snapshot and commits each batch with its cursor. verify_seconds: DataStoreMigrator.verify() over both stores.")
+        w.notes.append(
+            "vs_bulk_insert = migration items/s ÷ the destination's own bulk-insert items/s (target ≥ 0.7). Durable (synchronous) stores; the copy reads one source snapshot and commits each batch with its cursor. verify_seconds: DataStoreMigrator.verify() over both stores."
+        )
         return w
     }
 }

@@ -43,18 +43,26 @@ extension Bench {
         let insert = try load(s, n: cfg.n)
         try s.store.tearDown()
         let n = Double(cfg.n)
-        w.rows.append(Row(
-            key: "logstore-bulk-insert", system: "LogStore", config: "bulk insert, transactions of \(cfg.batch), durable", role: .reference,
-            run: insert, units: n, extra: ["cpu_us_per_op": insert.cpuSeconds / n * 1e6]))
+        w.rows.append(
+            Row(
+                key: "logstore-bulk-insert", system: "LogStore", config: "bulk insert, transactions of \(cfg.batch), durable",
+                role: .reference,
+                run: insert, units: n, extra: ["cpu_us_per_op": insert.cpuSeconds / n * 1e6]))
         let logBefore = Double(apparentBytes(dir))
         let shapes: [(key: String, config: String, name: String, step: @Sendable (MigrationTransaction) throws -> Void)] = [
-            ("logstore", "renameAttribute text -> body", "v2-rename-text", { tx in _ = try tx.renameAttribute("text", to: "body", ofType: BenchItem.itemType) }),
-            ("logstore-update", "updateItems: rating Int -> Double, new field", "v3-rating-double", { tx in
-                _ = try tx.updateItems(ofType: BenchItem.itemType) { item in
-                    if case .int(let r)? = item.object(forKey: "rating") { item.setObject(.double(Double(r) / 2), forKey: "rating") }
-                    item.setObject(.bool(true), forKey: "migrated")
+            (
+                "logstore", "renameAttribute text -> body", "v2-rename-text",
+                { tx in _ = try tx.renameAttribute("text", to: "body", ofType: BenchItem.itemType) }
+            ),
+            (
+                "logstore-update", "updateItems: rating Int -> Double, new field", "v3-rating-double",
+                { tx in
+                    _ = try tx.updateItems(ofType: BenchItem.itemType) { item in
+                        if case .int(let r)? = item.object(forKey: "rating") { item.setObject(.double(Double(r) / 2), forKey: "rating") }
+                        item.setObject(.bool(true), forKey: "migrated")
+                    }
                 }
-            }),
+            ),
         ]
         var registered: [(String, @Sendable (MigrationTransaction) throws -> Void)] = []
         for shape in shapes {
@@ -66,16 +74,20 @@ extension Bench {
             let count = try store.read { try $0.dynamicItems(ofType: BenchItem.itemType).count }
             guard count == cfg.n else { throw BenchError("after the migration the store holds \(count) items, not \(cfg.n)") }
             try store.tearDown()
-            w.rows.append(Row(
-                key: shape.key, system: "LogStore", config: shape.config, role: shape.key == "logstore" ? .subject : .variant,
-                run: Run.once(seconds: seconds, cpu: cpu), units: n,
-                extra: ["cpu_us_per_op": cpu / n * 1e6, "peak_rss_growth_bytes": growth, "log_bytes_before": logBefore,
-                        "spill_threshold_bytes": Double(LogStoreOptions().transactionSpillThreshold)]))
+            w.rows.append(
+                Row(
+                    key: shape.key, system: "LogStore", config: shape.config, role: shape.key == "logstore" ? .subject : .variant,
+                    run: Run.once(seconds: seconds, cpu: cpu), units: n,
+                    extra: [
+                        "cpu_us_per_op": cpu / n * 1e6, "peak_rss_growth_bytes": growth, "log_bytes_before": logBefore,
+                        "spill_threshold_bytes": Double(LogStoreOptions().transactionSpillThreshold),
+                    ]))
         }
         try? FileManager.default.removeItem(atPath: dir)
         // Compare the migration with the bulk insert (computeRatios divides by the subject).
         w.notes.append(
-            "One transaction per migration, its values spilled past transactionSpillThreshold (32 MiB) and committed in chunks; peak_rss_growth_bytes is the largest growth of the process's resident set over its size when setup() started (sampled every 10 ms). The ratio on the bulk-insert row is the migration's rate over the bulk insert's (target ≥ 0.5).")
+            "One transaction per migration, its values spilled past transactionSpillThreshold (32 MiB) and committed in chunks; peak_rss_growth_bytes is the largest growth of the process's resident set over its size when setup() started (sampled every 10 ms). The ratio on the bulk-insert row is the migration's rate over the bulk insert's (target ≥ 0.5)."
+        )
         return w
     }
 
@@ -84,7 +96,9 @@ extension Bench {
         var w = WorkloadResult(
             name: "backup", title: "online backup of a store of \(cfg.n) items vs a sequential write of its bytes",
             op: "one backup (copy, fsync, verify) / one sequential write + fsync", unit: "MB")
-        guard let s = try loadedStore("logstore") as? LogStoreDataStore else { throw BenchError("the loaded logstore store is not a DataStore") }
+        guard let s = try loadedStore("logstore") as? LogStoreDataStore else {
+            throw BenchError("the loaded logstore store is not a DataStore")
+        }
         try s.store.flush()
         for (key, verification) in [("logstore", BackupVerification.readBack), ("logstore-open", .open), ("logstore-replay", .replay)] {
             let dest = freshDir("backup-\(key)")
@@ -99,29 +113,41 @@ extension Bench {
             }
             let mb = Double(report.bytesCopied) / 1e6
             let copySeconds = copied.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 } ?? seconds
-            w.rows.append(Row(
-                key: key, system: "LogStore", config: "backup(to:), verification \(verification)", role: key == "logstore" ? .subject : .variant,
-                run: Run.once(seconds: seconds, cpu: cpu), units: mb,
-                extra: ["bytes": Double(report.bytesCopied), "mb_per_second": mb / seconds, "segments": Double(report.segments),
-                        "copy_phase_mb_per_second": mb / copySeconds, "cpu_us_per_op": cpu / Double(max(1, report.records)) * 1e6]))
+            w.rows.append(
+                Row(
+                    key: key, system: "LogStore", config: "backup(to:), verification \(verification)",
+                    role: key == "logstore" ? .subject : .variant,
+                    run: Run.once(seconds: seconds, cpu: cpu), units: mb,
+                    extra: [
+                        "bytes": Double(report.bytesCopied), "mb_per_second": mb / seconds, "segments": Double(report.segments),
+                        "copy_phase_mb_per_second": mb / copySeconds, "cpu_us_per_op": cpu / Double(max(1, report.records)) * 1e6,
+                    ]))
             if key == "logstore" {
                 // Incremental: 1 % more items, then the same destination again.
                 _ = try load(s, n: cfg.n / 100, version: 1)
                 let (again, secs2, cpu2, _) = try measured { try s.store.backup(to: URL(fileURLWithPath: dest)) }
-                w.rows.append(Row(
-                    key: "logstore-incremental", system: "LogStore", config: "backup(to:) into the previous backup after 1 % more writes",
-                    role: .variant, run: Run.once(seconds: secs2, cpu: cpu2), units: Double(again.bytesCopied) / 1e6,
-                    extra: ["bytes_copied": Double(again.bytesCopied), "segments_reused": Double(again.segmentsReused),
-                            "segments": Double(again.segments)]))
+                w.rows.append(
+                    Row(
+                        key: "logstore-incremental", system: "LogStore",
+                        config: "backup(to:) into the previous backup after 1 % more writes",
+                        role: .variant, run: Run.once(seconds: secs2, cpu: cpu2), units: Double(again.bytesCopied) / 1e6,
+                        extra: [
+                            "bytes_copied": Double(again.bytesCopied), "segments_reused": Double(again.segmentsReused),
+                            "segments": Double(again.segments),
+                        ]))
             }
             try? FileManager.default.removeItem(atPath: dest)
         }
         let bytes = Int(w.row("logstore")?.extra["bytes"] ?? 0)
         let bare = try Physical.sequentialWrite(path: freshDir("bare"), totalBytes: bytes)
-        w.rows.append(Row(
-            key: "bare-sequential-write", system: "disk: sequential write", config: "the backup's \(Fmt.bytes(Double(bytes))) + 1 fsync",
-            role: .limit, run: bare, units: Double(bytes) / 1e6, extra: ["mb_per_second": Double(bytes) / bare.seconds / 1e6]))
-        w.notes.append("The store is the loaded LogStore store (the bench directory's disk, page cache warm). The ratio on the bare row is the backup's bandwidth over the disk's (target ≥ 0.5), the whole call: copy, fsync, verification, checkpoint. copy_phase_mb_per_second: the bytes over the time until the copies were synced and renamed into place (before verification and the checkpoint). cpu_us_per_op: process CPU per record backed up.")
+        w.rows.append(
+            Row(
+                key: "bare-sequential-write", system: "disk: sequential write",
+                config: "the backup's \(Fmt.bytes(Double(bytes))) + 1 fsync",
+                role: .limit, run: bare, units: Double(bytes) / 1e6, extra: ["mb_per_second": Double(bytes) / bare.seconds / 1e6]))
+        w.notes.append(
+            "The store is the loaded LogStore store (the bench directory's disk, page cache warm). The ratio on the bare row is the backup's bandwidth over the disk's (target ≥ 0.5), the whole call: copy, fsync, verification, checkpoint. copy_phase_mb_per_second: the bytes over the time until the copies were synced and renamed into place (before verification and the checkpoint). cpu_us_per_op: process CPU per record backed up."
+        )
         return w
     }
 
@@ -132,7 +158,9 @@ extension Bench {
         var w = WorkloadResult(
             name: "backup-writers", title: "\(threads) durable writers while backups run vs without",
             op: "one write transaction inserting one item, durable when it returns (throughput over wall time)", unit: "txn")
-        guard let s = try loadedStore("logstore") as? LogStoreDataStore else { throw BenchError("the loaded logstore store is not a DataStore") }
+        guard let s = try loadedStore("logstore") as? LogStoreDataStore else {
+            throw BenchError("the loaded logstore store is not a DataStore")
+        }
         let rounds = cfg.quick ? 3 : 4
         let seconds = cfg.quick ? 4.0 : 10.0
         var with = Run()
@@ -181,10 +209,15 @@ extension Bench {
                 }
             }
         }
-        w.rows.append(Row(key: "logstore", system: "LogStore", config: "\(threads) writers, backups running", role: .subject, run: with,
-                          extra: ["backups_completed": Double(backups)]))
-        w.rows.append(Row(key: "logstore-no-backup", system: "LogStore", config: "\(threads) writers, no backup", role: .reference, run: without))
-        w.notes.append("Alternating \(rounds) rounds of \(Int(seconds)) s with and without a loop of backups (each a full backup of the growing store into a new directory). The ratio on the no-backup row is the throughput with backups over without (target ≥ 0.8).")
+        w.rows.append(
+            Row(
+                key: "logstore", system: "LogStore", config: "\(threads) writers, backups running", role: .subject, run: with,
+                extra: ["backups_completed": Double(backups)]))
+        w.rows.append(
+            Row(key: "logstore-no-backup", system: "LogStore", config: "\(threads) writers, no backup", role: .reference, run: without))
+        w.notes.append(
+            "Alternating \(rounds) rounds of \(Int(seconds)) s with and without a loop of backups (each a full backup of the growing store into a new directory). The ratio on the no-backup row is the throughput with backups over without (target ≥ 0.8)."
+        )
         return w
     }
 }

@@ -49,12 +49,13 @@ struct BenchConfig {
 
 /// Runs the workloads. Stores live in `root` (one fresh directory per store).
 final class Bench {
-    static let workloadNames = [
-        "durable-write", "durable-write-16", "buffered-write", "bulk-insert", "point-read", "page", "scan", "count",
-        "count-predicate", "open", "memory", "compaction", "child-merge", "lz4",
-        "observe-latency", "observe-write", "observe-large", "sqlite-adapter", "migrate", "migration", "backup", "backup-writers",
-        "postgres-adapter", "postgres-migrate",
-    ] + appWorkloadNames
+    static let workloadNames =
+        [
+            "durable-write", "durable-write-16", "buffered-write", "bulk-insert", "point-read", "page", "scan", "count",
+            "count-predicate", "open", "memory", "compaction", "child-merge", "lz4",
+            "observe-latency", "observe-write", "observe-large", "sqlite-adapter", "migrate", "migration", "backup", "backup-writers",
+            "postgres-adapter", "postgres-migrate",
+        ] + appWorkloadNames
 
     let cfg: BenchConfig
     let root: String
@@ -295,7 +296,9 @@ final class Bench {
             op: "one write transaction inserting one item, durable when it returns", unit: "txn")
         let size = try logStoreBytesPerCommit()
         let items = (0..<cfg.durableOps).map { ItemFactory.make(id: $0) }
-        let stores = try selected(["logstore", "logstore-engine", "logstore-lazy", "logstore-engine-lazy", "sqlite", "lmdb"]).map { try makeStore($0) }
+        let stores = try selected(["logstore", "logstore-engine", "logstore-lazy", "logstore-engine-lazy", "sqlite", "lmdb"]).map {
+            try makeStore($0)
+        }
         let append = try Physical.Log(path: freshDir("bare"), recordSize: size, sync: true)
         let overwrite = try Physical.Log(path: freshDir("bare"), recordSize: size, sync: true, preallocate: size * cfg.durableOps)
         defer {
@@ -329,7 +332,9 @@ final class Bench {
             op: "one write transaction inserting one item, durable when it returns (latency per commit, throughput over wall time)",
             unit: "txn")
         let items = (0..<cfg.concurrentOps).map { ItemFactory.make(id: $0) }
-        let stores = try selected(["logstore", "logstore-engine", "logstore-lazy", "logstore-engine-lazy", "sqlite", "lmdb"]).map { try makeStore($0) }
+        let stores = try selected(["logstore", "logstore-engine", "logstore-lazy", "logstore-engine-lazy", "sqlite", "lmdb"]).map {
+            try makeStore($0)
+        }
         defer { for s in stores { remove(s) } }
         let cs = stores.map { s in Contender.concurrent(s, role: role(s.key)) { n in try s.insert(items[n % items.count]) } }
         w.rows = try interleaved(cs, maxOps: cfg.concurrentOps, maxSeconds: cfg.concurrentSeconds, threads: threads)
@@ -358,7 +363,9 @@ final class Bench {
             op: "one write transaction inserting one item, written to the OS but not synced", unit: "txn")
         let size = try logStoreBytesPerCommit()
         let items = (0..<cfg.bufferedOps).map { ItemFactory.make(id: $0) }
-        let stores = try selected(["logstore", "logstore-engine", "logstore-lazy", "logstore-engine-lazy", "sqlite", "lmdb", "lmdb-nometasync"]).map {
+        let stores = try selected([
+            "logstore", "logstore-engine", "logstore-lazy", "logstore-engine-lazy", "sqlite", "lmdb", "lmdb-nometasync",
+        ]).map {
             try makeStore($0, mode: .buffered)
         }
         let bare = try Physical.Log(path: freshDir("bare"), recordSize: size, sync: false)
@@ -443,11 +450,15 @@ final class Bench {
         for key in selected(Self.loadedKeys) {
             let s = try loadedStore(key)
             let first = try s.page(offset: offset, limit: 20)
-            guard first.map(\.id) == Array(offset..<(offset + 20)) else { throw BenchError("\(key) returned a wrong page: \(first.prefix(3).map(\.id))") }
+            guard first.map(\.id) == Array(offset..<(offset + 20)) else {
+                throw BenchError("\(key) returned a wrong page: \(first.prefix(3).map(\.id))")
+            }
             cs.append(Contender(s, role: role(key)) { _ in _ = try s.page(offset: offset, limit: 20) })
         }
         w.rows = try interleaved(cs, maxOps: 2_000, maxSeconds: cfg.readSeconds)
-        w.notes.append("SQLite: SELECT * ... ORDER BY id LIMIT 20 OFFSET n/2 (it walks the offset in its B-tree); LMDB: a cursor walks the offset; LogStore: the ordered index skips to the offset by subtree counts.")
+        w.notes.append(
+            "SQLite: SELECT * ... ORDER BY id LIMIT 20 OFFSET n/2 (it walks the offset in its B-tree); LMDB: a cursor walks the offset; LogStore: the ordered index skips to the offset by subtree counts."
+        )
         return w
     }
 
@@ -702,7 +713,8 @@ final class Bench {
             extra["read_mb_per_second"] = before / secs / 1e6
             w.rows.append(
                 Row(
-                    key: "logstore-engine", system: "LogStore engine", config: "compact()", role: .subject, run: .once(seconds: secs, cpu: cpu), units: Double(cfg.n),
+                    key: "logstore-engine", system: "LogStore engine", config: "compact()", role: .subject,
+                    run: .once(seconds: secs, cpu: cpu), units: Double(cfg.n),
                     extra: extra))
             let bare = try Physical.sequentialWrite(path: freshDir("bare"), totalBytes: Int(after))
             w.rows.append(
@@ -802,8 +814,10 @@ final class Bench {
             let path = freshDir(key)
             let store: any BenchStore =
                 dataStore
-                ? try LogStoreDataStore(path: path, mode: .durable, compression: lz4, durability: Durability.none, tune: tune ?? { _ in "" })
-                : try LogStoreEngineStore(path: path, mode: .durable, compression: lz4, durability: Durability.none, tune: tune ?? { _ in "" })
+                ? try LogStoreDataStore(
+                    path: path, mode: .durable, compression: lz4, durability: Durability.none, tune: tune ?? { _ in "" })
+                : try LogStoreEngineStore(
+                    path: path, mode: .durable, compression: lz4, durability: Durability.none, tune: tune ?? { _ in "" })
             let options = (store as? LogStoreDataStore)?.options ?? (store as? LogStoreEngineStore)?.options ?? LogStoreOptions()
             var run = Run()
             var start = 0

@@ -99,7 +99,8 @@ extension Bench {
                 key: "commit-alone", system: "the commit itself (writeSync)", config: "from the 1-observer run", role: .reference,
                 run: commitRun, note: "part of every latency above"))
         w.notes.append(
-            "\(commits) single-item commits per row, each waited for by every observer before the next (so nothing coalesces). Each observer iterates store.observe(all BenchItems) on its own task; the latency runs from calling writeSync to the observer's next() returning. cpu_us_per_commit is the whole process's CPU (commit, every observer's queue job, delivery) per commit.")
+            "\(commits) single-item commits per row, each waited for by every observer before the next (so nothing coalesces). Each observer iterates store.observe(all BenchItems) on its own task; the latency runs from calling writeSync to the observer's next() returning. cpu_us_per_commit is the whole process's CPU (commit, every observer's queue job, delivery) per commit."
+        )
         return w
     }
 
@@ -133,17 +134,22 @@ extension Bench {
         }
         for p in probes { _ = try p.next() }
         let cs = [
-            Contender(key: "no-observers", system: "LogStore, no observers", config: "buffered", role: .subject) { i in try none.insert(items[i]) },
+            Contender(key: "no-observers", system: "LogStore, no observers", config: "buffered", role: .subject) { i in
+                try none.insert(items[i])
+            },
             Contender(key: "observers-other-type", system: "LogStore, 100 observers", config: "of another item type", role: .variant) { i in
                 try other.insert(items[i])
             },
-            Contender(key: "observers-same-type", system: "LogStore, 100 observers", config: "of the written type, never matching", role: .variant) {
+            Contender(
+                key: "observers-same-type", system: "LogStore, 100 observers", config: "of the written type, never matching", role: .variant
+            ) {
                 i in try same.insert(items[i])
             },
         ]
         w.rows = try interleaved(cs, maxOps: cfg.bufferedOps, maxSeconds: cfg.bufferedSeconds)
         w.notes.append(
-            "Three fresh buffered stores, interleaved in \(cfg.rounds) rounds. Every store has a change feed (the engine announces each commit's keys whether or not anyone observes); observers of other types are never handed the commit. Observers of the written type are handed every commit and read the written item on their own queues (off the writer's thread), which competes for the 2 CPUs.")
+            "Three fresh buffered stores, interleaved in \(cfg.rounds) rounds. Every store has a change feed (the engine announces each commit's keys whether or not anyone observes); observers of other types are never handed the commit. Observers of the written type are handed every commit and read the written item on their own queues (off the writer's thread), which competes for the 2 CPUs."
+        )
         return w
     }
 
@@ -225,7 +231,8 @@ extension Bench {
             }
         }
         w.notes.append(
-            "Each row observes one request on a loaded buffered store, waits for the first element (initial_ms: fetch at a snapshot and build), then updates the first result's text in single-item commits and times each from calling writeSync to the element; cpu_us_per_op is the process's CPU per update (the commit and the observation's work). Maintained requests (no limit, offset or attribute sort) move the changed item in a persistent tree: their cost should not grow with n. Windows re-run the request: the id-order page is O(log n + 20), the sorted predicate window scans and decodes every item today (a secondary index, issue 13, would make it O(log n + 20)).")
+            "Each row observes one request on a loaded buffered store, waits for the first element (initial_ms: fetch at a snapshot and build), then updates the first result's text in single-item commits and times each from calling writeSync to the element; cpu_us_per_op is the process's CPU per update (the commit and the observation's work). Maintained requests (no limit, offset or attribute sort) move the changed item in a persistent tree: their cost should not grow with n. Windows re-run the request: the id-order page is O(log n + 20), the sorted predicate window scans and decodes every item today (a secondary index, issue 13, would make it O(log n + 20))."
+        )
         return w
     }
 }

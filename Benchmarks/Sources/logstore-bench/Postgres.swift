@@ -31,9 +31,15 @@ final class RawPostgresStore: BenchStore, @unchecked Sendable {
         let c = try PostgresDataStore.Configuration(url: url)
         path = schema
         table = "\"\(schema)\".bench_item"
-        connection = try PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.next(), configuration: c.connection, id: 1, logger: logger).wait()
+        connection = try PostgresConnection.connect(
+            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: c.connection, id: 1, logger: logger
+        ).wait()
         try run(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \"\(schema)\""))
-        try run(PostgresQuery(unsafeSQL: "CREATE TABLE IF NOT EXISTS \(table) (id bigint PRIMARY KEY, name text NOT NULL, rating int NOT NULL, date timestamptz NOT NULL, tags text[] NOT NULL, text text NOT NULL)"))
+        try run(
+            PostgresQuery(
+                unsafeSQL:
+                    "CREATE TABLE IF NOT EXISTS \(table) (id bigint PRIMARY KEY, name text NOT NULL, rating int NOT NULL, date timestamptz NOT NULL, tags text[] NOT NULL, text text NOT NULL)"
+            ))
     }
 
     @discardableResult
@@ -45,7 +51,8 @@ final class RawPostgresStore: BenchStore, @unchecked Sendable {
         }
     }
 
-    static let upsert = " ON CONFLICT (id) DO UPDATE SET name = excluded.name, rating = excluded.rating, date = excluded.date, tags = excluded.tags, text = excluded.text"
+    static let upsert =
+        " ON CONFLICT (id) DO UPDATE SET name = excluded.name, rating = excluded.rating, date = excluded.date, tags = excluded.tags, text = excluded.text"
 
     func insert(_ item: BenchItem) throws {
         var b = PostgresBindings()
@@ -55,7 +62,10 @@ final class RawPostgresStore: BenchStore, @unchecked Sendable {
         b.append(item.date)
         b.append(item.tags)
         b.append(item.text)
-        try run(PostgresQuery(unsafeSQL: "INSERT INTO \(table) (id, name, rating, date, tags, text) VALUES ($1, $2, $3, $4, $5, $6)" + Self.upsert, binds: b))
+        try run(
+            PostgresQuery(
+                unsafeSQL: "INSERT INTO \(table) (id, name, rating, date, tags, text) VALUES ($1, $2, $3, $4, $5, $6)" + Self.upsert,
+                binds: b))
     }
 
     func insertBatch(_ items: ArraySlice<BenchItem>) throws {
@@ -68,15 +78,21 @@ final class RawPostgresStore: BenchStore, @unchecked Sendable {
         // text per row, split again in SQL.
         b.append(items.map { $0.tags.joined(separator: "\u{1F}") })
         b.append(items.map(\.text))
-        try run(PostgresQuery(
-            unsafeSQL: "INSERT INTO \(table) (id, name, rating, date, tags, text) SELECT r.id, r.name, r.rating, r.date, string_to_array(r.tags, chr(31)), r.text FROM unnest($1::bigint[], $2::text[], $3::int[], $4::timestamptz[], $5::text[], $6::text[]) AS r(id, name, rating, date, tags, text)" + Self.upsert,
-            binds: b))
+        try run(
+            PostgresQuery(
+                unsafeSQL:
+                    "INSERT INTO \(table) (id, name, rating, date, tags, text) SELECT r.id, r.name, r.rating, r.date, string_to_array(r.tags, chr(31)), r.text FROM unnest($1::bigint[], $2::text[], $3::int[], $4::timestamptz[], $5::text[], $6::text[]) AS r(id, name, rating, date, tags, text)"
+                    + Self.upsert,
+                binds: b))
     }
 
     func get(_ id: Int) throws -> BenchItem? {
         var b = PostgresBindings()
         b.append(id)
-        guard let row = try run(PostgresQuery(unsafeSQL: "SELECT id, name, rating, date, tags, text FROM \(table) WHERE id = $1", binds: b)).rows.first else { return nil }
+        guard
+            let row = try run(PostgresQuery(unsafeSQL: "SELECT id, name, rating, date, tags, text FROM \(table) WHERE id = $1", binds: b))
+                .rows.first
+        else { return nil }
         let (i, name, rating, date, tags, text) = try row.decode((Int, String, Int, Date, [String], String).self)
         return BenchItem(id: i, name: name, rating: rating, date: date, tags: tags, text: text)
     }
@@ -122,28 +138,37 @@ final class RawPostgresJSONStore: BenchStore, @unchecked Sendable {
         var b = PostgresBindings()
         b.append(item.id)
         b.append(try json(item))
-        try raw.run(PostgresQuery(unsafeSQL: "INSERT INTO \(table) (id, data) VALUES ($1, $2::jsonb) ON CONFLICT (id) DO UPDATE SET data = excluded.data", binds: b))
+        try raw.run(
+            PostgresQuery(
+                unsafeSQL: "INSERT INTO \(table) (id, data) VALUES ($1, $2::jsonb) ON CONFLICT (id) DO UPDATE SET data = excluded.data",
+                binds: b))
     }
 
     func insertBatch(_ items: ArraySlice<BenchItem>) throws {
         var b = PostgresBindings()
         b.append(items.map(\.id))
         b.append(try items.map { try json($0) })
-        try raw.run(PostgresQuery(
-            unsafeSQL: "INSERT INTO \(table) (id, data) SELECT r.id, r.data::jsonb FROM unnest($1::bigint[], $2::text[]) AS r(id, data) ON CONFLICT (id) DO UPDATE SET data = excluded.data",
-            binds: b))
+        try raw.run(
+            PostgresQuery(
+                unsafeSQL:
+                    "INSERT INTO \(table) (id, data) SELECT r.id, r.data::jsonb FROM unnest($1::bigint[], $2::text[]) AS r(id, data) ON CONFLICT (id) DO UPDATE SET data = excluded.data",
+                binds: b))
     }
 
     func get(_ id: Int) throws -> BenchItem? {
         var b = PostgresBindings()
         b.append(id)
-        guard let row = try raw.run(PostgresQuery(unsafeSQL: "SELECT data::text FROM \(table) WHERE id = $1", binds: b)).rows.first else { return nil }
+        guard let row = try raw.run(PostgresQuery(unsafeSQL: "SELECT data::text FROM \(table) WHERE id = $1", binds: b)).rows.first else {
+            return nil
+        }
         return try decoder.decode(BenchItem.self, from: Data(try row.decode(String.self).utf8))
     }
 
     func scan(minRating: Int, limit: Int?) throws -> [BenchItem] { throw BenchError("not measured") }
     func page(offset: Int, limit: Int) throws -> [BenchItem] { throw BenchError("not measured") }
-    func count() throws -> Int { Int(try raw.run(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(table)")).rows.first?.decode(Int.self) ?? 0) }
+    func count() throws -> Int {
+        Int(try raw.run(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(table)")).rows.first?.decode(Int.self) ?? 0)
+    }
     func count(minRating: Int) throws -> Int { throw BenchError("not measured") }
 
     func close() throws { try raw.close() }
@@ -180,8 +205,9 @@ final class PostgresDataStoreBench: DataStoreBench, @unchecked Sendable {
 
 extension Bench {
     func postgresSkipped(_ name: String, _ title: String) -> WorkloadResult {
-        WorkloadResult(name: name, title: title, op: "-", unit: "-",
-                       notes: ["skipped: LOGSTORE_POSTGRES_URL is not set (run under tools/with-postgres --durable)"], skipped: true)
+        WorkloadResult(
+            name: name, title: title, op: "-", unit: "-",
+            notes: ["skipped: LOGSTORE_POSTGRES_URL is not set (run under tools/with-postgres --durable)"], skipped: true)
     }
 
     func schemaName(_ label: String) -> String {
@@ -193,7 +219,8 @@ extension Bench {
     /// insert in transactions of `cfg.batch`, point reads by id. Each PostgresDataStore row
     /// carries `vs_raw_postgres_nio`: its time per operation over raw postgres-nio's (target ≤ 1.3).
     func postgresAdapter() throws -> WorkloadResult {
-        let title = "PostgresDataStore (DataStore API, jsonb rows) vs raw postgres-nio statements (columns, and jsonb documents), \(cfg.n) items"
+        let title =
+            "PostgresDataStore (DataStore API, jsonb rows) vs raw postgres-nio statements (columns, and jsonb documents), \(cfg.n) items"
         guard let url = postgresURL else { return postgresSkipped("postgres-adapter", title) }
         var w = WorkloadResult(name: "postgres-adapter", title: title, op: "see each row's config", unit: "op")
         let raw = try RawPostgresStore(url: url, schema: schemaName("raw"))
@@ -210,7 +237,8 @@ extension Bench {
             var rawRow = Row(key: "postgres-raw:\(what)", system: raw.name, config: what, role: .peer, run: r, units: units)
             var jsonRow = Row(key: "postgres-raw-jsonb:\(what)", system: rawJSON.name, config: what, role: .peer, run: j, units: units)
             var adapterRow = Row(key: "logstore-postgres:\(what)", system: adapter.name, config: what, role: .variant, run: a, units: units)
-            for (baseline, name) in [(rawRow, "raw_postgres_nio"), (jsonRow, "raw_jsonb")] where baseline.throughput > 0 && adapterRow.throughput > 0 {
+            for (baseline, name) in [(rawRow, "raw_postgres_nio"), (jsonRow, "raw_jsonb")]
+            where baseline.throughput > 0 && adapterRow.throughput > 0 {
                 adapterRow.extra["vs_\(name)"] = baseline.throughput / adapterRow.throughput
                 if let rc = baseline.extra["cpu_us_per_op"], let ac = adapterRow.extra["cpu_us_per_op"], rc > 0 {
                     adapterRow.extra["cpu_vs_\(name)"] = ac / rc
@@ -223,23 +251,32 @@ extension Bench {
         // Durable single-item writes, interleaved, on ids beyond the loaded range.
         let n = cfg.n
         let writes = try interleaved(
-            [Contender(raw, role: .peer) { i in try raw.insert(ItemFactory.make(id: n + i)) },
-             Contender(rawJSON, role: .peer) { i in try rawJSON.insert(ItemFactory.make(id: n + i)) },
-             Contender(adapter, role: .variant) { i in try adapter.insert(ItemFactory.make(id: n + i)) }],
+            [
+                Contender(raw, role: .peer) { i in try raw.insert(ItemFactory.make(id: n + i)) },
+                Contender(rawJSON, role: .peer) { i in try rawJSON.insert(ItemFactory.make(id: n + i)) },
+                Contender(adapter, role: .variant) { i in try adapter.insert(ItemFactory.make(id: n + i)) },
+            ],
             maxOps: cfg.durableOps, maxSeconds: cfg.durableSeconds * 3)
         triple("durable insert of 1 item", Run(rows: writes[0]), Run(rows: writes[1]), Run(rows: writes[2]))
-        triple("bulk insert (transactions of \(cfg.batch))", try load(raw, n: cfg.n), try load(rawJSON, n: cfg.n), try load(adapter, n: cfg.n), units: Double(cfg.n))
-        guard try raw.count() >= cfg.n, try rawJSON.count() >= cfg.n, try adapter.count() >= cfg.n else { throw BenchError("a PostgreSQL store lost items") }
+        triple(
+            "bulk insert (transactions of \(cfg.batch))", try load(raw, n: cfg.n), try load(rawJSON, n: cfg.n), try load(adapter, n: cfg.n),
+            units: Double(cfg.n))
+        guard try raw.count() >= cfg.n, try rawJSON.count() >= cfg.n, try adapter.count() >= cfg.n else {
+            throw BenchError("a PostgreSQL store lost items")
+        }
         var rng = SplitMix64(seed: 11)
         let ids = (0..<cfg.readOps).map { _ in Int(rng.next() % UInt64(cfg.n)) }
         let reads = try interleaved(
-            [Contender(raw, role: .peer) { i in _ = try raw.get(ids[i]) },
-             Contender(rawJSON, role: .peer) { i in _ = try rawJSON.get(ids[i]) },
-             Contender(adapter, role: .variant) { i in _ = try adapter.get(ids[i]) }],
+            [
+                Contender(raw, role: .peer) { i in _ = try raw.get(ids[i]) },
+                Contender(rawJSON, role: .peer) { i in _ = try rawJSON.get(ids[i]) },
+                Contender(adapter, role: .variant) { i in _ = try adapter.get(ids[i]) },
+            ],
             maxOps: ids.count / 4, maxSeconds: cfg.readSeconds * 3)
         triple("point read by id", Run(rows: reads[0]), Run(rows: reads[1]), Run(rows: reads[2]))
         w.notes.append(
-            "Same server, loopback. Raw postgres-nio: table bench_item with one column per property, one connection, a bare INSERT ... ON CONFLICT per item (autocommit), one INSERT ... SELECT unnest(...) per batch, SELECT by primary key, rows decoded by postgres-nio (Postgres.swift). Raw postgres-nio, jsonb: the same statements on a table (id bigint, data jsonb), items by JSONEncoder/JSONDecoder. PostgresDataStore: one table per item type (id bigint, version, data jsonb), items as LogStore JSON; a write block that only inserts is one autocommitted statement that also bumps logstore_sequence and writes the commit log; a read runs in a read-only REPEATABLE READ transaction begun in the background (Docs/Design.md, section 16). vs_raw_postgres_nio = PostgresDataStore's time per op / raw postgres-nio's (the target's ratio); vs_raw_jsonb the same against the jsonb rows by hand; cpu_vs_... the same for this process's CPU (the server's CPU is not counted).")
+            "Same server, loopback. Raw postgres-nio: table bench_item with one column per property, one connection, a bare INSERT ... ON CONFLICT per item (autocommit), one INSERT ... SELECT unnest(...) per batch, SELECT by primary key, rows decoded by postgres-nio (Postgres.swift). Raw postgres-nio, jsonb: the same statements on a table (id bigint, data jsonb), items by JSONEncoder/JSONDecoder. PostgresDataStore: one table per item type (id bigint, version, data jsonb), items as LogStore JSON; a write block that only inserts is one autocommitted statement that also bumps logstore_sequence and writes the commit log; a read runs in a read-only REPEATABLE READ transaction begun in the background (Docs/Design.md, section 16). vs_raw_postgres_nio = PostgresDataStore's time per op / raw postgres-nio's (the target's ratio); vs_raw_jsonb the same against the jsonb rows by hand; cpu_vs_... the same for this process's CPU (the server's CPU is not counted)."
+        )
         return w
     }
 
@@ -262,12 +299,18 @@ extension Bench {
         let verify = try timeOnce { try DataStoreMigrator(from: source, to: destination.store).verify() }
         guard verify.0.isEqual else { throw BenchError("the copy LogStore -> PostgreSQL does not verify") }
         try source.tearDown()
-        let bulkRow = Row(key: "bulk-postgres", system: "PostgresDataStore", config: "own bulk insert, transactions of \(batch)", role: .reference, run: bulkRun)
-        var copyRow = Row(key: "migrate-logstore-postgres", system: "DataStoreMigrator", config: "logstore -> postgres, batches of \(batch)", role: .variant, run: copyRun,
-                          extra: ["verify_seconds": verify.1, "verify_items_per_second": Double(cfg.n) / verify.1])
+        let bulkRow = Row(
+            key: "bulk-postgres", system: "PostgresDataStore", config: "own bulk insert, transactions of \(batch)", role: .reference,
+            run: bulkRun)
+        var copyRow = Row(
+            key: "migrate-logstore-postgres", system: "DataStoreMigrator", config: "logstore -> postgres, batches of \(batch)",
+            role: .variant, run: copyRun,
+            extra: ["verify_seconds": verify.1, "verify_items_per_second": Double(cfg.n) / verify.1])
         if bulkRow.throughput > 0 { copyRow.extra["vs_bulk_insert"] = copyRow.throughput / bulkRow.throughput }
         w.rows += [bulkRow, copyRow]
-        w.notes.append("vs_bulk_insert = migration items/s ÷ PostgresDataStore's own bulk-insert items/s. The copy reads one LogStore snapshot and commits each batch with its cursor (putRecord: records transcoded to jsonb, the table's id kind inferred from the records); verify_seconds: DataStoreMigrator.verify() over both stores.")
+        w.notes.append(
+            "vs_bulk_insert = migration items/s ÷ PostgresDataStore's own bulk-insert items/s. The copy reads one LogStore snapshot and commits each batch with its cursor (putRecord: records transcoded to jsonb, the table's id kind inferred from the records); verify_seconds: DataStoreMigrator.verify() over both stores."
+        )
         return w
     }
 }

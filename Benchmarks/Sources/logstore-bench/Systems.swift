@@ -56,8 +56,10 @@ final class LogStoreDataStore: DataStoreBench {
     /// The options it was opened with.
     let options: LogStoreOptions
 
-    init(path: String, mode: Mode, compression: Bool = true, durability: Durability? = nil, key: String = "logstore",
-         tune: (inout LogStoreOptions) -> String = { _ in "" }) throws {
+    init(
+        path: String, mode: Mode, compression: Bool = true, durability: Durability? = nil, key: String = "logstore",
+        tune: (inout LogStoreOptions) -> String = { _ in "" }
+    ) throws {
         self.key = key
         var o = LogStoreOptions()
         o.durability = durability ?? (mode == .durable ? .synchronous : .buffered)

@@ -90,7 +90,8 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
     // Issue 11: "≥ 2× smaller after compaction": the default store's size once compacted
     // against the uncompressed store's (as written; compacting it changes nothing but dead bytes).
     if let on = row("lz4", "logstore"), let off = row("lz4", "logstore-nolz4"),
-        let bOn = on.extra["log_bytes_compacted"] ?? on.extra["log_bytes"], let bOff = off.extra["log_bytes"], let cOn = on.extra["cpu_seconds"],
+        let bOn = on.extra["log_bytes_compacted"] ?? on.extra["log_bytes"], let bOff = off.extra["log_bytes"],
+        let cOn = on.extra["cpu_seconds"],
         let cOff = off.extra["cpu_seconds"],
         bOn > 0, cOff > 0
     {
@@ -115,13 +116,16 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
 
     // Issue 16: the migrator against the destination's own bulk insert; the SQLite backend
     // against raw GRDB (one target per workload of the adapter table).
-    atLeast("migrate-into-sqlite", "migration LogStore -> SQLite: ≥ 0.7× SQLite's own bulk insert",
-            row("migrate", "migrate-logstore-sqlite")?.extra["vs_bulk_insert"], 0.7)
-    atLeast("migrate-into-logstore", "migration SQLite -> LogStore: ≥ 0.7× LogStore's own bulk insert",
-            row("migrate", "migrate-sqlite-logstore")?.extra["vs_bulk_insert"], 0.7)
+    atLeast(
+        "migrate-into-sqlite", "migration LogStore -> SQLite: ≥ 0.7× SQLite's own bulk insert",
+        row("migrate", "migrate-logstore-sqlite")?.extra["vs_bulk_insert"], 0.7)
+    atLeast(
+        "migrate-into-logstore", "migration SQLite -> LogStore: ≥ 0.7× LogStore's own bulk insert",
+        row("migrate", "migrate-sqlite-logstore")?.extra["vs_bulk_insert"], 0.7)
     for adapterRow in r.workload("sqlite-adapter")?.rows.filter({ $0.key.hasPrefix("logstore-sqlite:") }) ?? [] {
-        atMost("sqlite-adapter:\(adapterRow.config)", "SQLiteDataStore \(adapterRow.config): ≤ 1.3× raw GRDB's time",
-               adapterRow.extra["vs_raw_grdb"], 1.3)
+        atMost(
+            "sqlite-adapter:\(adapterRow.config)", "SQLiteDataStore \(adapterRow.config): ≤ 1.3× raw GRDB's time",
+            adapterRow.extra["vs_raw_grdb"], 1.3)
     }
 
     // Issue 13 (AppWorkload.swift).
@@ -140,12 +144,15 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
     // Issue 17: the PostgreSQL backend against raw postgres-nio statements (time and this
     // process's CPU per operation), and the migrator into PostgreSQL.
     for adapterRow in r.workload("postgres-adapter")?.rows.filter({ $0.key.hasPrefix("logstore-postgres:") }) ?? [] {
-        atMost("postgres-adapter:\(adapterRow.config)", "PostgresDataStore \(adapterRow.config): ≤ 1.3× raw postgres-nio's time",
-               adapterRow.extra["vs_raw_postgres_nio"], 1.3)
-        atMost("postgres-adapter-cpu:\(adapterRow.config)", "PostgresDataStore \(adapterRow.config): ≤ 1.3× raw postgres-nio's CPU",
-               adapterRow.extra["cpu_vs_raw_postgres_nio"], 1.3)
+        atMost(
+            "postgres-adapter:\(adapterRow.config)", "PostgresDataStore \(adapterRow.config): ≤ 1.3× raw postgres-nio's time",
+            adapterRow.extra["vs_raw_postgres_nio"], 1.3)
+        atMost(
+            "postgres-adapter-cpu:\(adapterRow.config)", "PostgresDataStore \(adapterRow.config): ≤ 1.3× raw postgres-nio's CPU",
+            adapterRow.extra["cpu_vs_raw_postgres_nio"], 1.3)
     }
-    atLeast("migrate-into-postgres", "migration LogStore -> PostgreSQL: ≥ 0.7× PostgresDataStore's own bulk insert",
-            row("postgres-migrate", "migrate-logstore-postgres")?.extra["vs_bulk_insert"], 0.7)
+    atLeast(
+        "migrate-into-postgres", "migration LogStore -> PostgreSQL: ≥ 0.7× PostgresDataStore's own bulk insert",
+        row("postgres-migrate", "migrate-logstore-postgres")?.extra["vs_bulk_insert"], 0.7)
     return out
 }

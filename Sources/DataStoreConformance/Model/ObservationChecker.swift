@@ -130,7 +130,10 @@ class ObserverCheckBase<Element: Sendable> {
         await iterator._settle()
         let pending = iterator._hasPendingElement
         guard pending == changed else {
-            throw fail(changed ? "the observed value changed but no element is pending" : "an element is pending but the observed value did not change", steps)
+            throw fail(
+                changed
+                    ? "the observed value changed but no element is pending"
+                    : "an element is pending but the observed value did not change", steps)
         }
         guard changed else { return nil }
         guard let element = try await iterator.next() else { throw fail("the observation ended while an element was pending", steps) }
@@ -201,7 +204,9 @@ final class ItemObserverCheck<I: ScriptItem>: ObserverCheckBase<ObservedItem<I>>
         let changed: Bool
         if case .some(let l) = last { changed = l != fresh } else { changed = true }
         guard let e = try await settle(changed: changed, steps) else { return false }
-        guard e.item == fresh else { throw fail("element \(String(describing: e.item)) but a fresh read gives \(String(describing: fresh))", steps) }
+        guard e.item == fresh else {
+            throw fail("element \(String(describing: e.item)) but a fresh read gives \(String(describing: fresh))", steps)
+        }
         try checkSequence(e.sequence, steps)
         last = .some(fresh)
         return true

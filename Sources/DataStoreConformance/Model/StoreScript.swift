@@ -272,7 +272,11 @@ public final class DataStoreModelChecker {
         case .read(let s, let t, let q, let a):
             let slot = slotOf(s) ?? 0
             let expected = viewOf(slot)[t] ?? [:]
-            if t == 0 { try checkRead(ScriptItemA.self, storeOf(slot), expected, query: q, argument: a) } else { try checkRead(ScriptItemB.self, storeOf(slot), expected, query: q, argument: a) }
+            if t == 0 {
+                try checkRead(ScriptItemA.self, storeOf(slot), expected, query: q, argument: a)
+            } else {
+                try checkRead(ScriptItemB.self, storeOf(slot), expected, query: q, argument: a)
+            }
         case .makeChild(let slot, let p):
             if let old = children[slot] {
                 try old.store.tearDown()
@@ -387,7 +391,8 @@ public final class DataStoreModelChecker {
             if t == 0 { try a.insert(ScriptItemA(n: id, value: v)) } else { try a.insert(ScriptItemB(n: id, value: v)) }
             view[t, default: [:]][id] = v
         case .delete(let t, let id):
-            let existed = t == 0 ? try a.deleteItem(ofType: ScriptItemA.self, id: id) : try a.deleteItem(ofType: ScriptItemB.self, id: "k\(id)")
+            let existed =
+                t == 0 ? try a.deleteItem(ofType: ScriptItemA.self, id: id) : try a.deleteItem(ofType: ScriptItemB.self, id: "k\(id)")
             let expected = view[t]?[id] != nil
             guard existed == expected else { throw fail("\(m) returned \(existed), the model says \(expected)") }
             view[t]?[id] = nil
@@ -440,7 +445,9 @@ public final class DataStoreModelChecker {
                 }
                 return
             }
-            throw fail("merge with failOnConflict succeeded, the model has \(conflicting.count) conflicts: \(conflicting.map { "\(StoreScript.typeName($0.t))\($0.id)" })")
+            throw fail(
+                "merge with failOnConflict succeeded, the model has \(conflicting.count) conflicts: \(conflicting.map { "\(StoreScript.typeName($0.t))\($0.id)" })"
+            )
         }
         try storeOf(parent).merge(child.store, policy: policy)
         if parent != 0, var p = children[parent] {
@@ -474,9 +481,11 @@ public final class DataStoreModelChecker {
 
     func checkStore(_ store: any DataStore, _ name: String, _ expected: Contents) throws {
         let (a, b, countA, countB) = try store.read { r in
-            (try readAll(ScriptItemA.self, r), try readAll(ScriptItemB.self, r),
-             try r.countItems(forRequest: DataStoreRequest(itemType: ScriptItemA.self)),
-             try r.countItems(forRequest: DataStoreRequest(itemType: ScriptItemB.self)))
+            (
+                try readAll(ScriptItemA.self, r), try readAll(ScriptItemB.self, r),
+                try r.countItems(forRequest: DataStoreRequest(itemType: ScriptItemA.self)),
+                try r.countItems(forRequest: DataStoreRequest(itemType: ScriptItemB.self))
+            )
         }
         for (t, got, count) in [(0, a, countA), (1, b, countB)] {
             let want = expected[t] ?? [:]
@@ -514,7 +523,9 @@ public final class DataStoreModelChecker {
             req.offset = offset
             req.limit = limit
             let got = try store.read { try $0.items(forRequest: req) }.map(\.n)
-            let all = byId.sorted { model[$0]! > model[$1]! || (model[$0]! == model[$1]! && byId.firstIndex(of: $0)! < byId.firstIndex(of: $1)!) }
+            let all = byId.sorted {
+                model[$0]! > model[$1]! || (model[$0]! == model[$1]! && byId.firstIndex(of: $0)! < byId.firstIndex(of: $1)!)
+            }
             let want = Array(all.dropFirst(offset).prefix(limit))
             guard got == want else { throw fail("sorted read \(I.itemType) offset \(offset) limit \(limit): store \(got), model \(want)") }
         case 1:
@@ -525,7 +536,9 @@ public final class DataStoreModelChecker {
             req.limit = limit
             let got = try store.read { try $0.items(forRequest: req) }.map(\.n)
             let want = Array(byId.filter { model[$0]! >= threshold }.prefix(limit))
-            guard got == want else { throw fail("predicate read \(I.itemType) value >= \(threshold) limit \(limit): store \(got), model \(want)") }
+            guard got == want else {
+                throw fail("predicate read \(I.itemType) value >= \(threshold) limit \(limit): store \(got), model \(want)")
+            }
             let count = try store.read { try $0.countItems(forRequest: req) }
             let wantCount = model.values.filter { $0 >= threshold }.count
             guard count == wantCount else { throw fail("predicate count \(I.itemType): store \(count), model \(wantCount)") }
@@ -537,16 +550,18 @@ public final class DataStoreModelChecker {
             req.setSort(whereAttribute: "value", ascending: true)
             req.offset = offset % 2
             let got = try store.read { try $0.items(forRequest: req) }.map(\.n)
-            let want = Array(byId.filter { "t\(model[$0]! % 3)" == tag }.sorted {
-                model[$0]! < model[$1]! || (model[$0]! == model[$1]! && byId.firstIndex(of: $0)! < byId.firstIndex(of: $1)!)
-            }.dropFirst(offset % 2))
+            let want = Array(
+                byId.filter { "t\(model[$0]! % 3)" == tag }.sorted {
+                    model[$0]! < model[$1]! || (model[$0]! == model[$1]! && byId.firstIndex(of: $0)! < byId.firstIndex(of: $1)!)
+                }.dropFirst(offset % 2))
             guard got == want else { throw fail("filtered read \(I.itemType) tag \(tag): store \(got), model \(want)") }
         case 3:
             // Point read.
             let n = argument % StoreScript.idRange
             let got = try store.read { try $0.item(ofType: I.self, id: I(n: n, value: 0).id) }
             guard got?.value == model[n], got.map(\.n) == model[n].map({ _ in n }) else {
-                throw fail("item(ofType:id:) \(I.itemType)\(n): store \(String(describing: got?.value)), model \(String(describing: model[n]))")
+                throw fail(
+                    "item(ofType:id:) \(I.itemType)\(n): store \(String(describing: got?.value)), model \(String(describing: model[n]))")
             }
         case 4:
             // firstItem with offset (key order).
@@ -554,7 +569,9 @@ public final class DataStoreModelChecker {
             req.offset = offset
             let got = try store.read { try $0.firstItem(forRequest: req) }?.n
             let want = byId.dropFirst(offset).first
-            guard got == want else { throw fail("firstItem \(I.itemType) offset \(offset): store \(String(describing: got)), model \(String(describing: want))") }
+            guard got == want else {
+                throw fail("firstItem \(I.itemType) offset \(offset): store \(String(describing: got)), model \(String(describing: want))")
+            }
         default:
             // Offset and limit in key order.
             var req = DataStoreRequest(itemType: I.self)

@@ -28,17 +28,25 @@ package enum ChildMerge {
     /// the parent (and applies the operations the plan returns there); `newBase` is the parent's
     /// committed state after it. Throws `.notAChild` (changing nothing) when `child` is not a
     /// child of `parent`, `.reentrantWrite`, `.mergeConflict`, or what the transaction throws.
-    package static func run(child: any DataStore, parent: any ChildStoreParent, policy: MergePolicy, parentIsWriting: Bool,
-                            transaction: (_ plan: Plan) throws -> Void,
-                            newBase: () throws -> any RecordReader & Sendable) throws {
+    package static func run(
+        child: any DataStore, parent: any ChildStoreParent, policy: MergePolicy, parentIsWriting: Bool,
+        transaction: (_ plan: Plan) throws -> Void,
+        newBase: () throws -> any RecordReader & Sendable
+    ) throws {
         guard let child = child as? LogDataStore, case .child(let owner) = child.kind, owner === parent else {
-            throw LogStoreError(.notAChild, "merge(_:) was given a store that is not a child of this store. Merge a child into the store that made it (makeChildDataStore()).")
+            throw LogStoreError(
+                .notAChild,
+                "merge(_:) was given a store that is not a child of this store. Merge a child into the store that made it (makeChildDataStore())."
+            )
         }
         guard case .child(let overlay) = try child.currentBackend() else {
             throw LogStoreError(.notAChild, "The store given to merge(_:) is not backed by a child store.")
         }
         if parentIsWriting || overlay.isWritingOnCurrentThread {
-            throw LogStoreError(.reentrantWrite, "merge(_:) was called from inside a write block of the parent or the child; it would wait for itself. Merge after the block returns.")
+            throw LogStoreError(
+                .reentrantWrite,
+                "merge(_:) was called from inside a write block of the parent or the child; it would wait for itself. Merge after the block returns."
+            )
         }
         // Writes queued on the child before the merge belong in it (issue order).
         child.drainAsyncQueue()
@@ -68,27 +76,34 @@ package enum ChildMerge {
     /// transactions hand out an accessor that checks conflicts and applies operations itself (the
     /// SQL backends): the writes queued on the parent come first, then one `transaction` finds the
     /// conflicts with `changedSince` and applies what the policy keeps.
-    package static func run<Accessor: ChildMergeTarget>(child: any DataStore, parent: any ChildStoreParent, policy: MergePolicy,
-                                                        parentIsWriting: Bool, queue: WriteQueue,
-                                                        transaction: ((Accessor) throws -> Void) throws -> Void,
-                                                        newBase: () throws -> any RecordReader & Sendable) throws {
-        try run(child: child, parent: parent, policy: policy, parentIsWriting: parentIsWriting, transaction: { plan in
-            // Writes queued on the parent before the merge come first (issue order).
-            queue.drain()
-            try withoutActuallyEscaping(plan) { plan in
-                try transaction { accessor in
-                    guard let operations = try plan({ base, type, key in try accessor.changedSince(base: base, type: type, key: key) }) else { return }
-                    try accessor.apply(operations)
+    package static func run<Accessor: ChildMergeTarget>(
+        child: any DataStore, parent: any ChildStoreParent, policy: MergePolicy,
+        parentIsWriting: Bool, queue: WriteQueue,
+        transaction: ((Accessor) throws -> Void) throws -> Void,
+        newBase: () throws -> any RecordReader & Sendable
+    ) throws {
+        try run(
+            child: child, parent: parent, policy: policy, parentIsWriting: parentIsWriting,
+            transaction: { plan in
+                // Writes queued on the parent before the merge come first (issue order).
+                queue.drain()
+                try withoutActuallyEscaping(plan) { plan in
+                    try transaction { accessor in
+                        guard let operations = try plan({ base, type, key in try accessor.changedSince(base: base, type: type, key: key) })
+                        else { return }
+                        try accessor.apply(operations)
+                    }
                 }
-            }
-        }, newBase: newBase)
+            }, newBase: newBase)
     }
 
     /// The operations that apply `changes` under `policy`: all of them (`.childWins`), those on
     /// items the parent did not change (`.parentWins`), or all of them if none conflicts
     /// (`.failOnConflict`, which throws `.mergeConflict` listing the items otherwise).
-    static func operations(_ changes: [ChildStore.Change], policy: MergePolicy,
-                           changedSince: (String, RecordKey) throws -> Bool) throws -> [RecordOperation] {
+    static func operations(
+        _ changes: [ChildStore.Change], policy: MergePolicy,
+        changedSince: (String, RecordKey) throws -> Bool
+    ) throws -> [RecordOperation] {
         var conflicting = Set<Int>()
         if policy != .childWins {
             for (i, ch) in changes.enumerated() where try changedSince(ch.type, ch.key) {

@@ -113,16 +113,21 @@ package final class ChildStore: Sendable {
                 s.changes = changes
             }
             s.sequence += 1
-            s.feed?.publish([CommitChanges(sequence: s.sequence, operations: ops, keysBefore: { type in
-                CommitChanges.ClearedKeys(count: before.count(ofType: type), keys: { before.keys(ofType: type).sorted() })
-            })])
+            s.feed?.publish([
+                CommitChanges(
+                    sequence: s.sequence, operations: ops,
+                    keysBefore: { type in
+                        CommitChanges.ClearedKeys(count: before.count(ofType: type), keys: { before.keys(ofType: type).sorted() })
+                    })
+            ])
             return s.valueBytes > options.childSpillThreshold
         }
         if needsSpill {
             // The change is already applied; a failed spill (a full disk) only means the values stay
             // in memory, so it must not turn a successful write into a reported failure.
             do { try spill() } catch {
-                options.logger?.warning("child store could not spill to disk; keeping its changes in memory", metadata: ["error": "\(error)"])
+                options.logger?.warning(
+                    "child store could not spill to disk; keeping its changes in memory", metadata: ["error": "\(error)"])
             }
         }
         return result

@@ -21,8 +21,10 @@ struct ChildView: FallibleRecordReader, Sendable {
         try changes.forEachKeyInOrder(type, fromOffset: offset, base: base, body)
     }
     func secondaryIndexes(ofType type: String) -> [String: IndexDefinition] { base.secondaryIndexes(ofType: type) }
-    func forEachIndexEntry(ofType type: String, index: String, in range: IndexEntryRange, reverse: Bool,
-                           _ body: (IndexEntry, RecordKey) throws -> Bool) throws {
+    func forEachIndexEntry(
+        ofType type: String, index: String, in range: IndexEntryRange, reverse: Bool,
+        _ body: (IndexEntry, RecordKey) throws -> Bool
+    ) throws {
         try changes.forEachIndexEntry(type, index: index, in: range, reverse: reverse, base: base, body)
     }
     func countIndexEntries(ofType type: String, index: String, in range: IndexEntryRange) throws -> Int {

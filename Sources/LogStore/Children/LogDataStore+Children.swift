@@ -81,7 +81,8 @@ extension LogDataStore: ChildStoreParent {
         try ChildMerge.run(child: child, parent: self, policy: policy, parentIsWriting: backend.isWritingOnCurrentThread) { plan in
             try writeTransaction { txn in
                 let now = txn.baseView
-                guard let operations = try plan({ base, type, key in try Self.changedSince(now: now, base: base, type: type, key: key) }) else { return }
+                guard let operations = try plan({ base, type, key in try Self.changedSince(now: now, base: base, type: type, key: key) })
+                else { return }
                 // The child's changes are already in commit order: hand them over whole (no second
                 // change set, no second sort, no value copies).
                 try txn.commitAsIs(operations)

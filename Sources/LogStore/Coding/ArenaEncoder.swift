@@ -108,7 +108,6 @@ struct ArenaUnkeyedEncoder: UnkeyedEncodingContainer, ArenaScalarEncoding {
         arena.link(container, keyStart: -1, valueStart: start, innerDepth: 0)
     }
 
-
     mutating func encode<T: Encodable>(_ value: T) throws {
         let start = arena.scratch.count
         if let inner = arena.appendFast(value) {
@@ -149,7 +148,6 @@ struct ArenaSingleValueEncoder: SingleValueEncodingContainer, ArenaScalarEncodin
         write(arena.scratch)
         arena.setScalar(entry, start: start, innerDepth: 0)
     }
-
 
     mutating func encode<T: Encodable>(_ value: T) throws {
         let start = arena.scratch.count

@@ -53,7 +53,8 @@ struct ByteDecoder: Decoder {
             return unsafeBitCast(d, to: T.self)
         }
         if T.self == Int64.self {
-            return unsafeBitCast(try input.read(off) { b throws(DecodeProblem) in try ScalarReads.integer(Int64.self, b, off).0 }, to: T.self)
+            return unsafeBitCast(
+                try input.read(off) { b throws(DecodeProblem) in try ScalarReads.integer(Int64.self, b, off).0 }, to: T.self)
         }
         if T.self == NativeArrayTypes.strings { return unsafeBitCast(try input.array(at: off, ScalarReads.string), to: T.self) }
         if T.self == URL.self, let u = try input.read(off, { b throws(DecodeProblem) in try ScalarReads.url(b, off) }) {
@@ -74,7 +75,8 @@ struct ByteDecoder: Decoder {
         if T.self == UInt16.self { return unsafeBitCast(try input.integer(UInt16.self, at: off), to: T.self) }
         if T.self == UInt32.self { return unsafeBitCast(try input.integer(UInt32.self, at: off), to: T.self) }
         if T.self == NativeArrayTypes.ints {
-            return unsafeBitCast(try input.array(at: off) { b, o throws(DecodeProblem) in try ScalarReads.integer(Int.self, b, o) }, to: T.self)
+            return unsafeBitCast(
+                try input.array(at: off) { b, o throws(DecodeProblem) in try ScalarReads.integer(Int.self, b, o) }, to: T.self)
         }
         if T.self == NativeArrayTypes.doubles { return unsafeBitCast(try input.array(at: off, ScalarReads.double), to: T.self) }
         if T.self == NativeArrayTypes.int64s {

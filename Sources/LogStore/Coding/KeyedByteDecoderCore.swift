@@ -47,8 +47,12 @@ struct KeyedByteDecoderCore {
     }
 
     func bool(at off: Int) throws -> Bool { try decoder.input.read(off) { b throws(DecodeProblem) in try ScalarReads.bool(b, off).0 } }
-    func string(at off: Int) throws -> String { try decoder.input.read(off) { b throws(DecodeProblem) in try ScalarReads.string(b, off).0 } }
-    func double(at off: Int) throws -> Double { try decoder.input.read(off) { b throws(DecodeProblem) in try ScalarReads.double(b, off).0 } }
+    func string(at off: Int) throws -> String {
+        try decoder.input.read(off) { b throws(DecodeProblem) in try ScalarReads.string(b, off).0 }
+    }
+    func double(at off: Int) throws -> Double {
+        try decoder.input.read(off) { b throws(DecodeProblem) in try ScalarReads.double(b, off).0 }
+    }
     func float(at off: Int) throws -> Float { try decoder.input.read(off) { b throws(DecodeProblem) in try ScalarReads.float(b, off).0 } }
 
     @inline(__always)

@@ -28,8 +28,9 @@ public protocol DataStore: AnyObject, Sendable {
     /// Queues `block` and returns at once. The block runs off the calling thread; `completion`
     /// (on an unspecified thread) gets nil once the commit is durable, or the error (the block's
     /// own error unchanged). Writes queued from one thread commit in the order they were queued.
-    func writeAsync(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> Void,
-                    completion: (@Sendable ((any Error)?) -> Void)?)
+    func writeAsync(
+        _ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> Void,
+        completion: (@Sendable ((any Error)?) -> Void)?)
     /// `read` for Swift concurrency: runs `block` off the caller's executor.
     func read<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadAccessor) throws -> T) async throws -> T
     /// `writeSync` for Swift concurrency: queued like `writeAsync`, resumes once durable.

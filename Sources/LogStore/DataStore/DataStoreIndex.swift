@@ -74,7 +74,8 @@ public struct DataStoreIndex<Item: DataStoreItem>: @unchecked Sendable, CustomSt
                 guard let path = KeyPathResolver.codingPath(of: kp, in: Item.self) else {
                     throw LogStoreError(
                         .invalidArgument,
-                        "The index on \(kp) of \(Item.itemType) names a property that is not stored under a coding key LogStore can find (a computed property, or a type whose init(from:) rejects probe values). Declare it by its stored name instead: DataStoreIndex(attributes: [\"...\"]).")
+                        "The index on \(kp) of \(Item.itemType) names a property that is not stored under a coding key LogStore can find (a computed property, or a type whose init(from:) rejects probe values). Declare it by its stored name instead: DataStoreIndex(attributes: [\"...\"])."
+                    )
                 }
                 return path
             }

@@ -38,8 +38,10 @@ public struct DataStoreQueryPlan: Sendable, Equatable, CustomStringConvertible {
     public var resultCount: Int
 
     /// A plan with every field given.
-    public init(access: Access, index: String? = nil, ranges: [String] = [], sortedByIndex: Bool = false, residual: String? = nil,
-                countedFromIndex: Bool = false, estimatedCost: Int = 0, itemsVisited: Int = 0, itemsDecoded: Int = 0, resultCount: Int = 0) {
+    public init(
+        access: Access, index: String? = nil, ranges: [String] = [], sortedByIndex: Bool = false, residual: String? = nil,
+        countedFromIndex: Bool = false, estimatedCost: Int = 0, itemsVisited: Int = 0, itemsDecoded: Int = 0, resultCount: Int = 0
+    ) {
         self.access = access
         self.index = index
         self.ranges = ranges

@@ -11,8 +11,10 @@ extension DataStoreReadAccessor {
     }
 
     /// Throws `.unsupported`: this store does not offer record-level access.
-    public func forEachRecord(ofType itemType: String, after key: RecordKey?,
-                              _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
+    public func forEachRecord(
+        ofType itemType: String, after key: RecordKey?,
+        _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool
+    ) throws {
         throw LogStoreError.unsupportedRecordAccess("read records without their Swift types")
     }
 
@@ -83,7 +85,10 @@ extension LogStoreError {
     package static func checkRecordValue(_ value: [UInt8]) throws {
         let range = try value.withUnsafeBytes { try AttributeValue.valueRange(at: [], in: $0) }
         guard let range, range == 0..<value.count else {
-            throw LogStoreError(.corruption, "The record value is not one attribute value (\(value.count) bytes, \(value.count - (range?.count ?? 0)) of them left over). Pass the bytes a store's forEachRecord handed out.")
+            throw LogStoreError(
+                .corruption,
+                "The record value is not one attribute value (\(value.count) bytes, \(value.count - (range?.count ?? 0)) of them left over). Pass the bytes a store's forEachRecord handed out."
+            )
         }
     }
 }

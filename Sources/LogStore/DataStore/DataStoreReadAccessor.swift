@@ -42,8 +42,9 @@ public protocol DataStoreReadAccessor {
     /// every backend for the same item. The slice is valid only during the call.
     /// Throws `.unsupported` if the store does not offer record-level access, `.corruption` for
     /// damaged records, or `body`'s error.
-    func forEachRecord(ofType itemType: String, after key: RecordKey?,
-                       _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws
+    func forEachRecord(
+        ofType itemType: String, after key: RecordKey?,
+        _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws
     /// The number of records of the type named `itemType` (0 for an unknown type). Throws
     /// `.unsupported` as ``forEachRecord(ofType:after:_:)``.
     func recordCount(ofType itemType: String) throws -> Int

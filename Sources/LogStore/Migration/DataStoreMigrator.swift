@@ -110,7 +110,9 @@ public struct DataStoreMigrator: Sendable {
             guard let bytes = try w.record(ofType: MigrationCursor.itemType, key: MigrationCursor.key) else { return }
             let c = try MigrationCursor(decoding: bytes)
             guard c.index == c.types.count else {
-                throw LogStoreError(.invalidArgument, "The destination's copy is not complete (\(c.copied.reduce(0, +)) items so far). Resume it before finishing.")
+                throw LogStoreError(
+                    .invalidArgument,
+                    "The destination's copy is not complete (\(c.copied.reduce(0, +)) items so far). Resume it before finishing.")
             }
             try w.deleteRecord(ofType: MigrationCursor.itemType, key: MigrationCursor.key)
         }
@@ -141,11 +143,17 @@ public struct DataStoreMigrator: Sendable {
         var cursor: MigrationCursor
         if let existing {
             guard resume else {
-                throw LogStoreError(.invalidArgument, "The destination holds an interrupted migration. Resume it (copy(resume: true), logstore-migrate --resume), or start over with an empty destination.")
+                throw LogStoreError(
+                    .invalidArgument,
+                    "The destination holds an interrupted migration. Resume it (copy(resume: true), logstore-migrate --resume), or start over with an empty destination."
+                )
             }
             cursor = try MigrationCursor(decoding: existing)
             guard sourceDescription.isEmpty || cursor.source.isEmpty || cursor.source == sourceDescription else {
-                throw LogStoreError(.invalidArgument, "The destination's interrupted migration copies from \(cursor.source), not \(sourceDescription). Resume it from that source, or start over with an empty destination.")
+                throw LogStoreError(
+                    .invalidArgument,
+                    "The destination's interrupted migration copies from \(cursor.source), not \(sourceDescription). Resume it from that source, or start over with an empty destination."
+                )
             }
             resumed = true
         } else {
@@ -157,11 +165,16 @@ public struct DataStoreMigrator: Sendable {
                 if resume {
                     let check = try verify()
                     if check.isEqual {
-                        let copied = check.types.filter { types.contains($0.itemType) }.map { MigrationCopyReport.TypeCopy(itemType: $0.itemType, items: $0.sourceCount, bytes: 0) }
+                        let copied = check.types.filter { types.contains($0.itemType) }.map {
+                            MigrationCopyReport.TypeCopy(itemType: $0.itemType, items: $0.sourceCount, bytes: 0)
+                        }
                         return MigrationCopyReport(types: copied, resumed: true, itemsThisRun: 0, duration: ContinuousClock.now - start)
                     }
                 }
-                throw LogStoreError(.invalidArgument, "The destination already holds items of \(occupied.joined(separator: ", "))\(resume ? ", and they are not a complete copy of the source" : ""). Copy into an empty store (a migration never merges into existing data), or delete those items first.")
+                throw LogStoreError(
+                    .invalidArgument,
+                    "The destination already holds items of \(occupied.joined(separator: ", "))\(resume ? ", and they are not a complete copy of the source" : ""). Copy into an empty store (a migration never merges into existing data), or delete those items first."
+                )
             }
             cursor = MigrationCursor(source: sourceDescription, types: types)
             // Before the snapshot: what a catch-up applies starts here (a change the snapshot
@@ -174,8 +187,11 @@ public struct DataStoreMigrator: Sendable {
             let totals = try cursor.types.map { try a.recordCount(ofType: $0) }
             let total = totals.reduce(0, +)
             func report(_ type: String) {
-                progress?(MigrationProgress(phase: .copying, itemType: type, items: cursor.copied.reduce(0, +), totalItems: max(total, cursor.copied.reduce(0, +)),
-                                            bytes: cursor.bytes.reduce(0, +), elapsed: ContinuousClock.now - start, itemsThisRun: itemsThisRun))
+                progress?(
+                    MigrationProgress(
+                        phase: .copying, itemType: type, items: cursor.copied.reduce(0, +),
+                        totalItems: max(total, cursor.copied.reduce(0, +)),
+                        bytes: cursor.bytes.reduce(0, +), elapsed: ContinuousClock.now - start, itemsThisRun: itemsThisRun))
             }
             while cursor.index < cursor.types.count {
                 let type = cursor.types[cursor.index]
@@ -218,7 +234,9 @@ public struct DataStoreMigrator: Sendable {
                 }
             }
         }
-        let typeReports = cursor.types.indices.map { MigrationCopyReport.TypeCopy(itemType: cursor.types[$0], items: cursor.copied[$0], bytes: cursor.bytes[$0]) }
+        let typeReports = cursor.types.indices.map {
+            MigrationCopyReport.TypeCopy(itemType: cursor.types[$0], items: cursor.copied[$0], bytes: cursor.bytes[$0])
+        }
         return MigrationCopyReport(types: typeReports, resumed: resumed, itemsThisRun: itemsThisRun, duration: ContinuousClock.now - start)
     }
 
@@ -239,10 +257,15 @@ public struct DataStoreMigrator: Sendable {
         }
         var cursor = try MigrationCursor(decoding: bytes)
         guard cursor.index == cursor.types.count else {
-            throw LogStoreError(.invalidArgument, "The destination's copy is not complete (\(cursor.copied.reduce(0, +)) items so far). Resume it before catching up.")
+            throw LogStoreError(
+                .invalidArgument,
+                "The destination's copy is not complete (\(cursor.copied.reduce(0, +)) items so far). Resume it before catching up.")
         }
         guard let token = cursor.token else {
-            throw LogStoreError(.unsupported, "The copy recorded no change token of the source (its backend tracks no changes). Stop writing to the source and copy again into an empty destination.")
+            throw LogStoreError(
+                .unsupported,
+                "The copy recorded no change token of the source (its backend tracks no changes). Stop writing to the source and copy again into an empty destination."
+            )
         }
         let changes = try source.changes(since: token)
         var keys: [(type: String, key: RecordKey)] = []
@@ -279,7 +302,8 @@ public struct DataStoreMigrator: Sendable {
             var next = cursor
             if i + slice.count == keys.count { next.token = changes.token }
             let encodedCursor = next.encoded
-            var written = 0, deleted = 0
+            var written = 0
+            var deleted = 0
             try destination.writeSync { w in
                 for (k, v) in zip(slice, values) {
                     if let v {
@@ -295,8 +319,10 @@ public struct DataStoreMigrator: Sendable {
             report.deleted += deleted
             cursor = next
             i += slice.count
-            progress?(MigrationProgress(phase: .copying, itemType: slice.last?.type ?? "", items: i, totalItems: keys.count, bytes: 0,
-                                        elapsed: ContinuousClock.now - start, itemsThisRun: i))
+            progress?(
+                MigrationProgress(
+                    phase: .copying, itemType: slice.last?.type ?? "", items: i, totalItems: keys.count, bytes: 0,
+                    elapsed: ContinuousClock.now - start, itemsThisRun: i))
         } while i < keys.count
         report.duration = ContinuousClock.now - start
         return report
@@ -335,14 +361,18 @@ public struct DataStoreMigrator: Sendable {
                 if let listed = try? d.itemTypeNames() { types.formUnion(listed.filter { $0 != MigrationCursor.itemType }) }
                 let ordered = types.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
                 let total = try ordered.reduce(0) { $0 + (try s.recordCount(ofType: $1)) }
-                var compared = 0, bytes = 0
+                var compared = 0
+                var bytes = 0
                 for type in ordered {
-                    results.append(try compare(type, s, d) { n, b in
-                        compared += n
-                        bytes += b
-                        progress?(MigrationProgress(phase: .verifying, itemType: type, items: compared, totalItems: max(total, compared), bytes: bytes,
-                                                    elapsed: ContinuousClock.now - start, itemsThisRun: compared))
-                    })
+                    results.append(
+                        try compare(type, s, d) { n, b in
+                            compared += n
+                            bytes += b
+                            progress?(
+                                MigrationProgress(
+                                    phase: .verifying, itemType: type, items: compared, totalItems: max(total, compared), bytes: bytes,
+                                    elapsed: ContinuousClock.now - start, itemsThisRun: compared))
+                        })
                 }
             }
         }
@@ -351,18 +381,28 @@ public struct DataStoreMigrator: Sendable {
 
     /// Walks `type` on both sides in key order at once (a merge join: bounded memory), hashing
     /// each side and naming the differences.
-    func compare(_ type: String, _ s: any DataStoreReadAccessor, _ d: any DataStoreReadAccessor,
-                 progress: (Int, Int) -> Void) throws -> MigrationVerification.TypeResult {
+    func compare(
+        _ type: String, _ s: any DataStoreReadAccessor, _ d: any DataStoreReadAccessor,
+        progress: (Int, Int) -> Void
+    ) throws -> MigrationVerification.TypeResult {
         var result = MigrationVerification.TypeResult(
             itemType: type, sourceCount: 0, destinationCount: 0, sourceDigest: "", destinationDigest: "",
             missing: [], missingCount: 0, extra: [], extraCount: 0, differing: [], differingCount: 0)
-        var sourceDigest = MigrationDigest(), destinationDigest = MigrationDigest()
+        var sourceDigest = MigrationDigest()
+        var destinationDigest = MigrationDigest()
         let step = 1_000
-        var sourceAfter: RecordKey? = nil, destinationAfter: RecordKey? = nil
-        var left: [(RecordKey, [UInt8])] = [], right: [(RecordKey, [UInt8])] = []
-        var li = 0, ri = 0
-        var leftDone = false, rightDone = false
-        func refill(_ a: any DataStoreReadAccessor, _ after: inout RecordKey?, _ buffer: inout [(RecordKey, [UInt8])], _ i: inout Int, _ done: inout Bool) throws {
+        var sourceAfter: RecordKey? = nil
+        var destinationAfter: RecordKey? = nil
+        var left: [(RecordKey, [UInt8])] = []
+        var right: [(RecordKey, [UInt8])] = []
+        var li = 0
+        var ri = 0
+        var leftDone = false
+        var rightDone = false
+        func refill(
+            _ a: any DataStoreReadAccessor, _ after: inout RecordKey?, _ buffer: inout [(RecordKey, [UInt8])], _ i: inout Int,
+            _ done: inout Bool
+        ) throws {
             guard i >= buffer.count, !done else { return }
             buffer.removeAll(keepingCapacity: true)
             i = 0
@@ -382,7 +422,8 @@ public struct DataStoreMigrator: Sendable {
             default: return ChildMerge.describeKey(key)
             }
         }
-        var handled = 0, handledBytes = 0
+        var handled = 0
+        var handledBytes = 0
         while true {
             try refill(s, &sourceAfter, &left, &li, &leftDone)
             try refill(d, &destinationAfter, &right, &ri, &rightDone)
@@ -412,7 +453,10 @@ public struct DataStoreMigrator: Sendable {
                 ri += 1
             }
             handled += 1
-            if handled % step == 0 { progress(step, handledBytes); handledBytes = 0 }
+            if handled % step == 0 {
+                progress(step, handledBytes)
+                handledBytes = 0
+            }
         }
         progress(handled % step, handledBytes)
         result.sourceCount = sourceDigest.count

@@ -50,7 +50,10 @@ struct MigrationCursor: Equatable {
     /// Reads a cursor record. Throws `.corruption` when it is not one this version wrote.
     init(decoding bytes: [UInt8]) throws {
         func bad() -> LogStoreError {
-            LogStoreError(.corruption, "The destination's migration cursor (item type \(Self.itemType)) is damaged or from another version. Delete the destination's items and copy again.")
+            LogStoreError(
+                .corruption,
+                "The destination's migration cursor (item type \(Self.itemType)) is damaged or from another version. Delete the destination's items and copy again."
+            )
         }
         guard case .map(let m) = try AttributeValue.decode(bytes), m["version"] == .int(1),
             case .string(let source)? = m["source"], case .array(let types)? = m["types"], case .int(let index)? = m["index"],

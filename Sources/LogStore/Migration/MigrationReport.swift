@@ -45,7 +45,8 @@ public struct MigrationProgress: Sendable, CustomStringConvertible {
 
     /// `copying Restaurant: 120,000 / 1,000,000 items (12%), 36 MiB, 48,000 items/s, 18 s left`.
     public var description: String {
-        var s = "\(phase.rawValue) \(itemType): \(items) / \(totalItems) items (\(Int(fraction * 100))%), \(bytes) bytes, \(Int(itemsPerSecond)) items/s"
+        var s =
+            "\(phase.rawValue) \(itemType): \(items) / \(totalItems) items (\(Int(fraction * 100))%), \(bytes) bytes, \(Int(itemsPerSecond)) items/s"
         if let eta = estimatedRemaining { s += ", \(eta.components.seconds) s left" }
         return s
     }

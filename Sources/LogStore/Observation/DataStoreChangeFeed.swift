@@ -61,8 +61,10 @@ public final class DataStoreChangeFeed: Sendable {
     ///     ``DataStoreSnapshot/keys(ofType:writtenAfter:)`` with nil.
     ///   - snapshot: the backend's newest committed state; called on observation threads, never
     ///     under the feed's lock.
-    public init(storeIdentity: String?, sequence: UInt64, retention: ChangeHistoryRetention = ChangeHistoryRetention(),
-                recordsWrites: Bool, snapshot: @escaping @Sendable () throws -> any DataStoreSnapshot) {
+    public init(
+        storeIdentity: String?, sequence: UInt64, retention: ChangeHistoryRetention = ChangeHistoryRetention(),
+        recordsWrites: Bool, snapshot: @escaping @Sendable () throws -> any DataStoreSnapshot
+    ) {
         self.storeIdentity = storeIdentity
         self.epoch = UUID().uuidString
         self.retention = retention
@@ -160,7 +162,10 @@ public final class DataStoreChangeFeed: Sendable {
         let s = snap.sequence
         let t = token.sequence
         if token.store != storeIdentity {
-            throw LogStoreError(.historyTruncated, "The change token belongs to another store (\(token.store ?? "none"), this one is \(storeIdentity ?? "none")). Resynchronize fully from this store, then continue from changeToken().")
+            throw LogStoreError(
+                .historyTruncated,
+                "The change token belongs to another store (\(token.store ?? "none"), this one is \(storeIdentity ?? "none")). Resynchronize fully from this store, then continue from changeToken()."
+            )
         }
         let (history, typesWritten) = try state.withLock { st -> ([String: [RecordKey: Bool]], [String]) in
             let h = st.history
@@ -175,7 +180,10 @@ public final class DataStoreChangeFeed: Sendable {
                     : t < h.openedAt
                         ? "it is older than the state the store was opened at (#\(h.openedAt)); deleted ids are remembered only while a store is open"
                         : "the store no longer remembers ids deleted before #\(h.floor) (LogStoreOptions.changeHistory)"
-                throw LogStoreError(.historyTruncated, "Cannot list the changes since \(token): \(why). Resynchronize fully, then continue from the token of the state you read.")
+                throw LogStoreError(
+                    .historyTruncated,
+                    "Cannot list the changes since \(token): \(why). Resynchronize fully, then continue from the token of the state you read."
+                )
             }
             return h.changes(after: t, through: s)
         }

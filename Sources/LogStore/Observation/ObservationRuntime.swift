@@ -165,7 +165,10 @@ final class ObservationRuntime<Core: ObservationCore>: ChangeSubscriber, Observa
                             return Array(s.commits.prefix(n))
                         }
                         guard !batch.isEmpty else {
-                            throw LogStoreError(.corruption, "The store published commit #\(inbox.withLock { $0.commits.first?.sequence ?? 0 }) before its snapshots showed it (#\(snapshot.sequence)); a DataStoreChangeFeed must be told of a commit before readers can see it.")
+                            throw LogStoreError(
+                                .corruption,
+                                "The store published commit #\(inbox.withLock { $0.commits.first?.sequence ?? 0 }) before its snapshots showed it (#\(snapshot.sequence)); a DataStoreChangeFeed must be told of a commit before readers can see it."
+                            )
                         }
                         try core.advance(batch, to: snapshot)
                     case .deliver(let waiter):
@@ -185,7 +188,8 @@ final class ObservationRuntime<Core: ObservationCore>: ChangeSubscriber, Observa
 
     /// Ends the observation: a waiting consumer is told now, a later `next()` then.
     func terminate(_ end: DataStoreChangeFeed.End) {
-        let (waiter, idle, first) = inbox.withLock { s -> (CheckedContinuation<Core.Element?, any Error>?, [CheckedContinuation<Void, Never>], Bool) in
+        let (waiter, idle, first) = inbox.withLock {
+            s -> (CheckedContinuation<Core.Element?, any Error>?, [CheckedContinuation<Void, Never>], Bool) in
             guard s.end == nil else { return (nil, [], false) }
             s.end = end
             s.commits = []
@@ -227,7 +231,12 @@ final class ObservationRuntime<Core: ObservationCore>: ChangeSubscriber, Observa
                         }
                     }
                     if s.waiter != nil {
-                        return .resume(.failure(LogStoreError(.invalidArgument, "next() was called on an observation's iterator while another call on it was waiting. Iterate an observation from one task; call observe() again for a second consumer.")))
+                        return .resume(
+                            .failure(
+                                LogStoreError(
+                                    .invalidArgument,
+                                    "next() was called on an observation's iterator while another call on it was waiting. Iterate an observation from one task; call observe() again for a second consumer."
+                                )))
                     }
                     s.waiter = continuation
                     guard s.ready, !s.scheduled else { return .wait }

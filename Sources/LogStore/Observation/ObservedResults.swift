@@ -57,7 +57,9 @@ public struct ObservedItems<Item: DataStoreItem>: RandomAccessCollection, Sendab
         switch storage {
         case .array(let a): return a[position]
         case .tree(let t):
-            guard let e = t.element(at: position) else { preconditionFailure("ObservedItems index \(position) out of range 0..<\(t.count)") }
+            guard let e = t.element(at: position) else {
+                preconditionFailure("ObservedItems index \(position) out of range 0..<\(t.count)")
+            }
             return e.key.item
         }
     }

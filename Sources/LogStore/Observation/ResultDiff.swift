@@ -82,8 +82,12 @@ enum ResultDiff {
     static func make<ID: Hashable>(from old: [ID], to new: [ID], changed: Set<ID>) -> CollectionDifference<ID>? {
         let inNew = Set(new)
         let inOld = Set(old)
-        let removed = old.enumerated().filter { changed.contains($0.element) || !inNew.contains($0.element) }.map { (offset: $0.offset, id: $0.element) }
-        let inserted = new.enumerated().filter { changed.contains($0.element) || !inOld.contains($0.element) }.map { (offset: $0.offset, id: $0.element) }
+        let removed = old.enumerated().filter { changed.contains($0.element) || !inNew.contains($0.element) }.map {
+            (offset: $0.offset, id: $0.element)
+        }
+        let inserted = new.enumerated().filter { changed.contains($0.element) || !inOld.contains($0.element) }.map {
+            (offset: $0.offset, id: $0.element)
+        }
         return make(removed: removed, inserted: inserted)
     }
 }

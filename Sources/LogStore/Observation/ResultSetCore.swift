@@ -125,7 +125,8 @@ struct ResultSetCore<Item: DataStoreItem>: ObservationCore {
         let difference: CollectionDifference<Item.ID>
         var updated: [Item.ID] = []
         if let delivered, let c = pending {
-            difference = ResultDiff.make(removed: c.removed, inserted: c.inserted)
+            difference =
+                ResultDiff.make(removed: c.removed, inserted: c.inserted)
                 ?? ResultDiff.replacing(delivered.tree.keys.map(\.item.id), with: tree.keys.map(\.item.id))
             updated = c.updated.sorted { $0.0 < $1.0 }.map(\.1)
         } else {
@@ -135,7 +136,8 @@ struct ResultSetCore<Item: DataStoreItem>: ObservationCore {
         touched = []
         touchedAll = false
         pending = nil
-        return ObservedResults(items: ObservedItems(storage: .tree(tree)), difference: difference, updatedIDs: updated,
-                               sequence: sequence, token: token, isInitial: initial)
+        return ObservedResults(
+            items: ObservedItems(storage: .tree(tree)), difference: difference, updatedIDs: updated,
+            sequence: sequence, token: token, isInitial: initial)
     }
 }

@@ -112,7 +112,8 @@ struct WindowCore<Item: DataStoreItem>: ObservationCore {
         delivered = window
         touched = []
         touchedAll = false
-        return ObservedResults(items: ObservedItems(storage: .array(window.map(\.item))), difference: difference,
-                               updatedIDs: c.updated.sorted { $0.0 < $1.0 }.map(\.1), sequence: sequence, token: token, isInitial: initial)
+        return ObservedResults(
+            items: ObservedItems(storage: .array(window.map(\.item))), difference: difference,
+            updatedIDs: c.updated.sorted { $0.0 < $1.0 }.map(\.1), sequence: sequence, token: token, isInitial: initial)
     }
 }

@@ -50,7 +50,8 @@ extension AttributeValue {
 
     /// ``compare(_:_:)`` for everything but two arrays.
     static func compareScalars(_ a: AttributeValue, _ b: AttributeValue) -> Int {
-        let ra = a.sortRank, rb = b.sortRank
+        let ra = a.sortRank
+        let rb = b.sortRank
         if ra != rb { return ra < rb ? -1 : 1 }
         switch (a, b) {
         case (.bool(let x), .bool(let y)): return x == y ? 0 : (!x ? -1 : 1)
@@ -62,7 +63,8 @@ extension AttributeValue {
         case (.bytes(let x), .bytes(let y)): return x == y ? 0 : (x.lexicographicallyPrecedes(y) ? -1 : 1)
         case (.date(let x), .date(let y)): return NumberOrder.compareDates(x, y)
         case (.uuid(let x), .uuid(let y)):
-            let kx = ItemKey.uuid(x), ky = ItemKey.uuid(y)
+            let kx = ItemKey.uuid(x)
+            let ky = ItemKey.uuid(y)
             return kx == ky ? 0 : (kx < ky ? -1 : 1)
         default: return 0
         }

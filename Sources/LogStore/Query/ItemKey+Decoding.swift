@@ -16,7 +16,9 @@ extension ItemKey {
     public static func id<ID: Decodable>(_ type: ID.Type, from key: RecordKey) throws -> ID {
         let bytes = key.bytes
         func wrong(_ why: String) -> LogStoreError {
-            LogStoreError(.decodingFailed, "The record key \(key) is not a key of a \(ID.self) id: \(why). Was the item type written with another id type?")
+            LogStoreError(
+                .decodingFailed,
+                "The record key \(key) is not a key of a \(ID.self) id: \(why). Was the item type written with another id type?")
         }
         if ID.self == String.self {
             guard let s = String(validating: bytes, as: UTF8.self), let id = s as? ID else { throw wrong("not UTF-8") }
@@ -24,8 +26,11 @@ extension ItemKey {
         }
         if ID.self == UUID.self {
             guard bytes.count == 16 else { throw wrong("\(bytes.count) bytes, not 16") }
-            let u = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+            let u = UUID(
+                uuid: (
+                    bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                    bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+                ))
             guard let id = u as? ID else { throw wrong("not a UUID") }
             return id
         }

@@ -111,7 +111,8 @@ enum NumberOrder {
         if x.utf8.allSatisfy({ $0 < 0x80 }) && y.utf8.allSatisfy({ $0 < 0x80 }) {
             return x.utf8.lexicographicallyPrecedes(y.utf8) ? -1 : (x.utf8.elementsEqual(y.utf8) ? 0 : 1)
         }
-        let a = x.precomposedStringWithCanonicalMapping.utf8, b = y.precomposedStringWithCanonicalMapping.utf8
+        let a = x.precomposedStringWithCanonicalMapping.utf8
+        let b = y.precomposedStringWithCanonicalMapping.utf8
         return a.lexicographicallyPrecedes(b) ? -1 : (a.elementsEqual(b) ? 0 : 1)
     }
 

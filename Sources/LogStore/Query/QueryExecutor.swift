@@ -38,8 +38,12 @@ package enum QueryExecutor {
     /// results are needed (`offset + limit`, nil without a limit). Throws `.invalidArgument` or
     /// the filter's `.encodingFailed`.
     package static func validate<Item>(_ r: DataStoreRequest<Item>) throws -> (filter: (String, AttributeValue)?, needed: Int?) {
-        guard r.offset >= 0 else { throw LogStoreError(.invalidArgument, "DataStoreRequest.offset must not be negative (got \(r.offset)).") }
-        if let l = r.limit, l < 0 { throw LogStoreError(.invalidArgument, "DataStoreRequest.limit must not be negative (got \(l)); use nil for no limit.") }
+        guard r.offset >= 0 else {
+            throw LogStoreError(.invalidArgument, "DataStoreRequest.offset must not be negative (got \(r.offset)).")
+        }
+        if let l = r.limit, l < 0 {
+            throw LogStoreError(.invalidArgument, "DataStoreRequest.limit must not be negative (got \(l)); use nil for no limit.")
+        }
         let filter: (String, AttributeValue)?
         if let f = r.attributeFilter { filter = (f.attribute, try f.value.get()) } else { filter = nil }
         var needed: Int? = nil
@@ -79,7 +83,8 @@ package enum QueryExecutor {
 
         /// A matcher for all of `predicate` and `filter`.
         package init(filter: (String, AttributeValue)?, predicate: Predicate<Item>?) {
-            self.init(filter: filter, predicate: predicate, residual: predicate.map { PredicateAnalysis.condition(of: $0) } ?? .constant(true))
+            self.init(
+                filter: filter, predicate: predicate, residual: predicate.map { PredicateAnalysis.condition(of: $0) } ?? .constant(true))
         }
 
         /// Whether nothing is filtered.
@@ -157,11 +162,13 @@ package enum QueryExecutor {
                     keys.append(k)
                     return wanted.map { keys.count < $0 } ?? true
                 }
-                return (try keys.compactMap { k in
-                    stats.visited += 1
-                    stats.decoded += 1
-                    return try view.value(type: type, key: k).map { try decode(Item.self, $0) }
-                }, plan)
+                return (
+                    try keys.compactMap { k in
+                        stats.visited += 1
+                        stats.decoded += 1
+                        return try view.value(type: type, key: k).map { try decode(Item.self, $0) }
+                    }, plan
+                )
             }
             try view.forEachKeyInOrder(ofType: type, fromOffset: 0) { k in
                 guard let bytes = try view.value(type: type, key: k), let m = try matcher.match(bytes, &stats) else { return true }
@@ -174,12 +181,16 @@ package enum QueryExecutor {
             if plan.sortedByIndex && matcher.matchesEverything {
                 // Nothing to check: the entries alone give the order, so only the records
                 // returned are read (an offset skips index entries, not records).
-                let keys = try windowKeys(ranges, index: name, reverse: reverse, tieGroupComponents: plan.tieGroupComponents, needed: needed, in: view, type: type)
-                return (try keys.dropFirst(request.offset).compactMap { k in
-                    stats.visited += 1
-                    stats.decoded += 1
-                    return try view.value(type: type, key: k).map { try decode(Item.self, $0) }
-                }, plan)
+                let keys = try windowKeys(
+                    ranges, index: name, reverse: reverse, tieGroupComponents: plan.tieGroupComponents, needed: needed, in: view, type: type
+                )
+                return (
+                    try keys.dropFirst(request.offset).compactMap { k in
+                        stats.visited += 1
+                        stats.decoded += 1
+                        return try view.value(type: type, key: k).map { try decode(Item.self, $0) }
+                    }, plan
+                )
             }
             if plan.sortedByIndex {
                 let groupComponents = plan.tieGroupComponents
@@ -195,7 +206,9 @@ package enum QueryExecutor {
                 for range in ranges where !done {
                     try view.forEachIndexEntry(ofType: type, index: name, in: range, reverse: reverse) { entry, key in
                         if let n = groupComponents {
-                            let prefix = entry.withUnsafeBytes { raw in IndexKeyEncoding.prefixLength(ofEntry: raw, componentCount: n).map { Array(raw[..<$0]) } }
+                            let prefix = entry.withUnsafeBytes { raw in
+                                IndexKeyEncoding.prefixLength(ofEntry: raw, componentCount: n).map { Array(raw[..<$0]) }
+                            }
                             if prefix != groupPrefix {
                                 flush()
                                 if done { return false }
@@ -251,7 +264,8 @@ package enum QueryExecutor {
     /// that delivers the request's sort, each group of entries sharing `tieGroupComponents`
     /// leading components put in id order. Reads no record.
     static func windowKeys(
-        _ ranges: [IndexEntryRange], index name: String, reverse: Bool, tieGroupComponents: Int?, needed: Int?, in view: any RecordReader, type: String
+        _ ranges: [IndexEntryRange], index name: String, reverse: Bool, tieGroupComponents: Int?, needed: Int?, in view: any RecordReader,
+        type: String
     ) throws -> [RecordKey] {
         var keys: [RecordKey] = []
         var group: [RecordKey] = []
@@ -270,7 +284,9 @@ package enum QueryExecutor {
                     if let needed, keys.count >= needed { done = true }
                     return !done
                 }
-                let prefix = entry.withUnsafeBytes { raw in IndexKeyEncoding.prefixLength(ofEntry: raw, componentCount: n).map { Array(raw[..<$0]) } }
+                let prefix = entry.withUnsafeBytes { raw in
+                    IndexKeyEncoding.prefixLength(ofEntry: raw, componentCount: n).map { Array(raw[..<$0]) }
+                }
                 if prefix != groupPrefix {
                     flush()
                     if done { return false }

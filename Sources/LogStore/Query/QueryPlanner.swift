@@ -42,7 +42,8 @@ extension QueryPlan {
         }
         return DataStoreQueryPlan(
             access: access, index: definition.map(\.description), ranges: rangeDescription, sortedByIndex: sortedByIndex && !counting,
-            residual: residual == .constant(true) ? nil : "\(residual)", countedFromIndex: counting && countFromIndex && self.access != .scan,
+            residual: residual == .constant(true) ? nil : "\(residual)",
+            countedFromIndex: counting && countFromIndex && self.access != .scan,
             estimatedCost: estimatedVisits, itemsVisited: stats.visited, itemsDecoded: stats.decoded, resultCount: resultCount)
     }
 }
@@ -119,10 +120,16 @@ enum QueryPlanner {
         }
         let keys = sorted ? sortKeys(request) : []
         for (name, definition) in view.secondaryIndexes(ofType: Item.itemType).sorted(by: { $0.key < $1.key }) {
-            guard let candidate = try indexPlan(name, definition, conjuncts, keys, sorted: sorted, needed: needed, type: Item.itemType, in: view)
+            guard
+                let candidate = try indexPlan(
+                    name, definition, conjuncts, keys, sorted: sorted, needed: needed, type: Item.itemType, in: view)
             else { continue }
             // On a tie the index reads no more items than the scan and checks fewer.
-            if candidate.estimatedVisits < best.estimatedVisits || (candidate.estimatedVisits == best.estimatedVisits && best.access == .scan) { best = candidate }
+            if candidate.estimatedVisits < best.estimatedVisits
+                || (candidate.estimatedVisits == best.estimatedVisits && best.access == .scan)
+            {
+                best = candidate
+            }
         }
         return best
     }
@@ -147,7 +154,8 @@ enum QueryPlanner {
             else { break }
             used.insert(i)
             prefixes = prefixes.flatMap { p in values.map { p + IndexKeyEncoding.component($0) } }
-            described.append(values.count == 1 ? "\(path.joined(separator: ".")) == \(values[0])" : "\(path.joined(separator: ".")) IN \(values)")
+            described.append(
+                values.count == 1 ? "\(path.joined(separator: ".")) == \(values[0])" : "\(path.joined(separator: ".")) IN \(values)")
             column += 1
         }
         // One range on the next column.
@@ -188,7 +196,9 @@ enum QueryPlanner {
         }
         var candidates = 0
         for r in ranges { candidates += try view.countIndexEntries(ofType: type, index: name, in: r) }
-        let residualParts = conjuncts.indices.filter { !used.contains($0) || (!rangeIsExact && isRangeConjunct(conjuncts[$0])) }.map { conjuncts[$0] }
+        let residualParts = conjuncts.indices.filter { !used.contains($0) || (!rangeIsExact && isRangeConjunct(conjuncts[$0])) }.map {
+            conjuncts[$0]
+        }
         let residual = QueryCondition.all(residualParts)
         let visits: Int
         if sortedByIndex, let needed {
@@ -214,10 +224,12 @@ enum QueryPlanner {
             switch c {
             case .comparison(let a, .equal, let v) where a.codingPath == path && !isNaN(v):
                 return (i, [v])
-            case .or(let parts) where !parts.isEmpty && parts.allSatisfy({ part in
-                if case .comparison(let a, .equal, let v) = part { return a.codingPath == path && !isNaN(v) }
-                return false
-            }):
+            case .or(let parts)
+            where !parts.isEmpty
+                && parts.allSatisfy({ part in
+                    if case .comparison(let a, .equal, let v) = part { return a.codingPath == path && !isNaN(v) }
+                    return false
+                }):
                 // `x == a || x == b`: a union of equality ranges, like `IN`.
                 var seen = Set<[UInt8]>()
                 let values = parts.compactMap { part -> AttributeValue? in

@@ -42,7 +42,8 @@ struct TopK<Element> {
     private mutating func siftDown(_ i: Int) throws {
         var i = i
         while true {
-            let l = 2 * i + 1, r = l + 1
+            let l = 2 * i + 1
+            let r = l + 1
             var largest = i
             if l < heap.count, try less(heap[largest], heap[l]) { largest = l }
             if r < heap.count, try less(heap[largest], heap[r]) { largest = r }

@@ -102,14 +102,20 @@ public final class DataStoreMigrations: Sendable {
     /// the store instead.
     @discardableResult
     public func apply(to store: any DataStore, logger: Logger? = nil) throws -> MigrationReport {
-        let (steps, allowsUnknown, eraseOnChange) = state.withLock { ($0.steps, $0.allowsUnknownMigrations, $0.eraseStoreOnMigrationChange) }
+        let (steps, allowsUnknown, eraseOnChange) = state.withLock {
+            ($0.steps, $0.allowsUnknownMigrations, $0.eraseStoreOnMigrationChange)
+        }
         var seen = Set<String>()
         for step in steps {
             guard !step.name.isEmpty else {
-                throw LogStoreError(.invalidArgument, "A migration is registered with an empty name. Give every migration a unique, permanent name (\"v2-split-name\").")
+                throw LogStoreError(
+                    .invalidArgument,
+                    "A migration is registered with an empty name. Give every migration a unique, permanent name (\"v2-split-name\").")
             }
             guard seen.insert(step.name).inserted else {
-                throw LogStoreError(.invalidArgument, "Two migrations are registered with the name \"\(step.name)\". Every migration needs a unique, permanent name.")
+                throw LogStoreError(
+                    .invalidArgument,
+                    "Two migrations are registered with the name \"\(step.name)\". Every migration needs a unique, permanent name.")
             }
         }
         var report = MigrationReport()
@@ -142,7 +148,8 @@ public final class DataStoreMigrations: Sendable {
                     let elapsed = ContinuousClock.now - started
                     let ms = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
                     try StoreHistory.append(after: entries, to: accessor) { ordinal in
-                        StoreHistory.Entry(ordinal: ordinal, kind: .migration, name: step.name, at: Date(), durationMs: ms, changes: tx.changes)
+                        StoreHistory.Entry(
+                            ordinal: ordinal, kind: .migration, name: step.name, at: Date(), durationMs: ms, changes: tx.changes)
                     }
                     return true
                 }
@@ -180,12 +187,14 @@ public final class DataStoreMigrations: Sendable {
             if !unknown.isEmpty && !allowsUnknown {
                 return LogStoreError(
                     .unknownMigrations,
-                    "The store has applied migrations this build does not register: \(unknown.map { "\"\($0)\"" }.joined(separator: ", ")). It was written by a newer version of the app; open it with that version, or set migrations.allowsUnknownMigrations to open it anyway.")
+                    "The store has applied migrations this build does not register: \(unknown.map { "\"\($0)\"" }.joined(separator: ", ")). It was written by a newer version of the app; open it with that version, or set migrations.allowsUnknownMigrations to open it anyway."
+                )
             }
             if let first = skippedOver.first {
                 return LogStoreError(
                     .migrationHistoryMismatch,
-                    "The migration \"\(first.pending)\" is registered before \"\(first.applied)\", which the store has applied, but never ran on it: it was inserted, renamed or moved after the store was migrated. Migrations can only be appended; register new steps after the last one.")
+                    "The migration \"\(first.pending)\" is registered before \"\(first.applied)\", which the store has applied, but never ran on it: it was inserted, renamed or moved after the store was migrated. Migrations can only be appended; register new steps after the last one."
+                )
             }
             return nil
         }
@@ -217,7 +226,8 @@ public final class DataStoreMigrations: Sendable {
     /// The development-only erase: every item of every type and the history go, in one write,
     /// which then records the erase.
     static func erase(_ store: any DataStore, because reason: String, logger: Logger?) throws {
-        let warning = "ERASING every item of a LogStore store because its migrations changed (migrations.eraseStoreOnMigrationChange is set; never ship it): \(reason)"
+        let warning =
+            "ERASING every item of a LogStore store because its migrations changed (migrations.eraseStoreOnMigrationChange is set; never ship it): \(reason)"
         logger?.critical("\(warning)")
         FileHandle.standardError.write(Data(("LogStore WARNING: " + warning + "\n").utf8))
         try store.writeSync { accessor in

@@ -47,13 +47,18 @@ public final class MigrationTransaction {
 
     func checkValid() throws {
         guard isValid else {
-            throw LogStoreError(.accessorExpired, "The migration \"\(name)\" used its MigrationTransaction after the step returned. Use it only inside the step.")
+            throw LogStoreError(
+                .accessorExpired,
+                "The migration \"\(name)\" used its MigrationTransaction after the step returned. Use it only inside the step.")
         }
     }
 
     static func checkType(_ type: String) throws {
         guard !StoreHistory.isReserved(type) else {
-            throw LogStoreError(.invalidArgument, "The item type \"\(type)\" is reserved for LogStore's own records (the prefix \"\(StoreHistory.reservedPrefix)\"); a migration cannot read or write it.")
+            throw LogStoreError(
+                .invalidArgument,
+                "The item type \"\(type)\" is reserved for LogStore's own records (the prefix \"\(StoreHistory.reservedPrefix)\"); a migration cannot read or write it."
+            )
         }
         guard !type.isEmpty else { throw LogStoreError(.invalidArgument, "An item type name must not be empty.") }
     }
@@ -185,7 +190,9 @@ public final class MigrationTransaction {
     @discardableResult
     public func renameAttribute(_ old: String, to new: String, ofType type: String) throws -> Int {
         for a in [old, new] where a.isEmpty || a == "id" {
-            throw LogStoreError(.invalidArgument, "renameAttribute cannot rename \(a.isEmpty ? "an empty attribute name" : "the id attribute") (migration \"\(name)\").")
+            throw LogStoreError(
+                .invalidArgument,
+                "renameAttribute cannot rename \(a.isEmpty ? "an empty attribute name" : "the id attribute") (migration \"\(name)\").")
         }
         return try updateItems(ofType: type) { item in
             guard let value = item.object(forKey: old) else { return }
@@ -204,8 +211,10 @@ public final class MigrationTransaction {
     /// returns for the item: how a new non-optional property gets its value. With `overwrite`,
     /// in every item. Returns how many items changed.
     @discardableResult
-    public func setAttribute(_ attribute: String, ofType type: String, overwrite: Bool = false,
-                             _ value: (DynamicItem) throws -> AttributeValue) throws -> Int {
+    public func setAttribute(
+        _ attribute: String, ofType type: String, overwrite: Bool = false,
+        _ value: (DynamicItem) throws -> AttributeValue
+    ) throws -> Int {
         try updateItems(ofType: type) { item in
             let current = item.object(forKey: attribute)
             guard overwrite || current == nil || current == .null else { return }
@@ -230,7 +239,10 @@ public final class MigrationTransaction {
             return false
         }
         guard !occupied else {
-            throw LogStoreError(.invalidArgument, "renameItemType cannot move \(old) to \(new): \(new) already holds items (migration \"\(name)\"). Delete them first, or move the items one by one.")
+            throw LogStoreError(
+                .invalidArgument,
+                "renameItemType cannot move \(old) to \(new): \(new) already holds items (migration \"\(name)\"). Delete them first, or move the items one by one."
+            )
         }
         var moved = 0
         try forEachRecordPage(ofType: old) { page in

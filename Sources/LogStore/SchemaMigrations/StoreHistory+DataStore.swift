@@ -21,8 +21,10 @@ extension StoreHistory {
     /// as ``entries(in:)`` read them in the same transaction) to the write `accessor`: it commits
     /// with whatever else the transaction does. Returns the event. Throws the accessor's errors.
     @discardableResult
-    static func append(after history: [Entry], to accessor: any DataStoreReadWriteAccessor,
-                       _ make: (_ ordinal: UInt64) -> Entry) throws -> Entry {
+    static func append(
+        after history: [Entry], to accessor: any DataStoreReadWriteAccessor,
+        _ make: (_ ordinal: UInt64) -> Entry
+    ) throws -> Entry {
         let entry = make((history.last?.ordinal ?? 0) + 1)
         try accessor.putRecord(ofType: itemType, key: entry.key, value: entry.encoded)
         return entry
@@ -41,8 +43,10 @@ extension StoreHistory {
     /// they are rebuilt, not changed). Returns the event, or nil when nothing changed. Throws the
     /// accessor's errors. For every backend that keeps declared indexes.
     @discardableResult
-    public static func recordIndexes(ofType type: String, definitions: [IndexDefinition], built: [String: Int],
-                                     in accessor: any DataStoreReadWriteAccessor) throws -> Entry? {
+    public static func recordIndexes(
+        ofType type: String, definitions: [IndexDefinition], built: [String: Int],
+        in accessor: any DataStoreReadWriteAccessor
+    ) throws -> Entry? {
         let history = try entries(in: accessor)
         let previous = recordedIndexes(ofType: type, in: history)
         let declared = definitions.sorted { $0.name < $1.name }
@@ -51,8 +55,9 @@ extension StoreHistory {
         let names = Set(declared.map(\.name))
         let dropped = previous.map(\.name).filter { !names.contains($0) }.sorted()
         return try append(after: history, to: accessor) { ordinal in
-            Entry(ordinal: ordinal, kind: .indexes, name: type, at: Date(),
-                  indexes: declared.map { IndexRecord($0, entries: built[$0.name]) }, dropped: dropped.isEmpty ? nil : dropped)
+            Entry(
+                ordinal: ordinal, kind: .indexes, name: type, at: Date(),
+                indexes: declared.map { IndexRecord($0, entries: built[$0.name]) }, dropped: dropped.isEmpty ? nil : dropped)
         }
     }
 }

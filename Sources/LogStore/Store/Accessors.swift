@@ -49,13 +49,19 @@ final class ReadAccessor: DataStoreReadAccessor {
     /// Throws `.invalidArgument` for an item type with the reserved prefix (``StoreHistory``).
     static func checkNotReserved(_ type: String) throws {
         guard !StoreHistory.isReserved(type) else {
-            throw LogStoreError(.invalidArgument, "The item type \"\(type)\" is reserved for LogStore's own records (the prefix \"\(StoreHistory.reservedPrefix)\"). Give the type another itemType.")
+            throw LogStoreError(
+                .invalidArgument,
+                "The item type \"\(type)\" is reserved for LogStore's own records (the prefix \"\(StoreHistory.reservedPrefix)\"). Give the type another itemType."
+            )
         }
     }
 
     func checkValid() throws {
         guard isValid else {
-            throw LogStoreError(.accessorExpired, "A read accessor was used after its block returned. Use accessors only inside the block that received them; copy the items you need out of the block.")
+            throw LogStoreError(
+                .accessorExpired,
+                "A read accessor was used after its block returned. Use accessors only inside the block that received them; copy the items you need out of the block."
+            )
         }
     }
 
@@ -114,7 +120,9 @@ final class ReadAccessor: DataStoreReadAccessor {
 
     func itemTypeNames() throws -> [String] {
         try answer {
-            view.itemTypes.filter { !StoreHistory.isReserved($0) && view.count(ofType: $0) > 0 }.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            view.itemTypes.filter { !StoreHistory.isReserved($0) && view.count(ofType: $0) > 0 }.sorted {
+                $0.utf8.lexicographicallyPrecedes($1.utf8)
+            }
         }
     }
 

@@ -1,5 +1,5 @@
-import Logging
 import LogStoreEngine
+import Logging
 import Synchronization
 
 /// What an accessor declares item types' indexes with: the store's registry, and the store whose
@@ -41,7 +41,9 @@ final class IndexRegistry: Sendable {
     /// Throws the declaration's errors: `.invalidArgument` for an index whose key path cannot be
     /// placed, `.uniqueConstraintViolation` when stored items break a unique index.
     @discardableResult
-    func ensure<Item: DataStoreItem>(_ type: Item.Type, engine: () throws -> LogEngine, transaction: EngineTransaction? = nil) throws -> Bool {
+    func ensure<Item: DataStoreItem>(_ type: Item.Type, engine: () throws -> LogEngine, transaction: EngineTransaction? = nil) throws
+        -> Bool
+    {
         let name = Item.itemType
         if declared.withLock({ $0.contains(name) }) { return false }
         let engine = try engine()
@@ -53,8 +55,10 @@ final class IndexRegistry: Sendable {
     }
 
     /// Records a changed index declaration in the store's history (see ``ensure(_:engine:transaction:)``).
-    func recordHistory(type: String, definitions: [IndexDefinition], built: [String: Int], engine: LogEngine,
-                       transaction: EngineTransaction?) throws {
+    func recordHistory(
+        type: String, definitions: [IndexDefinition], built: [String: Int], engine: LogEngine,
+        transaction: EngineTransaction?
+    ) throws {
         if let transaction {
             try StoreHistory.recordIndexes(ofType: type, definitions: definitions, built: built, in: ReadWriteAccessor(txn: transaction))
             return

@@ -20,8 +20,10 @@ extension LogDataStore {
     /// changed; the destination never opens as a backup it is not); `.corruption` when the copy
     /// does not verify.
     @discardableResult
-    public func backup(to url: URL, verification: BackupVerification = .readBack,
-                       progress: ((BackupProgress) -> Void)? = nil) throws -> BackupReport {
+    public func backup(
+        to url: URL, verification: BackupVerification = .readBack,
+        progress: ((BackupProgress) -> Void)? = nil
+    ) throws -> BackupReport {
         let (engine, fs) = try backupSource()
         return try engine.backup(to: url.path, fileSystem: fs, verification: verification, progress: progress)
     }
@@ -29,12 +31,15 @@ extension LogDataStore {
     /// ``backup(to:verification:progress:)`` for Swift concurrency: runs off the caller's executor
     /// (on a Dispatch global queue thread, where `progress` is called too).
     @discardableResult
-    public func backup(to url: URL, verification: BackupVerification = .readBack,
-                       progress: (@Sendable (BackupProgress) -> Void)? = nil) async throws -> BackupReport {
+    public func backup(
+        to url: URL, verification: BackupVerification = .readBack,
+        progress: (@Sendable (BackupProgress) -> Void)? = nil
+    ) async throws -> BackupReport {
         let (engine, fs) = try backupSource()
         return try await withCheckedThrowingContinuation { (cont: CheckedContinuation<BackupReport, any Error>) in
             DispatchQueue.global().async {
-                cont.resume(with: Result { try engine.backup(to: url.path, fileSystem: fs, verification: verification, progress: progress) })
+                cont.resume(
+                    with: Result { try engine.backup(to: url.path, fileSystem: fs, verification: verification, progress: progress) })
             }
         }
     }
@@ -45,7 +50,9 @@ extension LogDataStore {
         let fs: any FileSystem
         switch kind {
         case .child:
-            throw LogStoreError(.unsupported, "A child store cannot be backed up: its changes are not committed anywhere. Merge it and back up its root store.")
+            throw LogStoreError(
+                .unsupported,
+                "A child store cannot be backed up: its changes are not committed anywhere. Merge it and back up its root store.")
         case .directory, .memory:
             fs = POSIXFileSystem()
         case .custom(_, let f):
@@ -53,7 +60,10 @@ extension LogDataStore {
         }
         let engine = try rootEngine()
         if engine.isWritingOnCurrentThread {
-            throw LogStoreError(.reentrantWrite, "backup(to:) was called from inside a write block of the same store; it would wait for the block's own commit. Back up after the block returns.")
+            throw LogStoreError(
+                .reentrantWrite,
+                "backup(to:) was called from inside a write block of the same store; it would wait for the block's own commit. Back up after the block returns."
+            )
         }
         return (engine, fs)
     }

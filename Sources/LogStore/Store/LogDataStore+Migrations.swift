@@ -23,7 +23,10 @@ extension LogDataStore {
     func applyMigrations(on backend: StoreBackend) throws -> MigrationReport? {
         guard case .engine = backend else {
             guard migrations.names.isEmpty else {
-                throw LogStoreError(.invalidArgument, "Migrations were registered on a child store. Register them on the root store: a child shows its parent's data, migrated by the parent's setup().")
+                throw LogStoreError(
+                    .invalidArgument,
+                    "Migrations were registered on a child store. Register them on the root store: a child shows its parent's data, migrated by the parent's setup()."
+                )
             }
             return nil
         }

@@ -100,7 +100,9 @@ public final class LogDataStore: DataStore {
         if try state.withLock({ s in
             if let f = s.failure { throw f }
             return s.backend != nil
-        }) { return }
+        }) {
+            return
+        }
         // A tearDown() in progress still holds the engine's lock: wait for it, or the new open
         // would fail with `.locked` blaming "another LogDataStore".
         try lifecycle.withLock { _ in
@@ -225,7 +227,9 @@ public final class LogDataStore: DataStore {
     /// Throws `.notOpen`, `.storePoisoned`. A no-op for child stores.
     public func flush() throws {
         if try currentBackend().isWritingOnCurrentThread {
-            throw LogStoreError(.reentrantWrite, "flush() was called from inside a write block of the same store; it would wait for itself. Flush after the block returns.")
+            throw LogStoreError(
+                .reentrantWrite,
+                "flush() was called from inside a write block of the same store; it would wait for itself. Flush after the block returns.")
         }
         drainAsyncQueue()
         try currentBackend().flush()
@@ -264,7 +268,10 @@ public final class LogDataStore: DataStore {
     func writeTransaction<T>(_ body: (EngineTransaction) throws -> T) throws -> T {
         let backend = try currentBackend()
         if backend.isWritingOnCurrentThread {
-            throw LogStoreError(.reentrantWrite, "A write block called writeSync on the same store; it would wait for itself forever. Do the work in the outer block, or use writeAsync.")
+            throw LogStoreError(
+                .reentrantWrite,
+                "A write block called writeSync on the same store; it would wait for itself forever. Do the work in the outer block, or use writeAsync."
+            )
         }
         drainAsyncQueue()
         return try backend.write(body)
@@ -322,8 +329,10 @@ public final class LogDataStore: DataStore {
     }
 
     /// See ``DataStore/writeAsync(_:completion:)``. The completion runs on a Dispatch global queue.
-    public func writeAsync(_ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> Void,
-                           completion: (@Sendable ((any Error)?) -> Void)?) {
+    public func writeAsync(
+        _ block: @escaping @Sendable (any DataStoreReadWriteAccessor) throws -> Void,
+        completion: (@Sendable ((any Error)?) -> Void)?
+    ) {
         writeQueue.enqueue(check: { _ = try currentBackend() }, queuedWrite(block), completion: completion)
     }
 
@@ -339,11 +348,12 @@ public final class LogDataStore: DataStore {
     {
         { onDurable in
             let backend = try self.currentBackend()
-            return try backend.write({ txn in
-                let accessor = self.writeAccessor(txn)
-                defer { accessor.invalidate() }
-                return try block(accessor)
-            }, onDurable: onDurable)
+            return try backend.write(
+                { txn in
+                    let accessor = self.writeAccessor(txn)
+                    defer { accessor.invalidate() }
+                    return try block(accessor)
+                }, onDurable: onDurable)
         }
     }
 }

@@ -11,8 +11,10 @@ extension RecordReader {
     /// tool that pages through a type it rewrites, as migrations do, costs O(changes) per page, not
     /// a sort of the whole type). Other views (a child store) sort their keys once. Throws
     /// `.corruption` or `body`'s error.
-    package func forEachRecordInKeyOrder(ofType type: String, after key: RecordKey?,
-                                         _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
+    package func forEachRecordInKeyOrder(
+        ofType type: String, after key: RecordKey?,
+        _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool
+    ) throws {
         if let snapshot = self as? EngineSnapshot {
             try snapshot.forEachRecordInOrder(ofType: type, fromOffset: firstOffset(ofType: type, after: key), body)
             return

@@ -56,11 +56,17 @@ package final class _ThreadMarks: Sendable {
 
     /// The error of a `writeSync` inside a write block of the same store.
     package static func reentrantWriteError() -> LogStoreError {
-        LogStoreError(.reentrantWrite, "A write block called writeSync on the same store; it would wait for itself forever. Do the work in the outer block, or use writeAsync.")
+        LogStoreError(
+            .reentrantWrite,
+            "A write block called writeSync on the same store; it would wait for itself forever. Do the work in the outer block, or use writeAsync."
+        )
     }
 
     /// The error of a `tearDown()` inside a read or write block of the same store.
     package static func reentrantTearDownError() -> LogStoreError {
-        LogStoreError(.reentrantWrite, "tearDown() was called from inside a read or write block of the same store; it would wait for that block. Tear down after it returns.")
+        LogStoreError(
+            .reentrantWrite,
+            "tearDown() was called from inside a read or write block of the same store; it would wait for that block. Tear down after it returns."
+        )
     }
 }

@@ -20,9 +20,11 @@ package final class WriteQueue: Sendable {
     /// open), `done` gets its error (on a global queue) and nothing is queued. `work` runs on the
     /// queue; it commits and calls its argument once the commit is durable (or with the error),
     /// before or after returning the block's value. `done` is called once, on a global queue.
-    package func enqueue<T: Sendable>(check: () throws -> Void,
-                                      _ work: @escaping @Sendable (_ onDurable: @escaping @Sendable ((any Error)?) -> Void) throws -> T,
-                                      done: @escaping @Sendable (Result<T, any Error>) -> Void) {
+    package func enqueue<T: Sendable>(
+        check: () throws -> Void,
+        _ work: @escaping @Sendable (_ onDurable: @escaping @Sendable ((any Error)?) -> Void) throws -> T,
+        done: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
         do {
             try check()
         } catch {
@@ -47,9 +49,11 @@ package final class WriteQueue: Sendable {
 
     /// ``enqueue(check:_:done:)`` for `writeAsync`: `completion` (on a global queue) gets nil
     /// once the commit is durable, or the error.
-    package func enqueue(check: () throws -> Void,
-                         _ work: @escaping @Sendable (_ onDurable: @escaping @Sendable ((any Error)?) -> Void) throws -> Void,
-                         completion: (@Sendable ((any Error)?) -> Void)?) {
+    package func enqueue(
+        check: () throws -> Void,
+        _ work: @escaping @Sendable (_ onDurable: @escaping @Sendable ((any Error)?) -> Void) throws -> Void,
+        completion: (@Sendable ((any Error)?) -> Void)?
+    ) {
         enqueue(check: check, work) { (result: Result<Void, any Error>) in
             if case .failure(let e) = result { completion?(e) } else { completion?(nil) }
         }
@@ -57,8 +61,10 @@ package final class WriteQueue: Sendable {
 
     /// ``enqueue(check:_:done:)`` for the async `write`: returns the block's value once the
     /// commit is durable, or throws the error.
-    package func value<T: Sendable>(check: () throws -> Void,
-                                    _ work: @escaping @Sendable (_ onDurable: @escaping @Sendable ((any Error)?) -> Void) throws -> T) async throws -> T {
+    package func value<T: Sendable>(
+        check: () throws -> Void,
+        _ work: @escaping @Sendable (_ onDurable: @escaping @Sendable ((any Error)?) -> Void) throws -> T
+    ) async throws -> T {
         try await withCheckedThrowingContinuation { (cont: CheckedContinuation<T, any Error>) in
             enqueue(check: check, work) { cont.resume(with: $0) }
         }
@@ -66,16 +72,22 @@ package final class WriteQueue: Sendable {
 
     /// ``enqueue(check:_:completion:)`` for a backend whose `transaction` returns once its commit
     /// is durable (SQLite, PostgreSQL): `completion` gets nil after it returned, or its error.
-    package func enqueue(check: () throws -> Void, durableTransaction transaction: @escaping @Sendable () throws -> Void,
-                         completion: (@Sendable ((any Error)?) -> Void)?) {
-        enqueue(check: check, { onDurable in
-            try transaction()
-            onDurable(nil)
-        }, completion: completion)
+    package func enqueue(
+        check: () throws -> Void, durableTransaction transaction: @escaping @Sendable () throws -> Void,
+        completion: (@Sendable ((any Error)?) -> Void)?
+    ) {
+        enqueue(
+            check: check,
+            { onDurable in
+                try transaction()
+                onDurable(nil)
+            }, completion: completion)
     }
 
     /// ``value(check:_:)`` for a backend whose `transaction` returns once its commit is durable.
-    package func value<T: Sendable>(check: () throws -> Void, durableTransaction transaction: @escaping @Sendable () throws -> T) async throws -> T {
+    package func value<T: Sendable>(check: () throws -> Void, durableTransaction transaction: @escaping @Sendable () throws -> T)
+        async throws -> T
+    {
         try await value(check: check) { onDurable in
             let value = try transaction()
             onDurable(nil)
@@ -149,8 +161,8 @@ final class Rendezvous<T: Sendable>: Sendable {
 /// An identifier of the calling thread.
 package func _currentThreadID() -> UInt {
     #if canImport(Glibc)
-    return UInt(pthread_self())
+        return UInt(pthread_self())
     #else
-    return UInt(bitPattern: pthread_self())
+        return UInt(bitPattern: pthread_self())
     #endif
 }

@@ -41,11 +41,15 @@ extension StoreScan {
             }
             for (key, entry) in mine.sorted(by: { $0.key < $1.key }) {
                 guard let loc = theirs[key] else {
-                    add(segmentPath(entry.location.segment), entry.location.frameOffset, "\(type) key \(key) is live in the log but missing from the engine's index")
+                    add(
+                        segmentPath(entry.location.segment), entry.location.frameOffset,
+                        "\(type) key \(key) is live in the log but missing from the engine's index")
                     continue
                 }
                 guard loc == entry.location else {
-                    add(segmentPath(entry.location.segment), entry.location.frameOffset, "\(type) key \(key): the engine's index says \(describe(loc)), the log says \(describe(entry.location))")
+                    add(
+                        segmentPath(entry.location.segment), entry.location.frameOffset,
+                        "\(type) key \(key): the engine's index says \(describe(loc)), the log says \(describe(entry.location))")
                     continue
                 }
                 guard checkValues else { continue }
@@ -53,7 +57,9 @@ extension StoreScan {
                     let value = try snapshot.read(loc)
                     let crc = value.withUnsafeBytes { CRC32C.checksum($0) }
                     if crc != entry.valueCRC {
-                        add(segmentPath(loc.segment), loc.frameOffset, "\(type) key \(key): the value the engine reads differs from the bytes in the log")
+                        add(
+                            segmentPath(loc.segment), loc.frameOffset,
+                            "\(type) key \(key): the value the engine reads differs from the bytes in the log")
                     }
                 } catch {
                     add(segmentPath(loc.segment), loc.frameOffset, "\(type) key \(key): the engine cannot read the value: \(error)")

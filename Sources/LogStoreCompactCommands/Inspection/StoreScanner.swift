@@ -105,12 +105,17 @@ struct ScanRun {
             let lower = name.lowercased()
             let number = LogStoreFormat.segmentNumber(fromFileName: name)
             let role: StoreScan.File.Role =
-                name == LogStoreFormat.manifestFileName ? .manifest
-                : name == LogStoreFormat.lockFileName ? .lock
-                : number != nil ? .segment
-                : name.hasSuffix(".tmp") ? .temporary
-                : (lower.contains("checkpoint") || lower.hasSuffix(".ckpt")) ? .checkpoint
-                : .other
+                name == LogStoreFormat.manifestFileName
+                ? .manifest
+                : name == LogStoreFormat.lockFileName
+                    ? .lock
+                    : number != nil
+                        ? .segment
+                        : name.hasSuffix(".tmp")
+                            ? .temporary
+                            : (lower.contains("checkpoint") || lower.hasSuffix(".ckpt"))
+                                ? .checkpoint
+                                : .other
             scan.files.append(.init(name: name, size: size, role: role, segmentNumber: number, listed: false))
         }
 
@@ -125,18 +130,26 @@ struct ScanRun {
                 defer { try? f.close() }
                 let bytes = try f.read(at: 0, count: Int(try f.size()))
                 let m = try ManifestFile.decode(bytes, path: manifestPath)
-                scan.manifest = .init(version: m.version, generation: m.generation, nextSegment: m.nextSegment, segments: m.segments,
-                                      storeId: m.storeId?.description)
+                scan.manifest = .init(
+                    version: m.version, generation: m.generation, nextSegment: m.nextSegment, segments: m.segments,
+                    storeId: m.storeId?.description)
                 manifestFile = m
                 order = m.segments
             } catch let e as LogStoreError {
-                let kind: StoreIssue.Kind = e.code == .unsupportedFormatVersion ? .unsupportedVersion : e.code == .corruption || e.code == .notAStore ? .manifest : .file
-                issue(.damage, kind, manifestPath, e.offset.map { Int($0) }, e.message + " Segments are checked in file-number order instead.")
+                let kind: StoreIssue.Kind =
+                    e.code == .unsupportedFormatVersion
+                    ? .unsupportedVersion : e.code == .corruption || e.code == .notAStore ? .manifest : .file
+                issue(
+                    .damage, kind, manifestPath, e.offset.map { Int($0) }, e.message + " Segments are checked in file-number order instead."
+                )
             }
         } else if onDisk.isEmpty {
-            issue(.damage, .manifest, manifestPath, nil, "MANIFEST is missing and there are no segment files: this is not a LogStore store.")
+            issue(
+                .damage, .manifest, manifestPath, nil, "MANIFEST is missing and there are no segment files: this is not a LogStore store.")
         } else {
-            issue(.damage, .manifest, manifestPath, nil, "MANIFEST is missing. Segments are checked in file-number order; `salvage` recovers them.")
+            issue(
+                .damage, .manifest, manifestPath, nil,
+                "MANIFEST is missing. Segments are checked in file-number order; `salvage` recovers them.")
         }
 
         // Files an interrupted operation left, and files this build cannot check.
@@ -154,9 +167,14 @@ struct ScanRun {
                 {
                     // As the engine's open decides: a roll-over never appends before MANIFEST lists
                     // its segment, and compaction output is flagged.
-                    issue(.damage, .manifest, path, nil, "segment \(n) holds transactions but MANIFEST (generation \(m.generation), next segment \(m.nextSegment)) does not list it: MANIFEST is an older copy or another store's; `salvage` replays it after the listed segments")
+                    issue(
+                        .damage, .manifest, path, nil,
+                        "segment \(n) holds transactions but MANIFEST (generation \(m.generation), next segment \(m.nextSegment)) does not list it: MANIFEST is an older copy or another store's; `salvage` replays it after the listed segments"
+                    )
                 } else {
-                    issue(.warning, .strayFile, path, nil, "segment file not listed in MANIFEST (left by an interrupted roll-over or compaction); the next open removes it")
+                    issue(
+                        .warning, .strayFile, path, nil,
+                        "segment file not listed in MANIFEST (left by an interrupted roll-over or compaction); the next open removes it")
                 }
             case .temporary:
                 issue(.warning, .strayFile, path, nil, "temporary file left by an interrupted manifest rewrite; the next open removes it")
@@ -176,19 +194,27 @@ struct ScanRun {
                         scan.checkpointIndexes = cp.index.secondarySummaries
                         let listed = Set(order)
                         if let missing = cp.segments.first(where: { !listed.contains($0.number) }) {
-                            issue(.warning, .checkpoint, path, nil, "checkpoint (sequence \(cp.sequence)) names segment \(missing.number), which MANIFEST no longer lists; open ignores it and replays the log")
+                            issue(
+                                .warning, .checkpoint, path, nil,
+                                "checkpoint (sequence \(cp.sequence)) names segment \(missing.number), which MANIFEST no longer lists; open ignores it and replays the log"
+                            )
                         } else if cp.storeId == manifestFile?.storeId {
                             // The checkpoint is a witness: written after the log it covers was synced.
                             for s in cp.segments {
                                 let size = scan.files.first { $0.segmentNumber == s.number }?.size
                                 if let size, size < s.length {
-                                    issue(.damage, .file, _joinPath(directory, LogStoreFormat.segmentFileName(s.number)), Int(size),
-                                          "segment \(s.number) holds \(size) bytes, but the checkpoint recorded \(s.length) committed, synced bytes of it: it was truncated, and open refuses")
+                                    issue(
+                                        .damage, .file, _joinPath(directory, LogStoreFormat.segmentFileName(s.number)), Int(size),
+                                        "segment \(s.number) holds \(size) bytes, but the checkpoint recorded \(s.length) committed, synced bytes of it: it was truncated, and open refuses"
+                                    )
                                 }
                             }
                         }
                     case .failure(let error):
-                        issue(.damage, .checkpoint, path, error.offset, "checkpoint damaged: \(error.reason); open ignores it and replays the log, and the next clean close writes a new one")
+                        issue(
+                            .damage, .checkpoint, path, error.offset,
+                            "checkpoint damaged: \(error.reason); open ignores it and replays the log, and the next clean close writes a new one"
+                        )
                     }
                 } catch {
                     issue(.damage, .checkpoint, path, nil, "checkpoint unreadable: \(error)")
@@ -214,7 +240,9 @@ struct ScanRun {
         defer { scan.segments.append(seg) }
         guard fs.itemKind(atPath: path) == .file else {
             if isLast && scan.manifest != nil && (manifestFile?.version ?? 1) < 2 {
-                issue(.warning, .file, path, nil, "the last segment listed in MANIFEST was never created (interrupted roll-over); the next open creates it")
+                issue(
+                    .warning, .file, path, nil,
+                    "the last segment listed in MANIFEST was never created (interrupted roll-over); the next open creates it")
             } else {
                 issue(.damage, .file, path, nil, "segment \(number) is listed in MANIFEST but its file is missing")
                 seg.damaged = true
@@ -234,8 +262,10 @@ struct ScanRun {
         seg.fileSize = UInt64(bytes.count)
         scan.segmentBytes += UInt64(bytes.count)
         if let sealed = manifestFile?.sealed[seg.number], sealed.length != UInt64(bytes.count) {
-            issue(.damage, .file, path, Int(min(sealed.length, UInt64(bytes.count))),
-                  "sealed segment \(seg.number) is \(bytes.count) bytes, but MANIFEST recorded \(sealed.length) when it was sealed (transactions up to \(sealed.lastSequence)): it changed after it was sealed")
+            issue(
+                .damage, .file, path, Int(min(sealed.length, UInt64(bytes.count))),
+                "sealed segment \(seg.number) is \(bytes.count) bytes, but MANIFEST recorded \(sealed.length) when it was sealed (transactions up to \(sealed.lastSequence)): it changed after it was sealed"
+            )
             seg.damaged = true
         }
         bytes.withUnsafeBytes { buf in scanSegmentBytes(buf, path: path, isLast: isLast, seg: &seg) }
@@ -253,22 +283,30 @@ struct ScanRun {
             compacted = h.isCompacted
             version = h.version
             if let id = h.storeId, let mine = manifestFile?.storeId, id != mine {
-                issue(.damage, .segmentHeader, path, 24, "the segment belongs to store \(id), not to this store (\(mine)); it was copied here from another store")
+                issue(
+                    .damage, .segmentHeader, path, 24,
+                    "the segment belongs to store \(id), not to this store (\(mine)); it was copied here from another store")
                 seg.damaged = true
                 return
             }
             guard h.segment == number else {
-                issue(.damage, .segmentHeader, path, 12, "the header names segment \(h.segment) but the file is segment \(number); the whole segment is unusable")
+                issue(
+                    .damage, .segmentHeader, path, 12,
+                    "the header names segment \(h.segment) but the file is segment \(number); the whole segment is unusable")
                 seg.damaged = true
                 return
             }
         case .newerVersion(let v):
-            issue(.damage, .unsupportedVersion, path, 8, "segment written by format version \(v); this build reads up to \(LogStoreFormat.version)")
+            issue(
+                .damage, .unsupportedVersion, path, 8,
+                "segment written by format version \(v); this build reads up to \(LogStoreFormat.version)")
             seg.damaged = true
             return
         case .notASegment(let why):
             if isLast && buf.count <= SegmentHeader.maxSize && (manifestFile?.version ?? 1) < 2 {
-                issue(.warning, .tornTail, path, 0, "segment header torn while the segment was being created (\(why)); the next open rewrites it")
+                issue(
+                    .warning, .tornTail, path, 0,
+                    "segment header torn while the segment was being created (\(why)); the next open rewrites it")
             } else {
                 issue(.damage, .segmentHeader, path, 0, "bad segment header: \(why); the whole segment is unusable")
                 seg.damaged = true
@@ -331,7 +369,9 @@ struct ScanRun {
             if damaged {
                 self.issue(.damage, torn.kind == .frame ? .frame : .transaction, path, torn.offset, torn.reason)
             } else {
-                self.issue(.warning, .tornTail, path, torn.validEnd, "\(buf.count - torn.validEnd) bytes of an interrupted append (\(torn.reason)); the next open cuts them")
+                self.issue(
+                    .warning, .tornTail, path, torn.validEnd,
+                    "\(buf.count - torn.validEnd) bytes of an interrupted append (\(torn.reason)); the next open cuts them")
             }
         }
     }
@@ -345,7 +385,9 @@ struct ScanRun {
 
     /// Decodes one committed transaction and, when `apply`, replays it into the index.
     /// Returns false (after recording an issue) if its payloads do not decompress or decode.
-    mutating func replayTransaction(_ frames: [SegmentReader.Frame], buf: UnsafeRawBufferPointer, segment: UInt32, path: String, apply: Bool) -> Bool {
+    mutating func replayTransaction(
+        _ frames: [SegmentReader.Frame], buf: UnsafeRawBufferPointer, segment: UInt32, path: String, apply: Bool
+    ) -> Bool {
         var ops: [Op] = []
         let sequence = frames[0].header.sequence
         for f in frames {
@@ -353,7 +395,9 @@ struct ScanRun {
             var decompressed: [UInt8]? = nil
             if f.header.compressed {
                 guard let out = LZ4.decompress(stored, rawLength: f.header.rawLength) else {
-                    issue(.damage, .frame, path, f.frameOffset, "LZ4 payload does not decompress to its announced \(f.header.rawLength) bytes; transaction \(sequence) is unusable")
+                    issue(
+                        .damage, .frame, path, f.frameOffset,
+                        "LZ4 payload does not decompress to its announced \(f.header.rawLength) bytes; transaction \(sequence) is unusable")
                     return false
                 }
                 decompressed = out
@@ -374,7 +418,10 @@ struct ScanRun {
                                         _ = try AttributeValue.decode(value)
                                         scan.valuesDecoded += 1
                                     } catch let e as LogStoreError {
-                                        issue(.damage, .value, path, f.frameOffset, "the value of \(rec.type) key \(rec.key) (transaction \(sequence), byte \(rec.valueOffset) of the frame's decoded payload) is not a valid attribute value: \(e.message)")
+                                        issue(
+                                            .damage, .value, path, f.frameOffset,
+                                            "the value of \(rec.type) key \(rec.key) (transaction \(sequence), byte \(rec.valueOffset) of the frame's decoded payload) is not a valid attribute value: \(e.message)"
+                                        )
                                     }
                                 }
                             }
@@ -384,12 +431,16 @@ struct ScanRun {
                                 segment: segment, frameOffset: UInt32(f.frameOffset),
                                 valueOffset: UInt32(rec.valueOffset), sequence: rec.op == .putAt ? rec.sequence : sequence,
                                 valueLength: UInt32(rec.valueLength))
-                            ops.append(Op(tag: rec.op, type: rec.type, key: rec.key,
-                                           entry: ScanEntry(location: loc, valueCRC: crc, rawSize: size, storedShare: Double(size) * share)))
+                            ops.append(
+                                Op(
+                                    tag: rec.op, type: rec.type, key: rec.key,
+                                    entry: ScanEntry(location: loc, valueCRC: crc, rawSize: size, storedShare: Double(size) * share)))
                         }
                         return true
                     } catch let e as LogStoreError {
-                        issue(.damage, .record, path, f.frameOffset, "\(e.message) (byte \(e.offset ?? 0) of the frame's decoded payload); transaction \(sequence) is unusable")
+                        issue(
+                            .damage, .record, path, f.frameOffset,
+                            "\(e.message) (byte \(e.offset ?? 0) of the frame's decoded payload); transaction \(sequence) is unusable")
                         return false
                     } catch {
                         issue(.damage, .record, path, f.frameOffset, "\(error); transaction \(sequence) is unusable")

@@ -24,7 +24,10 @@ struct BackupRun {
         let engine = try StoreAccess.openEngine(src, options: StoreAccess.readOnlyOptions)
         defer { try? engine.close() }
         if let drop = engine.recoveryReport.dropped.first {
-            throw ToolFailure(.damage, "\(src) is damaged (\(drop)); a \(command) copies a store whole. Run `logstore-compact verify` for details and `salvage` to recover its data.", path: src)
+            throw ToolFailure(
+                .damage,
+                "\(src) is damaged (\(drop)); a \(command) copies a store whole. Run `logstore-compact verify` for details and `salvage` to recover its data.",
+                path: src)
         }
         let progress = ProgressLine(common.progress)
         defer { progress.finish() }
@@ -38,31 +41,38 @@ struct BackupRun {
                 }
             }
         } catch let e as LogStoreError where e.code == .locked {
-            throw ToolFailure(.locked, "The destination \(dest) is open elsewhere (its LOCK is held). Close what has it open and run the command again.", path: dest)
+            throw ToolFailure(
+                .locked, "The destination \(dest) is open elsewhere (its LOCK is held). Close what has it open and run the command again.",
+                path: dest)
         }
         progress.finish()
         let seconds = Double(report.duration.components.seconds) + Double(report.duration.components.attoseconds) / 1e18
         if common.json {
-            Console.out(JSON.object([
-                ("command", .string(command)),
-                ("store", .string(src)),
-                ("destination", .string(dest)),
-                ("ok", .bool(true)),
-                ("sequence", .uint(report.sequence)),
-                ("records", .integer(report.records)),
-                ("segments", .integer(report.segments)),
-                ("segmentsCopied", .integer(report.segmentsCopied)),
-                ("segmentsReused", .integer(report.segmentsReused)),
-                ("bytesCopied", .uint(report.bytesCopied)),
-                ("bytes", .uint(report.bytes)),
-                ("verification", .string(verification.rawValue)),
-                ("seconds", .double(seconds)),
-            ]).rendered)
+            Console.out(
+                JSON.object([
+                    ("command", .string(command)),
+                    ("store", .string(src)),
+                    ("destination", .string(dest)),
+                    ("ok", .bool(true)),
+                    ("sequence", .uint(report.sequence)),
+                    ("records", .integer(report.records)),
+                    ("segments", .integer(report.segments)),
+                    ("segmentsCopied", .integer(report.segmentsCopied)),
+                    ("segmentsReused", .integer(report.segmentsReused)),
+                    ("bytesCopied", .uint(report.bytesCopied)),
+                    ("bytes", .uint(report.bytes)),
+                    ("verification", .string(verification.rawValue)),
+                    ("seconds", .double(seconds)),
+                ]).rendered)
         } else {
             Console.out("\(command) \(src) -> \(dest)")
-            Console.out("  \(Format.count(report.records)) records through transaction \(report.sequence), \(report.segments) segment\(report.segments == 1 ? "" : "s"), \(Format.bytes(report.bytes))")
+            Console.out(
+                "  \(Format.count(report.records)) records through transaction \(report.sequence), \(report.segments) segment\(report.segments == 1 ? "" : "s"), \(Format.bytes(report.bytes))"
+            )
             let rate = seconds > 0 && report.bytesCopied > 0 ? " (\(Format.bytes(UInt64(Double(report.bytesCopied) / seconds)))/s)" : ""
-            Console.out("  copied \(report.segmentsCopied) segment\(report.segmentsCopied == 1 ? "" : "s"), \(Format.bytes(report.bytesCopied)) in \(Format.fixed(seconds, 2)) s\(rate); reused \(report.segmentsReused) already there")
+            Console.out(
+                "  copied \(report.segmentsCopied) segment\(report.segmentsCopied == 1 ? "" : "s"), \(Format.bytes(report.bytesCopied)) in \(Format.fixed(seconds, 2)) s\(rate); reused \(report.segmentsReused) already there"
+            )
             let how: String
             switch verification {
             case .readBack: how = "every byte written read back and compared"

@@ -46,5 +46,6 @@ extension ToolFailure {
     /// In-place compaction is not available in this build (a backend that cannot compact).
     static let compactionUnavailable = ToolFailure(
         .unavailable,
-        "In-place compaction is not available in this build. Use `compact --dry-run` to see what it would reclaim, or `compact --into <new-dir>` to write a compacted copy.")
+        "In-place compaction is not available in this build. Use `compact --dry-run` to see what it would reclaim, or `compact --into <new-dir>` to write a compacted copy."
+    )
 }

@@ -1,5 +1,5 @@
-import LogStoreCommandSupport
 import Foundation
+import LogStoreCommandSupport
 import LogStoreEngine
 
 /// Finding, checking and locking the store a command works on.
@@ -27,7 +27,8 @@ enum StoreAccess {
             break
         }
         let names = try fs.contentsOfDirectory(atPath: dir)
-        let isStore = names.contains(LogStoreFormat.manifestFileName)
+        let isStore =
+            names.contains(LogStoreFormat.manifestFileName)
             || names.contains { LogStoreFormat.segmentNumber(fromFileName: $0) != nil }
         guard isStore else {
             throw ToolFailure(.notAStore, "\(dir) is not a LogStore store (no MANIFEST and no segment files).", path: dir)
@@ -45,7 +46,10 @@ enum StoreAccess {
     }
 
     static func lockedFailure(_ dir: String) -> ToolFailure {
-        ToolFailure(.locked, "The store at \(dir) is in use: another process (or store object) holds its LOCK. Close the app that has it open and run the command again.", path: dir)
+        ToolFailure(
+            .locked,
+            "The store at \(dir) is in use: another process (or store object) holds its LOCK. Close the app that has it open and run the command again.",
+            path: dir)
     }
 
     /// Runs `body` holding the store's lock.
@@ -104,7 +108,10 @@ enum StoreAccess {
         case .directory?:
             let names = try fs.contentsOfDirectory(atPath: target)
             if !names.isEmpty {
-                throw ToolFailure(.usage, "The target \(target) is not empty (\(names.sorted().prefix(3).joined(separator: ", "))\(names.count > 3 ? ", ..." : "")). Give a new or empty directory; nothing is ever written over existing files.", path: target)
+                throw ToolFailure(
+                    .usage,
+                    "The target \(target) is not empty (\(names.sorted().prefix(3).joined(separator: ", "))\(names.count > 3 ? ", ..." : "")). Give a new or empty directory; nothing is ever written over existing files.",
+                    path: target)
             }
         }
     }

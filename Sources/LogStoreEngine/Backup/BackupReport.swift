@@ -77,8 +77,10 @@ public struct BackupReport: Sendable, Hashable {
     public var duration: Duration
 
     /// A report.
-    public init(directory: String, sequence: UInt64, records: Int, segments: Int, segmentsCopied: Int, segmentsReused: Int,
-                bytesCopied: UInt64, bytes: UInt64, verification: BackupVerification, duration: Duration) {
+    public init(
+        directory: String, sequence: UInt64, records: Int, segments: Int, segmentsCopied: Int, segmentsReused: Int,
+        bytesCopied: UInt64, bytes: UInt64, verification: BackupVerification, duration: Duration
+    ) {
         self.directory = directory
         self.sequence = sequence
         self.records = records

@@ -33,7 +33,10 @@ final class BackupWriter {
     func prepare(storeId: StoreID) throws {
         switch fs.itemKind(atPath: directory) {
         case .file?:
-            throw LogStoreError(.invalidArgument, "The backup destination \(directory) is a file; give a new directory, an empty one, or an earlier backup of this store.", path: directory)
+            throw LogStoreError(
+                .invalidArgument,
+                "The backup destination \(directory) is a file; give a new directory, an empty one, or an earlier backup of this store.",
+                path: directory)
         case nil:
             try fs.createDirectory(atPath: directory)
             try fs.syncDirectory(atPath: LogEngine.parentDirectory(of: directory))
@@ -47,7 +50,10 @@ final class BackupWriter {
             defer { try? f.close() }
             let manifest = try ManifestFile.decode(try f.read(at: 0, count: Int(try f.size())), path: path(LogStoreFormat.manifestFileName))
             guard manifest.storeId == storeId else {
-                throw LogStoreError(.invalidArgument, "The backup destination \(directory) holds another store (store id \(manifest.storeId.map { "\($0)" } ?? "none")); back up into a new or empty directory, or into an earlier backup of this store.", path: directory)
+                throw LogStoreError(
+                    .invalidArgument,
+                    "The backup destination \(directory) holds another store (store id \(manifest.storeId.map { "\($0)" } ?? "none")); back up into a new or empty directory, or into an earlier backup of this store.",
+                    path: directory)
             }
             previousManifest = manifest
             return
@@ -83,7 +89,8 @@ final class BackupWriter {
         do {
             let f = try fs.open(markerPath, mode: previousManifest == nil ? .readWrite : .createOrTruncate)
             if previousManifest == nil { created.append(markerPath) }
-            try f.write(Array("A LogStore backup is being written into this directory; it is complete once this file is gone.\n".utf8), at: 0)
+            try f.write(
+                Array("A LogStore backup is being written into this directory; it is complete once this file is gone.\n".utf8), at: 0)
             try f.sync()
             try f.close()
             try fs.syncDirectory(atPath: directory)
@@ -179,7 +186,9 @@ final class BackupWriter {
         // Inside the kernel where the file system can (copy_file_range): one copy of each byte.
         at += try target.copyBytes(from: plan.file, at: at, count: plan.length - at, to: at, chunk: Self.chunk, copied: copied)
         guard at == plan.length else {
-            throw LogStoreError(.corruption, "Segment \(plan.number) of the store ends at \(at) bytes, before the \(plan.length) its snapshot covers.", path: plan.file.path)
+            throw LogStoreError(
+                .corruption, "Segment \(plan.number) of the store ends at \(at) bytes, before the \(plan.length) its snapshot covers.",
+                path: plan.file.path)
         }
         // An appended tail may be longer than the snapshot (an interrupted incremental backup).
         if case .append = plan.action, try target.size() > plan.length { try target.truncate(to: plan.length) }
@@ -210,13 +219,18 @@ final class BackupWriter {
             let f = try fs.open(path(LogStoreFormat.segmentFileName(p.number)), mode: .readOnly)
             defer { try? f.close() }
             guard try f.size() == p.length else {
-                throw LogStoreError(.corruption, "The backup's segment \(p.number) has \(try f.size()) bytes after the copy, not \(p.length).", path: f.path)
+                throw LogStoreError(
+                    .corruption, "The backup's segment \(p.number) has \(try f.size()) bytes after the copy, not \(p.length).", path: f.path
+                )
             }
             var at = from
             while at < p.length {
                 let n = Int(min(UInt64(Self.chunk), p.length - at))
                 guard Self.same(try f.read(at: at, count: n), try p.file.read(at: at, count: n)) else {
-                    throw LogStoreError(.corruption, "The backup's segment \(p.number) reads back other bytes than were copied into it at \(at): the destination's storage is failing.", path: f.path, offset: at)
+                    throw LogStoreError(
+                        .corruption,
+                        "The backup's segment \(p.number) reads back other bytes than were copied into it at \(at): the destination's storage is failing.",
+                        path: f.path, offset: at)
                 }
                 at += UInt64(n)
             }
@@ -240,7 +254,9 @@ final class BackupWriter {
         let f = try fs.open(path(name), mode: .readOnly)
         defer { try? f.close() }
         guard Self.same(try f.read(at: 0, count: bytes.count + 1), bytes) else {
-            throw LogStoreError(.corruption, "The backup's \(name) reads back other bytes than were written: the destination's storage is failing.", path: f.path)
+            throw LogStoreError(
+                .corruption, "The backup's \(name) reads back other bytes than were written: the destination's storage is failing.",
+                path: f.path)
         }
     }
 
@@ -285,15 +301,23 @@ final class BackupWriter {
         defer { try? engine.close() }
         let report = engine.recoveryReport
         var problems: [String] = []
-        if report.lastSequence != expected.sequence { problems.append("it ends at transaction \(report.lastSequence), not \(expected.sequence)") }
+        if report.lastSequence != expected.sequence {
+            problems.append("it ends at transaction \(report.lastSequence), not \(expected.sequence)")
+        }
         if let t = report.truncatedTail { problems.append("opening it cut its tail (\(t))") }
         if !report.dropped.isEmpty { problems.append("opening it dropped damaged bytes") }
-        if !replay && !report.checkpointUsed { problems.append("its checkpoint was not used (\(report.checkpointRejectedReason ?? "no reason given"))") }
+        if !replay && !report.checkpointUsed {
+            problems.append("its checkpoint was not used (\(report.checkpointRejectedReason ?? "no reason given"))")
+        }
         let snapshot = try engine.snapshot()
         let have = EngineSnapshot(index: expected, segments: [:], cache: FrameCache(capacity: 0))
         if Set(snapshot.itemTypes) != Set(have.itemTypes) { problems.append("its item types differ") }
         for type in have.itemTypes where problems.isEmpty {
-            if snapshot.locations(ofType: type).elementsEqual(have.locations(ofType: type), by: { $0.key == $1.key && $0.location == $1.location }) { continue }
+            if snapshot.locations(ofType: type).elementsEqual(
+                have.locations(ofType: type), by: { $0.key == $1.key && $0.location == $1.location })
+            {
+                continue
+            }
             problems.append("the records of \(type) differ")
         }
         // Secondary indexes: loaded from the checkpoint, or (replayed) built again from the
@@ -302,7 +326,9 @@ final class BackupWriter {
             let wanted = expected.secondaryIndexes(ofType: type)
             if replay { try engine.declareIndexes(wanted.values.map(\.definition), ofType: type) }
             let got = try engine.snapshot().index.secondaryIndexes(ofType: type)
-            if got.mapValues(\.entries.count) != wanted.mapValues(\.entries.count) || got.mapValues(\.definition) != wanted.mapValues(\.definition) {
+            if got.mapValues(\.entries.count) != wanted.mapValues(\.entries.count)
+                || got.mapValues(\.definition) != wanted.mapValues(\.definition)
+            {
                 problems.append("the secondary indexes of \(type) differ")
             }
         }
@@ -310,7 +336,10 @@ final class BackupWriter {
             try? engine.close()
             try? fs.removeFile(atPath: path(LogStoreFormat.manifestFileName))
             try? fs.syncDirectory(atPath: directory)
-            throw LogStoreError(.corruption, "The backup in \(directory) did not verify: \(problems.joined(separator: "; ")). Its MANIFEST was removed, so it does not open; back up again.", path: directory)
+            throw LogStoreError(
+                .corruption,
+                "The backup in \(directory) did not verify: \(problems.joined(separator: "; ")). Its MANIFEST was removed, so it does not open; back up again.",
+                path: directory)
         }
         if replay { try engine.writeCheckpoint() }
         try engine.close()

@@ -50,13 +50,16 @@ extension LogEngine {
     /// open, or, for an incremental backup, as the previous backup); `.corruption` when the copy
     /// does not verify (the destination's MANIFEST is removed).
     @discardableResult
-    public func backup(to destination: String, fileSystem: any FileSystem, verification: BackupVerification = .readBack,
-                       progress: ((BackupProgress) -> Void)? = nil) throws -> BackupReport {
+    public func backup(
+        to destination: String, fileSystem: any FileSystem, verification: BackupVerification = .readBack,
+        progress: ((BackupProgress) -> Void)? = nil
+    ) throws -> BackupReport {
         let started = ContinuousClock.now
         let dest = Self.normalized(destination)
         let source = Self.normalized(directory)
         if dest == source || dest.hasPrefix(source + "/") || source.hasPrefix(dest + "/") {
-            throw LogStoreError(.invalidArgument, "The backup directory \(dest) must be outside the store \(source), and the store outside it.", path: dest)
+            throw LogStoreError(
+                .invalidArgument, "The backup directory \(dest) must be outside the store \(source), and the store outside it.", path: dest)
         }
         // The snapshot: the head and the log position it ends at, taken together.
         struct Capture {
@@ -71,7 +74,9 @@ extension LogEngine {
         // never holds a commit the store could still lose.
         try syncThrough(capture.view.index.sequence)
         guard let storeId = capture.log.manifest.storeId, let segmentList = Checkpointer.segments(of: capture.log) else {
-            throw LogStoreError(.invalidArgument, "The store runs on a version 1 MANIFEST; reopen it writable once (which upgrades it) and back it up then.", path: directory)
+            throw LogStoreError(
+                .invalidArgument,
+                "The store runs on a version 1 MANIFEST; reopen it writable once (which upgrades it) and back it up then.", path: directory)
         }
 
         let writer = BackupWriter(directory: dest, fs: fileSystem)
@@ -99,17 +104,22 @@ extension LogEngine {
         // segments are copied: both take about as long at a million records.
         // The index keeps no frame lengths: the checkpoint reads them from the frames' headers
         // (in place in mapped segments), as the store's own checkpoints do.
-        let checkpoint = verification == .replay ? nil : BackgroundValue { [generation = manifest.generation, index = capture.view.index, segments = capture.view.segments] in
-            Result { () throws(any Error) -> [UInt8] in
-                try CheckpointFile.encode(generation: generation, createdAtMillis: UInt64(max(0, Date().timeIntervalSince1970 * 1000)),
-                                      segments: segmentList, index: index, storeId: storeId) { loc in
-                    guard let segment = segments[loc.segment] else {
-                        throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.")
+        let checkpoint =
+            verification == .replay
+            ? nil
+            : BackgroundValue { [generation = manifest.generation, index = capture.view.index, segments = capture.view.segments] in
+                Result { () throws(any Error) -> [UInt8] in
+                    try CheckpointFile.encode(
+                        generation: generation, createdAtMillis: UInt64(max(0, Date().timeIntervalSince1970 * 1000)),
+                        segments: segmentList, index: index, storeId: storeId
+                    ) { loc in
+                        guard let segment = segments[loc.segment] else {
+                            throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.")
+                        }
+                        return try segment.storedFrameLength(at: loc.frameOffset)
                     }
-                    return try segment.storedFrameLength(at: loc.frameOffset)
                 }
             }
-        }
         let total = plan.reduce(UInt64(0)) { $0 + $1.bytesToCopy }
         var done: UInt64 = 0
         progress?(BackupProgress(phase: .copying, bytesDone: 0, bytesTotal: total, segmentsDone: 0, segmentsTotal: plan.count))
@@ -118,7 +128,8 @@ extension LogEngine {
             for (i, p) in plan.enumerated() {
                 try writer.copy(p) { n in
                     done += n
-                    progress?(BackupProgress(phase: .copying, bytesDone: done, bytesTotal: total, segmentsDone: i, segmentsTotal: plan.count))
+                    progress?(
+                        BackupProgress(phase: .copying, bytesDone: done, bytesTotal: total, segmentsDone: i, segmentsTotal: plan.count))
                 }
             }
             try writer.installCopies(plan)
@@ -138,7 +149,9 @@ extension LogEngine {
         }
         let bytes = plan.reduce(UInt64(0)) { $0 + $1.length }
         progress?(BackupProgress(phase: .done, bytesDone: total, bytesTotal: total, segmentsDone: plan.count, segmentsTotal: plan.count))
-        logger?.notice("backup written", metadata: ["store": "\(directory)", "backup": "\(dest)", "sequence": "\(capture.view.index.sequence)", "bytes": "\(done)"])
+        logger?.notice(
+            "backup written",
+            metadata: ["store": "\(directory)", "backup": "\(dest)", "sequence": "\(capture.view.index.sequence)", "bytes": "\(done)"])
         return BackupReport(
             directory: dest, sequence: capture.view.index.sequence, records: capture.view.index.totalCount, segments: plan.count,
             segmentsCopied: plan.filter(\.writesBytes).count, segmentsReused: plan.filter { !$0.writesBytes }.count,

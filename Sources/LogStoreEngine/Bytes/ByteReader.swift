@@ -17,7 +17,9 @@ struct _ByteReader {
     @inlinable package var isAtEnd: Bool { offset >= base.count }
 
     @inlinable package mutating func need(_ n: Int) throws(_DecodeError) {
-        guard n >= 0, n <= base.count - offset else { throw _DecodeError("truncated: need \(n) bytes, \(base.count - offset) left", at: offset) }
+        guard n >= 0, n <= base.count - offset else {
+            throw _DecodeError("truncated: need \(n) bytes, \(base.count - offset) left", at: offset)
+        }
     }
 
     @inlinable package mutating func u8() throws(_DecodeError) -> UInt8 {

@@ -247,14 +247,19 @@ package struct CheckpointFile {
     }
 
     /// One index section (after its tag), checked against the type sections before it.
-    static func decodeIndexSection(_ r: inout _ByteReader, index: IndexState) throws(_DecodeError) -> (type: String, index: SecondaryIndex) {
+    static func decodeIndexSection(_ r: inout _ByteReader, index: IndexState) throws(_DecodeError) -> (type: String, index: SecondaryIndex)
+    {
         let at = r.offset
         let type = try r.string()
         guard !type.isEmpty else { throw _DecodeError("index section of an empty type name", at: at) }
         let definition = try IndexDefinition.decode(from: &r)
         let hashAt = r.offset
-        guard try r.u64() == definition.definitionHash else { throw _DecodeError("index \(definition.name) of \(type): definition hash mismatch", at: hashAt) }
-        guard index.secondary[type]?[definition.name] == nil else { throw _DecodeError("index \(definition.name) of \(type) appears twice", at: at) }
+        guard try r.u64() == definition.definitionHash else {
+            throw _DecodeError("index \(definition.name) of \(type): definition hash mismatch", at: hashAt)
+        }
+        guard index.secondary[type]?[definition.name] == nil else {
+            throw _DecodeError("index \(definition.name) of \(type) appears twice", at: at)
+        }
         let countAt = r.offset
         let count = try r.uvarint()
         // Every record has exactly one entry in each index of its type.
@@ -339,4 +344,3 @@ struct CheckpointMark: Sendable, Equatable {
     /// Size of the CHECKPOINT file.
     package var fileBytes: UInt64
 }
-

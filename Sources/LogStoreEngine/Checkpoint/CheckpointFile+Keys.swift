@@ -25,8 +25,10 @@ extension CheckpointFile {
                 keys = .key8(k)
             case .key16(var k) where bytes.count == 16:
                 keys = .bytes([])
-                k.append(Key16(high: UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)),
-                               low: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self))))
+                k.append(
+                    Key16(
+                        high: UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)),
+                        low: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self))))
                 keys = .key16(k)
             case .bytes(var k):
                 keys = .key8([])
@@ -59,11 +61,14 @@ extension CheckpointFile {
         func index(_ locations: [RecordLocation]) -> TypeIndex? {
             switch keys {
             case .key8(let k):
-                return TypeIndex(sortedKeys: k, locations: locations) ?? Self.sorted(k, locations).flatMap { TypeIndex(sortedKeys: $0, locations: $1) }
+                return TypeIndex(sortedKeys: k, locations: locations)
+                    ?? Self.sorted(k, locations).flatMap { TypeIndex(sortedKeys: $0, locations: $1) }
             case .key16(let k):
-                return TypeIndex(sortedKeys: k, locations: locations) ?? Self.sorted(k, locations).flatMap { TypeIndex(sortedKeys: $0, locations: $1) }
+                return TypeIndex(sortedKeys: k, locations: locations)
+                    ?? Self.sorted(k, locations).flatMap { TypeIndex(sortedKeys: $0, locations: $1) }
             case .bytes(let k):
-                return TypeIndex(sortedKeys: k, locations: locations) ?? Self.sorted(k, locations).flatMap { TypeIndex(sortedKeys: $0, locations: $1) }
+                return TypeIndex(sortedKeys: k, locations: locations)
+                    ?? Self.sorted(k, locations).flatMap { TypeIndex(sortedKeys: $0, locations: $1) }
             }
         }
 

@@ -41,9 +41,10 @@ final class Checkpointer: Sendable {
             try tail.file.sync()
         } catch {
             // Linux reports a failed fsync once: later syncs could "succeed" over lost data.
-            throw engine.poison(LogStoreError(
-                .storePoisoned, "fdatasync of the tail failed while writing a checkpoint; reopen the store.", path: tail.path,
-                underlying: error))
+            throw engine.poison(
+                LogStoreError(
+                    .storePoisoned, "fdatasync of the tail failed while writing a checkpoint; reopen the store.", path: tail.path,
+                    underlying: error))
         }
         let created = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
         // The index keeps no frame lengths; the checkpoint format does: read them from the frame

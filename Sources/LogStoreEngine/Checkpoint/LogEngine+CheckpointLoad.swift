@@ -43,7 +43,9 @@ extension LogEngine {
             // Another store's checkpoint (or one from before the upgrade to format v2): not this
             // log's index, and no witness of what this log committed.
             let what = cp.storeId.map { "store \($0)" } ?? "a format version \(cp.version) store"
-            return .rejected("CHECKPOINT belongs to \(what), not to this store (\(manifest.storeId.map { "\($0)" } ?? "format version \(manifest.version)"))", witness: nil)
+            return .rejected(
+                "CHECKPOINT belongs to \(what), not to this store (\(manifest.storeId.map { "\($0)" } ?? "format version \(manifest.version)"))",
+                witness: nil)
         }
         let witness = cp.sequence
         guard cp.generation <= manifest.generation else {

@@ -72,7 +72,8 @@ struct CompactionOutput {
             for item in batch.items {
                 switch item {
                 case .copied(let range, let sequence, let rawLength, let records):
-                    let (segment, offset) = try place(UnsafeRawBufferPointer(rebasing: bytes[range]), rawBytes: rawLength, baseSequence: sequence)
+                    let (segment, offset) = try place(
+                        UnsafeRawBufferPointer(rebasing: bytes[range]), rawBytes: rawLength, baseSequence: sequence)
                     lastFrameSequence = max(lastFrameSequence, sequence)
                     for r in live.order[records] {
                         locations[Int(r)].segment = segment
@@ -84,10 +85,13 @@ struct CompactionOutput {
                     let sequence = recs.reduce(0) { max($0, $1.sequence) }
                     let placed: (UInt32, UInt32)
                     if built != nil {
-                        placed = try place(UnsafeRawBufferPointer(rebasing: bytes[range]), rawBytes: rawLength, baseSequence: first.sequence)
+                        placed = try place(
+                            UnsafeRawBufferPointer(rebasing: bytes[range]), rawBytes: rawLength, baseSequence: first.sequence)
                     } else {
                         frameBytes.removeAll(keepingCapacity: true)
-                        Self.frame(UnsafeRawBufferPointer(rebasing: bytes[range]), sequence: sequence, into: &frameBytes, options: engine.options, compressor: compressor)
+                        Self.frame(
+                            UnsafeRawBufferPointer(rebasing: bytes[range]), sequence: sequence, into: &frameBytes, options: engine.options,
+                            compressor: compressor)
                         placed = try frameBytes.withUnsafeBytes { try place($0, rawBytes: rawLength, baseSequence: first.sequence) }
                     }
                     for r in recs {
@@ -104,7 +108,9 @@ struct CompactionOutput {
     /// Appends to `out` the commit frame of a re-packed raw payload (compressed when that is
     /// smaller); returns its stored payload length. Either thread of a compaction may build one.
     @discardableResult
-    static func frame(_ raw: UnsafeRawBufferPointer, sequence: UInt64, into out: inout [UInt8], options: LogStoreOptions, compressor: LZ4.Compressor) -> Int {
+    static func frame(
+        _ raw: UnsafeRawBufferPointer, sequence: UInt64, into out: inout [UInt8], options: LogStoreOptions, compressor: LZ4.Compressor
+    ) -> Int {
         LogFrame.append(
             into: &out, raw: raw, kind: .commit, sequence: sequence, compress: options.compression, threshold: options.compressionThreshold,
             compressor: compressor)

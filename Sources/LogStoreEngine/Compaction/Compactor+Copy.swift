@@ -15,7 +15,9 @@ extension Compactor {
     /// Reads the live records of `live` from `segments` (the prefix, in replay order) and hands
     /// them to `pipeline` in batches. Checks for `close()` every 256 frames and stops early if
     /// the pipeline failed (``CompactionPipeline/finish(marker:)`` then throws its error).
-    static func copy(_ live: LivePrefix, from segments: [SegmentFile], to pipeline: CompactionPipeline, engine: LogEngine) throws -> CopyCounts {
+    static func copy(_ live: LivePrefix, from segments: [SegmentFile], to pipeline: CompactionPipeline, engine: LogEngine) throws
+        -> CopyCounts
+    {
         var counts = CopyCounts()
         var reader: SegmentWindow? = nil
         let maxFrame = engine.options.maxFramePayload
@@ -44,13 +46,15 @@ extension Compactor {
                 LogFrame.peekHeader(bytes, version: segment.version)?.storedLength
             }
             guard let stored, stored <= LogFrame.maxPayload else {
-                throw LogStoreError(.corruption, "Indexed frame has an unreadable header.", path: segment.path, offset: UInt64(frame.offset))
+                throw LogStoreError(
+                    .corruption, "Indexed frame has an unreadable header.", path: segment.path, offset: UInt64(frame.offset))
             }
             let total = headerSize + stored
             let records = frame.recordStart..<frame.recordEnd
             try reader!.withBytes(at: UInt64(frame.offset), count: total) { bytes in
                 guard let header = LogFrame.peekHeader(bytes, version: segment.version) else {
-                    throw LogStoreError(.corruption, "Indexed frame has an unreadable header.", path: segment.path, offset: UInt64(frame.offset))
+                    throw LogStoreError(
+                        .corruption, "Indexed frame has an unreadable header.", path: segment.path, offset: UInt64(frame.offset))
                 }
                 // Which records the frame holds: `putAt` when compaction wrote it (compacted
                 // segment, syncedThrough 0, or any frame of a version 1 compacted segment), else `put`.
@@ -70,23 +74,29 @@ extension Compactor {
                 let allLive = liveBytes == header.rawLength
                 // A writer's frame left uncompressed (compressOnWrite false) is re-packed once to
                 // be compressed; a compacted segment's frames already had their chance.
-                let compressLater = options.compression && !header.compressed && !segment.compacted
+                let compressLater =
+                    options.compression && !header.compressed && !segment.compacted
                     && header.rawLength >= options.compressionThreshold
-                if allLive && !compressLater && segment.version >= 2 && putAt == (header.syncedThrough == 0) && (repack.count == 0 || repack.count >= maxFrame / 2) {
+                if allLive && !compressLater && segment.version >= 2 && putAt == (header.syncedThrough == 0)
+                    && (repack.count == 0 || repack.count >= maxFrame / 2)
+                {
                     flushRepacked()
                     let start = batch.bytes.count
                     batch.bytes.append(contentsOf: bytes)
-                    batch.items.append(.copied(range: start..<batch.bytes.count, sequence: header.sequence, rawLength: header.rawLength, records: records))
+                    batch.items.append(
+                        .copied(range: start..<batch.bytes.count, sequence: header.sequence, rawLength: header.rawLength, records: records))
                     counts.framesCopied += 1
                     submitIfFull()
                     return
                 }
                 guard case .frame(let checked, let payloadOffset) = LogFrame.parse(bytes, at: 0, version: segment.version) else {
-                    throw LogStoreError(.corruption, "Frame unreadable (checksum or header).", path: segment.path, offset: UInt64(frame.offset))
+                    throw LogStoreError(
+                        .corruption, "Frame unreadable (checksum or header).", path: segment.path, offset: UInt64(frame.offset))
                 }
                 let raw: [UInt8]
                 do {
-                    raw = try LogFrame.rawPayload(checked, UnsafeRawBufferPointer(rebasing: bytes[payloadOffset..<(payloadOffset + checked.storedLength)]))
+                    raw = try LogFrame.rawPayload(
+                        checked, UnsafeRawBufferPointer(rebasing: bytes[payloadOffset..<(payloadOffset + checked.storedLength)]))
                 } catch var e as LogStoreError {
                     e.path = segment.path
                     e.offset = UInt64(frame.offset)
@@ -99,14 +109,18 @@ extension Compactor {
                         let start = Int(loc.valueOffset)
                         let end = start + Int(loc.valueLength)
                         guard end <= payload.count else {
-                            throw LogStoreError(.corruption, "Record value lies outside its frame.", path: segment.path, offset: UInt64(frame.offset))
+                            throw LogStoreError(
+                                .corruption, "Record value lies outside its frame.", path: segment.path, offset: UInt64(frame.offset))
                         }
-                        let size = CompactedRecord.size(typeBytes: type.utf8.count, keyBytes: key.count, sequence: loc.sequence, valueBytes: end - start)
+                        let size = CompactedRecord.size(
+                            typeBytes: type.utf8.count, keyBytes: key.count, sequence: loc.sequence, valueBytes: end - start)
                         if repack.count > 0 && repack.count + size > maxFrame {
                             flushRepacked()
                             submitIfFull()
                         }
-                        repack.add(ordinal: r, type: type, key: key, sequence: loc.sequence, value: UnsafeRawBufferPointer(rebasing: payload[start..<end]))
+                        repack.add(
+                            ordinal: r, type: type, key: key, sequence: loc.sequence,
+                            value: UnsafeRawBufferPointer(rebasing: payload[start..<end]))
                     }
                 }
                 counts.framesRepacked += 1
@@ -142,13 +156,16 @@ struct RepackedFrame {
         var stored: Int? = nil
         if let compressor {
             let sequence = records.reduce(0) { max($0, $1.sequence) }
-            stored = frame.bytes.withUnsafeBytes { CompactionOutput.frame($0, sequence: sequence, into: &batch.bytes, options: options, compressor: compressor) }
+            stored = frame.bytes.withUnsafeBytes {
+                CompactionOutput.frame($0, sequence: sequence, into: &batch.bytes, options: options, compressor: compressor)
+            }
         } else {
             frame.bytes.withUnsafeBytes { batch.bytes.append(contentsOf: $0) }
         }
         let first = batch.repacked.count
         batch.repacked.append(contentsOf: records)
-        batch.items.append(.repacked(range: start..<batch.bytes.count, records: first..<batch.repacked.count, rawLength: frame.count, stored: stored))
+        batch.items.append(
+            .repacked(range: start..<batch.bytes.count, records: first..<batch.repacked.count, rawLength: frame.count, stored: stored))
         records.removeAll(keepingCapacity: true)
         frame.bytes.removeAll(keepingCapacity: true)
     }

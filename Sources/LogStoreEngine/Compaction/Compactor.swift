@@ -94,7 +94,9 @@ final class Compactor: Sendable {
             pipeline.discard()
             throw error
         }
-        if counts.framesRepacked == 0 && out.segments.count == prefix.count && out.segments.reduce(0, { $0 + $1.info.length }) == report.bytesBefore {
+        if counts.framesRepacked == 0 && out.segments.count == prefix.count
+            && out.segments.reduce(0, { $0 + $1.info.length }) == report.bytesBefore
+        {
             // Every frame copied as it was, none dropped: the output is the input.
             out.discard()
             return skipped("the sealed segments are already compact")
@@ -180,9 +182,10 @@ final class Compactor: Sendable {
             try tail.file.sync()
         } catch {
             out.discard()
-            throw engine.poison(LogStoreError(
-                .storePoisoned, "fdatasync of the tail failed before a compaction switch; reopen the store.", path: tail.path,
-                underlying: error))
+            throw engine.poison(
+                LogStoreError(
+                    .storePoisoned, "fdatasync of the tail failed before a compaction switch; reopen the store.", path: tail.path,
+                    underlying: error))
         }
         var next = manifest
         next.generation += 1
@@ -220,9 +223,10 @@ final class Compactor: Sendable {
             // The new MANIFEST may not survive a power loss (or may not be in place): keep both
             // generations' files (recovery removes the unlisted ones) and refuse writes until the
             // store is reopened.
-            throw engine.poison(LogStoreError(
-                .storePoisoned, "MANIFEST could not be made durable after a compaction switch; reopen the store.",
-                path: _joinPath(engine.directory, LogStoreFormat.manifestFileName), underlying: notDurable))
+            throw engine.poison(
+                LogStoreError(
+                    .storePoisoned, "MANIFEST could not be made durable after a compaction switch; reopen the store.",
+                    path: _joinPath(engine.directory, LogStoreFormat.manifestFileName), underlying: notDurable))
         }
         for seg in oldSegments { seg.markObsolete(removingThrough: engine.fileSystem) }
         engine.logger?.debug(
@@ -231,4 +235,3 @@ final class Compactor: Sendable {
         return (next.generation, clock.now - locked)
     }
 }
-

@@ -85,7 +85,8 @@ struct LivePrefix: Sendable {
                 counts[Int(f)] += 1
                 frameOf.append(f)
                 records.append(Record(type: t, element: Int32(elements.count)))
-                liveRawBytesAsPut += UInt64(LogEngine.recordSize(typeBytes: typeBytes, keyBytes: key.count, location: loc, compacted: false))
+                liveRawBytesAsPut += UInt64(
+                    LogEngine.recordSize(typeBytes: typeBytes, keyBytes: key.count, location: loc, compacted: false))
                 if segments[p].compacted { sequenceBytesInCompacted += UInt64(CompactedRecord.uvarintSize(loc.sequence)) }
                 return true
             }
@@ -94,7 +95,8 @@ struct LivePrefix: Sendable {
         // Frames in log order; each frame's records after the previous frame's (a counting sort).
         var byLog = Array(frames.indices)
         byLog.sort { a, b in
-            let x = frames[a], y = frames[b]
+            let x = frames[a]
+            let y = frames[b]
             return x.segmentPosition != y.segmentPosition ? x.segmentPosition < y.segmentPosition : x.offset < y.offset
         }
         var start = [Int](repeating: 0, count: frames.count)

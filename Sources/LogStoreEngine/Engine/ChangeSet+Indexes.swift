@@ -66,8 +66,10 @@ extension EngineTransaction {
 
     /// See ``RecordReader/forEachIndexEntry(ofType:index:in:reverse:_:)``: includes this
     /// transaction's own changes.
-    public func forEachIndexEntry(ofType type: String, index: String, in range: IndexEntryRange, reverse: Bool,
-                                  _ body: (_ entry: IndexEntry, _ key: RecordKey) throws -> Bool) throws {
+    public func forEachIndexEntry(
+        ofType type: String, index: String, in range: IndexEntryRange, reverse: Bool,
+        _ body: (_ entry: IndexEntry, _ key: RecordKey) throws -> Bool
+    ) throws {
         try check()
         // Puts that hide base keys must be known before the base's entries are filtered.
         resolveHiddenKeys()
@@ -87,7 +89,9 @@ extension ChangeSet {
     /// `offset`: the base's ordered walk (without the keys this change set hides) merged with the
     /// keys it holds values for, sorted. O(changes of the type · log) plus the walk; positions
     /// before `offset` are walked, not skipped, when the type has changes.
-    package func forEachKeyInOrder(_ type: String, fromOffset offset: Int, base: any RecordReader, _ body: (RecordKey) throws -> Bool) rethrows {
+    package func forEachKeyInOrder(_ type: String, fromOffset offset: Int, base: any RecordReader, _ body: (RecordKey) throws -> Bool)
+        rethrows
+    {
         guard let c = types[type] else { return try base.forEachKeyInOrder(ofType: type, fromOffset: offset, body) }
         let own = c.puts.keys.sorted()
         var next = 0

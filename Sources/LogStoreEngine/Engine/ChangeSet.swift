@@ -73,7 +73,9 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
         switch v {
         case .inline(let b): return b[...]
         case .external(let offset, let length):
-            guard let externalValues else { throw LogStoreError(.corruption, "A change set refers to a value stored outside memory, but has no store for such values.") }
+            guard let externalValues else {
+                throw LogStoreError(.corruption, "A change set refers to a value stored outside memory, but has no store for such values.")
+            }
             return try externalValues.read(offset: offset, length: length)[...]
         }
     }

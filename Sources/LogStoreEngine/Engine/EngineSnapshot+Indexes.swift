@@ -9,8 +9,10 @@ extension IndexState {
     /// Calls `body` with the entries of `index` of `type` in `range`, in order (reversed with
     /// `reverse`), each with its record key. Throws `.invalidArgument` if there is no such index,
     /// `.corruption` for an entry whose record key cannot be found.
-    func forEachIndexEntry(ofType type: String, index name: String, in range: IndexEntryRange, reverse: Bool,
-                           _ body: (IndexEntry, RecordKey) throws -> Bool) throws {
+    func forEachIndexEntry(
+        ofType type: String, index name: String, in range: IndexEntryRange, reverse: Bool,
+        _ body: (IndexEntry, RecordKey) throws -> Bool
+    ) throws {
         guard let index = secondary[type]?[name] else { throw LogStoreError.noSuchIndex(type, name) }
         let n = index.definition.attributes.count
         func emit(_ entry: IndexEntry) throws -> Bool {
@@ -50,8 +52,10 @@ extension EngineSnapshot {
     }
 
     /// See ``RecordReader/forEachIndexEntry(ofType:index:in:reverse:_:)``: walks the index's tree.
-    public func forEachIndexEntry(ofType type: String, index name: String, in range: IndexEntryRange, reverse: Bool,
-                                  _ body: (_ entry: IndexEntry, _ key: RecordKey) throws -> Bool) throws {
+    public func forEachIndexEntry(
+        ofType type: String, index name: String, in range: IndexEntryRange, reverse: Bool,
+        _ body: (_ entry: IndexEntry, _ key: RecordKey) throws -> Bool
+    ) throws {
         try index.forEachIndexEntry(ofType: type, index: name, in: range, reverse: reverse, body)
     }
 

@@ -49,7 +49,8 @@ public struct EngineSnapshot: RecordReader, Sendable {
 
     private func segment(_ loc: RecordLocation) throws -> SegmentFile {
         guard let seg = segments[loc.segment] else {
-            throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.").withCorruptionNextStep()
+            throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.")
+                .withCorruptionNextStep()
         }
         return seg
     }
@@ -69,7 +70,9 @@ public struct EngineSnapshot: RecordReader, Sendable {
     /// returns false: ``forEachKeyInOrder(ofType:fromOffset:_:)`` with each value read from the
     /// location the walk holds (no second index lookup per key). Throws `.corruption` or `body`'s
     /// error.
-    package func forEachRecordInOrder(ofType type: String, fromOffset offset: Int, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
+    package func forEachRecordInOrder(ofType type: String, fromOffset offset: Int, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool)
+        throws
+    {
         try index.types[type]?.forEach(fromOffset: offset) { k, loc in try body(k, try read(loc)) }
     }
 
@@ -89,7 +92,8 @@ public struct EngineSnapshot: RecordReader, Sendable {
         for (key, loc) in entries {
             if loc.frameID != currentFrame {
                 guard let seg = segments[loc.segment] else {
-                    throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.").withCorruptionNextStep()
+                    throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.")
+                        .withCorruptionNextStep()
                 }
                 raw = try seg.readFrame(loc)
                 currentFrame = loc.frameID
@@ -97,7 +101,9 @@ public struct EngineSnapshot: RecordReader, Sendable {
             let start = Int(loc.valueOffset)
             let end = start + Int(loc.valueLength)
             guard end <= raw.count else {
-                throw LogStoreError(.corruption, "Record value lies outside its frame.", path: segments[loc.segment]?.path, offset: UInt64(loc.frameOffset)).withCorruptionNextStep()
+                throw LogStoreError(
+                    .corruption, "Record value lies outside its frame.", path: segments[loc.segment]?.path, offset: UInt64(loc.frameOffset)
+                ).withCorruptionNextStep()
             }
             if try !body(key, raw[start..<end]) { return }
         }

@@ -45,10 +45,13 @@ public final class EngineTransaction: RecordReader {
 
     func check() throws {
         guard isValid else {
-            throw LogStoreError(.accessorExpired, "A write accessor was used after its block returned. Use accessors only inside the block that received them.")
+            throw LogStoreError(
+                .accessorExpired,
+                "A write accessor was used after its block returned. Use accessors only inside the block that received them.")
         }
         guard handedOver == nil else {
-            throw LogStoreError(.invalidArgument, "The transaction's operations were handed over with commitAsIs(_:); it takes no other reads or writes.")
+            throw LogStoreError(
+                .invalidArgument, "The transaction's operations were handed over with commitAsIs(_:); it takes no other reads or writes.")
         }
     }
 

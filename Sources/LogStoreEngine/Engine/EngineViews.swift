@@ -120,12 +120,12 @@ struct EngineViews: Sendable {
 
     func _checkInvariants() {
         #if LOGSTORE_CHECK_INVARIANTS
-        precondition(published.index.sequence <= head.index.sequence, "published state is ahead of the head")
-        var previous = published.index.sequence
-        for p in pending {
-            precondition(p.sequence > previous && p.sequence <= head.index.sequence, "pending states out of order")
-            previous = p.sequence
-        }
+            precondition(published.index.sequence <= head.index.sequence, "published state is ahead of the head")
+            var previous = published.index.sequence
+            for p in pending {
+                precondition(p.sequence > previous && p.sequence <= head.index.sequence, "pending states out of order")
+                previous = p.sequence
+            }
         #endif
     }
 }

@@ -158,7 +158,12 @@ struct S3FIFO {
             // Read again soon after it left the window: part of the working set.
             if entries.values[i].frequency > 0 { e.place = .main }
         }
-        if e.place == .main { main.append(id) } else { small.append(id); smallBytes += e.charge }
+        if e.place == .main {
+            main.append(id)
+        } else {
+            small.append(id)
+            smallBytes += e.charge
+        }
         bytes += e.charge
         entries[id] = e
         while bytes > capacity { evict() }

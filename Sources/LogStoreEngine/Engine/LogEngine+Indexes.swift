@@ -104,7 +104,8 @@ extension LogEngine {
         }
         try state.withLock { s in
             guard s.views.isFullyPublished, s.views.head.index.sequence == head.index.sequence else {
-                throw LogStoreError(.storePoisoned, "The store changed while its indexes were built under the writer lock; reopen the store.")
+                throw LogStoreError(
+                    .storePoisoned, "The store changed while its indexes were built under the writer lock; reopen the store.")
             }
             s.views.install(secondaryIndexes: next, ofType: type)
         }

@@ -64,10 +64,15 @@ extension LogEngine {
             try Self.forEachChunk(of: changes, bytes: Self.chunkBytes(options)) { ops, isLast in
                 // Every frame claims the durable offset of the transaction's start: a sync while
                 // the chunks are written must not make a later frame vouch for unfinished ones.
-                var encoded = TransactionEncoder.encode(ops, sequence: seq, options: options, syncedThrough: synced, version: tail.version, commit: isLast, compressor: compressor)
+                var encoded = TransactionEncoder.encode(
+                    ops, sequence: seq, options: options, syncedThrough: synced, version: tail.version, commit: isLast,
+                    compressor: compressor)
                 // Locations address segments with 32-bit offsets (see appendLockedOnce).
                 guard written + encoded.bytes.count <= LogFrame.maxPayload else {
-                    throw LogStoreError(.itemTooLarge, "The transaction encodes to more than 1 GiB; one transaction may hold at most 1 GiB. Split it into several writes (a migration: into several steps).")
+                    throw LogStoreError(
+                        .itemTooLarge,
+                        "The transaction encodes to more than 1 GiB; one transaction may hold at most 1 GiB. Split it into several writes (a migration: into several steps)."
+                    )
                 }
                 let at = offset + UInt64(written)
                 do throws(LogWriter.AppendFailure) {
@@ -79,29 +84,37 @@ extension LogEngine {
                         throw TornChunk(error: e, undo: undo)
                     }
                 }
-                Self.index(ops, placements: &encoded.placements, at: at, in: tail, sequence: seq, into: &index,
-                           journaling: journaling, journal: &journal)
+                Self.index(
+                    ops, placements: &encoded.placements, at: at, in: tail, sequence: seq, into: &index,
+                    journaling: journaling, journal: &journal)
                 committed?.add(operations: ops, keysBefore: keysBefore)
                 written += encoded.bytes.count
                 rawBytes += encoded.rawBytes
             }
         } catch let torn as TornChunk {
-            poison(LogStoreError(.storePoisoned, "A failed append could not be undone; reopen the store (recovery will cut the torn tail).", path: tail.path, underlying: torn.undo))
+            poison(
+                LogStoreError(
+                    .storePoisoned, "A failed append could not be undone; reopen the store (recovery will cut the torn tail).",
+                    path: tail.path, underlying: torn.undo))
             throw torn.error
         } catch {
             // Chunks written before the failure are data frames of a transaction that has no
             // commit frame: cut them, so the next append starts where this one did.
             if written > 0 {
                 do { try tail.file.truncate(to: offset) } catch let undo {
-                    poison(LogStoreError(.storePoisoned, "A failed append could not be undone; reopen the store (recovery will cut the torn tail).", path: tail.path, underlying: undo))
+                    poison(
+                        LogStoreError(
+                            .storePoisoned, "A failed append could not be undone; reopen the store (recovery will cut the torn tail).",
+                            path: tail.path, underlying: undo))
                 }
             }
             throw error
         }
         index.apply(secondary)
-        finishAppend(head: head, index: index, sequence: seq, bytes: written, rawBytes: rawBytes,
-                     journal: journaling ? journal : nil, committed: committed, tail: tail, end: offset + UInt64(written),
-                     rolledOver: rolledOver)
+        finishAppend(
+            head: head, index: index, sequence: seq, bytes: written, rawBytes: rawBytes,
+            journal: journaling ? journal : nil, committed: committed, tail: tail, end: offset + UInt64(written),
+            rolledOver: rolledOver)
         return seq
     }
 
@@ -114,7 +127,9 @@ extension LogEngine {
     /// Calls `body` with the operations of `changes` in order, in chunks of about `bytes` (by
     /// their encoded-size bound), telling it which chunk is the last. Holds at most two chunks.
     /// Throws `.corruption` for a damaged spilled value, or `body`'s error.
-    static func forEachChunk(of changes: ChangeSet<FlatChangeStorage>, bytes: Int, _ body: ([RecordOperation], _ isLast: Bool) throws -> Void) throws {
+    static func forEachChunk(
+        of changes: ChangeSet<FlatChangeStorage>, bytes: Int, _ body: ([RecordOperation], _ isLast: Bool) throws -> Void
+    ) throws {
         var pending: [RecordOperation]? = nil
         var current: [RecordOperation] = []
         var size = 0

@@ -27,8 +27,10 @@ extension LogEngine {
     /// Runs on the calling thread; its cost is proportional to the log written after the last
     /// checkpoint (plus reading the checkpoint), or to the whole log without one.
     /// Throws `.locked`, `.notAStore`, `.unsupportedFormatVersion`, `.corruption`, I/O errors.
-    public static func open(directory: String, fileSystem: any FileSystem = POSIXFileSystem(),
-                            options: LogStoreOptions = LogStoreOptions()) throws -> LogEngine {
+    public static func open(
+        directory: String, fileSystem: any FileSystem = POSIXFileSystem(),
+        options: LogStoreOptions = LogStoreOptions()
+    ) throws -> LogEngine {
         let options = try options.validated()
         let fs = fileSystem
         switch fs.itemKind(atPath: directory) {
@@ -105,9 +107,10 @@ extension LogEngine {
         // The evidence that LogStore wrote this directory: segment files that start with a LogStore
         // segment header. A MANIFEST that is missing, empty or garbled beside such files is a
         // damaged store (salvage rebuilds the list), not a foreign directory.
-        let segmentHeaders: [UInt32: SegmentHeader] = Dictionary(uniqueKeysWithValues: onDisk.compactMap { n in
-            readSegmentHeader(fs, _joinPath(directory, LogStoreFormat.segmentFileName(n))).map { (n, $0) }
-        })
+        let segmentHeaders: [UInt32: SegmentHeader] = Dictionary(
+            uniqueKeysWithValues: onDisk.compactMap { n in
+                readSegmentHeader(fs, _joinPath(directory, LogStoreFormat.segmentFileName(n))).map { (n, $0) }
+            })
         var manifestProblem: LogStoreError? = nil
         var decoded: ManifestFile? = nil
         if names.contains(LogStoreFormat.manifestFileName) {
@@ -127,7 +130,8 @@ extension LogEngine {
         if options.recovery == .salvage, let id = decoded?.storeId {
             let ids = Set(segmentHeaders.values.compactMap(\.storeId))
             if !ids.isEmpty && !ids.contains(id) {
-                manifestProblem = LogStoreError(.corruption, "MANIFEST belongs to store \(id), not to the store of the segment files here", path: manifestPath)
+                manifestProblem = LogStoreError(
+                    .corruption, "MANIFEST belongs to store \(id), not to the store of the segment files here", path: manifestPath)
                 decoded = nil
             }
         }
@@ -135,7 +139,9 @@ extension LogEngine {
         var manifest: ManifestFile
         if let decoded {
             manifest = decoded
-        } else if manifestProblem == nil && !names.contains(LogStoreFormat.checkpointFileName) && isNewOrInterruptedCreation(onDisk, directory, fs) {
+        } else if manifestProblem == nil && !names.contains(LogStoreFormat.checkpointFileName)
+            && isNewOrInterruptedCreation(onDisk, directory, fs)
+        {
             // A new store, or one whose creation was interrupted before its manifest existed.
             let storeId = StoreID.random()
             let segment = try createFirstSegment(directory: directory, fs: fs, storeId: storeId)
@@ -145,10 +151,11 @@ extension LogEngine {
             var index = IndexState()
             index.sequence = 0
             let start = UInt64(segment.headerSize)
-            return Recovered(index: index, segments: [1: segment], manifest: manifest, tail: segment,
-                              tailOffset: start, report: report,
-                              segmentInfo: [1: SegmentInfo(length: start, rawBytes: 0)],
-                              checkpoint: nil, bytesAfterCheckpoint: 0)
+            return Recovered(
+                index: index, segments: [1: segment], manifest: manifest, tail: segment,
+                tailOffset: start, report: report,
+                segmentInfo: [1: SegmentInfo(length: start, rawBytes: 0)],
+                checkpoint: nil, bytesAfterCheckpoint: 0)
         } else if segmentHeaders.isEmpty && names.contains(LogStoreFormat.checkpointFileName) {
             // A checkpoint is written only after the log it covers is synced: its log is gone.
             throw LogStoreError(
@@ -173,13 +180,17 @@ extension LogEngine {
             var votes: [StoreID: Int] = [:]
             for n in usable { if let id = segmentHeaders[n]?.storeId { votes[id, default: 0] += 1 } }
             let id = votes.max { $0.value < $1.value || ($0.value == $1.value && $0.key.description < $1.key.description) }?.key
-            manifest = ManifestFile(version: id == nil ? 1 : LogStoreFormat.version, generation: 1, nextSegment: (usable.last ?? 0) + 1,
-                                    segments: order, storeId: id)
+            manifest = ManifestFile(
+                version: id == nil ? 1 : LogStoreFormat.version, generation: 1, nextSegment: (usable.last ?? 0) + 1,
+                segments: order, storeId: id)
             let why = manifestProblem.map { "MANIFEST damaged (\($0.message))" } ?? "MANIFEST missing"
-            report.dropped.append(.init(path: manifestPath, offset: 0, bytes: 0, reason: "\(why); segments taken in file-number order, compacted ones first"))
+            report.dropped.append(
+                .init(path: manifestPath, offset: 0, bytes: 0, reason: "\(why); segments taken in file-number order, compacted ones first"))
             for n in onDisk where !usable.contains(n) {
-                report.dropped.append(.init(path: _joinPath(directory, LogStoreFormat.segmentFileName(n)), offset: 0, bytes: 0,
-                                            reason: n == UInt32.max ? "segment number out of range" : "no LogStore segment header"))
+                report.dropped.append(
+                    .init(
+                        path: _joinPath(directory, LogStoreFormat.segmentFileName(n)), offset: 0, bytes: 0,
+                        reason: n == UInt32.max ? "segment number out of range" : "no LogStore segment header"))
             }
         } else {
             let what = manifestProblem.map { "MANIFEST is damaged (\($0.message))" } ?? "MANIFEST is missing"
@@ -220,7 +231,8 @@ extension LogEngine {
             case .rejected(let reason, let w):
                 witness = w
                 report.checkpointRejectedReason = reason
-                options.logger?.warning("checkpoint not used; replaying the whole log", metadata: ["store": "\(directory)", "reason": "\(reason)"])
+                options.logger?.warning(
+                    "checkpoint not used; replaying the whole log", metadata: ["store": "\(directory)", "reason": "\(reason)"])
             case .contradicted(let reason, let path, let w):
                 // Committed, synced data is gone. Refuse before anything is cut or recreated.
                 let message = "The checkpoint proves transactions up to \(w) were committed and synced; \(reason)."
@@ -240,14 +252,19 @@ extension LogEngine {
             guard let sealed = manifest.sealed[number], fs.itemKind(atPath: path) == .file else { continue }
             let size = try fileSize(fs, path)
             guard size != sealed.length else { continue }
-            let what = size < sealed.length
+            let what =
+                size < sealed.length
                 ? "it is \(sealed.length - size) bytes shorter than the \(sealed.length) MANIFEST recorded when it was sealed: committed transactions up to \(sealed.lastSequence) are cut"
                 : "it is \(size - sealed.length) bytes longer than the \(sealed.length) MANIFEST recorded when it was sealed"
             let message = "Sealed segment \(number) changed after it was sealed: \(what)."
             guard options.recovery == .salvage else {
-                throw LogStoreError(.corruption, message + " " + LogStoreError.corruptionNextStep, path: path, offset: min(size, sealed.length))
+                throw LogStoreError(
+                    .corruption, message + " " + LogStoreError.corruptionNextStep, path: path, offset: min(size, sealed.length))
             }
-            report.dropped.append(.init(path: path, offset: min(size, sealed.length), bytes: size > sealed.length ? size - sealed.length : sealed.length - size, reason: message))
+            report.dropped.append(
+                .init(
+                    path: path, offset: min(size, sealed.length), bytes: size > sealed.length ? size - sealed.length : sealed.length - size,
+                    reason: message))
         }
         // An unlisted segment numbered from MANIFEST's next number on that holds more than its
         // header (and the zeros of a preallocated spare) was not left by an interrupted roll-over
@@ -260,7 +277,8 @@ extension LogEngine {
             guard !manifest.segments.contains(n), n >= manifest.nextSegment, segmentHeaders[n]?.isCompacted != true,
                 segmentHeaders[n].map({ $0.segment == n }) ?? true
             else { return false }
-            return holdsData(fs, _joinPath(directory, LogStoreFormat.segmentFileName(n)), after: segmentHeaders[n]?.size ?? SegmentHeader.maxSize)
+            return holdsData(
+                fs, _joinPath(directory, LogStoreFormat.segmentFileName(n)), after: segmentHeaders[n]?.size ?? SegmentHeader.maxSize)
         }
         // Format v2: MANIFEST and the segments name their store. A MANIFEST none of the version 2
         // segments here belongs to is another store's (or the segments are), whatever it lists.
@@ -275,13 +293,15 @@ extension LogEngine {
         }
         if let orphan = orphans.first {
             let path = _joinPath(directory, LogStoreFormat.segmentFileName(orphan))
-            let message = "Segment \(orphan) holds transactions but MANIFEST (generation \(manifest.generation), next segment \(manifest.nextSegment)) does not list it: MANIFEST is an older copy or another store's, and the newest data is in unlisted segments \(orphans)."
+            let message =
+                "Segment \(orphan) holds transactions but MANIFEST (generation \(manifest.generation), next segment \(manifest.nextSegment)) does not list it: MANIFEST is an older copy or another store's, and the newest data is in unlisted segments \(orphans)."
             guard options.recovery == .salvage else {
                 throw LogStoreError(.corruption, message + " " + LogStoreError.corruptionNextStep, path: path)
             }
             manifest.segments += orphans.filter { segmentHeaders[$0] != nil }
             manifest.nextSegment = max(manifest.nextSegment, (orphans.last ?? 0) &+ 1)
-            report.dropped.append(.init(path: path, offset: 0, bytes: 0, reason: message + " Salvage replays them after the listed segments."))
+            report.dropped.append(
+                .init(path: path, offset: 0, bytes: 0, reason: message + " Salvage replays them after the listed segments."))
         }
         // Remove what interrupted operations left behind (never in salvage mode: it only reads).
         // Only now: the checkpoint above has vouched that MANIFEST is not an older copy, whose
@@ -322,20 +342,28 @@ extension LogEngine {
                     info[number] = SegmentInfo(length: UInt64(seg.headerSize), rawBytes: 0)
                     tail = seg
                     tailOffset = UInt64(seg.headerSize)
-                    report.truncatedTail = .init(path: path, offset: 0, bytes: 0, reason: "segment listed in MANIFEST was never created; recreated empty")
+                    report.truncatedTail = .init(
+                        path: path, offset: 0, bytes: 0, reason: "segment listed in MANIFEST was never created; recreated empty")
                     continue
                 }
                 if options.recovery == .salvage {
                     report.dropped.append(.init(path: path, offset: 0, bytes: 0, reason: "segment file missing"))
                     continue
                 }
-                let what = manifest.sealed[number].map { "\($0.length) bytes of transactions up to \($0.lastSequence)" } ?? "its transactions"
-                throw LogStoreError(.corruption, "Segment \(number) is listed in MANIFEST but its file is missing: \(what) are lost. \(LogStoreError.corruptionNextStep)", path: path)
+                let what =
+                    manifest.sealed[number].map { "\($0.length) bytes of transactions up to \($0.lastSequence)" } ?? "its transactions"
+                throw LogStoreError(
+                    .corruption,
+                    "Segment \(number) is listed in MANIFEST but its file is missing: \(what) are lost. \(LogStoreError.corruptionNextStep)",
+                    path: path)
             }
             let file = try fs.open(path, mode: isLast && options.recovery == .strict ? .readWrite : .readOnly)
             let size = try file.size()
             guard size <= UInt64(UInt32.max) else {
-                throw LogStoreError(.corruption, "Segment is \(size) bytes; LogStore never writes segments of 4 GiB or more, so this file is not one of its segments.", path: path, offset: UInt64(UInt32.max))
+                throw LogStoreError(
+                    .corruption,
+                    "Segment is \(size) bytes; LogStore never writes segments of 4 GiB or more, so this file is not one of its segments.",
+                    path: path, offset: UInt64(UInt32.max))
             }
 
             var segInfo = info[number] ?? SegmentInfo(length: 0, rawBytes: 0)
@@ -363,7 +391,8 @@ extension LogEngine {
                 try file.truncate(to: 0)
                 try file.write(header.encoded(), at: 0)
                 try file.sync()
-                report.truncatedTail = .init(path: path, offset: 0, bytes: size, reason: "segment header torn while the segment was being created")
+                report.truncatedTail = .init(
+                    path: path, offset: 0, bytes: size, reason: "segment header torn while the segment was being created")
                 tailOffset = UInt64(header.size)
                 segInfo = SegmentInfo(length: UInt64(header.size), rawBytes: 0)
                 seg = SegmentFile(number: number, file: file, header: header)
@@ -376,13 +405,15 @@ extension LogEngine {
                 }
                 tailOffset = validEnd
                 segInfo.length = validEnd
-                seg = SegmentFile(number: number, file: file, baseSequence: header?.baseSequence ?? sequenceBefore + 1,
-                               compacted: header?.isCompacted ?? false, version: header?.version ?? 1)
+                seg = SegmentFile(
+                    number: number, file: file, baseSequence: header?.baseSequence ?? sequenceBefore + 1,
+                    compacted: header?.isCompacted ?? false, version: header?.version ?? 1)
             }
             if let sealed = manifest.sealed[number], sealed.lastSequence != 0, index.sequence != sealed.lastSequence,
                 report.dropped.count == droppedBefore
             {
-                let message = "Sealed segment \(number) ends at transaction \(index.sequence), but MANIFEST recorded \(sealed.lastSequence) when it was sealed: the segment was replaced or damaged."
+                let message =
+                    "Sealed segment \(number) ends at transaction \(index.sequence), but MANIFEST recorded \(sealed.lastSequence) when it was sealed: the segment was replaced or damaged."
                 guard options.recovery == .salvage else {
                     throw LogStoreError(.corruption, message + " " + LogStoreError.corruptionNextStep, path: path)
                 }
@@ -416,7 +447,8 @@ extension LogEngine {
         if let witness, index.sequence < witness {
             // Some listed file lost committed data that no check above could point at (a stale
             // checkpoint, a replaced or shortened file): never open with less than was durable.
-            let message = "CHECKPOINT proves transactions up to \(witness) were committed and synced, but the log ends at \(index.sequence): transactions \(index.sequence + 1)...\(witness) are missing (a segment file was deleted, truncated or replaced)."
+            let message =
+                "CHECKPOINT proves transactions up to \(witness) were committed and synced, but the log ends at \(index.sequence): transactions \(index.sequence + 1)...\(witness) are missing (a segment file was deleted, truncated or replaced)."
             let checkpointPath = _joinPath(directory, LogStoreFormat.checkpointFileName)
             guard options.recovery == .salvage else {
                 throw LogStoreError(.corruption, message + " " + LogStoreError.corruptionNextStep, path: checkpointPath)
@@ -451,10 +483,12 @@ extension LogEngine {
             let writer = LogWriter(directory: directory, fileSystem: fs)
             let segment: SegmentFile
             do {
-                segment = try writer.rollOver(from: tail, sealAt: tailOffset, to: next, replacing: manifest, baseSequence: index.sequence &+ 1)
+                segment = try writer.rollOver(
+                    from: tail, sealAt: tailOffset, to: next, replacing: manifest, baseSequence: index.sequence &+ 1)
             } catch {
                 throw LogStoreError(
-                    .io, "Upgrading the store from format version \(manifest.version) to \(LogStoreFormat.version) failed; the store is unchanged. Free space or fix permissions and open it again.",
+                    .io,
+                    "Upgrading the store from format version \(manifest.version) to \(LogStoreFormat.version) failed; the store is unchanged. Free space or fix permissions and open it again.",
                     path: manifestPath, underlying: error.underlying)
             }
             segments[number] = segment
@@ -471,8 +505,9 @@ extension LogEngine {
         if report.checkpointUsed, let size = try? fileSize(fs, _joinPath(directory, LogStoreFormat.checkpointFileName)) {
             checkpoint?.fileBytes = size
         }
-        return Recovered(index: index, segments: segments, manifest: manifest, tail: tail, tailOffset: tailOffset, report: report,
-                          segmentInfo: info, checkpoint: checkpoint, bytesAfterCheckpoint: report.bytesReplayed)
+        return Recovered(
+            index: index, segments: segments, manifest: manifest, tail: tail, tailOffset: tailOffset, report: report,
+            segmentInfo: info, checkpoint: checkpoint, bytesAfterCheckpoint: report.bytesReplayed)
     }
 
     /// Whether the file at `path` holds a byte other than zero from offset `start` on (false if it
@@ -501,9 +536,13 @@ extension LogEngine {
     /// must never be overwritten as an "interrupted creation".
     static func isNewOrInterruptedCreation(_ onDisk: [UInt32], _ directory: String, _ fs: any FileSystem) -> Bool {
         if onDisk.isEmpty { return true }
-        guard onDisk == [1], let f = try? fs.open(_joinPath(directory, LogStoreFormat.segmentFileName(1)), mode: .readOnly) else { return false }
+        guard onDisk == [1], let f = try? fs.open(_joinPath(directory, LogStoreFormat.segmentFileName(1)), mode: .readOnly) else {
+            return false
+        }
         defer { try? f.close() }
-        guard let size = try? f.size(), size <= UInt64(SegmentHeader.maxSize), let bytes = try? f.read(at: 0, count: Int(size)) else { return false }
+        guard let size = try? f.size(), size <= UInt64(SegmentHeader.maxSize), let bytes = try? f.read(at: 0, count: Int(size)) else {
+            return false
+        }
         if bytes.allSatisfy({ $0 == 0 }) || firstSegmentHeaderV1.starts(with: bytes) { return true }
         // This build renames segment 1 into place whole: its header and nothing else.
         guard case .ok(let h) = bytes.withUnsafeBytes({ SegmentHeader.decode($0) }) else { return false }
@@ -534,8 +573,10 @@ extension LogEngine {
     /// Brings the checkpoint's secondary indexes up to date with what replay applied after it
     /// (``IndexState/catchUpSecondaryIndexes(from:read:)``). In salvage mode a value that cannot
     /// be read drops the secondary indexes instead (they are rebuilt when declared again).
-    static func catchUpSecondaryIndexes(_ index: inout IndexState, from checkpoint: IndexState, segments: [UInt32: SegmentFile],
-                                        options: LogStoreOptions, report: inout RecoveryReport) throws {
+    static func catchUpSecondaryIndexes(
+        _ index: inout IndexState, from checkpoint: IndexState, segments: [UInt32: SegmentFile],
+        options: LogStoreOptions, report: inout RecoveryReport
+    ) throws {
         func read(_ loc: RecordLocation) throws -> ArraySlice<UInt8> {
             guard let seg = segments[loc.segment] else {
                 throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.")
@@ -547,7 +588,8 @@ extension LogEngine {
         } catch let e as LogStoreError where options.recovery == .salvage && e.code == .corruption {
             index.secondary = [:]
             index.replayTouches = nil
-            options.logger?.warning("secondary indexes dropped: a record they need cannot be read; they are rebuilt when declared", metadata: ["error": "\(e)"])
+            options.logger?.warning(
+                "secondary indexes dropped: a record they need cannot be read; they are rebuilt when declared", metadata: ["error": "\(e)"])
         }
     }
 }

@@ -23,9 +23,11 @@ extension LogEngine {
     /// next one starts where they end. Damage, or a transaction larger than the window, makes the
     /// window grow (to the rest of the file at most), because only the bytes after it can decide
     /// what it is (SegmentReader rules 4 and 5).
-    static func streamSegment(_ file: any FileSystemFile, size: UInt64, from: UInt64, header known: SegmentHeader?, number: UInt32,
-                              path: String, isLast: Bool, storeId: StoreID?, index: inout IndexState, info: inout SegmentInfo,
-                              report: inout RecoveryReport, options: LogStoreOptions) throws -> ScanResult {
+    static func streamSegment(
+        _ file: any FileSystemFile, size: UInt64, from: UInt64, header known: SegmentHeader?, number: UInt32,
+        path: String, isLast: Bool, storeId: StoreID?, index: inout IndexState, info: inout SegmentInfo,
+        report: inout RecoveryReport, options: LogStoreOptions
+    ) throws -> ScanResult {
         var header = known
         var position = from
         var window = recoveryWindow
@@ -35,8 +37,9 @@ extension LogEngine {
             let atEnd = UInt64(count) == remaining
             let bytes = try file.read(at: position, count: count)
             let result = try bytes.withUnsafeBytes { buf in
-                try scanSegment(buf, base: Int(position), header: header, number: number, path: path, isLast: isLast, storeId: storeId,
-                                endIsFileEnd: atEnd, index: &index, info: &info, report: &report, options: options)
+                try scanSegment(
+                    buf, base: Int(position), header: header, number: number, path: path, isLast: isLast, storeId: storeId,
+                    endIsFileEnd: atEnd, index: &index, info: &info, report: &report, options: options)
             }
             switch result {
             case .recreateHeader:
@@ -81,9 +84,11 @@ extension LogEngine {
     /// sequence number above every earlier one. Compacted segments (header flag): commit frames
     /// only, of `putAt` records, frame sequences non-decreasing (several frames can share the
     /// last record's sequence); the index's sequence becomes the largest seen.
-    static func scanSegment(_ buf: UnsafeRawBufferPointer, base: Int, header known: SegmentHeader?, number: UInt32,
-                            path: String, isLast: Bool, storeId: StoreID?, endIsFileEnd: Bool = true, index: inout IndexState, info: inout SegmentInfo,
-                            report: inout RecoveryReport, options: LogStoreOptions) throws -> ScanResult {
+    static func scanSegment(
+        _ buf: UnsafeRawBufferPointer, base: Int, header known: SegmentHeader?, number: UInt32,
+        path: String, isLast: Bool, storeId: StoreID?, endIsFileEnd: Bool = true, index: inout IndexState, info: inout SegmentInfo,
+        report: inout RecoveryReport, options: LogStoreOptions
+    ) throws -> ScanResult {
         let segmentHeader: SegmentHeader
         var offset: Int
         if let known {
@@ -94,13 +99,17 @@ extension LogEngine {
             case .ok(let h):
                 guard h.segment == number else {
                     if options.recovery == .salvage {
-                        report.dropped.append(.init(path: path, offset: 0, bytes: UInt64(buf.count), reason: "segment header names segment \(h.segment)"))
+                        report.dropped.append(
+                            .init(path: path, offset: 0, bytes: UInt64(buf.count), reason: "segment header names segment \(h.segment)"))
                         return .end(UInt64(buf.count), nil)
                     }
-                    throw LogStoreError(.corruption, "Segment header names segment \(h.segment), but the file is segment \(number).", path: path, offset: 12)
+                    throw LogStoreError(
+                        .corruption, "Segment header names segment \(h.segment), but the file is segment \(number).", path: path, offset: 12
+                    )
                 }
                 if let id = h.storeId, id != storeId {
-                    let message = "Segment \(number) belongs to store \(id), not to this store (\(storeId.map(\.description) ?? "format version 1")): it was copied here from another store."
+                    let message =
+                        "Segment \(number) belongs to store \(id), not to this store (\(storeId.map(\.description) ?? "format version 1")): it was copied here from another store."
                     if options.recovery == .salvage {
                         report.dropped.append(.init(path: path, offset: 0, bytes: UInt64(buf.count), reason: message))
                         return .end(UInt64(buf.count), nil)
@@ -109,7 +118,10 @@ extension LogEngine {
                 }
                 segmentHeader = h
             case .newerVersion(let v):
-                throw LogStoreError(.unsupportedFormatVersion, "The segment was written by a newer LogStore (format version \(v); this build reads up to \(LogStoreFormat.version)). Upgrade LogStore to open it.", path: path, offset: 8)
+                throw LogStoreError(
+                    .unsupportedFormatVersion,
+                    "The segment was written by a newer LogStore (format version \(v); this build reads up to \(LogStoreFormat.version)). Upgrade LogStore to open it.",
+                    path: path, offset: 8)
             case .notASegment(let why):
                 if isLast && buf.count <= SegmentHeader.maxSize && options.recovery == .strict && storeId == nil { return .recreateHeader }
                 if options.recovery == .salvage {
@@ -133,12 +145,16 @@ extension LogEngine {
                 do {
                     // Apply to a copy so a transaction that fails half-way leaves no trace.
                     var next = index
-                    try apply(frames, buf: buf, base: base, segment: number, compacted: compacted, version: segmentHeader.version, index: &next)
+                    try apply(
+                        frames, buf: buf, base: base, segment: number, compacted: compacted, version: segmentHeader.version, index: &next)
                     index = next
                 } catch var e as LogStoreError {
                     // CRC-valid but undecodable: written by a broken or foreign writer.
                     if options.recovery == .salvage {
-                        report.dropped.append(.init(path: path, offset: UInt64(base + first.frameOffset), bytes: UInt64(end - first.frameOffset), reason: e.message))
+                        report.dropped.append(
+                            .init(
+                                path: path, offset: UInt64(base + first.frameOffset), bytes: UInt64(end - first.frameOffset),
+                                reason: e.message))
                         return false
                     }
                     e.path = path
@@ -159,7 +175,8 @@ extension LogEngine {
                 }
                 // Keep every valid transaction: skip to the next valid frame and go on.
                 let resume = d.resumeAt ?? buf.count
-                report.dropped.append(.init(path: path, offset: UInt64(base + d.validEnd), bytes: UInt64(max(0, resume - d.validEnd)), reason: d.reason))
+                report.dropped.append(
+                    .init(path: path, offset: UInt64(base + d.validEnd), bytes: UInt64(max(0, resume - d.validEnd)), reason: d.reason))
                 return .resume
             })
         if let torn = outcome.tornTail {
@@ -167,7 +184,8 @@ extension LogEngine {
             if torn.transactionsCut > 0 {
                 reason += "; \(torn.transactionsCut) later transaction(s) that were never synced are cut with it"
             }
-            report.truncatedTail = .init(path: path, offset: UInt64(base + torn.validEnd), bytes: UInt64(buf.count - torn.validEnd), reason: reason)
+            report.truncatedTail = .init(
+                path: path, offset: UInt64(base + torn.validEnd), bytes: UInt64(buf.count - torn.validEnd), reason: reason)
             report.transactionsCut = torn.transactionsCut + (torn.lostTransaction == nil ? 0 : 1)
         }
         return .end(UInt64(base + outcome.validEnd), segmentHeader, zeroTail: outcome.zeroTail)
@@ -179,9 +197,11 @@ extension LogEngine {
     /// unchanged from a normal segment (v2, `syncedThrough` not 0) only `put` records, which take
     /// the frame's sequence; a `putAt` anywhere else, or a delete in a compacted segment, is
     /// corruption (FileFormat.md §7a).
-    static func apply(_ frames: [SegmentReader.Frame],
-                      buf: UnsafeRawBufferPointer, base: Int, segment: UInt32, compacted: Bool, version: UInt16,
-                      index: inout IndexState) throws {
+    static func apply(
+        _ frames: [SegmentReader.Frame],
+        buf: UnsafeRawBufferPointer, base: Int, segment: UInt32, compacted: Bool, version: UInt16,
+        index: inout IndexState
+    ) throws {
         for f in frames {
             let stored = UnsafeRawBufferPointer(rebasing: buf[f.payloadOffset..<(f.payloadOffset + f.header.storedLength)])
             let seq = f.header.sequence
@@ -196,21 +216,29 @@ extension LogEngine {
                             .corruption,
                             putAt
                                 ? "A frame compaction wrote holds a record other than putAt."
-                                : compacted ? "A frame copied into a compacted segment holds a record other than put." : "A putAt record outside a compacted segment.",
+                                : compacted
+                                    ? "A frame copied into a compacted segment holds a record other than put."
+                                    : "A putAt record outside a compacted segment.",
                             offset: UInt64(rec.valueOffset))
                     }
                     switch rec.op {
                     case .put:
-                        index.put(rec.type, rec.key, RecordLocation(
-                            segment: segment, frameOffset: frameOffset,
-                            valueOffset: UInt32(rec.valueOffset), sequence: seq, valueLength: UInt32(rec.valueLength)))
+                        index.put(
+                            rec.type, rec.key,
+                            RecordLocation(
+                                segment: segment, frameOffset: frameOffset,
+                                valueOffset: UInt32(rec.valueOffset), sequence: seq, valueLength: UInt32(rec.valueLength)))
                     case .putAt:
                         guard rec.sequence >= 1, rec.sequence <= seq else {
-                            throw LogStoreError(.corruption, "A putAt record's sequence \(rec.sequence) is newer than its frame's \(seq).", offset: UInt64(rec.valueOffset))
+                            throw LogStoreError(
+                                .corruption, "A putAt record's sequence \(rec.sequence) is newer than its frame's \(seq).",
+                                offset: UInt64(rec.valueOffset))
                         }
-                        index.put(rec.type, rec.key, RecordLocation(
-                            segment: segment, frameOffset: frameOffset,
-                            valueOffset: UInt32(rec.valueOffset), sequence: rec.sequence, valueLength: UInt32(rec.valueLength)))
+                        index.put(
+                            rec.type, rec.key,
+                            RecordLocation(
+                                segment: segment, frameOffset: frameOffset,
+                                valueOffset: UInt32(rec.valueOffset), sequence: rec.sequence, valueLength: UInt32(rec.valueLength)))
                     case .delete: index.delete(rec.type, rec.key)
                     case .deleteAll: index.deleteAll(rec.type)
                     }

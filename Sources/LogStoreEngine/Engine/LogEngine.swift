@@ -76,8 +76,10 @@ public final class LogEngine: Sendable {
         }
     }
 
-    init(directory: String, fileSystem: any FileSystem, options: LogStoreOptions, lock: any FileSystemLock,
-         recovered: Recovered) {
+    init(
+        directory: String, fileSystem: any FileSystem, options: LogStoreOptions, lock: any FileSystemLock,
+        recovered: Recovered
+    ) {
         self.directory = directory
         self.fileSystem = fileSystem
         self.options = options
@@ -85,22 +87,25 @@ public final class LogEngine: Sendable {
         self.logger = options.logger
         self.recoveryReport = recovered.report
         self.cache = FrameCache(capacity: options.cacheSize)
-        let state = Protected(EngineState(
-            views: EngineViews(ViewState(index: recovered.index, segments: recovered.segments)),
-            log: LogState(
-                manifest: recovered.manifest, tail: recovered.tail, tailOffset: recovered.tailOffset,
-                segmentInfo: recovered.segmentInfo, bytesSinceCheckpoint: recovered.bytesAfterCheckpoint),
-            lastCheckpoint: recovered.checkpoint))
+        let state = Protected(
+            EngineState(
+                views: EngineViews(ViewState(index: recovered.index, segments: recovered.segments)),
+                log: LogState(
+                    manifest: recovered.manifest, tail: recovered.tail, tailOffset: recovered.tailOffset,
+                    segmentInfo: recovered.segmentInfo, bytesSinceCheckpoint: recovered.bytesAfterCheckpoint),
+                lastCheckpoint: recovered.checkpoint))
         self.state = state
         for (number, segment) in recovered.segments where segment !== recovered.tail {
             if let length = recovered.segmentInfo[number]?.length { segment.seal(length: length) }
         }
         recovered.tail.reserveMapping(length: UInt64(options.segmentSize))
-        let group = GroupCommit(sequence: recovered.index.sequence, sync: {
-            let (tail, offset) = state.withLock { ($0.log.tail, $0.log.tailOffset) }
-            try tail.file.sync()
-            state.withLock { $0.log.synced(tail, through: offset) }
-        })
+        let group = GroupCommit(
+            sequence: recovered.index.sequence,
+            sync: {
+                let (tail, offset) = state.withLock { ($0.log.tail, $0.log.tailOffset) }
+                try tail.file.sync()
+                state.withLock { $0.log.synced(tail, through: offset) }
+            })
         self.group = group
         var log = LogWriter(directory: directory, fileSystem: fileSystem)
         if options.preallocationSize > 0 && options.durability != .none && options.recovery == .strict {
@@ -109,7 +114,9 @@ public final class LogEngine: Sendable {
                 background: options.preallocatesInBackground,
                 onSyncFailure: { error, path in
                     Self.poison(
-                        LogStoreError(.storePoisoned, "fdatasync of the tail failed while preallocating it; reopen the store.", path: path, underlying: error),
+                        LogStoreError(
+                            .storePoisoned, "fdatasync of the tail failed while preallocating it; reopen the store.", path: path,
+                            underlying: error),
                         state: state, group: group)
                 })
             log.preallocator = preallocator
@@ -188,8 +195,10 @@ public final class LogEngine: Sendable {
     /// when the commit is durable (or with the error). Used by asynchronous DataStore writes so that
     /// a queue of writes shares syncs.
     @discardableResult
-    public func write<T>(_ body: (EngineTransaction) throws -> T,
-                         onDurable: @escaping @Sendable ((any Error)?) -> Void) throws -> T {
+    public func write<T>(
+        _ body: (EngineTransaction) throws -> T,
+        onDurable: @escaping @Sendable ((any Error)?) -> Void
+    ) throws -> T {
         let (result, seq) = try writeWithoutWaiting(body)
         if let seq, options.durability == .synchronous {
             group.notifyDurable(seq) { [weak self] error in
@@ -326,13 +335,20 @@ public final class LogEngine: Sendable {
         let typeBytes = type.utf8.count
         guard typeBytes > 0 else { throw LogStoreError(.invalidArgument, "An item type name must not be empty.") }
         guard typeBytes <= options.maxTypeNameSize else {
-            throw LogStoreError(.keyTooLarge, "The item type name is \(typeBytes) bytes; the limit is \(options.maxTypeNameSize) (LogStoreOptions.maxTypeNameSize).")
+            throw LogStoreError(
+                .keyTooLarge,
+                "The item type name is \(typeBytes) bytes; the limit is \(options.maxTypeNameSize) (LogStoreOptions.maxTypeNameSize).")
         }
         guard key.count <= options.maxKeySize else {
-            throw LogStoreError(.keyTooLarge, "The key of a \(type) is \(key.count) bytes; the limit is \(options.maxKeySize) (LogStoreOptions.maxKeySize).")
+            throw LogStoreError(
+                .keyTooLarge, "The key of a \(type) is \(key.count) bytes; the limit is \(options.maxKeySize) (LogStoreOptions.maxKeySize)."
+            )
         }
         guard valueSize <= options.maxItemSize else {
-            throw LogStoreError(.itemTooLarge, "A \(type) encodes to \(valueSize) bytes; the limit is \(options.maxItemSize) (LogStoreOptions.maxItemSize). Store large blobs outside the store, or raise the limit.")
+            throw LogStoreError(
+                .itemTooLarge,
+                "A \(type) encodes to \(valueSize) bytes; the limit is \(options.maxItemSize) (LogStoreOptions.maxItemSize). Store large blobs outside the store, or raise the limit."
+            )
         }
     }
 
@@ -346,8 +362,12 @@ public final class LogEngine: Sendable {
     func notingDiskFull(_ append: () throws -> UInt64) throws -> UInt64 {
         do {
             let seq = try append()
-            if let failures = diskFull.withLock({ f -> Int? in defer { f = 0 }; return f > 0 ? f : nil }) {
-                logger?.notice("disk space is available again; writes resumed", metadata: ["store": "\(directory)", "failedWrites": "\(failures)"])
+            if let failures = diskFull.withLock({ f -> Int? in
+                defer { f = 0 }
+                return f > 0 ? f : nil
+            }) {
+                logger?.notice(
+                    "disk space is available again; writes resumed", metadata: ["store": "\(directory)", "failedWrites": "\(failures)"])
             }
             return seq
         } catch let e as LogStoreError where e.code == .diskFull {
@@ -355,7 +375,10 @@ public final class LogEngine: Sendable {
                 f += 1
                 return f == 1
             }
-            if first { logger?.warning("the disk is full; writes fail until space is freed (nothing committed is lost)", metadata: ["store": "\(directory)"]) }
+            if first {
+                logger?.warning(
+                    "the disk is full; writes fail until space is freed (nothing committed is lost)", metadata: ["store": "\(directory)"])
+            }
             throw e
         }
     }
@@ -369,18 +392,23 @@ public final class LogEngine: Sendable {
         // Secondary-index changes first: a unique-index violation refuses the commit while
         // nothing is written yet.
         let secondaryChanges = try secondaryChanges(for: ops, on: head)
-        var encoded = TransactionEncoder.encode(ops, sequence: seq, options: options, syncedThrough: synced, version: tail.version, compressor: compressor)
+        var encoded = TransactionEncoder.encode(
+            ops, sequence: seq, options: options, syncedThrough: synced, version: tail.version, compressor: compressor)
         // Locations address segments with 32-bit offsets; segments stay below 2 GiB because a
         // transaction is at most 1 GiB and a segment rolls over at most at 1 GiB.
         guard encoded.bytes.count <= LogFrame.maxPayload else {
-            throw LogStoreError(.itemTooLarge, "The transaction encodes to \(encoded.bytes.count) bytes; one transaction may hold at most 1 GiB. Split it into several writes (or merge a very large child store in parts).")
+            throw LogStoreError(
+                .itemTooLarge,
+                "The transaction encodes to \(encoded.bytes.count) bytes; one transaction may hold at most 1 GiB. Split it into several writes (or merge a very large child store in parts)."
+            )
         }
         var rolledOver = false
         if offset > UInt64(tail.headerSize), offset + UInt64(encoded.bytes.count) > UInt64(options.segmentSize) {
             try rollOverLocked(nextSequence: seq)
             (head, tail, offset, synced) = state.withLock { ($0.views.head, $0.log.tail, $0.log.tailOffset, $0.log.syncedThroughForFrames) }
             // The frames claim how far the new segment is durable: encode them again.
-            encoded = TransactionEncoder.encode(ops, sequence: seq, options: options, syncedThrough: synced, version: tail.version, compressor: compressor)
+            encoded = TransactionEncoder.encode(
+                ops, sequence: seq, options: options, syncedThrough: synced, version: tail.version, compressor: compressor)
             rolledOver = true
         }
         do {
@@ -390,7 +418,10 @@ public final class LogEngine: Sendable {
             case .notWritten(let e):
                 throw e
             case .torn(let e, let undo):
-                poison(LogStoreError(.storePoisoned, "A failed append could not be undone; reopen the store (recovery will cut the torn tail).", path: tail.path, underlying: undo))
+                poison(
+                    LogStoreError(
+                        .storePoisoned, "A failed append could not be undone; reopen the store (recovery will cut the torn tail).",
+                        path: tail.path, underlying: undo))
                 throw e
             }
         }
@@ -398,15 +429,17 @@ public final class LogEngine: Sendable {
         var index = head.index
         let journaling = state.withLock { $0.compactionJournal != nil }
         var changes: [IndexJournal.Change] = []
-        Self.index(ops, placements: &encoded.placements, at: offset, in: tail, sequence: seq, into: &index,
-                   journaling: journaling, journal: &changes)
+        Self.index(
+            ops, placements: &encoded.placements, at: offset, in: tail, sequence: seq, into: &index,
+            journaling: journaling, journal: &changes)
         index.apply(secondaryChanges)
         // What the commit changed, for the publication observer (a delete-all's keys are read
         // from the type's tree before the commit, only if someone asks).
         let committed = observed ? CommitChanges(sequence: seq, operations: ops, keysBefore: Self.keysBefore(head.index)) : nil
-        finishAppend(head: head, index: index, sequence: seq, bytes: encoded.bytes.count, rawBytes: encoded.rawBytes,
-                     journal: journaling ? changes : nil, committed: committed, tail: tail, end: offset + UInt64(encoded.bytes.count),
-                     rolledOver: rolledOver)
+        finishAppend(
+            head: head, index: index, sequence: seq, bytes: encoded.bytes.count, rawBytes: encoded.rawBytes,
+            journal: journaling ? changes : nil, committed: committed, tail: tail, end: offset + UInt64(encoded.bytes.count),
+            rolledOver: rolledOver)
         return seq
     }
 
@@ -426,8 +459,10 @@ public final class LogEngine: Sendable {
     /// Puts the records of `ops`, written in frames at `offset` of `tail` (their placements
     /// relative to that offset), into `index` as one batch per type, and notes each change in
     /// `journal` when a compaction is copying (`journaling`).
-    static func index(_ ops: [RecordOperation], placements: inout [RecordLocation], at offset: UInt64, in tail: SegmentFile,
-                      sequence seq: UInt64, into index: inout IndexState, journaling: Bool, journal: inout [IndexJournal.Change]) {
+    static func index(
+        _ ops: [RecordOperation], placements: inout [RecordLocation], at offset: UInt64, in tail: SegmentFile,
+        sequence seq: UInt64, into index: inout IndexState, journaling: Bool, journal: inout [IndexJournal.Change]
+    ) {
         for i in ops.indices {
             if case .put = ops[i] {
                 placements[i].segment = tail.number
@@ -460,8 +495,10 @@ public final class LogEngine: Sendable {
     /// `committed` to the publication observer, counts its `bytes`, notes its index changes in the
     /// compaction journal, tells the preallocator the tail now ends at `end`, and schedules what
     /// the append makes due. Caller holds the writer lock.
-    func finishAppend(head: ViewState, index: IndexState, sequence seq: UInt64, bytes: Int, rawBytes: UInt64,
-                      journal: [IndexJournal.Change]?, committed: CommitChanges?, tail: SegmentFile, end: UInt64, rolledOver: Bool) {
+    func finishAppend(
+        head: ViewState, index: IndexState, sequence seq: UInt64, bytes: Int, rawBytes: UInt64,
+        journal: [IndexJournal.Change]?, committed: CommitChanges?, tail: SegmentFile, end: UInt64, rolledOver: Bool
+    ) {
         var head = head
         var index = index
         index.sequence = seq
@@ -514,16 +551,18 @@ public final class LogEngine: Sendable {
             switch error {
             case .sealFailed(let e):
                 state.withLock { $0.log.giveBack(number) }
-                throw poison(LogStoreError(.storePoisoned, "fdatasync of a full segment failed; reopen the store.", path: tail.path, underlying: e))
+                throw poison(
+                    LogStoreError(.storePoisoned, "fdatasync of a full segment failed; reopen the store.", path: tail.path, underlying: e))
             case .notInstalled(let e):
                 state.withLock { $0.log.giveBack(number) }
                 throw e
             case .mayBeInstalled(let e):
                 // The manifest on disk may name the new segment while this engine would keep
                 // appending to the old one: refuse writes until a reopen reads what is there.
-                throw poison(LogStoreError(
-                    .storePoisoned, "A segment roll-over failed after the new MANIFEST was written; reopen the store.",
-                    path: _joinPath(directory, LogStoreFormat.manifestFileName), underlying: e))
+                throw poison(
+                    LogStoreError(
+                        .storePoisoned, "A segment roll-over failed after the new MANIFEST was written; reopen the store.",
+                        path: _joinPath(directory, LogStoreFormat.manifestFileName), underlying: e))
             }
         }
         state.withLock { s in
@@ -568,7 +607,9 @@ public final class LogEngine: Sendable {
             do { try checkpointer.write(self) } catch let e as LogStoreError where e.code == .storePoisoned {
                 firstError = e
             } catch {
-                logger?.warning("checkpoint on close failed; the next open replays the whole log", metadata: ["store": "\(directory)", "error": "\(error)"])
+                logger?.warning(
+                    "checkpoint on close failed; the next open replays the whole log",
+                    metadata: ["store": "\(directory)", "error": "\(error)"])
             }
         }
         // A closed store keeps no preallocated space: its tail ends where its log does.

@@ -35,8 +35,9 @@ public protocol RecordReader {
     /// until it returns false. Entries are ``IndexKeyEncoding`` byte strings: the indexed values,
     /// then the record key. A reader with changes of its own (a write transaction, a child store)
     /// includes them. Throws `.invalidArgument` for an index it does not have.
-    func forEachIndexEntry(ofType type: String, index: String, in range: IndexEntryRange, reverse: Bool,
-                           _ body: (_ entry: IndexEntry, _ key: RecordKey) throws -> Bool) throws
+    func forEachIndexEntry(
+        ofType type: String, index: String, in range: IndexEntryRange, reverse: Bool,
+        _ body: (_ entry: IndexEntry, _ key: RecordKey) throws -> Bool) throws
     /// The number of entries of index `index` of `type` in `range` (O(log n) on a committed
     /// snapshot). Throws `.invalidArgument` for an index it does not have.
     func countIndexEntries(ofType type: String, index: String, in range: IndexEntryRange) throws -> Int
@@ -80,8 +81,10 @@ extension RecordReader {
     public func secondaryIndexes(ofType type: String) -> [String: IndexDefinition] { [:] }
 
     /// See ``RecordReader/forEachIndexEntry(ofType:index:in:reverse:_:)``: this reader has no index.
-    public func forEachIndexEntry(ofType type: String, index: String, in range: IndexEntryRange, reverse: Bool,
-                                  _ body: (_ entry: IndexEntry, _ key: RecordKey) throws -> Bool) throws {
+    public func forEachIndexEntry(
+        ofType type: String, index: String, in range: IndexEntryRange, reverse: Bool,
+        _ body: (_ entry: IndexEntry, _ key: RecordKey) throws -> Bool
+    ) throws {
         throw LogStoreError.noSuchIndex(type, index)
     }
 

@@ -29,7 +29,8 @@ final class SegmentFile: Sendable {
     /// Set when mapping failed, so reads stop trying and use `pread`.
     private let mappingFailed = Atomic<Bool>(false)
 
-    init(number: UInt32, file: any FileSystemFile, baseSequence: UInt64, compacted: Bool = false, version: UInt16 = LogStoreFormat.version) {
+    init(number: UInt32, file: any FileSystemFile, baseSequence: UInt64, compacted: Bool = false, version: UInt16 = LogStoreFormat.version)
+    {
         self.number = number
         self.file = file
         self.baseSequence = baseSequence

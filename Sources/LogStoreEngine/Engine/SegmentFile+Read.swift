@@ -148,7 +148,10 @@ extension SegmentFile {
     private func mappedPayload(_ sealed: SealedBytes, _ loc: RecordLocation, through end: Int, cache: FrameCache?) throws -> FramePayload? {
         let offset = Int(loc.frameOffset)
         let verified = sealed.isVerified(frameAt: offset)
-        let parsed = verified ? LogFrame.parseSkippingCRC(sealed.bytes, at: offset, version: version) : LogFrame.parse(sealed.bytes, at: offset, version: version)
+        let parsed =
+            verified
+            ? LogFrame.parseSkippingCRC(sealed.bytes, at: offset, version: version)
+            : LogFrame.parse(sealed.bytes, at: offset, version: version)
         if case .truncated = parsed { return nil }
         let (header, payloadOffset) = try checkedFrame(parsed, loc: loc)
         if !verified { sealed.markVerified(frameAt: offset) }
@@ -167,7 +170,8 @@ extension SegmentFile {
         let stored = UnsafeRawBufferPointer(rebasing: sealed.bytes[payloadOffset..<(payloadOffset + header.storedLength)])
         guard let raw = LZ4.decompress(stored, rawLength: header.rawLength, prefix: prefix) else {
             throw LogStoreError(
-                .corruption, "LZ4 payload does not decompress to its announced \(header.rawLength) bytes.", path: path, offset: UInt64(offset))
+                .corruption, "LZ4 payload does not decompress to its announced \(header.rawLength) bytes.", path: path,
+                offset: UInt64(offset))
         }
         if admitted { cache?.insert(loc.frameID, raw) }
         return .owned(raw)
@@ -202,9 +206,12 @@ extension SegmentFile {
     }
 
     /// The raw payload of a checked frame in `buf`.
-    private func rawPayload(_ header: LogFrame.Header, _ buf: UnsafeRawBufferPointer, _ payloadOffset: Int, loc: RecordLocation) throws -> [UInt8] {
+    private func rawPayload(_ header: LogFrame.Header, _ buf: UnsafeRawBufferPointer, _ payloadOffset: Int, loc: RecordLocation) throws
+        -> [UInt8]
+    {
         do {
-            return try LogFrame.rawPayload(header, UnsafeRawBufferPointer(rebasing: buf[payloadOffset..<(payloadOffset + header.storedLength)]))
+            return try LogFrame.rawPayload(
+                header, UnsafeRawBufferPointer(rebasing: buf[payloadOffset..<(payloadOffset + header.storedLength)]))
         } catch var e as LogStoreError {
             e.path = path
             e.offset = UInt64(loc.frameOffset)

@@ -73,7 +73,9 @@ package final class SpillFile: ExternalValues {
             raw = cached
         } else if sequential && count < Self.readAheadBytes {
             let readBlock = try file.read(at: start, count: Self.readAheadBytes)
-            guard readBlock.count >= count else { throw LogStoreError(.corruption, "Spill file is shorter than expected.", path: path, offset: offset) }
+            guard readBlock.count >= count else {
+                throw LogStoreError(.corruption, "Spill file is shorter than expected.", path: path, offset: offset)
+            }
             raw = Array(readBlock[0..<count])
             block.withLock {
                 $0.start = start
@@ -81,7 +83,9 @@ package final class SpillFile: ExternalValues {
             }
         } else {
             raw = try file.read(at: start, count: count)
-            guard raw.count == count else { throw LogStoreError(.corruption, "Spill file is shorter than expected.", path: path, offset: offset) }
+            guard raw.count == count else {
+                throw LogStoreError(.corruption, "Spill file is shorter than expected.", path: path, offset: offset)
+            }
         }
         let stored = raw.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self).littleEndian }
         raw.removeFirst(8)

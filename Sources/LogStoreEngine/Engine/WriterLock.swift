@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Serializes write transactions and detects a write started from inside another write on the
@@ -19,9 +20,9 @@ package final class WriterLock: Sendable {
 
     static func currentThread() -> UInt {
         #if canImport(Glibc)
-        return UInt(pthread_self())
+            return UInt(pthread_self())
         #else
-        return UInt(bitPattern: pthread_self())
+            return UInt(bitPattern: pthread_self())
         #endif
     }
 
@@ -34,7 +35,8 @@ package final class WriterLock: Sendable {
         if owner.withLock({ $0 == me }) {
             throw LogStoreError(
                 .reentrantWrite,
-                "A write block started another write on the same store; it would wait for itself forever. Do the work in the outer block, or use writeAsync.")
+                "A write block started another write on the same store; it would wait for itself forever. Do the work in the outer block, or use writeAsync."
+            )
         }
         // Held for microseconds (a write body and its append): yielding a few times costs less
         // than sleeping in the kernel and being woken (the futex path was a third of the CPU of

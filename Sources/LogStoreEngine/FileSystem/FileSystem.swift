@@ -73,8 +73,10 @@ public protocol FileSystemFile: AnyObject, Sendable {
     /// I/O errors. The default reads and writes through these two objects; the POSIX file system
     /// copies inside the kernel (`copy_file_range`, one copy of each byte instead of two) when
     /// both files are its own. Nothing is synced.
-    func copyBytes(from source: any FileSystemFile, at sourceOffset: UInt64, count: UInt64, to offset: UInt64, chunk: Int,
-                   copied: (UInt64) -> Void) throws -> UInt64
+    func copyBytes(
+        from source: any FileSystemFile, at sourceOffset: UInt64, count: UInt64, to offset: UInt64, chunk: Int,
+        copied: (UInt64) -> Void
+    ) throws -> UInt64
 }
 
 extension FileSystemFile {
@@ -85,15 +87,19 @@ extension FileSystemFile {
 
     /// See ``FileSystemFile/copyBytes(from:at:count:to:chunk:copied:)``: reads `source` and
     /// writes this file, a chunk at a time.
-    public func copyBytes(from source: any FileSystemFile, at sourceOffset: UInt64, count: UInt64, to offset: UInt64, chunk: Int,
-                          copied: (UInt64) -> Void) throws -> UInt64 {
+    public func copyBytes(
+        from source: any FileSystemFile, at sourceOffset: UInt64, count: UInt64, to offset: UInt64, chunk: Int,
+        copied: (UInt64) -> Void
+    ) throws -> UInt64 {
         try copyByReading(from: source, at: sourceOffset, count: count, to: offset, chunk: chunk, copied: copied)
     }
 
     /// The default ``copyBytes(from:at:count:to:chunk:copied:)``, for implementations that fall
     /// back to it.
-    func copyByReading(from source: any FileSystemFile, at sourceOffset: UInt64, count: UInt64, to offset: UInt64, chunk: Int,
-                       copied: (UInt64) -> Void) throws -> UInt64 {
+    func copyByReading(
+        from source: any FileSystemFile, at sourceOffset: UInt64, count: UInt64, to offset: UInt64, chunk: Int,
+        copied: (UInt64) -> Void
+    ) throws -> UInt64 {
         var done: UInt64 = 0
         while done < count {
             let bytes = try source.read(at: sourceOffset + done, count: Int(min(UInt64(max(1, chunk)), count - done)))

@@ -143,7 +143,12 @@ final class InMemoryLock: FileSystemLock {
     }
     deinit { unlock() }
     func unlock() {
-        if held.withLock({ h in defer { h = false }; return h }) { fs.unlock(path) }
+        if held.withLock({ h in
+            defer { h = false }
+            return h
+        }) {
+            fs.unlock(path)
+        }
     }
 }
 

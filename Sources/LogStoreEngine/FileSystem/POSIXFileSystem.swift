@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The real file system, through POSIX calls: `open(O_CLOEXEC)`, `pread`/`pwrite`, `fdatasync`,
 /// `rename`, `fsync` on directories and `flock` for the store lock.
@@ -199,47 +200,51 @@ final class POSIXFile: FileSystemFile {
     }
 
     #if os(Linux)
-    typealias CopyFileRange = @convention(c) (Int32, UnsafeMutablePointer<off_t>?, Int32, UnsafeMutablePointer<off_t>?, Int, UInt32) -> Int
-    /// glibc's `copy_file_range` (2.27 and later), looked up at run time: the Glibc module does
-    /// not declare it (it needs `_GNU_SOURCE`). Nil where the C library lacks it.
-    static let copyFileRange: CopyFileRange? = dlsym(nil, "copy_file_range").map { unsafeBitCast($0, to: CopyFileRange.self) }
-    typealias SyncFileRange = @convention(c) (Int32, off_t, off_t, UInt32) -> Int32
-    /// `sync_file_range` (looked up like `copy_file_range`), to start writing a copied chunk back
-    /// at once (`SYNC_FILE_RANGE_WRITE`, 2): the final `fdatasync` then finds little left, and
-    /// the disk sees a steady stream instead of one burst that stalls other files' syncs.
-    static let syncFileRange: SyncFileRange? = dlsym(nil, "sync_file_range").map { unsafeBitCast($0, to: SyncFileRange.self) }
+        typealias CopyFileRange =
+            @convention(c) (Int32, UnsafeMutablePointer<off_t>?, Int32, UnsafeMutablePointer<off_t>?, Int, UInt32) -> Int
+        /// glibc's `copy_file_range` (2.27 and later), looked up at run time: the Glibc module does
+        /// not declare it (it needs `_GNU_SOURCE`). Nil where the C library lacks it.
+        static let copyFileRange: CopyFileRange? = dlsym(nil, "copy_file_range").map { unsafeBitCast($0, to: CopyFileRange.self) }
+        typealias SyncFileRange = @convention(c) (Int32, off_t, off_t, UInt32) -> Int32
+        /// `sync_file_range` (looked up like `copy_file_range`), to start writing a copied chunk back
+        /// at once (`SYNC_FILE_RANGE_WRITE`, 2): the final `fdatasync` then finds little left, and
+        /// the disk sees a steady stream instead of one burst that stalls other files' syncs.
+        static let syncFileRange: SyncFileRange? = dlsym(nil, "sync_file_range").map { unsafeBitCast($0, to: SyncFileRange.self) }
     #endif
 
     /// See ``FileSystemFile/copyBytes(from:at:count:to:chunk:copied:)``: `copy_file_range` on
     /// Linux when `source` is a POSIX file too (falling back to reads and writes where the
     /// kernel cannot, across file systems on old kernels for one); reads and writes elsewhere.
-    func copyBytes(from source: any FileSystemFile, at sourceOffset: UInt64, count: UInt64, to offset: UInt64, chunk: Int,
-                   copied: (UInt64) -> Void) throws -> UInt64 {
+    func copyBytes(
+        from source: any FileSystemFile, at sourceOffset: UInt64, count: UInt64, to offset: UInt64, chunk: Int,
+        copied: (UInt64) -> Void
+    ) throws -> UInt64 {
         var done: UInt64 = 0
         #if os(Linux)
-        if let src = source as? POSIXFile {
-            try checkOpen()
-            try src.checkOpen()
-            var inAt = off_t(sourceOffset)
-            var outAt = off_t(offset)
-            while done < count {
-                guard let copyFileRange = Self.copyFileRange else { break }
-                let n = copyFileRange(src.fd, &inAt, fd, &outAt, Int(min(UInt64(max(1, chunk)), count - done)), 0)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    if [EXDEV, ENOSYS, EOPNOTSUPP, EINVAL].contains(errno) { break }
-                    throw _ioError("copy_file_range", errno, path)
+            if let src = source as? POSIXFile {
+                try checkOpen()
+                try src.checkOpen()
+                var inAt = off_t(sourceOffset)
+                var outAt = off_t(offset)
+                while done < count {
+                    guard let copyFileRange = Self.copyFileRange else { break }
+                    let n = copyFileRange(src.fd, &inAt, fd, &outAt, Int(min(UInt64(max(1, chunk)), count - done)), 0)
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        if [EXDEV, ENOSYS, EOPNOTSUPP, EINVAL].contains(errno) { break }
+                        throw _ioError("copy_file_range", errno, path)
+                    }
+                    if n == 0 { return done }
+                    // Write-behind (advice only: a failure changes nothing, the caller syncs).
+                    _ = Self.syncFileRange?(fd, outAt - off_t(n), off_t(n), 2)
+                    done += UInt64(n)
+                    copied(UInt64(n))
                 }
-                if n == 0 { return done }
-                // Write-behind (advice only: a failure changes nothing, the caller syncs).
-                _ = Self.syncFileRange?(fd, outAt - off_t(n), off_t(n), 2)
-                done += UInt64(n)
-                copied(UInt64(n))
+                if done == count { return done }
             }
-            if done == count { return done }
-        }
         #endif
-        return try done + copyByReading(from: source, at: sourceOffset + done, count: count - done, to: offset + done, chunk: chunk, copied: copied)
+        return try done
+            + copyByReading(from: source, at: sourceOffset + done, count: count - done, to: offset + done, chunk: chunk, copied: copied)
     }
 
     func size() throws -> UInt64 {
@@ -289,11 +294,17 @@ func _ioError(_ call: String, _ e: Int32, _ path: String) -> LogStoreError {
     let cause = SystemError(call: call, errno: e)
     switch e {
     case ENOSPC, EDQUOT:
-        return LogStoreError(.diskFull, "The disk is full (\(call)). Nothing committed was lost; free space and retry.", path: path, underlying: cause)
+        return LogStoreError(
+            .diskFull, "The disk is full (\(call)). Nothing committed was lost; free space and retry.", path: path, underlying: cause)
     case EROFS:
-        return LogStoreError(.permissionDenied, "The file system is read-only (\(call)): LogStore writes its log in the store directory. Remount it read-write, or copy the store to a writable place.", path: path, underlying: cause)
+        return LogStoreError(
+            .permissionDenied,
+            "The file system is read-only (\(call)): LogStore writes its log in the store directory. Remount it read-write, or copy the store to a writable place.",
+            path: path, underlying: cause)
     case EACCES, EPERM:
-        return LogStoreError(.permissionDenied, "Permission denied (\(call)). Check the owner and mode of the store directory.", path: path, underlying: cause)
+        return LogStoreError(
+            .permissionDenied, "Permission denied (\(call)). Check the owner and mode of the store directory.", path: path,
+            underlying: cause)
     default:
         return LogStoreError(.io, "\(call) failed: \(_systemErrorText(e)).", path: path, underlying: cause)
     }

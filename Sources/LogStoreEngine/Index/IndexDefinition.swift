@@ -81,7 +81,9 @@ public struct IndexDefinition: Hashable, Sendable, CustomStringConvertible {
             LogStoreError(.invalidArgument, "The index \"\(name)\" of \(type) is not valid: \(why).")
         }
         guard !name.isEmpty else { throw fail("its name is empty") }
-        guard !attributes.isEmpty, attributes.count <= Self.maxAttributes else { throw fail("it needs 1 to \(Self.maxAttributes) attributes") }
+        guard !attributes.isEmpty, attributes.count <= Self.maxAttributes else {
+            throw fail("it needs 1 to \(Self.maxAttributes) attributes")
+        }
         for path in attributes {
             guard !path.isEmpty, path.count <= Self.maxAttributes, !path.contains(where: \.isEmpty) else {
                 throw fail("the attribute path \(path) must have 1 to \(Self.maxAttributes) non-empty keys")

@@ -99,5 +99,7 @@ public struct IndexEntry: Hashable, Comparable, Sendable, CustomStringConvertibl
     }
 
     /// The entry in hex.
-    public var description: String { withUnsafeBytes { $0.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined() } }
+    public var description: String {
+        withUnsafeBytes { $0.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined() }
+    }
 }

@@ -31,8 +31,17 @@ import Foundation
 public enum IndexKeyEncoding {
     /// Component tags; part of the format (never renumber or reuse).
     enum Tag: UInt8 {
-        case end = 0x00, null = 0x01, `false` = 0x02, `true` = 0x03, number = 0x04, string = 0x05
-        case bytes = 0x06, date = 0x07, uuid = 0x08, array = 0x09, map = 0x0A
+        case end = 0x00
+        case null = 0x01
+        case `false` = 0x02
+        case `true` = 0x03
+        case number = 0x04
+        case string = 0x05
+        case bytes = 0x06
+        case date = 0x07
+        case uuid = 0x08
+        case array = 0x09
+        case map = 0x0A
     }
 
     /// Appends the component for `value` to `out`.

@@ -48,13 +48,13 @@ package struct IndexState: Sendable {
     var totalCount: Int { types.values.reduce(0) { $0 + $1.count } }
 
     #if LOGSTORE_CHECK_INVARIANTS
-    func _checkInvariants() {
-        for (t, d) in types {
-            precondition(!d.isEmpty, "empty index kept for type \(t)")
-            for (_, loc) in d { precondition(loc.sequence <= sequence, "location newer than the state") }
+        func _checkInvariants() {
+            for (t, d) in types {
+                precondition(!d.isEmpty, "empty index kept for type \(t)")
+                for (_, loc) in d { precondition(loc.sequence <= sequence, "location newer than the state") }
+            }
         }
-    }
     #else
-    @inline(__always) func _checkInvariants() {}
+        @inline(__always) func _checkInvariants() {}
     #endif
 }

@@ -246,7 +246,9 @@ extension OrderedTree {
             if node.isLeaf {
                 if let d = leafDepth, d != depth { return "leaves at depths \(d) and \(depth)" }
                 leafDepth = depth
-                if node.count != node.keys.count || node.values.count != node.keys.count { return "a leaf's count or values disagree with its keys" }
+                if node.count != node.keys.count || node.values.count != node.keys.count {
+                    return "a leaf's count or values disagree with its keys"
+                }
                 for k in node.keys {
                     if let p = previous, !(p < k) { return "keys out of order" }
                     if let lower, k < lower { return "a key below its separator" }
@@ -255,7 +257,9 @@ extension OrderedTree {
                 }
                 return nil
             }
-            if node.keys.count != node.children.count - 1 { return "an internal node with \(node.keys.count) separators for \(node.children.count) children" }
+            if node.keys.count != node.children.count - 1 {
+                return "an internal node with \(node.keys.count) separators for \(node.children.count) children"
+            }
             var total = 0
             for (i, child) in node.children.enumerated() {
                 let lo = i == 0 ? lower : node.keys[i - 1]
@@ -271,7 +275,7 @@ extension OrderedTree {
     /// ``validate()`` as a precondition, only under `LOGSTORE_CHECK_INVARIANTS`.
     func _checkInvariants() {
         #if LOGSTORE_CHECK_INVARIANTS
-        if let problem = validate() { preconditionFailure("OrderedTree: \(problem)") }
+            if let problem = validate() { preconditionFailure("OrderedTree: \(problem)") }
         #endif
     }
 }

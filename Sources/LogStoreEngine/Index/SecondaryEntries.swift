@@ -20,7 +20,9 @@ package struct IndexEntry24: Comparable, Hashable, Sendable {
 
     /// The first 24 bytes of `entry`, which is longer.
     init(truncating entry: IndexEntry) {
-        self = entry.withUnsafeBytes { raw in IndexEntry24(IndexEntry(UnsafeRawBufferPointer(rebasing: raw.prefix(24)))) } ?? IndexEntry24(w0: 0, w1: 0, w2: 0, n: 0)
+        self =
+            entry.withUnsafeBytes { raw in IndexEntry24(IndexEntry(UnsafeRawBufferPointer(rebasing: raw.prefix(24)))) }
+            ?? IndexEntry24(w0: 0, w1: 0, w2: 0, n: 0)
     }
 
     private init(w0: UInt64, w1: UInt64, w2: UInt64, n: UInt8) {
@@ -61,7 +63,9 @@ package enum SecondaryEntries: Sendable, Equatable {
         narrow.reserveCapacity(keys.count)
         for k in keys {
             guard let n = IndexEntry24(k) else {
-                guard let t = OrderedTree(sortedKeys: keys, values: Array(repeating: IndexEntryMark(), count: keys.count)) else { return nil }
+                guard let t = OrderedTree(sortedKeys: keys, values: Array(repeating: IndexEntryMark(), count: keys.count)) else {
+                    return nil
+                }
                 self = .wide(t)
                 return
             }

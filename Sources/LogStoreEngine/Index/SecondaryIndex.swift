@@ -98,7 +98,9 @@ extension IndexState {
             guard let indexes = secondary[type] else { continue }
             let cleared = changes.cleared.contains(type)
             // Per index: its paths as bytes (once), and what it loses and gains.
-            var work = indexes.map { (name: $0.key, paths: IndexKeyEncoding.paths(of: $0.value.definition), removed: [IndexEntry](), inserted: [IndexEntry]()) }
+            var work = indexes.map {
+                (name: $0.key, paths: IndexKeyEncoding.paths(of: $0.value.definition), removed: [IndexEntry](), inserted: [IndexEntry]())
+            }
             for (key, value) in keys {
                 // After a delete-all nothing of the type is left to replace.
                 let old: ArraySlice<UInt8>? = cleared ? nil : try location(type, key).map(readOld)
@@ -113,8 +115,12 @@ extension IndexState {
             for w in work {
                 // Sorted, so that ``apply(_:)`` walks each tree once, left to right; merged into
                 // what earlier chunks of the same commit found.
-                if !w.removed.isEmpty { Self.mergeSorted(w.removed.sorted(), into: &changes.removals[type, default: [:]][w.name, default: []]) }
-                if !w.inserted.isEmpty { Self.mergeSorted(w.inserted.sorted(), into: &changes.insertions[type, default: [:]][w.name, default: []]) }
+                if !w.removed.isEmpty {
+                    Self.mergeSorted(w.removed.sorted(), into: &changes.removals[type, default: [:]][w.name, default: []])
+                }
+                if !w.inserted.isEmpty {
+                    Self.mergeSorted(w.inserted.sorted(), into: &changes.insertions[type, default: [:]][w.name, default: []])
+                }
             }
         }
     }
@@ -127,7 +133,8 @@ extension IndexState {
         }
         var out: [IndexEntry] = []
         out.reserveCapacity(entries.count + more.count)
-        var i = 0, j = 0
+        var i = 0
+        var j = 0
         while i < entries.count && j < more.count {
             if more[j] < entries[i] {
                 out.append(more[j])
@@ -153,8 +160,10 @@ extension IndexState {
                 var seen: [[UInt8]: IndexEntry] = [:]
                 for entry in inserted {
                     let (prefix, hasNull) = entry.withUnsafeBytes { raw -> ([UInt8]?, Bool) in
-                        (IndexKeyEncoding.prefixLength(ofEntry: raw, componentCount: n).map { Array(raw[..<$0]) },
-                         IndexKeyEncoding.hasNull(raw, componentCount: n))
+                        (
+                            IndexKeyEncoding.prefixLength(ofEntry: raw, componentCount: n).map { Array(raw[..<$0]) },
+                            IndexKeyEncoding.hasNull(raw, componentCount: n)
+                        )
                     }
                     guard let prefix, !hasNull else { continue }
                     if let other = seen[prefix] {
@@ -178,12 +187,15 @@ extension IndexState {
         }
     }
 
-    static func uniqueViolation(_ type: String, _ definition: IndexDefinition, _ entry: IndexEntry, _ other: IndexEntry, _ n: Int) -> LogStoreError {
+    static func uniqueViolation(_ type: String, _ definition: IndexDefinition, _ entry: IndexEntry, _ other: IndexEntry, _ n: Int)
+        -> LogStoreError
+    {
         let a = IndexKeyEncoding.recordKey(ofEntry: entry, componentCount: n).map(\.description) ?? "?"
         let b = IndexKeyEncoding.recordKey(ofEntry: other, componentCount: n).map(\.description) ?? "?"
         return LogStoreError(
             .uniqueConstraintViolation,
-            "Records \(a) and \(b) of \(type) would have equal values in the unique index \(definition); the write was rolled back. Change one of them, or declare the index without `unique`.")
+            "Records \(a) and \(b) of \(type) would have equal values in the unique index \(definition); the write was rolled back. Change one of them, or declare the index without `unique`."
+        )
     }
 
     /// Applies changes from ``secondaryChanges(for:readOld:)``.
@@ -227,8 +239,10 @@ extension IndexState {
             var previous: (prefix: [UInt8], entry: IndexEntry)? = nil
             for e in entries {
                 let (prefix, hasNull) = e.withUnsafeBytes { raw -> ([UInt8]?, Bool) in
-                    (IndexKeyEncoding.prefixLength(ofEntry: raw, componentCount: n).map { Array(raw[..<$0]) },
-                     IndexKeyEncoding.hasNull(raw, componentCount: n))
+                    (
+                        IndexKeyEncoding.prefixLength(ofEntry: raw, componentCount: n).map { Array(raw[..<$0]) },
+                        IndexKeyEncoding.hasNull(raw, componentCount: n)
+                    )
                 }
                 guard let prefix, !hasNull else { continue }
                 if let p = previous, p.prefix == prefix { throw Self.uniqueViolation(type, definition, e, p.entry, n) }
@@ -305,9 +319,11 @@ extension IndexState {
                     continue
                 }
                 guard rebuilt.entries != index.entries else { continue }
-                let have = Set(index.entries.keys), want = Set(rebuilt.entries.keys)
+                let have = Set(index.entries.keys)
+                let want = Set(rebuilt.entries.keys)
                 problems.append(
-                    "\(type).\(name): \(index.entries.count) entries, a rebuild from the records has \(rebuilt.entries.count) (\(have.subtracting(want).count) extra, \(want.subtracting(have).count) missing)")
+                    "\(type).\(name): \(index.entries.count) entries, a rebuild from the records has \(rebuilt.entries.count) (\(have.subtracting(want).count) extra, \(want.subtracting(have).count) missing)"
+                )
             }
         }
         return problems
@@ -349,7 +365,8 @@ extension SecondaryIndex {
             return true
         }
         let slots = entries.count * entries.slotBytes * 4 / 3
-        return SecondaryIndexSummary(type: type, definition: definition.description, entries: entries.count, entryBytes: bytes, estimatedMemoryBytes: slots + heap)
+        return SecondaryIndexSummary(
+            type: type, definition: definition.description, entries: entries.count, entryBytes: bytes, estimatedMemoryBytes: slots + heap)
     }
 }
 

@@ -161,14 +161,17 @@ package enum LogFrame {
         guard let kind = Kind(rawValue: kindRaw) else { return .invalid("unknown frame kind 0x\(String(kindRaw, radix: 16))") }
         guard flags & ~flagLZ4 == 0, reserved == 0 else { return .invalid("unknown flags 0x\(String(flags, radix: 16))") }
         let compressed = flags & flagLZ4 != 0
-        if !compressed && rawLength != storedLength { return .invalid("raw length \(rawLength) != stored length \(storedLength) in an uncompressed frame") }
+        if !compressed && rawLength != storedLength {
+            return .invalid("raw length \(rawLength) != stored length \(storedLength) in an uncompressed frame")
+        }
         // An LZ4 block expands at most 255-fold; refusing larger claims here keeps a damaged or
         // hostile header from making the decoder allocate up to `maxPayload` bytes for nothing.
         if compressed && rawLength > storedLength * maxLZ4Expansion {
             return .invalid("raw length \(rawLength) is more than LZ4 can expand \(storedLength) stored bytes to")
         }
         return .frame(
-            Header(storedLength: storedLength, kind: kind, compressed: compressed, sequence: seq, rawLength: rawLength, syncedThrough: synced),
+            Header(
+                storedLength: storedLength, kind: kind, compressed: compressed, sequence: seq, rawLength: rawLength, syncedThrough: synced),
             payloadOffset: payloadOffset)
     }
 
@@ -183,7 +186,9 @@ package enum LogFrame {
             flags & ~flagLZ4 == 0, let reserved = try? r.u16(), reserved == 0, let seq = try? r.u64(), let raw = try? r.u32(),
             let synced = version >= 2 ? try? r.u32() : 0, Int(length) <= maxPayload, Int(raw) <= maxPayload
         else { return nil }
-        return Header(storedLength: Int(length), kind: kind, compressed: flags & flagLZ4 != 0, sequence: seq, rawLength: Int(raw), syncedThrough: synced)
+        return Header(
+            storedLength: Int(length), kind: kind, compressed: flags & flagLZ4 != 0, sequence: seq, rawLength: Int(raw),
+            syncedThrough: synced)
     }
 
     /// The frame's records as raw bytes (decompressed if needed). Throws `.corruption` if LZ4 fails.

@@ -153,7 +153,9 @@ struct LogWriter: Sendable {
     /// file (removed here, or by the next open) and a log whose last listed segment is still the
     /// one being appended to. (Manifest first would leave a failed roll-over appending to a segment
     /// that is no longer last on disk, where a later torn write reads as corruption.)
-    func rollOver(from tail: SegmentFile, sealAt: UInt64, to next: ManifestFile, replacing previous: ManifestFile, baseSequence: UInt64) throws(RollOverFailure) -> SegmentFile {
+    func rollOver(from tail: SegmentFile, sealAt: UInt64, to next: ManifestFile, replacing previous: ManifestFile, baseSequence: UInt64)
+        throws(RollOverFailure) -> SegmentFile
+    {
         do { try cut(tail, to: sealAt) } catch {
             resumePreallocation(tail, at: sealAt)
             throw .notInstalled(error)
@@ -244,7 +246,9 @@ struct LogWriter: Sendable {
             case .beforeRename(let e):
                 return .failure(.notInstalled(e))
             case .rename(let e):
-                let old = previous.map { AtomicFileReplace.holds(LogStoreFormat.manifestFileName, in: directory, $0.encoded(), fs: fileSystem) } ?? false
+                let old =
+                    previous.map { AtomicFileReplace.holds(LogStoreFormat.manifestFileName, in: directory, $0.encoded(), fs: fileSystem) }
+                    ?? false
                 return .failure(old ? .notInstalled(e) : .mayBeInstalled(e))
             case .directorySync(let e):
                 return .failure(.mayBeInstalled(e))

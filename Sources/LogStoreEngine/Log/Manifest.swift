@@ -41,8 +41,10 @@ package struct ManifestFile: Equatable, Sendable {
     /// Version 2: the sealed segments (every listed one but the last).
     package var sealed: [UInt32: Sealed]
 
-    package init(version: UInt16 = LogStoreFormat.version, generation: UInt64, nextSegment: UInt32, segments: [UInt32],
-                 storeId: StoreID? = nil, sealed: [UInt32: Sealed] = [:]) {
+    package init(
+        version: UInt16 = LogStoreFormat.version, generation: UInt64, nextSegment: UInt32, segments: [UInt32],
+        storeId: StoreID? = nil, sealed: [UInt32: Sealed] = [:]
+    ) {
         self.version = version
         self.generation = generation
         self.nextSegment = nextSegment
@@ -78,7 +80,9 @@ package struct ManifestFile: Equatable, Sendable {
     package static func decode(_ bytes: [UInt8], path: String) throws -> ManifestFile {
         try bytes.withUnsafeBytes { buf in
             guard buf.count >= 8, buf.prefix(8).elementsEqual(magic) else {
-                throw LogStoreError(.notAStore, "MANIFEST does not start with LogStore's magic bytes; this directory was not written by LogStore.", path: path, offset: 0)
+                throw LogStoreError(
+                    .notAStore, "MANIFEST does not start with LogStore's magic bytes; this directory was not written by LogStore.",
+                    path: path, offset: 0)
             }
             var r = _ByteReader(buf, offset: 8)
             do {
@@ -92,7 +96,10 @@ package struct ManifestFile: Equatable, Sendable {
                 }
                 let version = try r.u16()
                 guard version <= LogStoreFormat.version else {
-                    throw LogStoreError(.unsupportedFormatVersion, "The store was written by a newer LogStore (format version \(version); this build reads up to \(LogStoreFormat.version)). Upgrade LogStore to open it.", path: path, offset: 8)
+                    throw LogStoreError(
+                        .unsupportedFormatVersion,
+                        "The store was written by a newer LogStore (format version \(version); this build reads up to \(LogStoreFormat.version)). Upgrade LogStore to open it.",
+                        path: path, offset: 8)
                 }
                 // No LogStore writes version 0 (segment headers refuse it too).
                 guard version >= 1 else { throw _DecodeError("format version 0", at: 8) }
@@ -102,7 +109,9 @@ package struct ManifestFile: Equatable, Sendable {
                 let storeId = version >= 2 ? StoreID(bytes: Array(try r.bytes(16))) : nil
                 let count = try r.u32()
                 let entrySize = version >= 2 ? 20 : 4
-                guard count <= maxSegments, Int(count) * entrySize + 4 <= r.remaining else { throw _DecodeError("segment count \(count) exceeds the file", at: r.offset - 4) }
+                guard count <= maxSegments, Int(count) * entrySize + 4 <= r.remaining else {
+                    throw _DecodeError("segment count \(count) exceeds the file", at: r.offset - 4)
+                }
                 var segments: [UInt32] = []
                 var sealed: [UInt32: Sealed] = [:]
                 for i in 0..<Int(count) {
@@ -112,7 +121,9 @@ package struct ManifestFile: Equatable, Sendable {
                     guard version >= 2 else { continue }
                     let seal = Sealed(length: try r.u64(), lastSequence: try r.u64())
                     if i == Int(count) - 1 {
-                        guard seal == Sealed(length: 0, lastSequence: 0) else { throw _DecodeError("the tail segment \(n) is recorded as sealed", at: at) }
+                        guard seal == Sealed(length: 0, lastSequence: 0) else {
+                            throw _DecodeError("the tail segment \(n) is recorded as sealed", at: at)
+                        }
                     } else {
                         guard seal.length >= UInt64(SegmentHeader.sizeV1), seal.length <= UInt64(UInt32.max) else {
                             throw _DecodeError("sealed segment \(n) has an implausible length \(seal.length)", at: at)
@@ -128,9 +139,12 @@ package struct ManifestFile: Equatable, Sendable {
                 guard !segments.isEmpty, segments.allSatisfy({ $0 < next }), Set(segments).count == segments.count else {
                     throw _DecodeError("segment list is empty, repeats a segment or names one >= nextSegment", at: 28)
                 }
-                return ManifestFile(version: version, generation: generation, nextSegment: next, segments: segments, storeId: storeId, sealed: sealed)
+                return ManifestFile(
+                    version: version, generation: generation, nextSegment: next, segments: segments, storeId: storeId, sealed: sealed)
             } catch let e as _DecodeError {
-                throw LogStoreError(.corruption, "MANIFEST is damaged: \(e.reason). Run `logstore-compact salvage` to recover the segments' data.", path: path, offset: UInt64(e.offset))
+                throw LogStoreError(
+                    .corruption, "MANIFEST is damaged: \(e.reason). Run `logstore-compact salvage` to recover the segments' data.",
+                    path: path, offset: UInt64(e.offset))
             }
         }
     }

@@ -69,8 +69,10 @@ package final class Preallocator: Sendable {
     private static let piece = 256 << 10
     private let zeros = [UInt8](repeating: 0, count: Preallocator.piece)
 
-    init(directory: String, fileSystem: any FileSystem, ahead: Int, segmentSize: Int, background: Bool,
-         onSyncFailure: @escaping @Sendable (any Error, String) -> Void) {
+    init(
+        directory: String, fileSystem: any FileSystem, ahead: Int, segmentSize: Int, background: Bool,
+        onSyncFailure: @escaping @Sendable (any Error, String) -> Void
+    ) {
         self.directory = directory
         self.fileSystem = fileSystem
         self.ahead = UInt64(max(min(ahead, segmentSize), 4096))

@@ -29,7 +29,9 @@ package struct SegmentHeader: Equatable {
     /// Version 2: the store the segment belongs to (nil in version 1).
     package var storeId: StoreID?
 
-    package init(version: UInt16 = LogStoreFormat.version, flags: UInt16 = 0, segment: UInt32, baseSequence: UInt64, storeId: StoreID? = nil) {
+    package init(
+        version: UInt16 = LogStoreFormat.version, flags: UInt16 = 0, segment: UInt32, baseSequence: UInt64, storeId: StoreID? = nil
+    ) {
         self.version = version
         self.flags = flags
         self.segment = segment
@@ -81,7 +83,9 @@ package struct SegmentHeader: Equatable {
                 let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<(size - 4)]))
                 return CRC32C.mask(crc) == stored ? .newerVersion(version) : .notASegment("header checksum mismatch")
             }
-            guard bytes.count >= size else { return .notASegment("file is \(bytes.count) bytes, shorter than a version \(version) segment header") }
+            guard bytes.count >= size else {
+                return .notASegment("file is \(bytes.count) bytes, shorter than a version \(version) segment header")
+            }
             let flags = try r.u16()
             let segment = try r.u32()
             let base = try r.u64()

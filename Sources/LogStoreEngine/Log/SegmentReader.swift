@@ -146,8 +146,9 @@ package struct SegmentReader {
             let lost = pending.first?.header.sequence
             let torn = lost ?? last &+ 1
             let next = nextValidFrame(buf, from: validFramesFrom, version: version, skippingTransaction: torn)
-            var d = Damage(kind: kind, offset: at, validEnd: validEnd, reason: why, isTornTail: false,
-                           resumeAt: nil, lostTransaction: lost)
+            var d = Damage(
+                kind: kind, offset: at, validEnd: validEnd, reason: why, isTornTail: false,
+                resumeAt: nil, lostTransaction: lost)
             if isLast {
                 if version >= 2 {
                     let later = laterFrames(buf, from: validFramesFrom, version: version)
@@ -194,9 +195,12 @@ package struct SegmentReader {
                     } else if let first = pending.first, first.header.sequence != header.sequence {
                         // The unfinished transaction is dropped; this frame is examined again.
                         resume = try damage(
-                            .transaction, offset, "frame of transaction \(header.sequence) inside transaction \(first.header.sequence), which has no commit frame",
+                            .transaction, offset,
+                            "frame of transaction \(header.sequence) inside transaction \(first.header.sequence), which has no commit frame",
                             validFramesFrom: offset)
-                    } else if pending.isEmpty && (compacted ? header.sequence < last : exact ? header.sequence != last &+ 1 : header.sequence <= last) {
+                    } else if pending.isEmpty
+                        && (compacted ? header.sequence < last : exact ? header.sequence != last &+ 1 : header.sequence <= last)
+                    {
                         resume = try damage(
                             .sequence, offset, "sequence number \(header.sequence) does not follow \(last)", validFramesFrom: offset,
                             resumeFrom: payloadOffset + header.storedLength)
@@ -220,7 +224,10 @@ package struct SegmentReader {
                 offset = resume
             }
             if let first = pending.first {
-                if try damage(.transaction, first.frameOffset, "transaction \(first.header.sequence) has no commit frame", validFramesFrom: buf.count) == nil {
+                if try damage(
+                    .transaction, first.frameOffset, "transaction \(first.header.sequence) has no commit frame", validFramesFrom: buf.count)
+                    == nil
+                {
                     return Outcome(validEnd: validEnd, tornTail: nil)
                 }
             }
@@ -275,7 +282,9 @@ package struct SegmentReader {
 
     /// The offset of the first valid frame at or after `start` whose sequence is not `skip`, or nil.
     /// Cheap header checks come before the CRC, so the search is linear in the bytes after `start`.
-    package static func nextValidFrame(_ buf: UnsafeRawBufferPointer, from start: Int, version: UInt16, skippingTransaction skip: UInt64? = nil) -> Int? {
+    package static func nextValidFrame(
+        _ buf: UnsafeRawBufferPointer, from start: Int, version: UInt16, skippingTransaction skip: UInt64? = nil
+    ) -> Int? {
         var p = max(start, 0)
         while buf.count - p >= LogFrame.headerSize(version: version) {
             if LogFrame.Kind(rawValue: buf[p + 8]) != nil, buf[p + 9] & ~LogFrame.flagLZ4 == 0, buf[p + 10] == 0, buf[p + 11] == 0,

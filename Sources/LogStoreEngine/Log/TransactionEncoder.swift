@@ -14,11 +14,14 @@ enum TransactionEncoder {
     /// `commit`: whether the last frame is the transaction's commit frame (false: a chunk of a
     /// large transaction that more frames follow; every frame is a data frame).
     /// `compressor`: the caller's reusable LZ4 state, if it has one.
-    static func encode(_ ops: [RecordOperation], sequence: UInt64, options: LogStoreOptions, syncedThrough: UInt32,
-                       version: UInt16 = LogStoreFormat.version, commit: Bool = true, compressor: LZ4.Compressor? = nil) -> Output {
+    static func encode(
+        _ ops: [RecordOperation], sequence: UInt64, options: LogStoreOptions, syncedThrough: UInt32,
+        version: UInt16 = LogStoreFormat.version, commit: Bool = true, compressor: LZ4.Compressor? = nil
+    ) -> Output {
         var out: [UInt8] = []
         out.reserveCapacity(ops.reduce(0) { $0 + $1.encodedSizeBound } + LogFrame.headerSizeV2 * 2)
-        var placements = [RecordLocation](repeating: RecordLocation(segment: 0, frameOffset: 0, valueOffset: 0, sequence: 0, valueLength: 0), count: ops.count)
+        var placements = [RecordLocation](
+            repeating: RecordLocation(segment: 0, frameOffset: 0, valueOffset: 0, sequence: 0, valueLength: 0), count: ops.count)
         var frame = _ByteWriter(capacity: min(options.maxFramePayload, 64 << 10))
         var inFrame: [Int] = []
         var rawBytes: UInt64 = 0
@@ -27,7 +30,8 @@ enum TransactionEncoder {
             rawBytes += UInt64(frame.count)
             LogFrame.append(
                 into: &out, raw: frame.bytes, kind: last ? .commit : .data, sequence: sequence,
-                compress: options.compression && options.compressOnWrite, threshold: options.compressionThreshold, version: version, syncedThrough: syncedThrough,
+                compress: options.compression && options.compressOnWrite, threshold: options.compressionThreshold, version: version,
+                syncedThrough: syncedThrough,
                 compressor: compressor)
             for i in inFrame {
                 placements[i].frameOffset = UInt32(start)

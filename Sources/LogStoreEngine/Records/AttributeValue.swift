@@ -215,7 +215,9 @@ extension AttributeValue {
                 // to an earlier one only as a Swift string (NFC vs NFD): a `[String: _]` cannot
                 // hold both, and keeping either would depend on the order. Rejected (FileFormat §8).
                 if m[k] != nil {
-                    throw _DecodeError("map key \"\(k.unicodeScalars.map { $0.escaped(asASCII: true) }.joined())\" is canonically equivalent to an earlier key with different bytes", at: keyAt)
+                    throw _DecodeError(
+                        "map key \"\(k.unicodeScalars.map { $0.escaped(asASCII: true) }.joined())\" is canonically equivalent to an earlier key with different bytes",
+                        at: keyAt)
                 }
                 m[k] = try decode(from: &r, depth: depth + 1)
             }

@@ -88,8 +88,10 @@ package struct DecodedRecord {
 /// compacted segment (segment header flag `compacted`), where every record is a `putAt`.
 package enum CompactedRecord {
     /// Appends a `putAt`; returns the offset of the value bytes within `w`.
-    package static func encode(type: String, key: RecordKey, sequence: UInt64, value: UnsafeRawBufferPointer,
-                       into w: inout _ByteWriter) -> Int {
+    package static func encode(
+        type: String, key: RecordKey, sequence: UInt64, value: UnsafeRawBufferPointer,
+        into w: inout _ByteWriter
+    ) -> Int {
         w.u8(RecordOperation.Tag.putAt.rawValue)
         w.string(type)
         key.withUnsafeBytes { w.lengthPrefixed($0) }

@@ -106,8 +106,10 @@ public enum StoreHistory {
         public var reason: String?
 
         /// An event.
-        public init(ordinal: UInt64, kind: Kind, name: String, at: Date, durationMs: Int? = nil, changes: Int? = nil,
-                    indexes: [IndexRecord]? = nil, dropped: [String]? = nil, reason: String? = nil) {
+        public init(
+            ordinal: UInt64, kind: Kind, name: String, at: Date, durationMs: Int? = nil, changes: Int? = nil,
+            indexes: [IndexRecord]? = nil, dropped: [String]? = nil, reason: String? = nil
+        ) {
             self.ordinal = ordinal
             self.kind = kind
             self.name = name
@@ -128,13 +130,14 @@ public enum StoreHistory {
             if let durationMs { m["durationMs"] = .int(Int64(durationMs)) }
             if let changes { m["changes"] = .int(Int64(changes)) }
             if let indexes {
-                m["indexes"] = .array(indexes.map { i in
-                    var im: [String: AttributeValue] = [
-                        "name": .string(i.name), "definition": .string(i.definition), "hash": .int(Int64(bitPattern: i.hash)),
-                    ]
-                    if let e = i.entries { im["entries"] = .int(Int64(e)) }
-                    return .map(im)
-                })
+                m["indexes"] = .array(
+                    indexes.map { i in
+                        var im: [String: AttributeValue] = [
+                            "name": .string(i.name), "definition": .string(i.definition), "hash": .int(Int64(bitPattern: i.hash)),
+                        ]
+                        if let e = i.entries { im["entries"] = .int(Int64(e)) }
+                        return .map(im)
+                    })
             }
             if let dropped { m["dropped"] = .array(dropped.map { .string($0) }) }
             if let reason { m["reason"] = .string(reason) }
@@ -180,8 +183,9 @@ public enum StoreHistory {
             }
             var reason: String? = nil
             if case .string(let r)? = m["reason"] { reason = r }
-            self.init(ordinal: ordinal, kind: Kind(kind), name: name, at: at, durationMs: try int("durationMs"),
-                      changes: try int("changes"), indexes: indexes, dropped: try strings(m["dropped"]), reason: reason)
+            self.init(
+                ordinal: ordinal, kind: Kind(kind), name: name, at: at, durationMs: try int("durationMs"),
+                changes: try int("changes"), indexes: indexes, dropped: try strings(m["dropped"]), reason: reason)
         }
     }
 
@@ -211,6 +215,7 @@ public enum StoreHistory {
     static func damaged(_ what: String) -> LogStoreError {
         LogStoreError(
             .corruption,
-            "The store's history (item type \(itemType)) holds a record LogStore cannot read: \(what). It was not written by LogStore; remove that record with record-level access, or restore the store from a backup.")
+            "The store's history (item type \(itemType)) holds a record LogStore cannot read: \(what). It was not written by LogStore; remove that record with record-level access, or restore the store from a backup."
+        )
     }
 }

@@ -10,7 +10,8 @@ enum MigrationOutput {
     static func progressHandler(_ line: ProgressLine) -> @Sendable (MigrationProgress) -> Void {
         let box = UncheckedBox(line)
         return { p in
-            var detail = "\(Format.count(p.items)) / \(Format.count(p.totalItems)) items, \(Format.bytes(UInt64(p.bytes))), \(Format.count(Int(p.itemsPerSecond))) items/s"
+            var detail =
+                "\(Format.count(p.items)) / \(Format.count(p.totalItems)) items, \(Format.bytes(UInt64(p.bytes))), \(Format.count(Int(p.itemsPerSecond))) items/s"
             if let eta = p.estimatedRemaining { detail += ", \(seconds(eta)) left" }
             box.value.update("\(p.phase.rawValue) \(p.itemType)", done: UInt64(p.items), total: UInt64(p.totalItems), detail: detail)
         }
@@ -32,7 +33,13 @@ enum MigrationOutput {
             ("bytes", .integer(copy.bytes)),
             ("itemsThisRun", .integer(copy.itemsThisRun)),
             ("seconds", .double(secondsValue(copy.duration))),
-            ("types", .array(copy.types.map { .object([("itemType", .string($0.itemType)), ("items", .integer($0.items)), ("bytes", .integer($0.bytes))]) })),
+            (
+                "types",
+                .array(
+                    copy.types.map {
+                        .object([("itemType", .string($0.itemType)), ("items", .integer($0.items)), ("bytes", .integer($0.bytes))])
+                    })
+            ),
         ])
     }
 
@@ -40,16 +47,20 @@ enum MigrationOutput {
         .object([
             ("equal", .bool(v.isEqual)),
             ("seconds", .double(secondsValue(v.duration))),
-            ("types", .array(v.types.map { t in
-                .object([
-                    ("itemType", .string(t.itemType)), ("equal", .bool(t.isEqual)),
-                    ("sourceCount", .integer(t.sourceCount)), ("destinationCount", .integer(t.destinationCount)),
-                    ("sourceDigest", .string(t.sourceDigest)), ("destinationDigest", .string(t.destinationDigest)),
-                    ("missingCount", .integer(t.missingCount)), ("missing", .array(t.missing.map { .string($0) })),
-                    ("extraCount", .integer(t.extraCount)), ("extra", .array(t.extra.map { .string($0) })),
-                    ("differingCount", .integer(t.differingCount)), ("differing", .array(t.differing.map { .string($0) })),
-                ])
-            })),
+            (
+                "types",
+                .array(
+                    v.types.map { t in
+                        .object([
+                            ("itemType", .string(t.itemType)), ("equal", .bool(t.isEqual)),
+                            ("sourceCount", .integer(t.sourceCount)), ("destinationCount", .integer(t.destinationCount)),
+                            ("sourceDigest", .string(t.sourceDigest)), ("destinationDigest", .string(t.destinationDigest)),
+                            ("missingCount", .integer(t.missingCount)), ("missing", .array(t.missing.map { .string($0) })),
+                            ("extraCount", .integer(t.extraCount)), ("extra", .array(t.extra.map { .string($0) })),
+                            ("differingCount", .integer(t.differingCount)), ("differing", .array(t.differing.map { .string($0) })),
+                        ])
+                    })
+            ),
         ])
     }
 
@@ -58,7 +69,9 @@ enum MigrationOutput {
         var out: [String] = []
         for t in v.types {
             let verdict = t.isEqual ? "equal" : "DIFFERENT"
-            out.append("\(Format.pad(t.itemType, 24)) \(Format.padLeft(Format.count(t.sourceCount), 12)) -> \(Format.padLeft(Format.count(t.destinationCount), 12))  \(verdict)  digest \(t.destinationDigest)")
+            out.append(
+                "\(Format.pad(t.itemType, 24)) \(Format.padLeft(Format.count(t.sourceCount), 12)) -> \(Format.padLeft(Format.count(t.destinationCount), 12))  \(verdict)  digest \(t.destinationDigest)"
+            )
             func list(_ what: String, _ ids: [String], _ count: Int) {
                 guard count > 0 else { return }
                 out.append("  \(what) (\(Format.count(count))): \(ids.joined(separator: ", "))\(count > ids.count ? ", ..." : "")")
@@ -67,7 +80,9 @@ enum MigrationOutput {
             list("extra in the destination", t.extra, t.extraCount)
             list("different", t.differing, t.differingCount)
         }
-        out.append(v.isEqual ? "verified: the destination equals the source" : "NOT EQUAL: the destination differs from the source (keep the source)")
+        out.append(
+            v.isEqual
+                ? "verified: the destination equals the source" : "NOT EQUAL: the destination differs from the source (keep the source)")
         return out
     }
 }

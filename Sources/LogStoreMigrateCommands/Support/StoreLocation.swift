@@ -44,7 +44,10 @@ struct StoreLocation: CustomStringConvertible {
                 kind = ["sqlite", "sqlite3", "db"].contains(ext) ? .sqlite : .logStore
             }
         }
-        guard !path.isEmpty else { throw ToolFailure(.usage, "A store path is empty: give a LogStore directory or a SQLite file (optionally prefixed logstore: or sqlite:).") }
+        guard !path.isEmpty else {
+            throw ToolFailure(
+                .usage, "A store path is empty: give a LogStore directory or a SQLite file (optionally prefixed logstore: or sqlite:).")
+        }
     }
 
     /// `sqlite:/data/app.sqlite`; a PostgreSQL URL without its password.
@@ -60,7 +63,10 @@ struct StoreLocation: CustomStringConvertible {
     func open(create: Bool) throws -> any DataStore {
         if kind == .postgres {
             guard let opener = StoreOpeners.postgres else {
-                throw ToolFailure(.unavailable, "This logstore-migrate was built without PostgreSQL support; build the package's logstore-migrate product (it links LogStorePostgres).")
+                throw ToolFailure(
+                    .unavailable,
+                    "This logstore-migrate was built without PostgreSQL support; build the package's logstore-migrate product (it links LogStorePostgres)."
+                )
             }
             return try opener(path, create)
         }

@@ -1,7 +1,7 @@
-@_exported import _LogStoreTestSupport
 import Foundation
 import LogStoreEngine
 import XCTest
+@_exported import _LogStoreTestSupport
 
 /// A deterministic pseudo-random generator (SplitMix64) so fixtures are the same on every run.
 /// A real store on disk, written through `LogEngine`, with overwrites, deletes, a delete-all and
@@ -66,7 +66,9 @@ struct StoreFixture {
         // Notes with binary keys; a type that is written then wiped.
         try e.write { txn in
             for i in 0..<40 {
-                try txn.put(type: "Note", key: noteKey(i), value: AttributeValue.map(["text": .string("note \(i)"), "data": .bytes(rng.bytes(64))]).encoded())
+                try txn.put(
+                    type: "Note", key: noteKey(i),
+                    value: AttributeValue.map(["text": .string("note \(i)"), "data": .bytes(rng.bytes(64))]).encoded())
             }
         }
         try e.write { txn in
@@ -128,7 +130,9 @@ extension XCTestCase {
         defer { try? e.close() }
         let last = e.manifestInfo.segments.last
         let s = try e.snapshot()
-        let candidates = s.locations(ofType: "User").map(\.location).filter { $0.segment != last }.sorted { ($0.segment, $0.frameOffset) < ($1.segment, $1.frameOffset) }
+        let candidates = s.locations(ofType: "User").map(\.location).filter { $0.segment != last }.sorted {
+            ($0.segment, $0.frameOffset) < ($1.segment, $1.frameOffset)
+        }
         return try XCTUnwrap(candidates.first, "fixture has no live record outside its last segment")
     }
 }

@@ -70,7 +70,9 @@ struct ConditionEvaluator {
         }
     }
 
-    static func eval(_ c: Compiled, _ raw: UnsafeRawBufferPointer, _ paths: [[[UInt8]]], _ values: UnsafeMutableBufferPointer<AttributeValue?>) throws
+    static func eval(
+        _ c: Compiled, _ raw: UnsafeRawBufferPointer, _ paths: [[[UInt8]]], _ values: UnsafeMutableBufferPointer<AttributeValue?>
+    ) throws
         -> Bool?
     {
         func stored(_ slot: Int?) throws -> AttributeValue? {
@@ -161,7 +163,8 @@ struct ConditionEvaluator {
         case (.string(let x), .string(let y)):
             order = x == y ? 0 : (x < y ? -1 : 1)
         case (.date(let x), .date(let y)):
-            let a = x.timeIntervalSinceReferenceDate, b = y.timeIntervalSinceReferenceDate
+            let a = x.timeIntervalSinceReferenceDate
+            let b = y.timeIntervalSinceReferenceDate
             if a.isNaN || b.isNaN { return op == .notEqual }
             order = a == b ? 0 : (a < b ? -1 : 1)
         case (.bool, .bool), (.uuid, .uuid), (.bytes, .bytes):

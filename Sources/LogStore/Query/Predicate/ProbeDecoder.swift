@@ -116,7 +116,9 @@ struct ProbeDecoder: Decoder {
         func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { decoder.integer(UInt32.self) }
         func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { decoder.integer(UInt64.self) }
         func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try decoder.child(key).make(T.self) }
-        func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+        func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<
+            NestedKey
+        > {
             try decoder.child(key).container(keyedBy: NestedKey.self)
         }
         func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer { Unkeyed(decoder: decoder.child(key)) }

@@ -12,7 +12,8 @@ import _LogStoreTestSupport
 @main
 struct SeedCorpus {
     static func main() throws {
-        let corpus = CommandLine.arguments.count > 1
+        let corpus =
+            CommandLine.arguments.count > 1
             ? URL(fileURLWithPath: CommandLine.arguments[1])
             : URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Corpus").standardized
         var written = 0
@@ -35,7 +36,8 @@ struct SeedCorpus {
         // Raw record payloads (mode 2): the first frame's payload of the small store.
         let firstPayload = Array(small.segments[0].dropFirst(header + 24).prefix(120))
         try write("frame", "record-payload", 2, firstPayload)
-        try write("frame", "record-payload-short", 2, [0x01, 0x01, 0x41, 0x01, 0x07, 0x02, 0x00, 0x00, 0x02, 0x01, 0x41, 0x00, 0x03, 0x01, 0x42])
+        try write(
+            "frame", "record-payload-short", 2, [0x01, 0x01, 0x41, 0x01, 0x07, 0x02, 0x00, 0x00, 0x02, 0x01, 0x41, 0x00, 0x03, 0x01, 0x42])
 
         // segment: whole segment files as the last segment and as a sealed one, strict and salvage.
         let seg = small.segments[0]
@@ -69,7 +71,7 @@ struct SeedCorpus {
 
         // value: encoded values (mode 0) and value recipes (mode 1).
         let values: [(String, AttributeValue)] = [
-            ("null", .null), ("int", .int(-123456789)), ("double", .double(3.25)), ("string", .string("caf\u{e9} \u{1f600}")),
+            ("null", .null), ("int", .int(-123_456_789)), ("double", .double(3.25)), ("string", .string("caf\u{e9} \u{1f600}")),
             ("bytes", .bytes([0, 1, 2, 255])), ("date", .date(Date(timeIntervalSinceReferenceDate: 12345.5))),
             ("uuid", .uuid(UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)))),
             ("array", .array([.bool(true), .int(1), .string("x"), .array([])])),
@@ -78,27 +80,45 @@ struct SeedCorpus {
         ]
         for (name, v) in values { try write("value", name, 0, v.encoded()) }
         try write("value", "recipe-map", 1, [10, 3, 2, 1, 2, 3, 4, 5, 6, 7, 8, 5, 2, 1, 2, 0, 1, 2, 1, 3])
-        try write("value", "recipe-deep", 1, [UInt8](repeating: 9, count: 2) + [UInt8](repeating: 0xFF, count: 1) + (0..<140).flatMap { _ in [9, 0xFF] as [UInt8] })
-        try write("value", "recipe-scalars", 1, [9, 7, 2, 1, 2, 3, 4, 5, 6, 7, 8, 4, 0, 0, 0, 0, 0, 0, 0xF8, 0x7F, 6, 3, 1, 2, 3, 8, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 1, 1, 0])
+        try write(
+            "value", "recipe-deep", 1,
+            [UInt8](repeating: 9, count: 2) + [UInt8](repeating: 0xFF, count: 1) + (0..<140).flatMap { _ in [9, 0xFF] as [UInt8] })
+        try write(
+            "value", "recipe-scalars", 1,
+            [
+                9, 7, 2, 1, 2, 3, 4, 5, 6, 7, 8, 4, 0, 0, 0, 0, 0, 0, 0xF8, 0x7F, 6, 3, 1, 2, 3, 8, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+                13, 14, 15, 16, 1, 1, 0,
+            ])
 
         // json: LogStore JSON texts (mode 0) as the SQL backends store items, and value recipes (mode 1).
         let jsonTexts: [(String, String)] = [
-            ("item", #"{"$$k":{"$date":12.5},"a":"caf\u00e9","b":[1,2.5,null,true,false,-0.0,1e+300],"c":{"$uuid":"E621E1F8-C36C-4951-B6B5-7A5F2B6A1C3F"},"d":{"$bytes":"AAH/"},"e":{"$double":"NaN"},"f":{"$string":"cafe\u0301"},"g":{"$date":"-Infinity"},"h":{"$double":"0xfff8000000000000"}}"#),
+            (
+                "item",
+                #"{"$$k":{"$date":12.5},"a":"caf\u00e9","b":[1,2.5,null,true,false,-0.0,1e+300],"c":{"$uuid":"E621E1F8-C36C-4951-B6B5-7A5F2B6A1C3F"},"d":{"$bytes":"AAH/"},"e":{"$double":"NaN"},"f":{"$string":"cafe\u0301"},"g":{"$date":"-Infinity"},"h":{"$double":"0xfff8000000000000"}}"#
+            ),
             ("unsorted-spaces", #" { "b" : [ 1 , { } , [ ] ] , "a" : "\ud83d\ude00\n" } "#),
             ("scalars", #"[-9223372036854775808,9223372036854775807,0.1,5e-324,"",{"$string":"a\u0000b"}]"#),
             ("deep", String(repeating: "[", count: 127) + "1" + String(repeating: "]", count: 127)),
         ]
         for (name, text) in jsonTexts { try write("json", name, 0, Array(text.utf8)) }
         try write("json", "recipe-map", 1, [10, 3, 2, 1, 2, 3, 4, 5, 6, 7, 8, 5, 2, 1, 2, 0, 1, 2, 1, 3])
-        try write("json", "recipe-scalars", 1, [9, 7, 2, 1, 2, 3, 4, 5, 6, 7, 8, 4, 0, 0, 0, 0, 0, 0, 0xF8, 0x7F, 6, 3, 1, 2, 3, 8, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 1, 1, 0])
+        try write(
+            "json", "recipe-scalars", 1,
+            [
+                9, 7, 2, 1, 2, 3, 4, 5, 6, 7, 8, 4, 0, 0, 0, 0, 0, 0, 0xF8, 0x7F, 6, 3, 1, 2, 3, 8, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+                13, 14, 15, 16, 1, 1, 0,
+            ])
 
         // ops: DataStore scripts (mode 0 and 2) and engine crash scripts (mode 1 and 3).
         var rng = SplitMix64(seed: 0x5EED)
         for i in 0..<4 { try write("ops", "datastore-random-\(i)", UInt8(i % 2 == 0 ? 0 : 2), rng.bytes(96 + 32 * i)) }
         // makeChild 1, write child, write root, merge each policy, reopen, nuke.
-        try write("ops", "datastore-merge", 0, [8, 0, 0, 1, 1, 0, 0, 3, 7, 0, 0, 0, 2, 0, 0, 3, 9, 9, 1, 0, 9, 0, 0, 9, 0, 1, 5, 1, 0, 0, 0, 13, 14])
+        try write(
+            "ops", "datastore-merge", 0,
+            [8, 0, 0, 1, 1, 0, 0, 3, 7, 0, 0, 0, 2, 0, 0, 3, 9, 9, 1, 0, 9, 0, 0, 9, 0, 1, 5, 1, 0, 0, 0, 13, 14])
         for i in 0..<4 { try write("ops", "crash-random-\(i)", UInt8(i % 2 == 0 ? 1 : 3), rng.bytes(96 + 32 * i)) }
-        try write("ops", "crash-armed", 1, [0, 1, 2, 0, 5, 0, 1, 9, 0, 0, 1, 2, 0, 0, 0, 1, 8, 3, 1, 17, 0, 0, 2, 0, 200, 1, 2, 3, 7, 10, 1, 5])
+        try write(
+            "ops", "crash-armed", 1, [0, 1, 2, 0, 5, 0, 1, 9, 0, 0, 1, 2, 0, 0, 0, 1, 8, 3, 1, 17, 0, 0, 2, 0, 200, 1, 2, 3, 7, 10, 1, 5])
         print("wrote \(written) seed files under \(corpus.path)")
     }
 
@@ -129,7 +149,9 @@ struct SeedCorpus {
         options.maxFramePayload = 512
         let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
         try engine.commit((0..<6).map { .put(type: "T", key: RecordKey([UInt8($0)]), value: AttributeValue.int(Int64($0)).encoded()) })
-        try engine.commit([.delete(type: "T", key: RecordKey([1])), .put(type: "T", key: RecordKey([2]), value: AttributeValue.string("two").encoded())])
+        try engine.commit([
+            .delete(type: "T", key: RecordKey([1])), .put(type: "T", key: RecordKey([2]), value: AttributeValue.string("two").encoded()),
+        ])
         try engine.commit((10..<40).map { .put(type: "U", key: RecordKey([UInt8($0)]), value: [UInt8](repeating: UInt8($0), count: 40)) })
         let report = try engine.compact()
         try engine.close()
@@ -147,7 +169,10 @@ struct SeedCorpus {
         let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
         // A secondary index, so the checkpoint holds an index section (CHECKPOINT version 3).
         try engine.declareIndexes([IndexDefinition(attributes: [["rating"], ["name"]])], ofType: "Restaurant")
-        try engine.commit([.put(type: "Restaurant", key: RecordKey([1]), value: AttributeValue.map(["name": .string("Rice"), "rating": .int(5)]).encoded())])
+        try engine.commit([
+            .put(
+                type: "Restaurant", key: RecordKey([1]), value: AttributeValue.map(["name": .string("Rice"), "rating": .int(5)]).encoded())
+        ])
         try engine.write { t in
             for i in 2..<6 { try t.put(type: "Restaurant", key: RecordKey([UInt8(i)]), value: AttributeValue.int(Int64(i)).encoded()) }
             try t.put(type: "Note", key: RecordKey(Array("a-long-key-of-20-byte".utf8)), value: [UInt8](repeating: 0x41, count: 400))
@@ -155,7 +180,9 @@ struct SeedCorpus {
         try engine.commit([.delete(type: "Restaurant", key: RecordKey([3])), .deleteAll(type: "Note")])
         if rollOver {
             for i in 0..<40 {
-                try engine.commit([.put(type: "Blob", key: RecordKey([UInt8(i)]), value: (0..<3000).map { UInt8(truncatingIfNeeded: $0 * i) })])
+                try engine.commit([
+                    .put(type: "Blob", key: RecordKey([UInt8(i)]), value: (0..<3000).map { UInt8(truncatingIfNeeded: $0 * i) })
+                ])
             }
         }
         let segments = engine.manifestInfo.segments
@@ -165,7 +192,9 @@ struct SeedCorpus {
             defer { try? f.close() }
             return try f.read(at: 0, count: Int(try f.size()))
         }
-        return Store(manifest: try read(LogStoreFormat.manifestFileName), segments: try segments.map { try read(LogStoreFormat.segmentFileName($0)) },
-                     checkpoint: try read(LogStoreFormat.checkpointFileName))
+        return Store(
+            manifest: try read(LogStoreFormat.manifestFileName),
+            segments: try segments.map { try read(LogStoreFormat.segmentFileName($0)) },
+            checkpoint: try read(LogStoreFormat.checkpointFileName))
     }
 }

@@ -28,5 +28,7 @@ defer { try? store.tearDown() }
 let app = Application(
     router: makeRouter(store: store),
     configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "logstore-example-service"))
-print("logstore-example-service on http://127.0.0.1:\(port), store \(location.hasPrefix("postgres") ? "PostgreSQL" : "LogStore at \(location)")")
+print(
+    "logstore-example-service on http://127.0.0.1:\(port), store \(location.hasPrefix("postgres") ? "PostgreSQL" : "LogStore at \(location)")"
+)
 try await app.runService()
