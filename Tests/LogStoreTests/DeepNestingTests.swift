@@ -91,6 +91,46 @@ final class DeepNestingTests: StoreTestCase {
         }
     }
 
+    /// An encoding error keeps the coding path (shortened) and the reason as text, never the
+    /// item: printing it on a thread with a Dispatch worker's 512 KiB stack does not walk the
+    /// 10,000-level value (which overflowed that stack), and the error does not keep it alive.
+    func testEncodingErrorOfDeepItemHoldsNoValueAndPrintsOnSmallStack() throws {
+        final class Tracked: Codable, Sendable {
+            let chain: DeepChain
+            init(_ chain: DeepChain) { self.chain = chain }
+        }
+        struct TrackedItem: DataStoreItem {
+            var id: Int
+            var payload: Tracked
+        }
+        var caught: LogStoreError?
+        weak var payload: Tracked?
+        try onLargeStack {
+            let store = LogDataStore.inMemory()
+            try store.setup()
+            let item = TrackedItem(id: 1, payload: Tracked(.deep(Self.levels)))
+            payload = item.payload
+            do {
+                try store.writeSync { try $0.insert(item) }
+                XCTFail("a 10,000-level item must be refused")
+            } catch let e as LogStoreError {
+                caught = e
+            }
+            try store.tearDown()
+        }
+        XCTAssertNil(payload, "the error keeps the refused item alive")
+        let error = try XCTUnwrap(caught)
+        XCTAssertEqual(error.code, .encodingFailed)
+        let failure = try XCTUnwrap(error.underlyingError as? CodingFailure)
+        XCTAssertTrue(failure.codingPath.contains("more levels"), failure.codingPath)
+        var printed = ""
+        try onThread(stackSize: 512 << 10) {
+            printed = "\(error)" + String(reflecting: error)
+        }
+        XCTAssertLessThan(printed.count, 4_000)
+        XCTAssertTrue(printed.contains("encodingFailed"))
+    }
+
     func testDeeplyNestedDynamicItemIsRefusedNotEncodedUndecodably() throws {
         try onLargeStack {
             try forEachKind { _, store in

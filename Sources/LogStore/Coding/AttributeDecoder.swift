@@ -121,13 +121,13 @@ enum ScalarReads {
                 return (I(truncatingIfNeeded: UInt64(bitPattern: v)), next)
             }
             guard let r = I(exactly: v) else {
-                throw .notRepresentable(I.self, "The stored integer \(v) does not fit in \(I.self).")
+                throw .notRepresentable(I.self, "The stored integer does not fit in \(I.self).")
             }
             return (r, next)
         case TagByte.double:
             let d = try f64(b, off + 1)
             guard let r = I(exactly: d) else {
-                throw .notRepresentable(I.self, "The stored number \(d) is not exactly representable as \(I.self).")
+                throw .notRepresentable(I.self, "The stored number is not exactly representable as \(I.self).")
             }
             return (r, off + 9)
         case TagByte.null: throw .null(I.self)
@@ -156,7 +156,7 @@ enum ScalarReads {
             let d = try f64(b, off + 1)
             let f = Float(d)
             if d.isFinite && !f.isFinite {
-                throw .notRepresentable(Float.self, "The stored number \(d) does not fit in Float.")
+                throw .notRepresentable(Float.self, "The stored number does not fit in Float.")
             }
             return (f, off + 9)
         case TagByte.int:

@@ -49,16 +49,27 @@ extension TooDeep {
     var encodingError: EncodingError {
         let why =
             equivalentKey.map {
-                "The map has two keys that are equal as Swift strings but differ in bytes (\"\($0)\", NFC vs NFD); stored maps may not (Docs/FileFormat.md, Values)."
+                _ in
+                "The map has two keys that are equal as Swift strings but differ in bytes (one NFC, one NFD); stored maps may not (Docs/FileFormat.md, Values)."
             } ?? "The value is nested deeper than \(AttributeValue.maxDepth) levels, the most stored items may nest."
         return .invalidValue(Optional<Int>.none as Any, .init(codingPath: path.map(\.codingKey), debugDescription: why))
     }
 }
 
 enum CodingErrors {
+    /// The most levels of a coding path an error message shows.
+    static let shownPathLevels = 24
+
     /// `address.street`, `tags[2]`, or `(top level)`.
+    /// A path deeper than ``shownPathLevels`` shows its first and last levels around a count of
+    /// those left out, so that describing it is cheap whatever the value's depth.
     static func describe(_ path: [any CodingKey]) -> String {
         if path.isEmpty { return "(top level)" }
+        if path.count > shownPathLevels {
+            let head = describe(Array(path.prefix(shownPathLevels / 4)))
+            let tail = describe(Array(path.suffix(shownPathLevels - shownPathLevels / 4)))
+            return "\(head)…(\(path.count - shownPathLevels) more levels)…\(tail.hasPrefix("[") ? "" : ".")\(tail)"
+        }
         var s = ""
         for k in path {
             if let i = k.intValue, k.stringValue == "Index \(i)" {
@@ -75,16 +86,21 @@ enum CodingErrors {
     static func encodingFailed(_ error: any Error, type: Any.Type) -> LogStoreError {
         if let e = error as? LogStoreError, e.code == .encodingFailed { return e }
         if let deep = error as? TooDeep { return encodingFailed(deep.encodingError, type: type) }
-        let message: String
         switch error {
         case EncodingError.invalidValue(_, let ctx):
-            message =
-                "Cannot encode \(type) as attributes: at `\(describe(ctx.codingPath))`: \(ctx.debugDescription) "
-                + "Change the value or its encode(to:) so that it encodes less deeply nested or valid values."
+            // The error keeps the coding path and the reason as text, never the value the
+            // EncodingError holds: printing or keeping that could walk (and keep alive) the
+            // whole item.
+            let failure = CodingFailure(codingPath: describe(ctx.codingPath), reason: ctx.debugDescription)
+            return LogStoreError(
+                .encodingFailed,
+                "Cannot encode \(type) as attributes: \(failure) "
+                    + "Change the value or its encode(to:) so that it encodes less deeply nested or valid values.",
+                underlying: failure)
         default:
-            message = "Cannot encode \(type) as attributes: its encode(to:) threw \(error)."
+            return LogStoreError(
+                .encodingFailed, "Cannot encode \(type) as attributes: its encode(to:) threw \(Swift.type(of: error)).", underlying: error)
         }
-        return LogStoreError(.encodingFailed, message, underlying: error)
     }
 
     /// Wraps any error out of decoding a `T` in `LogStoreError(.decodingFailed)` (or `.corruption`
@@ -92,11 +108,13 @@ enum CodingErrors {
     static func decodingFailed(_ error: any Error, type: Any.Type, malformedIsCorruption: Bool) -> LogStoreError {
         if let e = error as? LogStoreError, e.code == .decodingFailed || e.code == .corruption { return e }
         if let deep = error as? TooDeep {
+            let failure = CodingFailure(
+                codingPath: describe(deep.path.map(\.codingKey)), reason: "nested deeper than \(AttributeValue.maxDepth) levels")
             return LogStoreError(
                 .decodingFailed,
                 "Cannot decode \(type): the attribute value is nested deeper than \(AttributeValue.maxDepth) levels "
-                    + "at `\(describe(deep.path.map(\.codingKey)))`. Flatten the value.",
-                underlying: deep.encodingError)
+                    + "at `\(failure.codingPath)`. Flatten the value.",
+                underlying: failure)
         }
         let subject = "Cannot decode \(type) from the stored attributes"
         let message: String
@@ -118,19 +136,20 @@ enum CodingErrors {
                 + "init(from:), or rewrite the stored items."
         case DecodingError.dataCorrupted(let ctx):
             if let m = ctx.underlyingError as? Malformed {
+                let failure = CodingFailure(codingPath: describe(ctx.codingPath), reason: "\(m)")
                 return LogStoreError(
                     malformedIsCorruption ? .corruption : .decodingFailed,
-                    "\(subject): the item's bytes are damaged (\(m)) at `\(describe(ctx.codingPath))`. "
+                    "\(subject): the item's bytes are damaged (\(m)) at `\(failure.codingPath)`. "
                         + "Run the store's verification or restore the item from a backup.",
-                    offset: UInt64(max(0, m.offset)), underlying: error)
+                    offset: UInt64(max(0, m.offset)), underlying: failure)
             }
             message =
                 "\(subject): the attribute `\(describe(ctx.codingPath))` is invalid: \(ctx.debugDescription) "
                 + "Rewrite the stored items or make the property accept the stored value."
         default:
-            message = "\(subject): its init(from:) threw \(error)."
+            return LogStoreError(.decodingFailed, "\(subject): its init(from:) threw \(Swift.type(of: error)).", underlying: error)
         }
-        return LogStoreError(.decodingFailed, message, underlying: error)
+        return LogStoreError(.decodingFailed, message, underlying: CodingFailure(error))
     }
 }
 
@@ -148,4 +167,40 @@ enum NativeArrayTypes {
     static let bools: Any.Type = [Bool].self
     static let uuids: Any.Type = [UUID].self
     static let dates: Any.Type = [Date].self
+}
+
+/// Why an item could not be encoded or decoded: where in the item (its coding path, shortened
+/// when deep) and what was wrong, as text. It holds no value of the item, so an error that carries
+/// it can be kept, logged and printed on any thread (a deep value's own description can exhaust
+/// a small stack, and would keep the value alive). The `underlyingError` of `.encodingFailed`
+/// and `.decodingFailed` errors. A value; any thread.
+public struct CodingFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Where in the item: `address.street`, `tags[2]`, `(top level)`; the first and last levels
+    /// of a deep path around a count of the others.
+    public let codingPath: String
+    /// What was wrong, as the coder described it.
+    public let reason: String
+
+    /// A failure at `codingPath` (already described) for `reason`.
+    init(codingPath: String, reason: String) {
+        self.codingPath = codingPath
+        self.reason = reason
+    }
+
+    /// The path and description of a `DecodingError` or `EncodingError` (not its values).
+    init(_ error: any Error) {
+        switch error {
+        case DecodingError.keyNotFound(let key, let ctx):
+            self.init(codingPath: CodingErrors.describe(ctx.codingPath + [key]), reason: "missing")
+        case DecodingError.valueNotFound(_, let ctx), DecodingError.typeMismatch(_, let ctx), DecodingError.dataCorrupted(let ctx):
+            self.init(codingPath: CodingErrors.describe(ctx.codingPath), reason: ctx.debugDescription)
+        case EncodingError.invalidValue(_, let ctx):
+            self.init(codingPath: CodingErrors.describe(ctx.codingPath), reason: ctx.debugDescription)
+        default:
+            self.init(codingPath: "(unknown)", reason: "\(Swift.type(of: error))")
+        }
+    }
+
+    /// `at `path`: reason`.
+    public var description: String { "at `\(codingPath)`: \(reason)" }
 }
