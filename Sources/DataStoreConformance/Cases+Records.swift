@@ -1,7 +1,7 @@
 import Foundation
 import LogStore
 
-// Record-level access (what DataStoreMigrator and DynamicItem use): type names, records in key
+// Record-level access (what BackendMigrator and DynamicItem use): type names, records in key
 // order after a key, point reads, writes of raw records, dynamic items.
 
 extension DataStoreConformance {

@@ -46,7 +46,7 @@ public struct DataStoreCapabilities: OptionSet, Sendable {
     /// `makeChildDataStore()` and `merge(_:policy:)` work (ChildStores article).
     public static let childStores = DataStoreCapabilities(rawValue: 1 << 2)
     /// Record-level access: `itemTypeNames()`, `forEachRecord`, `record`, `putRecord`,
-    /// `deleteRecord` (what DataStoreMigrator and DynamicItem need).
+    /// `deleteRecord` (what BackendMigrator and DynamicItem need).
     public static let recordAccess = DataStoreCapabilities(rawValue: 1 << 3)
     /// The store is a child store (its parent's tearDown makes it throw `.parentClosed`).
     public static let isChildStore = DataStoreCapabilities(rawValue: 1 << 4)

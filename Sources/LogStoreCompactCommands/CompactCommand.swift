@@ -81,7 +81,7 @@ public struct CompactCommand: ParsableCommand {
         progress.finish()
         try StatsCommand.exitForIssues(scan, command: "compact")
         let compacted = scan.estimatedCompactedSegmentBytes()
-        let segmentSize = UInt64(LogStoreOptions().segmentSize)
+        let segmentSize = UInt64(LogEngineOptions().segmentSize)
         let before = Sizes(bytes: scan.totalBytes, segments: scan.files.filter { $0.role == .segment }.count)
         let after = Sizes(
             bytes: scan.totalBytes - scan.segmentBytes - scan.strayBytes + compacted,
@@ -113,7 +113,7 @@ public struct CompactCommand: ParsableCommand {
         let copy = try StoreAccess.openEngine(target, options: StoreCopier.targetOptions(segmentSize: segmentSize))
         let result: StoreCopier.Result
         do {
-            result = try StoreCopier(segmentSize: segmentSize ?? LogStoreOptions().segmentSize).copy(
+            result = try StoreCopier(segmentSize: segmentSize ?? LogEngineOptions().segmentSize).copy(
                 snapshot, into: copy, progress: progress)
             try copy.close()
         } catch {
@@ -132,7 +132,7 @@ public struct CompactCommand: ParsableCommand {
     func runInPlace(_ dir: String, _ progress: ProgressLine) throws {
         let backend = CompactionBackends.current
         guard backend.isAvailable else { throw ToolFailure.compactionUnavailable }
-        var options = LogStoreOptions()
+        var options = LogEngineOptions()
         options.autoCompaction = false  // this command compacts, once, in the foreground
         let engine = try StoreAccess.openEngine(dir, options: options)
         let measured = StoreAccess.measure(dir)

@@ -120,7 +120,7 @@ public struct SalvageCommand: ParsableCommand {
         let copy = try StoreAccess.openEngine(target, options: StoreCopier.targetOptions(segmentSize: segmentSize))
         let result: StoreCopier.Result
         do {
-            result = try StoreCopier(segmentSize: segmentSize ?? LogStoreOptions().segmentSize).copy(
+            result = try StoreCopier(segmentSize: segmentSize ?? LogEngineOptions().segmentSize).copy(
                 snapshot, into: copy, progress: progress)
             try copy.close()
         } catch {

@@ -75,7 +75,7 @@ extension FuzzEntryPoints {
         guard mode & 2 != 0 else { return }
 
         let fs = InMemoryFileSystem()
-        var options = LogStoreOptions()
+        var options = LogEngineOptions()
         options.durability = .none
         options.checkpointOnClose = false
         do {

@@ -48,7 +48,7 @@ extension FuzzEntryPoints {
         guard m.segments.count <= 8 else { return }
         let fs = InMemoryFileSystem()
         let dir = "/store"
-        var options = LogStoreOptions()
+        var options = LogEngineOptions()
         options.durability = .none
         options.segmentSize = 64 << 10
         options.compression = false

@@ -49,7 +49,7 @@ extension FuzzEntryPoints {
 
         let fs = InMemoryFileSystem()
         let dir = "/store"
-        var options = LogStoreOptions()
+        var options = LogEngineOptions()
         options.recovery = salvage ? .salvage : .strict
         options.durability = .none
         do {

@@ -1,3 +1,4 @@
+import LogStore
 import LogStoreEngine
 import _LogStoreTestSupport
 
@@ -21,7 +22,7 @@ public enum StoreScriptFuzzing {
             defer { checker.finish() }
             try checker.run(StoreScript.parse(script))
         } else {
-            var options = LogStoreOptions()
+            var options = LogEngineOptions()
             options.segmentSize = 64 << 10
             options.compression = mode & 2 != 0
             let checker = try EngineCrashScriptChecker(options: options)

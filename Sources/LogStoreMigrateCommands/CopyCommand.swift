@@ -51,12 +51,12 @@ struct CopyCommand: ParsableCommand {
             try? to.tearDown()
         }
         let line = ProgressLine(common.progress)
-        var migrator = DataStoreMigrator(from: from, to: to)
+        var migrator = BackendMigrator(from: from, to: to)
         migrator.types = stores.typeList
         migrator.batchSize = batchSize
         migrator.sourceDescription = source.description
         migrator.progress = MigrationOutput.progressHandler(line)
-        let copy: MigrationCopyReport
+        let copy: BackendMigrationCopyReport
         do {
             copy = try migrator.copy(resume: resume)
         } catch let e as LogStoreError where e.code == .invalidArgument {
@@ -64,7 +64,7 @@ struct CopyCommand: ParsableCommand {
             throw ToolFailure(.usage, e.message, path: destination.path)
         }
         line.finish()
-        var verification: MigrationVerification? = nil
+        var verification: BackendMigrationVerification? = nil
         if !noVerify {
             verification = try migrator.verify()
             line.finish()

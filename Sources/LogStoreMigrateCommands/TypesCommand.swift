@@ -20,10 +20,10 @@ struct TypesCommand: ParsableCommand {
         let opened = try location.open(create: false)
         defer { try? opened.tearDown() }
         let (types, cursor) = try opened.read { a -> ([(String, Int)], Bool) in
-            let names = try a.itemTypeNames().filter { $0 != DataStoreMigrator.cursorItemType }
+            let names = try a.itemTypeNames().filter { $0 != BackendMigrator.cursorItemType }
             return (
                 try names.map { ($0, try a.recordCount(ofType: $0)) },
-                try a.recordCount(ofType: DataStoreMigrator.cursorItemType) > 0
+                try a.recordCount(ofType: BackendMigrator.cursorItemType) > 0
             )
         }
         if common.json {

@@ -28,7 +28,7 @@ struct VerifyCommand: ParsableCommand {
             try? to.tearDown()
         }
         let line = ProgressLine(common.progress)
-        var migrator = DataStoreMigrator(from: from, to: to)
+        var migrator = BackendMigrator(from: from, to: to)
         migrator.types = stores.typeList
         migrator.progress = MigrationOutput.progressHandler(line)
         let pending = try migrator.pendingCopy()

@@ -13,7 +13,7 @@ import Synchronization
 /// Thread-safe: every mutable part is behind its own mutex.
 final class PostgresSession: Sendable {
     let configuration: PostgresDataStore.Configuration
-    let options: LogStoreOptions
+    let options: DataStoreOptions
     let pool: PostgresConnectionPool
     let schema: String
     let place: String
@@ -37,7 +37,7 @@ final class PostgresSession: Sendable {
     }
 
     init(
-        configuration: PostgresDataStore.Configuration, options: LogStoreOptions, pool: PostgresConnectionPool,
+        configuration: PostgresDataStore.Configuration, options: DataStoreOptions, pool: PostgresConnectionPool,
         opened: PostgresSchema.Opened
     ) {
         self.configuration = configuration

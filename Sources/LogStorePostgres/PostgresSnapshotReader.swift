@@ -13,17 +13,16 @@ import Synchronization
 /// PostgreSQL's vacuum cannot remove row versions newer than it: merge or release child stores
 /// rather than keeping them for hours.
 ///
-/// Queries that fail in `RecordReader`'s non-throwing methods are reported through
-/// `FallibleRecordReader`: the first failure sticks and is thrown by ``checkHealthy()`` and every
-/// throwing method. Thread-safe: one lock serializes the users of the connection.
-final class PostgresSnapshotReader: FallibleRecordReader, Sendable {
+/// Every read is a query that can fail: it throws the mapped error (`.parentClosed` once the
+/// store's tearDown closed the snapshot). Thread-safe: one lock serializes the users of the
+/// connection.
+final class PostgresSnapshotReader: RecordReader, Sendable {
     let statements: PostgresStatements
     let place: String
     /// The number of the last commit the snapshot includes.
     let sequence: UInt64
     /// Item type -> table, as of the snapshot.
     let tables: [String: PostgresTable]
-    let failure = Mutex<LogStoreError?>(nil)
     let closed = Atomic<Bool>(false)
     /// Held while a query runs on the connection.
     let busy = Mutex(())
@@ -57,49 +56,35 @@ final class PostgresSnapshotReader: FallibleRecordReader, Sendable {
         statements.connection.closeInBackground()
     }
 
-    func checkHealthy() throws {
-        if let f = failure.withLock({ $0 }) { throw f }
-    }
-
-    /// Runs `body` on the snapshot's connection, mapping and remembering failures.
+    /// Runs `body` on the snapshot's connection. Throws `.parentClosed` once closed, and the
+    /// mapped error of the query.
     func query<T>(_ body: (PostgresStatements) throws -> T) throws -> T {
-        try checkHealthy()
-        if closed.load(ordering: .acquiring) { throw LogDataStore.parentClosedError() }
+        if closed.load(ordering: .acquiring) { throw StoreErrors.parentClosed() }
         do {
             return try busy.withLock { _ in try body(statements) }
         } catch {
-            let e = PostgresErrors.map(error, place: place)
-            failure.withLock { if $0 == nil { $0 = e } }
-            throw e
+            throw PostgresErrors.map(error, place: place)
         }
-    }
-
-    /// `body`'s value, or `fallback` when the query fails (the failure is remembered).
-    func answer<T>(_ fallback: T, _ body: (PostgresStatements) throws -> T) -> T {
-        (try? query(body)) ?? fallback
     }
 
     // MARK: RecordReader
 
     var itemTypes: [String] {
-        answer([]) { s in
-            try tables.filter { _, t in
-                try s.integers(SQLFragment("SELECT count(*) FROM (SELECT 1 FROM \(t.sql) LIMIT 1) AS logstore_any")).first ?? 0 > 0
-            }.map(\.key)
+        get throws {
+            try query { s in
+                try tables.filter { _, t in
+                    try s.integers(SQLFragment("SELECT count(*) FROM (SELECT 1 FROM \(t.sql) LIMIT 1) AS logstore_any")).first ?? 0 > 0
+                }.map(\.key)
+            }
         }
     }
 
-    func count(ofType type: String) -> Int {
+    func count(ofType type: String) throws -> Int {
         guard let t = tables[type] else { return 0 }
-        return answer(0) { s in Int(try s.integers(SQLFragment("SELECT count(*) FROM \(t.sql)")).first ?? 0) }
+        return try query { s in Int(try s.integers(SQLFragment("SELECT count(*) FROM \(t.sql)")).first ?? 0) }
     }
 
-    func contains(type: String, key: RecordKey) -> Bool {
-        (try? containsChecked(type: type, key: key)) ?? false
-    }
-
-    /// `contains(type:key:)` that throws instead of answering false on a failure.
-    func containsChecked(type: String, key: RecordKey) throws -> Bool {
+    func contains(type: String, key: RecordKey) throws -> Bool {
         guard let t = tables[type] else { return false }
         var binds = PostgresBindings()
         guard (try? t.kind.bind(key, into: &binds)) != nil else { return false }
@@ -148,20 +133,19 @@ final class PostgresSnapshotReader: FallibleRecordReader, Sendable {
         }
     }
 
-    func keys(ofType type: String) -> [RecordKey] {
+    func keys(ofType type: String) throws -> [RecordKey] {
         guard let t = tables[type] else { return [] }
-        return answer([]) { s in
+        return try query { s in
             try s.run("SELECT id FROM \(t.sql)").rows.map { try t.kind.key(from: $0.makeRandomAccess()[0]) }
         }
     }
 
-    func forEachKeyInOrder(ofType type: String, fromOffset offset: Int, _ body: (RecordKey) throws -> Bool) rethrows {
+    func forEachKeyInOrder(ofType type: String, fromOffset offset: Int, _ body: (RecordKey) throws -> Bool) throws {
         guard let t = tables[type] else { return }
         var skip = max(0, offset)
         var after: RecordKey? = nil
         while true {
-            // A failure is remembered by `query` (and surfaces through checkHealthy()).
-            let keys = (try? batch(t, after: after, offset: skip, values: false).map(\.0)) ?? []
+            let keys = try batch(t, after: after, offset: skip, values: false).map(\.0)
             skip = 0
             for k in keys where try !body(k) { return }
             guard keys.count == Self.batch, let last = keys.last else { return }

@@ -197,7 +197,7 @@ final class PostgresWriteAccessor: PostgresReadAccessor, DataStoreReadWriteAcces
     /// Stores `value` (attribute bytes) as record `key` of `type` (a table with ids of `kind`
     /// when it needs one): validated, transcoded to LogStore JSON, queued.
     func put(type: String, key: RecordKey, value: [UInt8], kind: @autoclosure () -> PostgresIDKind) throws {
-        try LogEngine.validate(type: type, key: key, valueSize: value.count, options: session.options)
+        try session.options.limits.validate(type: type, key: key, valueSize: value.count)
         let json = try LogStoreJSON.encode(value, dialect: .postgres)
         let t = try writableTable(for: type, kind: kind())
         if t.kind != .bytea {
@@ -258,19 +258,17 @@ final class PostgresWriteAccessor: PostgresReadAccessor, DataStoreReadWriteAcces
     /// now is a commit numbered after the base's, or it was deleted since.
     func changedSince(base: any RecordReader, type: String, key: RecordKey) throws -> Bool {
         try reading {
-            guard let snapshot = base as? PostgresSnapshotReader else {
-                return try record(ofType: type, key: key).map { $0[...] } != base.value(type: type, key: key)
-            }
+            var version: Int64? = nil
             if let t = try table(for: type) {
                 var binds = PostgresBindings()
                 if (try? t.kind.bind(key, into: &binds)) != nil,
                     let row = try statements.run(PostgresQuery(unsafeSQL: "SELECT version FROM \(t.sql) WHERE id = $1", binds: binds)).rows
                         .first
                 {
-                    return try row.decode(Int64.self) > Int64(snapshot.sequence)
+                    version = try row.decode(Int64.self)
                 }
             }
-            return try snapshot.containsChecked(type: type, key: key)
+            return try ChildMerge.changed(writtenAt: version.map { UInt64(max(0, $0)) }, since: base, type: type, key: key)
         }
     }
 
@@ -370,5 +368,3 @@ final class PostgresWriteAccessor: PostgresReadAccessor, DataStoreReadWriteAcces
         }
     }
 }
-
-extension PostgresWriteAccessor: ChildMergeTarget {}

@@ -158,7 +158,7 @@ final class SQLiteWriteAccessor: SQLiteReadAccessor, DataStoreReadWriteAccessor 
     /// Stores `value` (attribute bytes) as record `key` of `type`: validated, transcoded to
     /// LogStore JSON, written with this transaction's sequence.
     func put(type: String, key: RecordKey, value: [UInt8]) throws {
-        try LogEngine.validate(type: type, key: key, valueSize: value.count, options: session.options)
+        try session.limits.validate(type: type, key: key, valueSize: value.count)
         let json = try LogStoreJSON.encode(value)
         let table = try ensureTable(for: type)
         // An upsert, not INSERT OR REPLACE: a unique index's conflict must fail the write, not
@@ -216,15 +216,12 @@ final class SQLiteWriteAccessor: SQLiteReadAccessor, DataStoreReadWriteAccessor 
         for (type, _) in try allTables() { _ = try removeAll(type: type) }
     }
 
-    /// The write version of `SQLiteDataStore.merge`'s conflict test: whether record (`type`,
-    /// `key`) changed after the child's `base` (a snapshot of this store): written by a commit
-    /// numbered after the base's, or deleted since.
+    /// The conflict test of a merge into this store: whether record (`type`, `key`) changed
+    /// after the child's `base` (a snapshot of this store, ``SQLiteSession/childBase()``):
+    /// written by a commit numbered after the base's, or deleted since.
     func changedSince(base: any RecordReader, type: String, key: RecordKey) throws -> Bool {
-        guard let snapshot = base as? SQLiteSnapshotReader else {
-            return try record(ofType: type, key: key).map { $0[...] } != base.value(type: type, key: key)
-        }
+        var seq: Int64? = nil
         if let table = try table(for: type) {
-            var seq: Int64? = nil
             try key.withUnsafeBytes { k in
                 let s = try statement("SELECT seq FROM \(table.sqlIdentifier) WHERE key = ?")
                 try s.bindBlob(k, at: 1)
@@ -233,9 +230,8 @@ final class SQLiteWriteAccessor: SQLiteReadAccessor, DataStoreReadWriteAccessor 
                     return false
                 }
             }
-            if let seq { return UInt64(seq) > snapshot.sequence }
         }
-        return try snapshot.containsChecked(type: type, key: key)
+        return try ChildMerge.changed(writtenAt: seq.map { UInt64(max(0, $0)) }, since: base, type: type, key: key)
     }
 
     /// Applies merged operations (a child's changes).
@@ -291,5 +287,3 @@ final class SQLiteWriteAccessor: SQLiteReadAccessor, DataStoreReadWriteAccessor 
         return try remove(type: itemType, key: key)
     }
 }
-
-extension SQLiteWriteAccessor: ChildMergeTarget {}

@@ -4,15 +4,18 @@ import LogStore
 import LogStoreSQL
 import Synchronization
 
-/// What a set-up `SQLiteDataStore` holds between `setup()` and `tearDown()`: the connection
-/// pool, the file lock, the item types' tables, the number of the last commit, and the extra
-/// read-only connections of nested reads and child stores.
+/// What a set-up `SQLiteDataStore` holds between `setup()` and `tearDown()`, and the backend its
+/// store shell runs on (`SQLiteSession+Backend.swift`): the connection pool, the file lock, the
+/// item types' tables, the number of the last commit, and the extra read-only connections of
+/// nested reads and child stores.
 ///
 /// Thread-safe: every mutable part is behind its own mutex; `sequence` and the table map change
 /// only inside write transactions (serialized by the pool's writer).
 final class SQLiteSession: Sendable {
     let path: String
-    let options: LogStoreOptions
+    let options: DataStoreOptions
+    /// Which threads are inside read and write blocks (reentrancy checks).
+    let marks = ThreadMarks()
     let pool: DatabasePool
     let lock: SQLiteFileLock
     /// Item type -> table, for every type whose table was committed. Entries are never removed
@@ -37,7 +40,7 @@ final class SQLiteSession: Sendable {
         init(_ r: SQLiteSnapshotReader) { reader = r }
     }
 
-    init(path: String, options: LogStoreOptions, pool: DatabasePool, lock: SQLiteFileLock, opened: SQLiteSchema.Opened) {
+    init(path: String, options: DataStoreOptions, pool: DatabasePool, lock: SQLiteFileLock, opened: SQLiteSchema.Opened) {
         self.path = path
         self.options = options
         self.pool = pool

@@ -14,18 +14,17 @@ import Synchronization
 /// past it, so the WAL grows until the child is merged (which takes a new snapshot), torn down or
 /// released.
 ///
-/// Queries that fail in `RecordReader`'s non-throwing methods are reported through
-/// `FallibleRecordReader`: the first failure sticks and is thrown by ``checkHealthy()`` and every
-/// throwing method. Thread-safe: the connection serializes its users. Methods never call back
-/// into the connection while it is busy (a walk fetches batches and calls its body between them).
-final class SQLiteSnapshotReader: FallibleRecordReader, Sendable {
+/// Every read is a query that can fail: it throws the mapped SQLite error (`.parentClosed` once
+/// the parent's tearDown closed the snapshot). Thread-safe: the connection serializes its users.
+/// Methods never call back into the connection while it is busy (a walk fetches batches and calls
+/// its body between them).
+final class SQLiteSnapshotReader: RecordReader, Sendable {
     let connection: DatabaseQueue
     let path: String
     /// The number of the last commit the snapshot includes.
     let sequence: UInt64
     /// Item type -> table, as of the snapshot.
     let tables: [String: String]
-    let failure = Mutex<LogStoreError?>(nil)
     let closed = Atomic<Bool>(false)
     static let batch = 512
 
@@ -60,26 +59,15 @@ final class SQLiteSnapshotReader: FallibleRecordReader, Sendable {
         try? connection.close()
     }
 
-    func checkHealthy() throws {
-        if let f = failure.withLock({ $0 }) { throw f }
-    }
-
-    /// Runs `body` on the snapshot's connection, mapping and remembering failures.
+    /// Runs `body` on the snapshot's connection. Throws `.parentClosed` once closed, and the
+    /// mapped SQLite error of the query.
     func query<T>(_ body: (Database) throws -> T) throws -> T {
-        try checkHealthy()
-        if closed.load(ordering: .acquiring) { throw LogDataStore.parentClosedError() }
+        if closed.load(ordering: .acquiring) { throw StoreErrors.parentClosed() }
         do {
             return try connection.inDatabase(body)
         } catch {
-            let e = SQLiteErrors.map(error, path: path)
-            failure.withLock { if $0 == nil { $0 = e } }
-            throw e
+            throw SQLiteErrors.map(error, path: path)
         }
-    }
-
-    /// `body`'s value, or `fallback` when the query fails (the failure is remembered).
-    func answer<T>(_ fallback: T, _ body: (Database) throws -> T) -> T {
-        (try? query(body)) ?? fallback
     }
 
     func statement(_ db: Database, _ sql: String, _ arguments: [SQLValue] = []) throws -> SQLiteStatement {
@@ -91,22 +79,19 @@ final class SQLiteSnapshotReader: FallibleRecordReader, Sendable {
     // MARK: RecordReader
 
     var itemTypes: [String] {
-        answer([]) { db in
-            try tables.keys.filter { type in try statement(db, "SELECT EXISTS (SELECT 1 FROM \(table(type) ?? ""))").integer() != 0 }
+        get throws {
+            try query { db in
+                try tables.keys.filter { type in try statement(db, "SELECT EXISTS (SELECT 1 FROM \(table(type) ?? ""))").integer() != 0 }
+            }
         }
     }
 
-    func count(ofType type: String) -> Int {
+    func count(ofType type: String) throws -> Int {
         guard let t = table(type) else { return 0 }
-        return answer(0) { db in Int(try statement(db, "SELECT COUNT(*) FROM \(t)").integer()) }
+        return try query { db in Int(try statement(db, "SELECT COUNT(*) FROM \(t)").integer()) }
     }
 
-    func contains(type: String, key: RecordKey) -> Bool {
-        (try? containsChecked(type: type, key: key)) ?? false
-    }
-
-    /// `contains(type:key:)` that throws instead of answering false on a failure.
-    func containsChecked(type: String, key: RecordKey) throws -> Bool {
+    func contains(type: String, key: RecordKey) throws -> Bool {
         guard let t = table(type) else { return false }
         return try query { db in try statement(db, "SELECT EXISTS (SELECT 1 FROM \(t) WHERE key = ?)", [.blob(key.bytes)]).integer() != 0 }
     }
@@ -141,8 +126,14 @@ final class SQLiteSnapshotReader: FallibleRecordReader, Sendable {
     }
 
     func forEach(ofType type: String, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
+        try forEachRecordInKeyOrder(ofType: type, after: nil, body)
+    }
+
+    /// See `RecordReader.forEachRecordInKeyOrder(ofType:after:_:)`: batches in key order from the
+    /// table's primary key.
+    func forEachRecordInKeyOrder(ofType type: String, after key: RecordKey?, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
         guard let t = table(type) else { return }
-        var after: RecordKey? = nil
+        var after: RecordKey? = key
         while true {
             let rows = try batch(t, after: after)
             for (k, v) in rows where try !body(k, v[...]) { return }
@@ -151,9 +142,9 @@ final class SQLiteSnapshotReader: FallibleRecordReader, Sendable {
         }
     }
 
-    func keys(ofType type: String) -> [RecordKey] {
+    func keys(ofType type: String) throws -> [RecordKey] {
         guard let t = table(type) else { return [] }
-        return answer([]) { db in
+        return try query { db in
             var out: [RecordKey] = []
             try statement(db, "SELECT key FROM \(t)").forEachRow { row in
                 out.append(row.key(0))
@@ -163,12 +154,12 @@ final class SQLiteSnapshotReader: FallibleRecordReader, Sendable {
         }
     }
 
-    func forEachKeyInOrder(ofType type: String, fromOffset offset: Int, _ body: (RecordKey) throws -> Bool) rethrows {
+    func forEachKeyInOrder(ofType type: String, fromOffset offset: Int, _ body: (RecordKey) throws -> Bool) throws {
         guard let t = table(type) else { return }
         var skip = max(0, offset)
         var after: RecordKey? = nil
         while true {
-            let keys: [RecordKey] = answer([]) { db in
+            let keys: [RecordKey] = try query { db in
                 var out: [RecordKey] = []
                 let s =
                     try after.map {

@@ -199,7 +199,7 @@ public final class DataStoreCrashInterpreter: CrashInterpreter {
     /// The open store's state as the model sees it (see ``DataStoreCrashTypes/observe(_:)``).
     public func observe() throws -> CrashModelState {
         guard let store else { throw LogStoreError(.notOpen, "DataStoreCrashInterpreter.observe called with no open store.") }
-        return try DataStoreCrashTypes.observe(store)
+        return try DataStoreCrashTypes.observe(store, engine: store.engineForTesting())
     }
 
     /// Compares the store (and the child, if any) with the model. Valid when every attempted

@@ -180,9 +180,11 @@ public enum DataStoreCrashTypes {
     /// The whole visible state of a store (or child store) as the model sees it. Runs one `read`
     /// block. Throws the store's errors, or a ``CrashOracleViolation`` if the store holds a type
     /// the workload never writes or its read paths disagree (see ``DataStoreCrashRecordKind``).
-    public static func observe(_ store: any DataStore) throws -> CrashModelState {
-        if let log = store as? LogDataStore {
-            let problems = try log.rootEngine().snapshot().secondaryIndexProblems()
+    /// `engine`: the store's engine, when it has one, whose secondary indexes are checked against
+    /// a rebuild too.
+    public static func observe(_ store: any DataStore, engine: LogEngine? = nil) throws -> CrashModelState {
+        if let engine {
+            let problems = try engine.snapshot().secondaryIndexProblems()
             if !problems.isEmpty {
                 throw CrashOracleViolation("Secondary indexes differ from a rebuild from the items: " + problems.joined(separator: "; "))
             }

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 public import LogStore
-public import LogStoreEngine
+import LogStoreEngine
 
 /// Settings of a ``DataStorePowerLossHarness`` run: the shared ``PowerLossRunSettings`` (40 cycles
 /// per store, at most 10 steps per cycle, dirty sectors reordered in a quarter of the files with
@@ -124,12 +124,13 @@ public final class DataStorePowerLossHarness: PowerLossDriver<DataStoreCrashInte
             configuration.backgroundMaintenance
             ? DataStorePowerLossConfiguration.withBackgroundMaintenance(configuration.options) : configuration.options
         let directory = configuration.directory
-        let choice = PreallocationChoice(options)
+        let choice = PreallocationChoice(options.engine)
         tail = choice
         super.init(
             configuration.run, report: DataStorePowerLossReport(seed: configuration.seed), events: (100, 80), openName: "setup",
             makeInterpreter: { fs in
-                let options = choice.options
+                var options = options
+                options.engine = choice.options
                 let interpreter = DataStoreCrashInterpreter(model: DataStoreCrashModel()) {
                     LogDataStore(path: directory, fileSystem: fs, options: options)
                 }

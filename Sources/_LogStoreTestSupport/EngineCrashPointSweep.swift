@@ -12,7 +12,7 @@ public struct CrashPointSweepConfiguration: Sendable {
     /// The store directory; its parent is created durably, the store directory by the engine.
     public var directory = "/data/store"
     /// Engine options; the defaults of ``PowerLossConfiguration``.
-    public var options: LogStoreOptions
+    public var options: LogEngineOptions
     /// Harsher power-loss faults for the images (default: the standard model).
     public var powerLossModel = PowerLossModel()
 

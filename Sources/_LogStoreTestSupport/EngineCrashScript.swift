@@ -93,7 +93,7 @@ public enum EngineCrashScript {
 /// recovered state with a ``CrashOracle``. Use from one thread.
 public final class EngineCrashScriptChecker {
     let directory = "/data/store"
-    let options: LogStoreOptions
+    let options: LogEngineOptions
     var fs = FaultInjectingFileSystem()
     var oracle = CrashOracle()
     var interp: EngineCrashInterpreter
@@ -102,7 +102,7 @@ public final class EngineCrashScriptChecker {
     var steps: [String] = []
 
     /// A checker with a new store (opened). Throws what `LogEngine.open` throws.
-    public init(options: LogStoreOptions) throws {
+    public init(options: LogEngineOptions) throws {
         self.options = options
         try fs.createDirectory(atPath: "/data")
         try fs.syncDirectory(atPath: "/")

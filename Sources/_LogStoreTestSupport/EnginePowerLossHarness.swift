@@ -10,12 +10,12 @@ public final class EngineCrashInterpreter: CrashInterpreter {
     /// The file system the store lives on.
     public let fileSystem: any FileSystem
     /// The options the store is opened with.
-    public let options: LogStoreOptions
+    public let options: LogEngineOptions
     /// The open engine, if any.
     public private(set) var engine: LogEngine?
 
     /// An interpreter for the store at `directory` on `fileSystem`. Opens nothing yet.
-    public init(directory: String, fileSystem: any FileSystem, options: LogStoreOptions) {
+    public init(directory: String, fileSystem: any FileSystem, options: LogEngineOptions) {
         self.directory = directory
         self.fileSystem = fileSystem
         self.options = options
@@ -149,14 +149,14 @@ public struct PowerLossConfiguration: PowerLossConfiguring, Sendable {
     /// thread; half the stores of a run draw a growing tail instead, ``PreallocationChoice``). With `.none` durability the workload adds
     /// flush steps and only flushed transactions count as acknowledged (many unsynced
     /// transactions per crash). Do not use `.buffered`: its timer makes runs irreproducible.
-    public var options: LogStoreOptions
+    public var options: LogEngineOptions
     /// The workload mix.
     public var workload = CrashWorkloadGenerator()
 
     /// A configuration with the defaults above.
     public init(seed: UInt64, cycles: Int) {
         run = PowerLossRunSettings(seed: seed, cycles: cycles, cyclesPerStore: 20, maxStepsPerCycle: 8)
-        var o = LogStoreOptions()
+        var o = LogEngineOptions()
         o.durability = .synchronous
         o.segmentSize = 64 << 10
         o.maxFramePayload = 512

@@ -13,8 +13,8 @@ public enum GroupCommitWorkload {
     /// The store's options: synchronous durability, small segments (roll-overs under load), small
     /// frames (multi-frame transactions), background compaction, checkpoints and preallocation
     /// (16 KiB ahead of the tail, racing the writers) on.
-    public static func options() -> LogStoreOptions {
-        var o = LogStoreOptions()
+    public static func options() -> LogEngineOptions {
+        var o = LogEngineOptions()
         o.durability = .synchronous
         o.segmentSize = 64 << 10
         o.maxFramePayload = 512

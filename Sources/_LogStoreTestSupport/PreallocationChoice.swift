@@ -8,16 +8,16 @@ import LogStoreEngine
 /// with the current options). `Sendable`: the current options are behind a mutex.
 final class PreallocationChoice: Sendable {
     /// The configuration's options; their `preallocationSize` is what preallocating stores use.
-    let base: LogStoreOptions
-    private let current: Protected<LogStoreOptions>
+    let base: LogEngineOptions
+    private let current: Protected<LogEngineOptions>
 
-    init(_ base: LogStoreOptions) {
+    init(_ base: LogEngineOptions) {
         self.base = base
         current = Protected(base)
     }
 
     /// The current store's options.
-    var options: LogStoreOptions { current.withLock { $0 } }
+    var options: LogEngineOptions { current.withLock { $0 } }
 
     /// Draws the next store's tail kind (when the configuration preallocates at all and commits
     /// sync); returns a word for the event log.

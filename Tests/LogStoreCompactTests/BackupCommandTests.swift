@@ -8,7 +8,7 @@ import _LogStoreTestSupport
 final class BackupCommandTests: XCTestCase {
     /// Every record of a closed store, by type and key.
     func contents(_ dir: String) throws -> [String: [RecordKey: [UInt8]]] {
-        var o = LogStoreOptions.replayOnly
+        var o = LogEngineOptions.replayOnly
         o.durability = .none
         let e = try LogEngine.open(directory: dir, options: o)
         defer { try? e.close() }
@@ -77,7 +77,7 @@ final class BackupCommandTests: XCTestCase {
     /// sequence number (the writers' own record of what they committed is the oracle).
     func testBackupsUnderSixteenWritersPassVerifyAndHoldExactlyTheCommittedState() throws {
         let dir = temporaryPath("live")
-        var o = LogStoreOptions()
+        var o = LogEngineOptions()
         o.segmentSize = 128 << 10
         o.compactionMinimumDeadBytes = 64 << 10
         o.compactionThreshold = 0.3

@@ -7,7 +7,7 @@ import XCTest
 final class BackupKillTests: XCTestCase {
     func testAKillNineDuringABackupLeavesTheStoreUntouchedAndNoHalfBackupThatOpens() throws {
         let dir = temporaryPath("store")
-        var o = LogStoreOptions.replayOnly
+        var o = LogEngineOptions.replayOnly
         o.durability = .none
         o.segmentSize = 1 << 20
         o.compression = false

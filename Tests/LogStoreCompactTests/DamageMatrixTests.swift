@@ -66,8 +66,8 @@ final class DamageMatrixTests: XCTestCase {
         super.tearDown()
     }
 
-    static var options: LogStoreOptions {
-        var o = LogStoreOptions()
+    static var options: LogEngineOptions {
+        var o = LogEngineOptions()
         o.autoCompaction = false
         o.segmentSize = 64 << 10
         o.compression = false

@@ -10,7 +10,7 @@ final class SecondaryIndexToolTests: XCTestCase {
     func makeIndexedStore() throws -> String {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("logstore-index-tool-\(UUID().uuidString)").path
         addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
-        var o = LogStoreOptions()
+        var o = LogEngineOptions()
         o.autoCompaction = false
         let e = try LogEngine.open(directory: dir, options: o)
         try e.declareIndexes([byCity], ofType: "Shop")

@@ -93,7 +93,7 @@ final class StoreScannerTests: XCTestCase {
 final class CompactedMultiFrameTransactionTests: XCTestCase {
     func testVerifyAcceptsACompactedTransactionSpreadOverSeveralFrames() throws {
         let dir = temporaryPath("compacted-multiframe")
-        var options = LogStoreOptions()
+        var options = LogEngineOptions()
         options.maxFramePayload = 512
         options.segmentSize = 64 << 10
         options.autoCompaction = false

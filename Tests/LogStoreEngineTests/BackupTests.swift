@@ -6,8 +6,8 @@ import XCTest
 /// Online backup (``LogEngine/backup(to:fileSystem:verification:progress:)``): a consistent,
 /// verified copy that is itself a store.
 final class BackupTests: XCTestCase {
-    static func options() -> LogStoreOptions {
-        var o = LogStoreOptions.replayOnly
+    static func options() -> LogEngineOptions {
+        var o = LogEngineOptions.replayOnly
         o.segmentSize = 64 << 10
         o.maxFramePayload = 1 << 10
         o.durability = .none

@@ -7,7 +7,7 @@ final class CheckpointTests: XCTestCase {
     let dir = "/store"
     var checkpointPath: String { _joinPath(dir, LogStoreFormat.checkpointFileName) }
 
-    func options(checkpointOnClose: Bool = true) -> LogStoreOptions {
+    func options(checkpointOnClose: Bool = true) -> LogEngineOptions {
         var o = CT.smallOptions()
         o.checkpointOnClose = checkpointOnClose
         return o

@@ -8,8 +8,8 @@ final class CheckpointWitnessTests: XCTestCase {
     /// A real temporary directory for this test (removed when it ends).
     lazy var root = StoreHarness.posix(self).root
 
-    static var options: LogStoreOptions {
-        var o = LogStoreOptions()
+    static var options: LogEngineOptions {
+        var o = LogEngineOptions()
         o.autoCompaction = false
         o.segmentSize = 64 << 10
         return o

@@ -8,7 +8,7 @@ import _LogStoreTestSupport
 /// the live records of the others; either way the store reads the same before and after, after a
 /// reopen from a checkpoint and after a full replay, and nothing deleted comes back.
 final class CompactionCopyTests: XCTestCase {
-    static func options() -> LogStoreOptions {
+    static func options() -> LogEngineOptions {
         var o = CT.smallOptions()
         o.maxFramePayload = 1024
         o.checkpointOnClose = false

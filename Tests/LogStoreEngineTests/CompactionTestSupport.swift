@@ -61,8 +61,8 @@ enum CT {
     }
 
     /// Options for small, fast test stores: 64 KiB segments, no background work unless asked.
-    static func smallOptions() -> LogStoreOptions {
-        var o = LogStoreOptions()
+    static func smallOptions() -> LogEngineOptions {
+        var o = LogEngineOptions()
         o.segmentSize = 64 << 10
         o.durability = .none
         o.autoCompaction = false

@@ -10,7 +10,7 @@ final class CompressionTests: XCTestCase {
 
     func testWritesLeftUncompressedAreCompressedByCompaction() throws {
         let h = StoreHarness.posix(self)
-        var o = LogStoreOptions.replayOnly
+        var o = LogEngineOptions.replayOnly
         o.compressOnWrite = false
         let dir = h.newStorePath()
         let e = try h.open(dir, options: o)
@@ -36,7 +36,7 @@ final class CompressionTests: XCTestCase {
         apply(ops, to: &model)
         var stored: [Int: Int] = [:]
         for level in [0, 9] {
-            var o = LogStoreOptions.replayOnly
+            var o = LogEngineOptions.replayOnly
             o.compressOnWrite = false
             o.compactionCompressionLevel = level
             let dir = h.newStorePath("level\(level)")
@@ -59,7 +59,7 @@ final class CompressionTests: XCTestCase {
     func testSealedSegmentsWrittenUncompressedMakeCompactionDueWhenWritersLeaveCompressionToCompaction() throws {
         let h = StoreHarness.posix(self)
         for compressOnWrite in [false, true] {
-            var o = LogStoreOptions.replayOnly
+            var o = LogEngineOptions.replayOnly
             o.compressOnWrite = compressOnWrite
             o.segmentSize = 64 << 10
             o.compactionMinimumDeadBytes = 0
@@ -105,7 +105,7 @@ extension Scenarios {
         apply(ops, to: &model)
         var sizes: [Bool: UInt64] = [:]
         for compression in [true, false] {
-            var o = LogStoreOptions.replayOnly
+            var o = LogEngineOptions.replayOnly
             o.compression = compression
             let dir = h.newStorePath(compression ? "lz4" : "raw")
             let e = try h.open(dir, options: o)

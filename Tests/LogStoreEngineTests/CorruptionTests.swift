@@ -24,7 +24,7 @@ final class CorruptionTests: XCTestCase {
     /// Bytes that go bad while the store is open are reported by the read, with file and offset.
     func testDamageAfterOpenIsReportedOnRead() throws {
         let h = StoreHarness.posix(self)
-        var o = LogStoreOptions.replayOnly
+        var o = LogEngineOptions.replayOnly
         o.cacheSize = 0
         o.compression = false
         let dir = h.newStorePath("rot")
@@ -48,9 +48,9 @@ final class CorruptionTests: XCTestCase {
 extension Scenarios {
     /// A store of several 64 KiB segments.
     static func multiSegmentStore(_ h: StoreHarness, minSegments: Int = 3) throws -> (
-        dir: String, history: History, options: LogStoreOptions
+        dir: String, history: History, options: LogEngineOptions
     ) {
-        var options = LogStoreOptions.replayOnly
+        var options = LogEngineOptions.replayOnly
         options.segmentSize = 64 << 10
         options.durability = .none
         options.compression = false
@@ -127,8 +127,8 @@ extension Scenarios {
     }
 
     /// A store of nine workload transactions in one segment, written with `durability`.
-    static func nineTransactions(_ h: StoreHarness, _ name: String, durability: Durability) throws -> (String, History, LogStoreOptions) {
-        var options = LogStoreOptions.replayOnly
+    static func nineTransactions(_ h: StoreHarness, _ name: String, durability: Durability) throws -> (String, History, LogEngineOptions) {
+        var options = LogEngineOptions.replayOnly
         options.durability = durability
         let dir = h.newStorePath(name)
         var history = History()
@@ -197,7 +197,7 @@ extension Scenarios {
                 let e = assertThrowsLogStoreError(.corruption, label) { try h.open(dir) }
                 XCTAssertEqual(e?.path, segmentPath(dir, 1), label)
                 XCTAssertNotNil(e?.offset, label)
-                var salvage = LogStoreOptions.replayOnly
+                var salvage = LogEngineOptions.replayOnly
                 salvage.recovery = .salvage
                 let s = try h.open(dir, options: salvage)
                 XCTAssertEqual(s.recoveryReport.dropped.first?.offset, last.end, label)
@@ -214,7 +214,7 @@ extension Scenarios {
     /// synced), damage inside it is always a torn tail, salvage always
     /// opens, and nothing traps.
     static func flippedByteAnywhereInLastSegment(_ h: StoreHarness) throws {
-        var o = LogStoreOptions.replayOnly
+        var o = LogEngineOptions.replayOnly
         o.durability = .synchronous
         let (dir, history) = try smallStore(h, count: 3, options: o)
         guard let last = history.entries.last else { return XCTFail() }

@@ -10,7 +10,7 @@ import XCTest
 /// roll-over, and the log says when space came back (issue 20 item 4).
 final class DiskFullLitterTests: XCTestCase {
     func storeNearlyFull(_ fs: DiskFullFileSystem, _ dir: String, logger: Logger? = nil) throws -> LogEngine {
-        var o = LogStoreOptions.replayOnly
+        var o = LogEngineOptions.replayOnly
         o.compression = false
         o.segmentSize = 64 << 10
         o.logger = logger

@@ -17,7 +17,7 @@ extension Scenarios {
         for budget in [0, 1, 23, 24, 100, 3000] {
             let full = DiskFullFileSystem(h.fs)
             let dir = h.newStorePath("full")
-            var o = LogStoreOptions.replayOnly
+            var o = LogEngineOptions.replayOnly
             o.compression = false
             let e = try LogEngine.open(directory: dir, fileSystem: full, options: o)
             var model = Contents()
@@ -78,7 +78,7 @@ extension Scenarios {
         ]
         for budget in budgets.sorted() {
             for tearLastAppend in [false, true] {
-                var o = LogStoreOptions.replayOnly
+                var o = LogEngineOptions.replayOnly
                 o.compression = false
                 o.segmentSize = 64 << 10
                 o.durability = .none
@@ -146,7 +146,7 @@ extension Scenarios {
     /// manifest on disk has moved on: the store is poisoned until reopened).
     static func failedDirectorySyncDuringRollOver(_ h: StoreHarness) throws {
         for failing in [1, 2] {
-            var o = LogStoreOptions.replayOnly
+            var o = LogEngineOptions.replayOnly
             o.segmentSize = 64 << 10
             o.durability = .none
             o.compression = false

@@ -78,7 +78,7 @@ final class DurabilityTests: XCTestCase {
     }
 
     func testBufferedIsVisibleAtOnceAndDurableAfterFlush() throws {
-        var o = LogStoreOptions.replayOnly
+        var o = LogEngineOptions.replayOnly
         o.durability = .buffered
         o.syncInterval = .seconds(3600)  // only flush() and close() sync in this test
         let fs = FaultInjectingFileSystem()
@@ -103,7 +103,7 @@ final class DurabilityTests: XCTestCase {
     }
 
     func testBufferedBackgroundSyncMakesCommitsDurable() throws {
-        var o = LogStoreOptions.replayOnly
+        var o = LogEngineOptions.replayOnly
         o.durability = .buffered
         o.syncInterval = .milliseconds(5)
         let fs = FaultInjectingFileSystem()
@@ -122,7 +122,7 @@ final class DurabilityTests: XCTestCase {
     }
 
     func testNoneIsVisibleAtOnceAndDurableAfterFlush() throws {
-        var o = LogStoreOptions.replayOnly
+        var o = LogEngineOptions.replayOnly
         o.durability = .none
         let fs = FaultInjectingFileSystem()
         let e = try LogEngine.open(directory: dir, fileSystem: fs, options: o)
@@ -144,7 +144,7 @@ final class DurabilityTests: XCTestCase {
     func testBufferedAndNoneOnRealFilesSurviveClose() throws {
         let h = StoreHarness.posix(self)
         for mode in [Durability.buffered, .none] {
-            var o = LogStoreOptions.replayOnly
+            var o = LogEngineOptions.replayOnly
             o.durability = mode
             let path = h.newStorePath("\(mode)")
             let e = try h.open(path, options: o)

@@ -13,7 +13,7 @@ final class EngineSmokeTests: XCTestCase {
     func testWriteCloseReopenRead() throws {
         let dir = tempDir()
         // No checkpoint on close, so the reopen below replays the log.
-        var options = LogStoreOptions.replayOnly
+        var options = LogEngineOptions.replayOnly
         options.checkpointOnClose = false
         do {
             let e = try LogEngine.open(directory: dir, options: options)

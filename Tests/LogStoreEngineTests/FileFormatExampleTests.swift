@@ -8,7 +8,7 @@ final class FileFormatExampleTests: XCTestCase {
     func testWorkedExampleBytesMatchTheDocumentation() throws {
         let value = AttributeValue.map(["id": .string("a1"), "rating": .int(5)]).encoded()
         XCTAssertEqual(hex(value), "0a 02 02 69 64 05 02 61 31 06 72 61 74 69 6e 67 03 0a")
-        var options = LogStoreOptions.replayOnly
+        var options = LogEngineOptions.replayOnly
         options.compression = false
         let out = TransactionEncoder.encode(
             [.put(type: "User", key: RecordKey(Array("a1".utf8)), value: value)], sequence: 1, options: options, syncedThrough: 48)

@@ -67,7 +67,7 @@ final class FuzzFailCaseTests: XCTestCase {
     func testCompressedFrameClaimingMoreThanLZ4CanExpandIsRejectedAsInvalid() throws {
         try run("frame", "lz4-raw-length-far-beyond-payload")
         let fs = InMemoryFileSystem()
-        var options = LogStoreOptions.replayOnly
+        var options = LogEngineOptions.replayOnly
         options.durability = .none
         let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
         try engine.commit([.put(type: "t", key: RecordKey([1]), value: [1])])
@@ -95,7 +95,7 @@ final class FuzzFailCaseTests: XCTestCase {
     /// reads back after a reopen, so the 255-fold limit never rejects a frame LZ4 really wrote.
     func testHighlyCompressibleValueSurvivesReopen() throws {
         let fs = InMemoryFileSystem()
-        var options = LogStoreOptions.replayOnly
+        var options = LogEngineOptions.replayOnly
         options.durability = .none
         options.maxFramePayload = 1 << 20
         let zeros = [UInt8](repeating: 0, count: 1 << 20)
@@ -114,7 +114,7 @@ final class FuzzFailCaseTests: XCTestCase {
     func testManifestWithFormatVersionZeroIsRejectedAsCorruption() throws {
         try run("manifest", "format-version-zero-accepted")
         let fs = InMemoryFileSystem()
-        try LogEngine.open(directory: "/s", fileSystem: fs, options: LogStoreOptions.replayOnly).close()
+        try LogEngine.open(directory: "/s", fileSystem: fs, options: LogEngineOptions.replayOnly).close()
         let f = try fs.open("/s/MANIFEST", mode: .readWrite)
         var bytes = try f.read(at: 0, count: Int(try f.size()))
         bytes[8] = 0
@@ -123,7 +123,7 @@ final class FuzzFailCaseTests: XCTestCase {
         bytes.replaceSubrange((bytes.count - 4)..., with: le(crc, 4))
         try f.write(bytes, at: 0)
         try f.close()
-        XCTAssertThrowsError(try LogEngine.open(directory: "/s", fileSystem: fs, options: LogStoreOptions.replayOnly)) { error in
+        XCTAssertThrowsError(try LogEngine.open(directory: "/s", fileSystem: fs, options: LogEngineOptions.replayOnly)) { error in
             XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "\(error)")
         }
     }
@@ -135,7 +135,7 @@ final class FuzzFailCaseTests: XCTestCase {
     func testSalvageWithoutManifestSkipsSegmentNumberUInt32Max() throws {
         try run("segment", "salvage-without-manifest-segment-number-uint32-max")
         let fs = InMemoryFileSystem()
-        var options = LogStoreOptions.replayOnly
+        var options = LogEngineOptions.replayOnly
         options.durability = .none
         let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
         try engine.commit([.put(type: "t", key: RecordKey([1]), value: [1])])
@@ -169,7 +169,7 @@ final class FuzzFailCaseTests: XCTestCase {
         try run("manifest", "roll-over-with-generation-uint64-max")
         for (generation, nextSegment) in [(UInt64.max, UInt32(2)), (UInt64(1), UInt32.max)] {
             let fs = InMemoryFileSystem()
-            var options = LogStoreOptions()
+            var options = LogEngineOptions()
             options.durability = .none
             options.segmentSize = 64 << 10
             options.compression = false
@@ -202,7 +202,7 @@ final class FuzzFailCaseTests: XCTestCase {
     func testCommitAfterRecoveringSequenceUInt64MaxIsCorruptionNotATrap() throws {
         try run("segment", "commit-after-recovered-sequence-uint64-max")
         let fs = InMemoryFileSystem()
-        var options = LogStoreOptions()
+        var options = LogEngineOptions()
         options.durability = .none
         options.compression = false
         // A format v1 store (v1 sequence rules: any larger number follows) whose segment holds a

@@ -15,7 +15,7 @@ final class GroupCommitTests: XCTestCase {
     func testConcurrentWritersAcrossSegmentRollOvers() throws {
         let h = StoreHarness.posix(self)
         let counting = CountingFileSystem(h.fs)
-        var o = LogStoreOptions.replayOnly
+        var o = LogEngineOptions.replayOnly
         o.segmentSize = 64 << 10
         o.compression = false
         try Scenarios.concurrentSynchronousWriters(
@@ -27,7 +27,7 @@ final class GroupCommitTests: XCTestCase {
 extension Scenarios {
     static func concurrentSynchronousWriters(
         _ h: StoreHarness, counting: CountingFileSystem, threads: Int = 16, perThread: Int = 50,
-        valueSize: Int = 40, options: LogStoreOptions = LogStoreOptions.replayOnly
+        valueSize: Int = 40, options: LogEngineOptions = LogEngineOptions.replayOnly
     ) throws {
         let dir = h.newStorePath("group")
         var options = options

@@ -4,12 +4,12 @@ import XCTest
 
 @testable import LogStoreEngine
 
-/// Transactions whose values outgrow ``LogStoreOptions/transactionSpillThreshold``: values move
+/// Transactions whose values outgrow ``LogEngineOptions/transactionSpillThreshold``: values move
 /// to a spill file while the body runs and the commit is written in chunks of data frames ending
 /// with one commit frame (Docs/Design.md, "Large transactions").
 final class LargeTransactionTests: XCTestCase {
-    static func options(threshold: Int = 4 << 10) -> LogStoreOptions {
-        var o = LogStoreOptions.replayOnly
+    static func options(threshold: Int = 4 << 10) -> LogEngineOptions {
+        var o = LogEngineOptions.replayOnly
         o.transactionSpillThreshold = threshold
         o.maxFramePayload = 1 << 10
         o.durability = .none
@@ -62,7 +62,7 @@ final class LargeTransactionTests: XCTestCase {
                 // Reads inside the body see the spilled values.
                 XCTAssertEqual(try t.value(type: "Big", key: key("b0")).map(Array.init), expected["Big"]?[key("b0")])
                 XCTAssertNil(try t.value(type: "Big", key: key("b3")))
-                XCTAssertEqual(t.count(ofType: "New"), 400)
+                XCTAssertEqual(try t.count(ofType: "New"), 400)
                 return t.sequence + 1
             }
             XCTAssertEqual(try Self.spillFiles(harness.fs, dir), [], "\(harness.name): the spill file goes with the transaction")
@@ -199,7 +199,7 @@ final class LargeTransactionTests: XCTestCase {
         let keys = (0..<3_000).map { key(String(format: "k%05d", $0)) }.shuffled(using: &rng)
         var changes = ChangeSet<FlatChangeStorage>()
         let base = EngineSnapshot(index: IndexState(), segments: [:], cache: nil)
-        for (i, k) in keys.enumerated() { changes.put("T", k, sampleValue(i, size: 700), base: base) }
+        for (i, k) in keys.enumerated() { try changes.put("T", k, sampleValue(i, size: 700), base: base) }
         let expected = Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($1, sampleValue($0, size: 700)) })
         let store = RecordingValues(failingAppend: 2)
         XCTAssertThrowsError(try changes.moveValues(to: store))
@@ -235,13 +235,13 @@ final class LargeTransactionTests: XCTestCase {
                 let k = key("k\(Int.random(in: 0..<30, using: &rng))")
                 switch Int.random(in: 0..<10, using: &rng) {
                 case 0:
-                    changes.deleteAll("T", base: base)
+                    try changes.deleteAll("T", base: base)
                     model = [:]
                 case 1...4:
-                    changes.delete("T", k, base: base)
+                    try changes.delete("T", k, base: base)
                     model[k] = nil
                 default:
-                    changes.put("T", k, sampleValue(step), base: base)
+                    try changes.put("T", k, sampleValue(step), base: base)
                     model[k] = sampleValue(step)
                 }
                 XCTAssertTrue(changes._deletesAreCounted(), "\(S.self) step \(step)")

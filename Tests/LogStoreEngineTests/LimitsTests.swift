@@ -10,12 +10,12 @@ final class LimitsTests: XCTestCase {
     func testInvalidOptionsAreRefused() throws {
         let h = StoreHarness.posix(self)
         for (what, change) in [
-            ("segmentSize too small", { (o: inout LogStoreOptions) in o.segmentSize = 1000 }),
-            ("segmentSize too large", { (o: inout LogStoreOptions) in o.segmentSize = 2 << 30 }),
-            ("maxItemSize zero", { (o: inout LogStoreOptions) in o.maxItemSize = 0 }),
-            ("maxKeySize zero", { (o: inout LogStoreOptions) in o.maxKeySize = 0 }),
-        ] as [(String, (inout LogStoreOptions) -> Void)] {
-            var o = LogStoreOptions.replayOnly
+            ("segmentSize too small", { (o: inout LogEngineOptions) in o.segmentSize = 1000 }),
+            ("segmentSize too large", { (o: inout LogEngineOptions) in o.segmentSize = 2 << 30 }),
+            ("maxItemSize zero", { (o: inout LogEngineOptions) in o.maxItemSize = 0 }),
+            ("maxKeySize zero", { (o: inout LogEngineOptions) in o.maxKeySize = 0 }),
+        ] as [(String, (inout LogEngineOptions) -> Void)] {
+            var o = LogEngineOptions.replayOnly
             change(&o)
             let dir = h.newStorePath()
             assertThrowsLogStoreError(.invalidArgument, what) { try h.open(dir, options: o) }
@@ -26,7 +26,7 @@ final class LimitsTests: XCTestCase {
 
 extension Scenarios {
     static func limitsCommitNothing(_ h: StoreHarness) throws {
-        var options = LogStoreOptions.replayOnly
+        var options = LogEngineOptions.replayOnly
         options.maxItemSize = 1000
         options.maxKeySize = 20
         options.maxTypeNameSize = 10

@@ -10,8 +10,8 @@ final class ManifestDamageTests: XCTestCase {
     /// A real temporary directory for this test (removed when it ends).
     lazy var root = StoreHarness.posix(self).root
 
-    static var options: LogStoreOptions {
-        var o = LogStoreOptions()
+    static var options: LogEngineOptions {
+        var o = LogEngineOptions()
         o.segmentSize = 64 << 10
         o.autoCompaction = false
         return o
@@ -40,13 +40,13 @@ final class ManifestDamageTests: XCTestCase {
         return dir
     }
 
-    func count(_ dir: String, _ options: LogStoreOptions = options) throws -> Int {
+    func count(_ dir: String, _ options: LogEngineOptions = options) throws -> Int {
         let e = try LogEngine.open(directory: dir, options: options)
         defer { try? e.close() }
         return try e.snapshot().count(ofType: "Item")
     }
 
-    var salvage: LogStoreOptions {
+    var salvage: LogEngineOptions {
         var o = Self.options
         o.recovery = .salvage
         return o

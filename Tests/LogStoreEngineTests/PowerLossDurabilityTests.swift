@@ -59,7 +59,7 @@ final class PowerLossDurabilityTests: XCTestCase {
 
 extension PowerLossDurabilityTests {
     /// Fills a fresh store with 6 KiB transactions until the next one rolls over to segment 2.
-    func storeAboutToRollOver(_ fs: FaultInjectingFileSystem, _ options: LogStoreOptions) throws -> LogEngine {
+    func storeAboutToRollOver(_ fs: FaultInjectingFileSystem, _ options: LogEngineOptions) throws -> LogEngine {
         let e = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
         var rng = SplitMix64(seed: 7)
         // Incompressible values: 10 transactions fit in a 64 KiB segment; the 11th rolls over.
@@ -75,7 +75,7 @@ extension PowerLossDurabilityTests {
     /// and later commits fdatasync only the segment's data, so a power loss after the restart
     /// could drop the segment file and with it transactions acknowledged after the restart.
     func testCommitAfterRestartFromAKillDuringRollOverSurvivesPowerLoss() throws {
-        var options = LogStoreOptions.replayOnly
+        var options = LogEngineOptions.replayOnly
         options.segmentSize = 64 << 10
         for crashPoint in 0..<14 {
             let fs = FaultInjectingFileSystem()
@@ -103,7 +103,7 @@ extension PowerLossDurabilityTests {
     /// After a kill -9, recovery published a transaction that was written but never fsynced;
     /// a power loss after the restart could then take back a transaction readers had seen.
     func testTransactionVisibleAfterRestartSurvivesALaterPowerLoss() throws {
-        var options = LogStoreOptions.replayOnly
+        var options = LogEngineOptions.replayOnly
         options.durability = .none
         let fs = FaultInjectingFileSystem()
         let e = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
@@ -122,7 +122,7 @@ extension PowerLossDurabilityTests {
     /// A store whose last transaction spans several frames; returns the file system, the segment
     /// path and the offsets where the last two transactions start.
     func storeEndingWithAMultiFrameTransaction() throws -> (FaultInjectingFileSystem, String, UInt64, UInt64) {
-        var options = LogStoreOptions.replayOnly
+        var options = LogEngineOptions.replayOnly
         options.maxFramePayload = 512
         let fs = FaultInjectingFileSystem()
         let e = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
@@ -181,7 +181,7 @@ extension PowerLossDurabilityTests {
     /// points (in the compaction, then in the recovery after it) must leave a store that opens
     /// after a power loss with every committed item.
     func testStrayRemovalAfterAKillDuringCompactionSurvivesPowerLoss() throws {
-        var options = LogStoreOptions()
+        var options = LogEngineOptions()
         options.segmentSize = 64 << 10
         options.autoCompaction = false
         options.checkpointInterval = 0

@@ -9,8 +9,8 @@ import XCTest
 /// space, sealing and closing cut them off, and a spare file becomes the next segment.
 final class PreallocationTests: XCTestCase {
     /// Inline preallocation of 16 KiB in 64 KiB segments, no checkpoint or compaction.
-    static func options(background: Bool = false) -> LogStoreOptions {
-        var o = LogStoreOptions.replayOnly
+    static func options(background: Bool = false) -> LogEngineOptions {
+        var o = LogEngineOptions.replayOnly
         o.segmentSize = 64 << 10
         o.preallocationSize = 16 << 10
         o.preallocatesInBackground = background

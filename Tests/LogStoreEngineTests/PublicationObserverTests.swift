@@ -24,7 +24,7 @@ final class PublicationObserverTests: XCTestCase {
     func testEachCommitIsAnnouncedOnceWithItsKeysInEveryDurabilityMode() throws {
         for durability in [Durability.synchronous, .buffered, .none] {
             let h = StoreHarness.memory()
-            var o = LogStoreOptions.replayOnly
+            var o = LogEngineOptions.replayOnly
             o.durability = durability
             let e = try h.open(h.newStorePath(), options: o)
             let r = Recorder()
@@ -63,7 +63,7 @@ final class PublicationObserverTests: XCTestCase {
 
     func testConcurrentGroupCommitsAreAnnouncedInOrderAndNoneTwice() throws {
         let h = StoreHarness.posix(self)
-        var o = LogStoreOptions.replayOnly
+        var o = LogEngineOptions.replayOnly
         o.durability = .synchronous
         let e = try h.open(h.newStorePath(), options: o)
         let r = Recorder()
@@ -85,7 +85,7 @@ final class PublicationObserverTests: XCTestCase {
     func testAPoisonedStoreSaysSoOnceAndAnnouncesNoLaterCommit() throws {
         let h = StoreHarness.posix(self)
         let failing = FailingSyncFileSystem(h.fs)
-        var o = LogStoreOptions.replayOnly
+        var o = LogEngineOptions.replayOnly
         o.durability = .synchronous
         let e = try LogEngine.open(directory: h.newStorePath(), fileSystem: failing, options: o)
         let r = Recorder()

@@ -9,8 +9,8 @@ import XCTest
 /// map files; every other engine test covers its `pread` path).
 final class ReadPathTests: XCTestCase {
     /// Small segments so that a few hundred records roll over several times.
-    func options(compression: Bool = true, cacheSize: Int = 1 << 20) -> LogStoreOptions {
-        var o = LogStoreOptions.replayOnly
+    func options(compression: Bool = true, cacheSize: Int = 1 << 20) -> LogEngineOptions {
+        var o = LogEngineOptions.replayOnly
         o.segmentSize = 64 << 10
         o.maxFramePayload = 2 << 10
         o.compression = compression

@@ -32,7 +32,7 @@ final class RecoveryEdgeCaseTests: XCTestCase {
 
 extension Scenarios {
     /// A closed single-segment store of `count` committed transactions.
-    static func smallStore(_ h: StoreHarness, count: Int = 6, options: LogStoreOptions = LogStoreOptions.replayOnly) throws -> (
+    static func smallStore(_ h: StoreHarness, count: Int = 6, options: LogEngineOptions = LogEngineOptions.replayOnly) throws -> (
         dir: String, history: History
     ) {
         let dir = h.newStorePath("edge")
@@ -47,7 +47,7 @@ extension Scenarios {
     /// from `last.start` on reported and cut as a torn tail.
     static func expectTornTail(
         _ h: StoreHarness, _ dir: String, _ history: History, droppedBytes: UInt64, _ what: String,
-        options: LogStoreOptions = LogStoreOptions.replayOnly, file: StaticString = #filePath, line: UInt = #line
+        options: LogEngineOptions = LogEngineOptions.replayOnly, file: StaticString = #filePath, line: UInt = #line
     ) throws {
         guard let last = history.entries.last else { return XCTFail() }
         let e = try h.open(dir, options: options)
@@ -107,7 +107,7 @@ extension Scenarios {
 
     static func missingCommitMarkerDropsTransaction(_ h: StoreHarness) throws {
         // (a) A multi-frame transaction whose commit frame never made it to disk.
-        var options = LogStoreOptions.replayOnly
+        var options = LogEngineOptions.replayOnly
         options.maxFramePayload = 512
         options.compression = false
         do {
@@ -291,7 +291,7 @@ extension Scenarios {
         let e = assertThrowsLogStoreError(.corruption, h.name) { try h.open(dir) }
         XCTAssertEqual(e?.path, manifestPath(dir))
         XCTAssertNil(h.fs.itemKind(atPath: manifestPath(dir)), "a strict open must not invent a manifest")
-        var salvage = LogStoreOptions.replayOnly
+        var salvage = LogEngineOptions.replayOnly
         salvage.recovery = .salvage
         let s = try h.open(dir, options: salvage)
         XCTAssertEqual(s.recoveryReport.dropped.first?.path, manifestPath(dir))
@@ -395,7 +395,7 @@ extension Scenarios {
         let strays = ["MANIFEST.tmp", LogStoreFormat.segmentFileName(99), LogStoreFormat.segmentFileName(0)]
         for s in strays { try h.fs.writeAll(_joinPath(dir, s), [0xAB, 0xCD]) }
         // Salvage never deletes anything.
-        var salvage = LogStoreOptions.replayOnly
+        var salvage = LogEngineOptions.replayOnly
         salvage.recovery = .salvage
         let s = try h.open(dir, options: salvage)
         XCTAssertEqual(s.recoveryReport.removedFiles, [])

@@ -13,8 +13,8 @@ import XCTest
 final class RecoveryStreamingTests: XCTestCase {
     lazy var root = StoreHarness.posix(self).root
 
-    var options: LogStoreOptions {
-        var o = LogStoreOptions()
+    var options: LogEngineOptions {
+        var o = LogEngineOptions()
         o.autoCompaction = false
         o.checkpointOnClose = false
         o.compression = false

@@ -8,7 +8,7 @@ final class SalvageTests: XCTestCase {
     func testSalvageKeepsTransactionsAfterADamagedFrameInASealedSegment() throws {
         let h = StoreHarness.memory()
         let dir = h.newStorePath()
-        var o = LogStoreOptions.replayOnly
+        var o = LogEngineOptions.replayOnly
         o.segmentSize = 64 << 10
         o.compression = false
         var expected = Contents()

@@ -31,8 +31,8 @@ final class SecondaryIndexTests: XCTestCase {
 
     // MARK: Maintenance
 
-    static let options: LogStoreOptions = {
-        var o = LogStoreOptions()
+    static let options: LogEngineOptions = {
+        var o = LogEngineOptions()
         o.autoCompaction = false
         o.durability = .none
         return o

@@ -37,7 +37,7 @@ extension Scenarios {
     }
 
     static func transactionLargerThanSegment(_ h: StoreHarness) throws {
-        var options = LogStoreOptions.replayOnly
+        var options = LogEngineOptions.replayOnly
         options.segmentSize = 64 << 10
         options.compression = false
         options.durability = .none

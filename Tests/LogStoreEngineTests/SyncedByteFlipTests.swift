@@ -18,7 +18,7 @@ final class SyncedByteFlipTests: XCTestCase {
 
         // A store of several segments, every commit synced, no checkpoint (so the open reads every
         // byte of the log).
-        var o = LogStoreOptions()
+        var o = LogEngineOptions()
         o.autoCompaction = false
         o.checkpointOnClose = false
         o.checkpointInterval = 0

@@ -49,7 +49,7 @@ final class StoreHarness: Sendable {
         return StoreHarness(name: "memory", fs: fs, root: "/stores")
     }
 
-    func open(_ dir: String, options: LogStoreOptions = LogStoreOptions.replayOnly) throws -> LogEngine {
+    func open(_ dir: String, options: LogEngineOptions = LogEngineOptions.replayOnly) throws -> LogEngine {
         try LogEngine.open(directory: dir, fileSystem: fs, options: options)
     }
 }
@@ -71,21 +71,21 @@ typealias Contents = [String: [RecordKey: [UInt8]]]
 /// Everything a reader sees.
 func dump(_ r: some RecordReader) throws -> Contents {
     var out: Contents = [:]
-    for t in r.itemTypes {
+    for t in try r.itemTypes {
         var m: [RecordKey: [UInt8]] = [:]
         try r.forEach(ofType: t) { k, v in
             m[k] = Array(v)
             return true
         }
         // Point reads must agree with the bulk scan.
-        for k in r.keys(ofType: t) {
+        for k in try r.keys(ofType: t) {
             guard let v = try r.value(type: t, key: k) else {
                 XCTFail("key \(k) of \(t) listed but has no value")
                 continue
             }
             XCTAssertEqual(Array(v), m[k], "point read and scan disagree for \(t)/\(k)")
         }
-        XCTAssertEqual(m.count, r.count(ofType: t))
+        XCTAssertEqual(m.count, try r.count(ofType: t))
         if !m.isEmpty { out[t] = m }
     }
     return out

@@ -9,7 +9,7 @@ final class TornMultiFrameTailTests: XCTestCase {
     func testUncommittedMultiFrameTransactionAtTheTailIsCutAsATornWrite() throws {
         let dir = NSTemporaryDirectory() + "logstore-torn-multiframe-\(UUID().uuidString)"
         addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
-        var o = LogStoreOptions.replayOnly
+        var o = LogEngineOptions.replayOnly
         o.maxFramePayload = 512
         o.compression = false
         o.durability = .none

@@ -19,7 +19,7 @@ final class TornTailTests: XCTestCase {
 extension Scenarios {
     /// Writes `committed` transactions then `last`, closes, and returns the directory, the history
     /// (the last entry is `last`) and the original bytes of the last segment.
-    static func storeEndingWith(_ h: StoreHarness, options: LogStoreOptions, committed: Int, last: [RecordOperation])
+    static func storeEndingWith(_ h: StoreHarness, options: LogEngineOptions, committed: Int, last: [RecordOperation])
         throws -> (dir: String, history: History, segment: [UInt8])
     {
         let dir = h.newStorePath("torn")
@@ -34,7 +34,7 @@ extension Scenarios {
 
     /// Cuts a copy of the store's last segment at `cut` and checks recovery.
     static func checkCut(
-        _ h: StoreHarness, dir: String, history: History, cut: UInt64, options: LogStoreOptions,
+        _ h: StoreHarness, dir: String, history: History, cut: UInt64, options: LogEngineOptions,
         file: StaticString = #filePath, line: UInt = #line
     ) throws {
         guard let last = history.entries.last else { return XCTFail("empty history") }
@@ -79,7 +79,7 @@ extension Scenarios {
     }
 
     static func tornTailAtEveryOffset(_ h: StoreHarness) throws {
-        var options = LogStoreOptions.replayOnly
+        var options = LogEngineOptions.replayOnly
         options.durability = .none  // the cuts below stand in for the crash; no need to fsync
         let last: [RecordOperation] = [
             .put(type: "Last", key: key("a"), value: sampleValue(1, size: 60)),
@@ -96,7 +96,7 @@ extension Scenarios {
     /// (or at every byte).
     static func tornMultiFrameTransaction(_ h: StoreHarness, everyByte: Bool) throws {
         for compression in [false, true] {
-            var options = LogStoreOptions.replayOnly
+            var options = LogEngineOptions.replayOnly
             options.durability = .none
             options.maxFramePayload = 512
             options.compression = compression

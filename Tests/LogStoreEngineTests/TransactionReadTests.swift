@@ -39,7 +39,7 @@ final class TransactionReadTests: XCTestCase {
                         XCTAssertEqual(n, model[type]?.count ?? 0, "round \(round) step \(step): deleteAll's count")
                         model[type] = [:]
                     default:
-                        XCTAssertEqual(t.count(ofType: type), model[type]?.count ?? 0, "round \(round) step \(step): count")
+                        XCTAssertEqual(try t.count(ofType: type), model[type]?.count ?? 0, "round \(round) step \(step): count")
                         var seen: [RecordKey: [UInt8]] = [:]
                         try t.forEach(ofType: type) { key, v in
                             XCTAssertNil(seen[key], "round \(round) step \(step): \(key) yielded twice")
@@ -47,12 +47,12 @@ final class TransactionReadTests: XCTestCase {
                             return true
                         }
                         XCTAssertEqual(seen, model[type] ?? [:], "round \(round) step \(step): forEach")
-                        XCTAssertEqual(Set(t.keys(ofType: type)), Set((model[type] ?? [:]).keys), "round \(round) step \(step): keys")
+                        XCTAssertEqual(Set(try t.keys(ofType: type)), Set((model[type] ?? [:]).keys), "round \(round) step \(step): keys")
                     }
-                    XCTAssertEqual(t.contains(type: type, key: k), model[type]?[k] != nil)
+                    XCTAssertEqual(try t.contains(type: type, key: k), model[type]?[k] != nil)
                     XCTAssertEqual(try t.value(type: type, key: k).map(Array.init), model[type]?[k])
                 }
-                XCTAssertEqual(t.itemTypes, model.filter { !$0.value.isEmpty }.keys.sorted())
+                XCTAssertEqual(try t.itemTypes, model.filter { !$0.value.isEmpty }.keys.sorted())
             }
             XCTAssertEqual(try CT.contents(e), model.filter { !$0.value.isEmpty }, "round \(round): committed state")
             try e.close()

@@ -52,7 +52,7 @@ final class CopyCommandTests: MigrateTestCase {
         let to = SQLiteDataStore(path: path("b.sqlite"))
         try from.setup()
         try to.setup()
-        var m = DataStoreMigrator(from: from, to: to)
+        var m = BackendMigrator(from: from, to: to)
         m.batchSize = 50
         m.sourceDescription = "logstore:" + source
         let batches = BatchCounter()

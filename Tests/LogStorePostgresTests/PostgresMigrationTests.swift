@@ -6,7 +6,7 @@ import LogStorePostgres
 import Testing
 import _LogStoreTestSupport
 
-/// DataStoreMigrator and logstore-migrate with a PostgreSQL store: LogStore -> PostgreSQL ->
+/// BackendMigrator and logstore-migrate with a PostgreSQL store: LogStore -> PostgreSQL ->
 /// LogStore, verified equal, on items of three types with edge values (the JSON dialect jsonb
 /// keeps, every id kind), resumption, and the CLI's postgres:// stores.
 @Suite(.serialized, .enabled(if: PostgresTestServer.isAvailable, Comment(rawValue: PostgresTestServer.skipReason)))
@@ -45,7 +45,7 @@ final class PostgresMigrationTests {
         let postgres = try PostgresTestServer.store(schema: schema())
         try postgres.setup()
         defer { try? postgres.tearDown() }
-        var there = DataStoreMigrator(from: source, to: postgres)
+        var there = BackendMigrator(from: source, to: postgres)
         there.batchSize = 700
         let (copy, verification) = try there.migrate()
         #expect(copy.items == 4500)
@@ -53,7 +53,7 @@ final class PostgresMigrationTests {
 
         let back = try logStore("c.store")
         defer { try? back.tearDown() }
-        let (_, again) = try DataStoreMigrator(from: postgres, to: back).migrate()
+        let (_, again) = try BackendMigrator(from: postgres, to: back).migrate()
         #expect(again.isEqual, "\(again)")
         #expect(try records(back) == records(source), "byte for byte, keys and values")
         // Typed reads of what the migrator wrote (tables it created from records).

@@ -30,7 +30,7 @@ enum PostgresTestServer {
     }
 
     /// A store on `schema` of the test server.
-    static func store(schema: String, options: LogStoreOptions = LogStoreOptions()) throws -> PostgresDataStore {
+    static func store(schema: String, options: DataStoreOptions = DataStoreOptions()) throws -> PostgresDataStore {
         PostgresDataStore(configuration: try configuration(schema: schema), options: options)
     }
 
@@ -60,7 +60,7 @@ struct PostgresDataStoreFactory: DataStoreFactory {
         case database, child
     }
     let mode: Mode
-    var options = LogStoreOptions()
+    var options = DataStoreOptions()
 
     var name: String { "PostgresDataStore (\(mode.rawValue))" }
 
@@ -78,9 +78,9 @@ struct PostgresDataStoreFactory: DataStoreFactory {
 
     final class SchemaLocation: DataStoreLocation {
         let schema: String
-        let options: LogStoreOptions
+        let options: DataStoreOptions
         let stores = SharedBox<[PostgresDataStore]>([])
-        init(schema: String, options: LogStoreOptions) {
+        init(schema: String, options: DataStoreOptions) {
             self.schema = schema
             self.options = options
         }

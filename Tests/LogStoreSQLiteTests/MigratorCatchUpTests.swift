@@ -3,7 +3,7 @@ import LogStore
 import LogStoreSQLite
 import XCTest
 
-/// DataStoreMigrator.catchUp(): the app keeps writing to the source while it copies, and the
+/// BackendMigrator.catchUp(): the app keeps writing to the source while it copies, and the
 /// destination catches up from the source's change log before the switch.
 final class MigratorCatchUpTests: XCTestCase {
     struct Note: DataStoreItem, Equatable {
@@ -42,7 +42,7 @@ final class MigratorCatchUpTests: XCTestCase {
                 try? b.tearDown()
             }
             try a.writeSync { w in for i in 0..<500 { try w.insert(Note(id: i, text: "n\(i)")) } }
-            var m = DataStoreMigrator(from: a, to: b)
+            var m = BackendMigrator(from: a, to: b)
             m.batchSize = 50
             // The app writes while the copy runs (between its batches).
             m.isCancelled = {
@@ -81,7 +81,7 @@ final class MigratorCatchUpTests: XCTestCase {
             try? b.tearDown()
         }
         try a.writeSync { w in for i in 0..<300 { try w.insert(Note(id: i, text: "n\(i)")) } }
-        var m = DataStoreMigrator(from: a, to: b)
+        var m = BackendMigrator(from: a, to: b)
         XCTAssertThrowsError(try m.catchUp()) { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument) }
         m.batchSize = 100
         m.isCancelled = { true }

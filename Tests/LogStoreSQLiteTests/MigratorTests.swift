@@ -5,7 +5,7 @@ import Synchronization
 import XCTest
 import _LogStoreTestSupport
 
-/// DataStoreMigrator between LogStore and SQLite: round trips verified equal, resumption after an
+/// BackendMigrator between LogStore and SQLite: round trips verified equal, resumption after an
 /// interruption, differences named, refusals. (Kill -9 at random moments: MigrationKillTests.)
 final class MigratorTests: XCTestCase {
     typealias Restaurant = MigrationFixture.Restaurant
@@ -44,8 +44,8 @@ final class MigratorTests: XCTestCase {
         for s in [a, b, c] as [any DataStore] { try s.setup() }
         defer { for s in [a, b, c] as [any DataStore] { try? s.tearDown() } }
         try seed(a, 3000)
-        let progress = Mutex<[MigrationProgress]>([])
-        var m = DataStoreMigrator(from: a, to: b)
+        let progress = Mutex<[BackendMigrationProgress]>([])
+        var m = BackendMigrator(from: a, to: b)
         m.batchSize = 700
         m.progress = { p in progress.withLock { $0.append(p) } }
         let copy = try m.copy()
@@ -61,9 +61,9 @@ final class MigratorTests: XCTestCase {
         XCTAssertEqual(try m.copy(resume: true).itemsThisRun, 0, "a complete copy resumes to nothing left")
         try m.finish()
         XCTAssertNil(try m.pendingCopy(), "finish() removes the cursor")
-        XCTAssertFalse(try b.read { try $0.itemTypeNames() }.contains(DataStoreMigrator.cursorItemType))
+        XCTAssertFalse(try b.read { try $0.itemTypeNames() }.contains(BackendMigrator.cursorItemType))
 
-        var back = DataStoreMigrator(from: b, to: c)
+        var back = BackendMigrator(from: b, to: c)
         back.batchBytes = 64 << 10
         let (_, check) = try back.migrate()
         XCTAssertNil(try back.pendingCopy())
@@ -89,7 +89,7 @@ final class MigratorTests: XCTestCase {
         }
         try seed(a, 1000)
         let batches = Atomic<Int>(0)
-        var m = DataStoreMigrator(from: a, to: b)
+        var m = BackendMigrator(from: a, to: b)
         m.batchSize = 100
         m.sourceDescription = "a.sqlite"
         m.isCancelled = { batches.add(1, ordering: .relaxed).newValue >= 7 }
@@ -102,10 +102,10 @@ final class MigratorTests: XCTestCase {
             XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument)
         }
         // Without resume, an interrupted copy is refused; from another source too.
-        XCTAssertThrowsError(try DataStoreMigrator(from: a, to: b).copy()) {
+        XCTAssertThrowsError(try BackendMigrator(from: a, to: b).copy()) {
             XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument)
         }
-        var other = DataStoreMigrator(from: a, to: b)
+        var other = BackendMigrator(from: a, to: b)
         other.sourceDescription = "elsewhere.sqlite"
         XCTAssertThrowsError(try other.copy(resume: true)) { XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument) }
         batches.store(0, ordering: .relaxed)
@@ -126,7 +126,7 @@ final class MigratorTests: XCTestCase {
     func testVerificationNamesMissingExtraAndDifferingItems() throws {
         let (a, b) = try logStoreAndSQLite()
         try seed(a, 200)
-        let m = DataStoreMigrator(from: a, to: b)
+        let m = BackendMigrator(from: a, to: b)
         XCTAssertTrue(try m.migrate().verification.isEqual)
         try b.writeSync { w in
             var altered = try XCTUnwrap(try w.item(ofType: Order.self, id: "o17"))
@@ -152,7 +152,7 @@ final class MigratorTests: XCTestCase {
     func testANonEmptyDestinationIsRefusedAndChosenTypesAreCopiedAlone() throws {
         let (a, b) = try logStoreAndSQLite()
         try seed(a, 50)
-        var m = DataStoreMigrator(from: a, to: b)
+        var m = BackendMigrator(from: a, to: b)
         m.types = ["Order"]
         XCTAssertTrue(try m.migrate().verification.isEqual)
         XCTAssertEqual(try b.read { try $0.itemTypeNames() }, ["Order"])
@@ -165,7 +165,7 @@ final class MigratorTests: XCTestCase {
         XCTAssertThrowsError(try m.copy(resume: true), "an incomplete copy without a cursor is not resumed") {
             XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument)
         }
-        XCTAssertThrowsError(try DataStoreMigrator(from: a, to: a).copy()) {
+        XCTAssertThrowsError(try BackendMigrator(from: a, to: a).copy()) {
             XCTAssertEqual(($0 as? LogStoreError)?.code, .invalidArgument)
         }
     }
@@ -196,7 +196,7 @@ final class MigratorTests: XCTestCase {
 
         let b = SQLiteDataStore(path: sqlitePath)
         try b.setup()
-        let (_, check) = try DataStoreMigrator(from: a, to: b).migrate()
+        let (_, check) = try BackendMigrator(from: a, to: b).migrate()
         XCTAssertTrue(check.isEqual, "\(check)")
         XCTAssertEqual(try DataStoreMigrations.history(of: b).map(\.name), try a.history().map(\.name), "the history was copied")
         try b.tearDown()

@@ -11,7 +11,7 @@ struct SQLiteDataStoreFactory: DataStoreFactory {
         case file, child
     }
     let mode: Mode
-    var options = LogStoreOptions()
+    var options = DataStoreOptions()
 
     var name: String { "SQLiteDataStore (\(mode.rawValue))" }
 
@@ -28,9 +28,9 @@ struct SQLiteDataStoreFactory: DataStoreFactory {
 
     final class FileLocation: DataStoreLocation {
         let directory: URL
-        let options: LogStoreOptions
+        let options: DataStoreOptions
         let stores = SharedBox<[SQLiteDataStore]>([])
-        init(directory: URL, options: LogStoreOptions) {
+        init(directory: URL, options: DataStoreOptions) {
             self.directory = directory
             self.options = options
         }

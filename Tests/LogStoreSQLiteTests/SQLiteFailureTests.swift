@@ -189,7 +189,7 @@ final class SQLiteFailureTests: XCTestCase {
     }
 
     func testAnItemLargerThanTheLimitIsRefused() throws {
-        var options = LogStoreOptions()
+        var options = DataStoreOptions()
         options.maxItemSize = 1000
         let store = SQLiteDataStore(path: makeDirectory().appendingPathComponent("s.sqlite").path, options: options)
         try store.setup()

@@ -67,7 +67,7 @@ struct FormatVersion1Fixture {
         try store.setup()
         try f.phase1(store)
         try store.tearDown()
-        let engine = try LogEngine.open(directory: dir.path, options: options)
+        let engine = try LogEngine.open(directory: dir.path, options: options.engine)
         let report = try engine.compact(includingTail: false)
         XCTAssertTrue(report.performed)
         try engine.close()

@@ -92,7 +92,7 @@ import _LogStoreTestSupport
     func randomCrashScriptsRecoverToACommittedPrefix() async {
         await propertyCheck(count: 80, input: Self.crashStep.array(of: 1...30)) { steps in
             do {
-                var options = LogStoreOptions()
+                var options = LogEngineOptions()
                 options.segmentSize = 64 << 10
                 let checker = try EngineCrashScriptChecker(options: options)
                 defer { checker.finish() }

@@ -34,13 +34,4 @@ final class RecoveryReportTests: XCTestCase {
         XCTAssertEqual(report.truncatedTail?.bytes, 5)
         try store.tearDown()
     }
-
-    func testChildStoreHasNoRecoveryReport() throws {
-        let parent = LogDataStore.inMemory()
-        try parent.setup()
-        XCTAssertNotNil(parent.recoveryReport)
-        let child = try XCTUnwrap(try parent.makeChildDataStore() as? LogDataStore)
-        XCTAssertNil(child.recoveryReport)
-        try parent.tearDown()
-    }
 }

@@ -148,7 +148,7 @@ extension Bench {
     /// Target: migration ≥ 0.7× the destination's bulk-insert rate.
     func migrate() throws -> WorkloadResult {
         var w = WorkloadResult(
-            name: "migrate", title: "DataStoreMigrator copy of \(cfg.n) items vs the destination's own bulk insert",
+            name: "migrate", title: "BackendMigrator copy of \(cfg.n) items vs the destination's own bulk insert",
             op: "one item copied (or inserted)", unit: "item")
         let batch = 2_000
         func open(_ kind: String) throws -> any DataStore {
@@ -166,7 +166,7 @@ extension Bench {
             try own.tearDown()
             let destination = try open(to)
             let copyRun = try migratorCopyRun(source, destination, batch: batch)
-            let verify = try timeOnce { try DataStoreMigrator(from: source, to: destination).verify() }
+            let verify = try timeOnce { try BackendMigrator(from: source, to: destination).verify() }
             guard verify.0.isEqual else { throw BenchError("the copy \(from) -> \(to) does not verify") }
             try source.tearDown()
             try destination.tearDown()
@@ -174,14 +174,14 @@ extension Bench {
             let bulkRow = Row(
                 key: "bulk-\(to)", system: dest, config: "own bulk insert, transactions of \(batch)", role: .reference, run: bulkRun)
             var copyRow = Row(
-                key: "migrate-\(from)-\(to)", system: "DataStoreMigrator", config: "\(from) -> \(to), batches of \(batch)", role: .variant,
+                key: "migrate-\(from)-\(to)", system: "BackendMigrator", config: "\(from) -> \(to), batches of \(batch)", role: .variant,
                 run: copyRun,
                 extra: ["verify_seconds": verify.1, "verify_items_per_second": Double(cfg.n) / verify.1])
             if bulkRow.throughput > 0 { copyRow.extra["vs_bulk_insert"] = copyRow.throughput / bulkRow.throughput }
             w.rows += [bulkRow, copyRow]
         }
         w.notes.append(
-            "vs_bulk_insert = migration items/s ÷ the destination's own bulk-insert items/s (target ≥ 0.7). Durable (synchronous) stores; the copy reads one source snapshot and commits each batch with its cursor. verify_seconds: DataStoreMigrator.verify() over both stores."
+            "vs_bulk_insert = migration items/s ÷ the destination's own bulk-insert items/s (target ≥ 0.7). Durable (synchronous) stores; the copy reads one source snapshot and commits each batch with its cursor. verify_seconds: BackendMigrator.verify() over both stores."
         )
         return w
     }
@@ -218,9 +218,9 @@ extension Bench {
         return run
     }
 
-    /// `DataStoreMigrator.copy()` of the `cfg.n` items of `from` into `to`, in batches of `batch`.
+    /// `BackendMigrator.copy()` of the `cfg.n` items of `from` into `to`, in batches of `batch`.
     func migratorCopyRun(_ from: any DataStore, _ to: any DataStore, batch: Int) throws -> Run {
-        var m = DataStoreMigrator(from: from, to: to)
+        var m = BackendMigrator(from: from, to: to)
         m.batchSize = batch
         let c0 = processCPUSeconds()
         let t0 = nowNanos()

@@ -283,7 +283,7 @@ extension Bench {
     /// The data migrator's throughput from LogStore into PostgreSQL, against PostgresDataStore's own
     /// bulk insert of the same items (typed inserts in transactions of 2,000).
     func postgresMigrate() throws -> WorkloadResult {
-        let title = "DataStoreMigrator copy of \(cfg.n) items LogStore -> PostgreSQL vs PostgresDataStore's own bulk insert"
+        let title = "BackendMigrator copy of \(cfg.n) items LogStore -> PostgreSQL vs PostgresDataStore's own bulk insert"
         guard let url = postgresURL else { return postgresSkipped("postgres-migrate", title) }
         var w = WorkloadResult(name: "postgres-migrate", title: title, op: "one item copied (or inserted)", unit: "item")
         let batch = 2_000
@@ -296,20 +296,20 @@ extension Bench {
         let destination = try PostgresDataStoreBench(url: url, schema: schemaName("copy"))
         defer { remove(destination) }
         let copyRun = try migratorCopyRun(source, destination.store, batch: batch)
-        let verify = try timeOnce { try DataStoreMigrator(from: source, to: destination.store).verify() }
+        let verify = try timeOnce { try BackendMigrator(from: source, to: destination.store).verify() }
         guard verify.0.isEqual else { throw BenchError("the copy LogStore -> PostgreSQL does not verify") }
         try source.tearDown()
         let bulkRow = Row(
             key: "bulk-postgres", system: "PostgresDataStore", config: "own bulk insert, transactions of \(batch)", role: .reference,
             run: bulkRun)
         var copyRow = Row(
-            key: "migrate-logstore-postgres", system: "DataStoreMigrator", config: "logstore -> postgres, batches of \(batch)",
+            key: "migrate-logstore-postgres", system: "BackendMigrator", config: "logstore -> postgres, batches of \(batch)",
             role: .variant, run: copyRun,
             extra: ["verify_seconds": verify.1, "verify_items_per_second": Double(cfg.n) / verify.1])
         if bulkRow.throughput > 0 { copyRow.extra["vs_bulk_insert"] = copyRow.throughput / bulkRow.throughput }
         w.rows += [bulkRow, copyRow]
         w.notes.append(
-            "vs_bulk_insert = migration items/s ÷ PostgresDataStore's own bulk-insert items/s. The copy reads one LogStore snapshot and commits each batch with its cursor (putRecord: records transcoded to jsonb, the table's id kind inferred from the records); verify_seconds: DataStoreMigrator.verify() over both stores."
+            "vs_bulk_insert = migration items/s ÷ PostgresDataStore's own bulk-insert items/s. The copy reads one LogStore snapshot and commits each batch with its cursor (putRecord: records transcoded to jsonb, the table's id kind inferred from the records); verify_seconds: BackendMigrator.verify() over both stores."
         )
         return w
     }

@@ -15,9 +15,9 @@ import LogStoreEngine
 ///     }
 ///
 /// The last batch leaves it with `index` equal to the number of types (complete), so a copy
-/// killed after its last batch resumes to nothing left; `DataStoreMigrator.finish()` deletes it
+/// killed after its last batch resumes to nothing left; `BackendMigrator.finish()` deletes it
 /// once the copy is verified.
-struct MigrationCursor: Equatable {
+struct BackendMigrationCursor: Equatable {
     static let itemType = "logstore.migration"
     static let key = RecordKey(Array("cursor".utf8))
 
@@ -27,7 +27,7 @@ struct MigrationCursor: Equatable {
     var after: RecordKey? = nil
     var copied: [Int]
     var bytes: [Int]
-    /// The source's change token the destination is caught up to (``DataStoreMigrator/catchUp()``).
+    /// The source's change token the destination is caught up to (``BackendMigrator/catchUp()``).
     var token: DataStoreChangeToken? = nil
 
     init(source: String, types: [String]) {

@@ -6,7 +6,7 @@
 ///
 /// The per-record hash is SipHash-2-4 under two fixed keys (so digests are stable across
 /// processes, machines and versions, and can be compared between runs). A value; any thread.
-public struct MigrationDigest: Sendable, Equatable, CustomStringConvertible {
+public struct BackendMigrationDigest: Sendable, Equatable, CustomStringConvertible {
     var high: UInt64 = 0
     var low: UInt64 = 0
     /// How many records were added.

@@ -1,8 +1,8 @@
 import Foundation
 
-/// Where a ``DataStoreMigrator`` is: reported to its progress handler while it copies or verifies.
+/// Where a ``BackendMigrator`` is: reported to its progress handler while it copies or verifies.
 /// A value; any thread.
-public struct MigrationProgress: Sendable, CustomStringConvertible {
+public struct BackendMigrationProgress: Sendable, CustomStringConvertible {
     /// What the migrator is doing.
     public enum Phase: String, Sendable {
         /// Copying items from the source to the destination.
@@ -52,8 +52,8 @@ public struct MigrationProgress: Sendable, CustomStringConvertible {
     }
 }
 
-/// What ``DataStoreMigrator/catchUp()`` did. A value; any thread.
-public struct MigrationCatchUpReport: Sendable, Equatable {
+/// What ``BackendMigrator/catchUp()`` did. A value; any thread.
+public struct BackendMigrationCatchUpReport: Sendable, Equatable {
     /// The source's change token the destination is now caught up to.
     public var token: DataStoreChangeToken
     /// Items copied again (inserted or changed in the source after the previous token).
@@ -64,8 +64,8 @@ public struct MigrationCatchUpReport: Sendable, Equatable {
     public var duration: Duration
 }
 
-/// What ``DataStoreMigrator/copy(resume:)`` did. A value; any thread.
-public struct MigrationCopyReport: Sendable, Equatable {
+/// What ``BackendMigrator/copy(resume:)`` did. A value; any thread.
+public struct BackendMigrationCopyReport: Sendable, Equatable {
     /// Per item type, what was copied.
     public struct TypeCopy: Sendable, Equatable {
         /// The item type.
@@ -91,8 +91,8 @@ public struct MigrationCopyReport: Sendable, Equatable {
     public var bytes: Int { types.reduce(0) { $0 + $1.bytes } }
 }
 
-/// What ``DataStoreMigrator/verify()`` found. A value; any thread.
-public struct MigrationVerification: Sendable, Equatable {
+/// What ``BackendMigrator/verify()`` found. A value; any thread.
+public struct BackendMigrationVerification: Sendable, Equatable {
     /// One item type compared.
     public struct TypeResult: Sendable, Equatable {
         /// The item type.
@@ -101,12 +101,12 @@ public struct MigrationVerification: Sendable, Equatable {
         public var sourceCount: Int
         /// Items in the destination.
         public var destinationCount: Int
-        /// The source's order-independent digest of its items (``MigrationDigest``), hex.
+        /// The source's order-independent digest of its items (``BackendMigrationDigest``), hex.
         public var sourceDigest: String
         /// The destination's digest.
         public var destinationDigest: String
         /// Items in the source and not in the destination (in key order; the first
-        /// ``DataStoreMigrator/reportLimit`` of them), and how many in all.
+        /// ``BackendMigrator/reportLimit`` of them), and how many in all.
         public var missing: [String]
         /// How many items are missing in all.
         public var missingCount: Int

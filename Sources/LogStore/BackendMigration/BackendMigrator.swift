@@ -6,7 +6,7 @@ import LogStoreEngine
 /// (the "Choosing and Switching Backends" article).
 ///
 /// ```swift
-/// let migrator = DataStoreMigrator(from: sqliteStore, to: logStore)
+/// let migrator = BackendMigrator(from: sqliteStore, to: logStore)
 /// let (copy, check) = try migrator.migrate(resume: true)   // copy, verify, finish
 /// guard check.isEqual else { ... keep the old store ... }
 /// ```
@@ -26,7 +26,7 @@ import LogStoreEngine
 ///    last batch marks the cursor done (so a copy killed just after its last batch resumes to
 ///    nothing left to copy); ``finish()`` removes it, once the copy is verified.
 /// 4. **Verified.** ``verify()`` compares both stores type by type from fresh snapshots: counts,
-///    an order-independent digest of each side (``MigrationDigest``), and a walk of both in key
+///    an order-independent digest of each side (``BackendMigrationDigest``), and a walk of both in key
 ///    order that names every missing, extra and differing item.
 /// 5. **Types.** ``types`` if given; otherwise every type the source lists (`itemTypeNames()`),
 ///    which LogStore and SQLite stores can; a backend that cannot list them needs ``types``.
@@ -51,7 +51,7 @@ import LogStoreEngine
 /// reopened throws `.historyTruncated`, and a source without change tracking throws
 /// `.unsupported` — then stop the writes and copy again into an empty destination.
 /// `logstore-migrate` holds both stores' locks, so nothing writes to the source while it copies.
-public struct DataStoreMigrator: Sendable {
+public struct BackendMigrator: Sendable {
     /// The store items are read from.
     public let source: any DataStore
     /// The store items are written to.
@@ -68,7 +68,7 @@ public struct DataStoreMigrator: Sendable {
     public var sourceDescription = ""
     /// Called after every batch (and at the start and end of each type) with where the copy or
     /// the verification stands. On the migrator's thread.
-    public var progress: (@Sendable (MigrationProgress) -> Void)?
+    public var progress: (@Sendable (BackendMigrationProgress) -> Void)?
     /// How many missing, extra and differing ids a verification lists per type (default 100; the
     /// counts are always complete).
     public var reportLimit = 100
@@ -83,21 +83,21 @@ public struct DataStoreMigrator: Sendable {
     }
 
     /// The reserved item type of the cursor (never copied, never compared).
-    public static var cursorItemType: String { MigrationCursor.itemType }
+    public static var cursorItemType: String { BackendMigrationCursor.itemType }
 
     /// The types to work on: ``types``, or those the source lists (without the cursor's, and
     /// without any reserved type a third-party backend might list: the history has rule 6).
     func resolveTypes(_ a: any DataStoreReadAccessor) throws -> [String] {
         let listed = try types ?? a.itemTypeNames().filter { !StoreHistory.isReserved($0) }
-        return listed.filter { $0 != MigrationCursor.itemType }
+        return listed.filter { $0 != BackendMigrationCursor.itemType }
     }
 
     /// The cursor of a copy in the destination (interrupted, or complete and not finished yet),
     /// or nil. Throws the destination's errors, `.corruption` for a damaged cursor.
     public func pendingCopy() throws -> (types: [String], source: String, copied: Int, isComplete: Bool)? {
         try destination.read { a in
-            guard let bytes = try a.record(ofType: MigrationCursor.itemType, key: MigrationCursor.key) else { return nil }
-            let c = try MigrationCursor(decoding: bytes)
+            guard let bytes = try a.record(ofType: BackendMigrationCursor.itemType, key: BackendMigrationCursor.key) else { return nil }
+            let c = try BackendMigrationCursor(decoding: bytes)
             return (c.types, c.source, c.copied.reduce(0, +), c.index == c.types.count)
         }
     }
@@ -107,20 +107,20 @@ public struct DataStoreMigrator: Sendable {
     /// unfinished copy (resume it first); does nothing when there is no cursor.
     public func finish() throws {
         try destination.writeSync { w in
-            guard let bytes = try w.record(ofType: MigrationCursor.itemType, key: MigrationCursor.key) else { return }
-            let c = try MigrationCursor(decoding: bytes)
+            guard let bytes = try w.record(ofType: BackendMigrationCursor.itemType, key: BackendMigrationCursor.key) else { return }
+            let c = try BackendMigrationCursor(decoding: bytes)
             guard c.index == c.types.count else {
                 throw LogStoreError(
                     .invalidArgument,
                     "The destination's copy is not complete (\(c.copied.reduce(0, +)) items so far). Resume it before finishing.")
             }
-            try w.deleteRecord(ofType: MigrationCursor.itemType, key: MigrationCursor.key)
+            try w.deleteRecord(ofType: BackendMigrationCursor.itemType, key: BackendMigrationCursor.key)
         }
     }
 
     /// ``copy(resume:)``, then ``verify()``, then ``finish()`` when the stores are equal. Returns
     /// the copy's and the verification's reports; throws what they throw.
-    public func migrate(resume: Bool = false) throws -> (copy: MigrationCopyReport, verification: MigrationVerification) {
+    public func migrate(resume: Bool = false) throws -> (copy: BackendMigrationCopyReport, verification: BackendMigrationVerification) {
         let copy = try copy(resume: resume)
         let verification = try verify()
         if verification.isEqual { try finish() }
@@ -133,14 +133,14 @@ public struct DataStoreMigrator: Sendable {
     /// refuses a destination that holds a cursor or items of the types to copy. Returns what was copied; throws the
     /// stores' errors (a failed batch is not committed, so the copy can resume after it).
     @discardableResult
-    public func copy(resume: Bool = false) throws -> MigrationCopyReport {
+    public func copy(resume: Bool = false) throws -> BackendMigrationCopyReport {
         guard source !== destination else {
             throw LogStoreError(.invalidArgument, "The source and the destination of a migration are the same store.")
         }
         let start = ContinuousClock.now
         var resumed = false
-        let existing = try destination.read { a in try a.record(ofType: MigrationCursor.itemType, key: MigrationCursor.key) }
-        var cursor: MigrationCursor
+        let existing = try destination.read { a in try a.record(ofType: BackendMigrationCursor.itemType, key: BackendMigrationCursor.key) }
+        var cursor: BackendMigrationCursor
         if let existing {
             guard resume else {
                 throw LogStoreError(
@@ -148,7 +148,7 @@ public struct DataStoreMigrator: Sendable {
                     "The destination holds an interrupted migration. Resume it (copy(resume: true), logstore-migrate --resume), or start over with an empty destination."
                 )
             }
-            cursor = try MigrationCursor(decoding: existing)
+            cursor = try BackendMigrationCursor(decoding: existing)
             guard sourceDescription.isEmpty || cursor.source.isEmpty || cursor.source == sourceDescription else {
                 throw LogStoreError(
                     .invalidArgument,
@@ -166,9 +166,10 @@ public struct DataStoreMigrator: Sendable {
                     let check = try verify()
                     if check.isEqual {
                         let copied = check.types.filter { types.contains($0.itemType) }.map {
-                            MigrationCopyReport.TypeCopy(itemType: $0.itemType, items: $0.sourceCount, bytes: 0)
+                            BackendMigrationCopyReport.TypeCopy(itemType: $0.itemType, items: $0.sourceCount, bytes: 0)
                         }
-                        return MigrationCopyReport(types: copied, resumed: true, itemsThisRun: 0, duration: ContinuousClock.now - start)
+                        return BackendMigrationCopyReport(
+                            types: copied, resumed: true, itemsThisRun: 0, duration: ContinuousClock.now - start)
                     }
                 }
                 throw LogStoreError(
@@ -176,7 +177,7 @@ public struct DataStoreMigrator: Sendable {
                     "The destination already holds items of \(occupied.joined(separator: ", "))\(resume ? ", and they are not a complete copy of the source" : ""). Copy into an empty store (a migration never merges into existing data), or delete those items first."
                 )
             }
-            cursor = MigrationCursor(source: sourceDescription, types: types)
+            cursor = BackendMigrationCursor(source: sourceDescription, types: types)
             // Before the snapshot: what a catch-up applies starts here (a change the snapshot
             // already holds is applied again, which writes the same bytes).
             cursor.token = try? source.changeToken()
@@ -188,7 +189,7 @@ public struct DataStoreMigrator: Sendable {
             let total = totals.reduce(0, +)
             func report(_ type: String) {
                 progress?(
-                    MigrationProgress(
+                    BackendMigrationProgress(
                         phase: .copying, itemType: type, items: cursor.copied.reduce(0, +),
                         totalItems: max(total, cursor.copied.reduce(0, +)),
                         bytes: cursor.bytes.reduce(0, +), elapsed: ContinuousClock.now - start, itemsThisRun: itemsThisRun))
@@ -225,7 +226,7 @@ public struct DataStoreMigrator: Sendable {
                     let items = batch
                     try destination.writeSync { w in
                         for (key, value) in items { try w.putRecord(ofType: type, key: key, value: value) }
-                        try w.putRecord(ofType: MigrationCursor.itemType, key: MigrationCursor.key, value: snapshot.encoded)
+                        try w.putRecord(ofType: BackendMigrationCursor.itemType, key: BackendMigrationCursor.key, value: snapshot.encoded)
                     }
                     cursor = next
                     itemsThisRun += batch.count
@@ -235,9 +236,10 @@ public struct DataStoreMigrator: Sendable {
             }
         }
         let typeReports = cursor.types.indices.map {
-            MigrationCopyReport.TypeCopy(itemType: cursor.types[$0], items: cursor.copied[$0], bytes: cursor.bytes[$0])
+            BackendMigrationCopyReport.TypeCopy(itemType: cursor.types[$0], items: cursor.copied[$0], bytes: cursor.bytes[$0])
         }
-        return MigrationCopyReport(types: typeReports, resumed: resumed, itemsThisRun: itemsThisRun, duration: ContinuousClock.now - start)
+        return BackendMigrationCopyReport(
+            types: typeReports, resumed: resumed, itemsThisRun: itemsThisRun, duration: ContinuousClock.now - start)
     }
 
     /// Applies to the destination, in batches each committed with the cursor, every change the
@@ -250,12 +252,13 @@ public struct DataStoreMigrator: Sendable {
     /// the source cannot say what changed (reopened, or history pruned: stop writes and copy
     /// again), and the stores' errors.
     @discardableResult
-    public func catchUp() throws -> MigrationCatchUpReport {
+    public func catchUp() throws -> BackendMigrationCatchUpReport {
         let start = ContinuousClock.now
-        guard let bytes = try destination.read({ try $0.record(ofType: MigrationCursor.itemType, key: MigrationCursor.key) }) else {
+        guard let bytes = try destination.read({ try $0.record(ofType: BackendMigrationCursor.itemType, key: BackendMigrationCursor.key) })
+        else {
             throw LogStoreError(.invalidArgument, "The destination holds no copy to catch up. Catch up after copy() and before finish().")
         }
-        var cursor = try MigrationCursor(decoding: bytes)
+        var cursor = try BackendMigrationCursor(decoding: bytes)
         guard cursor.index == cursor.types.count else {
             throw LogStoreError(
                 .invalidArgument,
@@ -269,7 +272,7 @@ public struct DataStoreMigrator: Sendable {
         }
         let changes = try source.changes(since: token)
         var keys: [(type: String, key: RecordKey)] = []
-        for type in changes.itemTypes where type != MigrationCursor.itemType {
+        for type in changes.itemTypes where type != BackendMigrationCursor.itemType {
             if !cursor.types.contains(type) {
                 guard types == nil else { continue }
                 cursor.types.append(type)
@@ -280,7 +283,7 @@ public struct DataStoreMigrator: Sendable {
             for k in changes.insertedOrUpdatedKeys[type] ?? [] { keys.append((type, k)) }
             for k in changes.deletedKeys[type] ?? [] { keys.append((type, k)) }
         }
-        var report = MigrationCatchUpReport(token: changes.token, written: 0, deleted: 0, duration: .zero)
+        var report = BackendMigrationCatchUpReport(token: changes.token, written: 0, deleted: 0, duration: .zero)
         var i = 0
         repeat {
             // Bounded like a copy's batches: at most batchSize items, and about batchBytes.
@@ -313,14 +316,14 @@ public struct DataStoreMigrator: Sendable {
                         deleted += 1
                     }
                 }
-                try w.putRecord(ofType: MigrationCursor.itemType, key: MigrationCursor.key, value: encodedCursor)
+                try w.putRecord(ofType: BackendMigrationCursor.itemType, key: BackendMigrationCursor.key, value: encodedCursor)
             }
             report.written += written
             report.deleted += deleted
             cursor = next
             i += slice.count
             progress?(
-                MigrationProgress(
+                BackendMigrationProgress(
                     phase: .copying, itemType: slice.last?.type ?? "", items: i, totalItems: keys.count, bytes: 0,
                     elapsed: ContinuousClock.now - start, itemsThisRun: i))
         } while i < keys.count
@@ -352,13 +355,13 @@ public struct DataStoreMigrator: Sendable {
     /// snapshot: the types copied (``types``, or those the source lists) and any other type the
     /// destination holds (all of its items are then extra). Returns the findings; throws the
     /// stores' errors.
-    public func verify() throws -> MigrationVerification {
+    public func verify() throws -> BackendMigrationVerification {
         let start = ContinuousClock.now
-        var results: [MigrationVerification.TypeResult] = []
+        var results: [BackendMigrationVerification.TypeResult] = []
         try source.read { s in
             try destination.read { d in
                 var types = Set(try resolveTypes(s))
-                if let listed = try? d.itemTypeNames() { types.formUnion(listed.filter { $0 != MigrationCursor.itemType }) }
+                if let listed = try? d.itemTypeNames() { types.formUnion(listed.filter { $0 != BackendMigrationCursor.itemType }) }
                 let ordered = types.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
                 let total = try ordered.reduce(0) { $0 + (try s.recordCount(ofType: $1)) }
                 var compared = 0
@@ -369,14 +372,14 @@ public struct DataStoreMigrator: Sendable {
                             compared += n
                             bytes += b
                             progress?(
-                                MigrationProgress(
+                                BackendMigrationProgress(
                                     phase: .verifying, itemType: type, items: compared, totalItems: max(total, compared), bytes: bytes,
                                     elapsed: ContinuousClock.now - start, itemsThisRun: compared))
                         })
                 }
             }
         }
-        return MigrationVerification(types: results, duration: ContinuousClock.now - start)
+        return BackendMigrationVerification(types: results, duration: ContinuousClock.now - start)
     }
 
     /// Walks `type` on both sides in key order at once (a merge join: bounded memory), hashing
@@ -384,12 +387,12 @@ public struct DataStoreMigrator: Sendable {
     func compare(
         _ type: String, _ s: any DataStoreReadAccessor, _ d: any DataStoreReadAccessor,
         progress: (Int, Int) -> Void
-    ) throws -> MigrationVerification.TypeResult {
-        var result = MigrationVerification.TypeResult(
+    ) throws -> BackendMigrationVerification.TypeResult {
+        var result = BackendMigrationVerification.TypeResult(
             itemType: type, sourceCount: 0, destinationCount: 0, sourceDigest: "", destinationDigest: "",
             missing: [], missingCount: 0, extra: [], extraCount: 0, differing: [], differingCount: 0)
-        var sourceDigest = MigrationDigest()
-        var destinationDigest = MigrationDigest()
+        var sourceDigest = BackendMigrationDigest()
+        var destinationDigest = BackendMigrationDigest()
         let step = 1_000
         var sourceAfter: RecordKey? = nil
         var destinationAfter: RecordKey? = nil

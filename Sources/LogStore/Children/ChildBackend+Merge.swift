@@ -1,19 +1,19 @@
 import HashTreeCollections
 import LogStoreEngine
 
-/// The merge protocol: how a parent takes a child's changes (`LogDataStore.merge(_:policy:)`).
+/// The merge protocol: how a parent takes a child's changes (``ChildMerge``).
 ///
 /// 1. The parent starts a write transaction (its writer lock).
-/// 2. Inside it, ``ChildStore/beginMerge()`` takes the child's writer lock and returns the child's
+/// 2. Inside it, ``ChildBackend/beginMerge()`` takes the child's writer lock and returns the child's
 ///    base and its changes; the parent replays them (minus conflicts, by policy) as that one
 ///    transaction.
-/// 3. Once the transaction is durable, ``ChildStore/endMerge(rebaseOnto:)`` rebases the child onto
+/// 3. Once the transaction is durable, ``ChildBackend/endMerge(rebaseOnto:)`` rebases the child onto
 ///    the parent's new state and releases the child's lock.
 ///
 /// Lock order: the parent's writer lock, then the child's (as a parent write body that writes to
 /// the child would take them). The child's lock is held from step 2 to 3, so no child write slips
 /// in between. Both locks are taken and released in this module.
-extension ChildStore {
+extension ChildBackend {
     /// One change of the child relative to its base, as the parent should replay it.
     struct Change: Sendable {
         /// The item type.
@@ -32,7 +32,7 @@ extension ChildStore {
             guard let c = set.types[type] else { continue }
             var deleted: [RecordKey] = []
             if c.cleared {
-                deleted = base.keys(ofType: type).filter { c.puts[$0] == nil }
+                deleted = try base.keys(ofType: type).filter { c.puts[$0] == nil }
             } else {
                 deleted = c.deletedKeys
             }
@@ -72,11 +72,10 @@ extension ChildStore {
         try writer.acquire()
         do {
             let (base, set, run) = try state.withLock { s in
-                try checkUsable(s)
+                if s.closed { throw StoreErrors.notOpen() }
                 return (s.base, s.changes, s.run)
             }
             let changes = try run.map(Self.changes(run:)) ?? Self.changes(base: base, changes: set)
-            try (base as? any FallibleRecordReader)?.checkHealthy()
             return (base, changes)
         } catch {
             writer.release()
@@ -101,7 +100,7 @@ extension ChildStore {
             s.spillFile = nil
             s.sequence += 1
             // The view now shows the parent's changes since the old base too: observers re-read.
-            s.feed?.publish([CommitChanges(sequence: s.sequence, types: [:], isReset: true)])
+            changeFeed.publish([CommitChanges(sequence: s.sequence, types: [:], isReset: true)])
         }
     }
 }

@@ -1,62 +1,48 @@
 package import LogStoreEngine
 
-/// The merge protocol of every child store, whatever its parent (a `LogDataStore` or another
-/// backend that is a ``ChildStoreParent``):
+/// The merge protocol of every child store, whatever its parent's backend:
 ///
-/// 1. check that the store given is a child of this parent, and that neither is in a write block
-///    on this thread (that would wait for itself: `.reentrantWrite`);
-/// 2. wait for the writes queued on the child before the merge (issue order);
-/// 3. in ONE write transaction of the parent (its writer lock): take the child's writer lock and
-///    its changes since its base (``ChildStore/beginMerge()``), find the conflicts with what the
-///    parent changed since that base, throw `.mergeConflict` (changing nothing) or apply the
-///    changes the policy keeps;
+/// 1. the parent finds the store given among its own children (by identity: `.notAChild`
+///    otherwise, changing nothing); neither may be in a write block on this thread (that would
+///    wait for itself: `.reentrantWrite`);
+/// 2. the writes queued on the child, then those queued on the parent, run first (issue order);
+/// 3. in ONE write transaction of the parent (``DataStoreBackend/merge(_:)``, its writer): take
+///    the child's writer lock and its changes since its base (``ChildBackend/beginMerge()``), find
+///    the conflicts with what the parent changed since that base, throw `.mergeConflict`
+///    (changing nothing) or commit the changes the policy keeps;
 /// 4. once that transaction is durable, rebase the child onto the parent's new state and release
-///    the child's lock (``ChildStore/endMerge(rebaseOnto:)``).
+///    the child's lock (``ChildBackend/endMerge(rebaseOnto:)``).
 ///
-/// Lock order: the parent's writer lock, then the child's (as a write block of the parent that
-/// writes to the child would take them). The child's lock is held from 3 to 4, so no child write
-/// slips in between. Runs on the calling thread.
+/// Lock order: the parent's writer, then the child's (as a write block of the parent that writes
+/// to the child would take them). The child's lock is held from 3 to 4, so no child write slips
+/// in between. Runs on the calling thread.
 package enum ChildMerge {
-    /// Decides whether the parent changed item (`type`, `key`) since the child's `base`.
+    /// Whether the parent changed item (`type`, `key`) after `base`, the child's base (a snapshot
+    /// the parent's backend made): answered inside the parent's merge transaction.
     package typealias ChangedSince = (_ base: any RecordReader, _ type: String, _ key: RecordKey) throws -> Bool
-    /// Called inside the parent's transaction: returns the operations to commit, nil when the
-    /// child has no changes. Throws `.mergeConflict` under `.failOnConflict`. May be called again
-    /// when the parent's transaction is run again (a retried serialization failure).
-    package typealias Plan = (_ changedSince: ChangedSince) throws -> [RecordOperation]?
 
-    /// Runs steps 1 to 4. `transaction` runs its argument inside one durable write transaction of
-    /// the parent (and applies the operations the plan returns there); `newBase` is the parent's
-    /// committed state after it. Throws `.notAChild` (changing nothing) when `child` is not a
-    /// child of `parent`, `.reentrantWrite`, `.mergeConflict`, or what the transaction throws.
-    package static func run(
-        child: any DataStore, parent: any ChildStoreParent, policy: MergePolicy, parentIsWriting: Bool,
-        transaction: (_ plan: Plan) throws -> Void,
-        newBase: () throws -> any RecordReader & Sendable
+    /// Runs steps 2 to 4 for `child`, which step 1 found among the children of the store whose
+    /// backend is `parent` and whose write queue is `parentQueue`. Throws `.reentrantWrite`,
+    /// `.notOpen`/`.parentClosed` for a child that is not usable, `.mergeConflict`, or what the
+    /// parent's transaction throws (then nothing is merged and the child keeps its changes).
+    static func run<Parent: DataStoreBackend>(
+        child: ChildDataStore, into parent: Parent, policy: MergePolicy, parentQueue: WriteQueue
     ) throws {
-        guard let child = child as? LogDataStore, case .child(let owner) = child.kind, owner === parent else {
-            throw LogStoreError(
-                .notAChild,
-                "merge(_:) was given a store that is not a child of this store. Merge a child into the store that made it (makeChildDataStore())."
-            )
+        let overlay = try child.shell.currentBackend()
+        if parent.isWritingOnCurrentThread || overlay.isWritingOnCurrentThread {
+            throw StoreErrors.reentrantWrite("merge(_:)")
         }
-        guard case .child(let overlay) = try child.currentBackend() else {
-            throw LogStoreError(.notAChild, "The store given to merge(_:) is not backed by a child store.")
-        }
-        if parentIsWriting || overlay.isWritingOnCurrentThread {
-            throw LogStoreError(
-                .reentrantWrite,
-                "merge(_:) was called from inside a write block of the parent or the child; it would wait for itself. Merge after the block returns."
-            )
-        }
-        // Writes queued on the child before the merge belong in it (issue order).
-        child.drainAsyncQueue()
+        // Writes queued before the merge belong before it (issue order): the child's, then the
+        // parent's.
+        child.shell.writeQueue.drain()
+        parentQueue.drain()
         var merging = false
         defer { if merging { overlay.endMerge(rebaseOnto: nil) } }
         // A backend whose transactions retry (PostgreSQL's serialization failures) calls the plan
         // once per attempt: the child's lock is taken and its changes listed once; the conflicts
         // are found again against the parent's state of each attempt.
-        var begun: (base: any RecordReader & Sendable, changes: [ChildStore.Change])? = nil
-        try transaction { changedSince in
+        var begun: (base: any RecordReader & Sendable, changes: [ChildBackend.Change])? = nil
+        try parent.merge { changedSince in
             if begun == nil {
                 begun = try overlay.beginMerge()
                 merging = true
@@ -68,40 +54,15 @@ package enum ChildMerge {
         // parent was closed meanwhile, the child is invalidated anyway, so this is not an error.
         if merging {
             merging = false
-            overlay.endMerge(rebaseOnto: try? newBase())
+            overlay.endMerge(rebaseOnto: try? parent.childBase())
         }
-    }
-
-    /// ``run(child:parent:policy:parentIsWriting:transaction:newBase:)`` for a backend whose write
-    /// transactions hand out an accessor that checks conflicts and applies operations itself (the
-    /// SQL backends): the writes queued on the parent come first, then one `transaction` finds the
-    /// conflicts with `changedSince` and applies what the policy keeps.
-    package static func run<Accessor: ChildMergeTarget>(
-        child: any DataStore, parent: any ChildStoreParent, policy: MergePolicy,
-        parentIsWriting: Bool, queue: WriteQueue,
-        transaction: ((Accessor) throws -> Void) throws -> Void,
-        newBase: () throws -> any RecordReader & Sendable
-    ) throws {
-        try run(
-            child: child, parent: parent, policy: policy, parentIsWriting: parentIsWriting,
-            transaction: { plan in
-                // Writes queued on the parent before the merge come first (issue order).
-                queue.drain()
-                try withoutActuallyEscaping(plan) { plan in
-                    try transaction { accessor in
-                        guard let operations = try plan({ base, type, key in try accessor.changedSince(base: base, type: type, key: key) })
-                        else { return }
-                        try accessor.apply(operations)
-                    }
-                }
-            }, newBase: newBase)
     }
 
     /// The operations that apply `changes` under `policy`: all of them (`.childWins`), those on
     /// items the parent did not change (`.parentWins`), or all of them if none conflicts
     /// (`.failOnConflict`, which throws `.mergeConflict` listing the items otherwise).
     static func operations(
-        _ changes: [ChildStore.Change], policy: MergePolicy,
+        _ changes: [ChildBackend.Change], policy: MergePolicy,
         changedSince: (String, RecordKey) throws -> Bool
     ) throws -> [RecordOperation] {
         var conflicting = Set<Int>()
@@ -114,8 +75,8 @@ package enum ChildMerge {
             let list = conflicting.sorted().map { LogStoreError.Conflict(itemType: changes[$0].type, id: describeKey(changes[$0].key)) }
             throw LogStoreError(
                 .mergeConflict,
-                "\(list.count) item(s) changed both in the child and in the parent since the child's base: \(list.prefix(10).map(\.description).joined(separator: ", "))\(list.count > 10 ? ", ..." : ""). Nothing was merged; merge with .childWins or .parentWins, or resolve the items first.",
-                conflicts: list)
+                "\(list.count) item(s) changed both in the child and in the parent since the child's base. Nothing was merged; merge with .childWins or .parentWins, or resolve the items first (the error's conflicts list them)."
+            ).with(conflicts: list)
         }
         var operations: [RecordOperation] = []
         operations.reserveCapacity(changes.count)
@@ -126,7 +87,7 @@ package enum ChildMerge {
         return operations
     }
 
-    /// An id for messages: UTF-8 when printable, else hex.
+    /// An id for ``LogStoreError/Conflict``: UTF-8 when printable, else hex.
     static func describeKey(_ key: RecordKey) -> String {
         let bytes = key.bytes
         if let s = String(validating: bytes, as: UTF8.self), s.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) {
@@ -134,13 +95,12 @@ package enum ChildMerge {
         }
         return key.description
     }
-}
 
-/// The write accessor of a backend that merges children with
-/// ``ChildMerge/run(child:parent:policy:parentIsWriting:queue:transaction:newBase:)``.
-package protocol ChildMergeTarget {
-    /// Whether record (`type`, `key`) changed in the parent after the child's `base`.
-    func changedSince(base: any RecordReader, type: String, key: RecordKey) throws -> Bool
-    /// Applies the merged operations in the accessor's transaction.
-    func apply(_ operations: [RecordOperation]) throws
+    /// The conflict test of a backend whose committed rows know the sequence of the commit that
+    /// wrote them, with the child's base a snapshot of the same backend: the item changed when
+    /// `writtenAt` (nil: the item is gone) is after the base, or it was deleted since.
+    package static func changed(writtenAt: UInt64?, since base: any RecordReader, type: String, key: RecordKey) throws -> Bool {
+        if let writtenAt { return writtenAt > base.sequence }
+        return try base.contains(type: type, key: key)
+    }
 }

@@ -2,7 +2,7 @@ public import LogStoreEngine
 
 // Default implementations of record-level access for stores that do not offer it: every call
 // throws `.unsupported`, so a backend written before these requirements existed still compiles,
-// and a tool that needs them (DataStoreMigrator, DynamicItem) fails with a clear error instead.
+// and a tool that needs them (BackendMigrator, DynamicItem) fails with a clear error instead.
 
 extension DataStoreReadAccessor {
     /// Throws `.unsupported`: this store cannot list its item types.

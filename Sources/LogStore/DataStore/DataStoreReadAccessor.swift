@@ -29,7 +29,7 @@ public protocol DataStoreReadAccessor {
     /// alone answered it).
     func explainCount<Item: DataStoreItem>(_ request: DataStoreRequest<Item>) throws -> DataStoreQueryPlan
 
-    // MARK: Record-level access (tools: DataStoreMigrator, DynamicItem)
+    // MARK: Record-level access (tools: BackendMigrator, DynamicItem)
 
     /// The names of the item types that hold at least one item in this accessor's view, sorted
     /// by their UTF-8 bytes. Throws `.unsupported` if the store cannot list its types (then give

@@ -2,21 +2,9 @@ import LogStoreEngine
 import Logging
 import Synchronization
 
-/// What an accessor declares item types' indexes with: the store's registry, and the store whose
-/// root engine builds them (asked only when a type is new to the registry, so an accessor's
-/// construction allocates no closure).
-struct IndexDeclarer {
-    let registry: IndexRegistry
-    let store: LogDataStore
-
-    /// ``IndexRegistry/ensure(_:engine:transaction:)`` with the store's root engine.
-    func ensure<Item: DataStoreItem>(_ type: Item.Type, transaction: EngineTransaction?) throws -> Bool {
-        try registry.ensure(Item.self, engine: { try store.rootEngine() }, transaction: transaction)
-    }
-}
-
 /// Declares each item type's ``DataStoreItem/indexes`` with the store's engine the first time the
-/// store sees the type (or at ``LogDataStore/prepareIndexes(for:)``), once per store instance.
+/// store sees the type (or at ``LogDataStore/prepareIndexes(for:)``), once per opening of the
+/// store (each ``EngineBackend`` has one).
 ///
 /// Declaring builds what is missing from the records (``LogEngine/declareIndexes(_:ofType:)``),
 /// so the first request for a type may take as long as reading its items once; indexes loaded
@@ -29,9 +17,8 @@ final class IndexRegistry: Sendable {
 
     init() {}
 
-    /// Makes sure `Item`'s indexes are declared with `engine` (the store's, or a child's root
-    /// engine). Returns true when this call built or dropped
-    /// something (a reader may then take a fresh snapshot of the same state to use them).
+    /// Makes sure `Item`'s indexes are declared with `engine`. Returns true when this call built
+    /// or dropped something (a reader may then take a fresh snapshot of the same state to use them).
     ///
     /// A declaration that differs from the last one the store's history recorded is recorded
     /// there (``StoreHistory/recordIndexes(ofType:definitions:built:in:)``): in `transaction`
@@ -41,12 +28,9 @@ final class IndexRegistry: Sendable {
     /// Throws the declaration's errors: `.invalidArgument` for an index whose key path cannot be
     /// placed, `.uniqueConstraintViolation` when stored items break a unique index.
     @discardableResult
-    func ensure<Item: DataStoreItem>(_ type: Item.Type, engine: () throws -> LogEngine, transaction: EngineTransaction? = nil) throws
-        -> Bool
-    {
+    func ensure<Item: DataStoreItem>(_ type: Item.Type, engine: LogEngine, transaction: EngineTransaction? = nil) throws -> Bool {
         let name = Item.itemType
         if declared.withLock({ $0.contains(name) }) { return false }
-        let engine = try engine()
         let definitions = try Item.indexes.map { try $0.definition() }
         let report = try engine.declareIndexes(definitions, ofType: name)
         declared.withLock { _ = $0.insert(name) }
@@ -78,5 +62,4 @@ final class IndexRegistry: Sendable {
     }
 
     /// Forgets what was declared (after tearDown: a new setup opens a new engine).
-    func reset() { declared.withLock { $0.removeAll() } }
 }

@@ -13,8 +13,7 @@ extension LogDataStore {
     /// up to disk the same way.
     ///
     /// Runs on the calling thread and blocks until the backup is synced and verified; `progress`
-    /// is called on that thread. Throws `.notOpen`; `.unsupported` for a child store (back up its
-    /// root store); `.reentrantWrite` inside a write block of this store; `.invalidArgument` for
+    /// is called on that thread. Throws `.notOpen`; `.reentrantWrite` inside a write block of this store; `.invalidArgument` for
     /// a destination that is not empty and not a backup of this store, or inside the store;
     /// `.locked` when the destination is open; I/O errors and `.diskFull` (the store is never
     /// changed; the destination never opens as a backup it is not); `.corruption` when the copy
@@ -47,24 +46,8 @@ extension LogDataStore {
     /// The engine to back up and the file system the backup goes to: the real one for stores in
     /// a directory or in memory, the store's own for a store on a custom file system.
     func backupSource() throws -> (LogEngine, any FileSystem) {
-        let fs: any FileSystem
-        switch kind {
-        case .child:
-            throw LogStoreError(
-                .unsupported,
-                "A child store cannot be backed up: its changes are not committed anywhere. Merge it and back up its root store.")
-        case .directory, .memory:
-            fs = POSIXFileSystem()
-        case .custom(_, let f):
-            fs = f
-        }
-        let engine = try rootEngine()
-        if engine.isWritingOnCurrentThread {
-            throw LogStoreError(
-                .reentrantWrite,
-                "backup(to:) was called from inside a write block of the same store; it would wait for the block's own commit. Back up after the block returns."
-            )
-        }
-        return (engine, fs)
+        let engine = try shell.currentBackend().engine
+        if engine.isWritingOnCurrentThread { throw StoreErrors.reentrantWrite("backup(to:)") }
+        return (engine, backupFileSystem)
     }
 }

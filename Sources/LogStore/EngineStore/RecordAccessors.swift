@@ -1,48 +1,40 @@
 import LogStoreEngine
 
-/// The read accessor handed to read blocks: a view plus a validity flag.
-/// Not thread-safe by design (see ``DataStoreReadAccessor``): used on the block's thread only.
+/// The read accessor over a ``RecordReader``: what read blocks get on the engine (a snapshot) and
+/// on a child store (its view), and what write blocks read through (a transaction). Requests run
+/// in Swift over the reader (``QueryExecutor``); every read throws what the reader throws.
+///
+/// Not thread-safe by design (see ``DataStoreReadAccessor``): used on the block's thread only,
+/// and only until its block returns (``isValid``).
 final class ReadAccessor: DataStoreReadAccessor {
-    /// The snapshot the block reads. Replaced at most by a snapshot of the same state that also
-    /// has indexes declared during the block (``prepare(_:)``).
+    /// The state the block reads. Replaced at most by a snapshot of the same state that also has
+    /// indexes declared during the block (``prepare(_:)``).
     private(set) var view: any RecordReader
-    /// The view's failure report when it reads a store through queries that can fail in
-    /// non-throwing methods (a child of a SQLite store): checked before any answer is returned.
-    let health: (any FallibleRecordReader)?
-    /// Declares item types' indexes on first use; nil: never.
-    let indexes: IndexDeclarer?
-    /// Where a fresh committed snapshot comes from (to pick up indexes declared during the
-    /// block); nil inside a write, whose base is fixed.
-    let latest: StoreBackend?
+    /// The write transaction `view` is, when the block is a write's: declarations of indexes
+    /// record their history in it.
+    let transaction: EngineTransaction?
+    /// The engine store that declares item types' indexes on first use; nil for a child store,
+    /// whose merges are indexed by its root's commits.
+    let engine: EngineBackend?
+    /// Cleared when the block returns: every later call throws `.accessorExpired`.
     var isValid = true
 
-    /// An accessor over `view`. `health` is the view's failure report (see
-    /// ``health(of:)``); a caller that knows its view cannot fail passes nil and saves the
-    /// protocol-conformance lookup that finding out costs (a third of a point read's overhead
-    /// before the decode, measured with callgrind).
-    init(view: any RecordReader, health: (any FallibleRecordReader)?, indexes: IndexDeclarer? = nil, latest: StoreBackend? = nil) {
+    /// An accessor over `view`, declaring indexes with `engine` (in `transaction` inside a write).
+    init(view: any RecordReader, transaction: EngineTransaction? = nil, engine: EngineBackend? = nil) {
         self.view = view
-        self.health = health
-        self.indexes = indexes
-        self.latest = latest
-    }
-
-    /// The failure report of `view`: itself when it is a ``FallibleRecordReader``, the base of a
-    /// transaction over one, or nil.
-    static func health(of view: any RecordReader) -> (any FallibleRecordReader)? {
-        // The engine's own snapshot first: a cast to a concrete type is a metadata comparison.
-        if view is EngineSnapshot { return nil }
-        return view as? any FallibleRecordReader ?? (view as? EngineTransaction).flatMap { health(of: $0.baseView) }
+        self.transaction = transaction
+        self.engine = engine
     }
 
     /// Refuses an item type reserved for LogStore's own records (requests never show them), then
-    /// declares `Item`'s indexes if this store has not yet; when that built one and nothing was
-    /// committed since this block's snapshot, reads on from a snapshot of the same state that has
-    /// it. Inside a write, the index history (``StoreHistory``) is recorded in its transaction.
+    /// declares `Item`'s indexes if this store has not yet; when that built one outside a write
+    /// and nothing was committed since this block's snapshot, reads on from a snapshot of the same
+    /// state that has it. Inside a write, the index history (``StoreHistory``) is recorded in its
+    /// transaction.
     func prepare<Item: DataStoreItem>(_ type: Item.Type) throws {
         try Self.checkNotReserved(Item.itemType)
-        guard let indexes, try indexes.ensure(Item.self, transaction: view as? EngineTransaction), let latest else { return }
-        let fresh = try latest.readView()
+        guard let engine, try engine.ensureIndexes(Item.self, transaction: transaction), transaction == nil else { return }
+        let fresh = try engine.engine.snapshot()
         if fresh.sequence == view.sequence { view = fresh }
     }
 
@@ -56,6 +48,7 @@ final class ReadAccessor: DataStoreReadAccessor {
         }
     }
 
+    /// Throws `.accessorExpired` once the block returned.
     func checkValid() throws {
         guard isValid else {
             throw LogStoreError(
@@ -65,18 +58,10 @@ final class ReadAccessor: DataStoreReadAccessor {
         }
     }
 
-    /// Runs `body` if the accessor is valid, then checks that the view did not fail meanwhile.
-    func answer<T>(_ body: () throws -> T) throws -> T {
-        try checkValid()
-        let result = try body()
-        try health?.checkHealthy()
-        return result
-    }
-
     func items<Item: DataStoreItem>(forRequest request: DataStoreRequest<Item>) throws -> [Item] {
         try checkValid()
         try prepare(Item.self)
-        return try answer { try QueryExecutor.items(request, in: view) }
+        return try QueryExecutor.items(request, in: view)
     }
 
     func firstItem<Item: DataStoreItem>(forRequest request: DataStoreRequest<Item>) throws -> Item? {
@@ -84,79 +69,75 @@ final class ReadAccessor: DataStoreReadAccessor {
         try prepare(Item.self)
         var r = request
         r.limit = 1
-        return try answer { try QueryExecutor.items(r, in: view).first }
+        return try QueryExecutor.items(r, in: view).first
     }
 
     func countItems<Item: DataStoreItem>(forRequest request: DataStoreRequest<Item>) throws -> Int {
         try checkValid()
         try prepare(Item.self)
-        return try answer { try QueryExecutor.count(request, in: view) }
+        return try QueryExecutor.count(request, in: view)
     }
 
     func explain<Item: DataStoreItem>(_ request: DataStoreRequest<Item>) throws -> DataStoreQueryPlan {
         try checkValid()
         try prepare(Item.self)
-        return try answer {
-            var stats = QueryExecutor.Stats()
-            let (items, plan) = try QueryExecutor.run(request, in: view, stats: &stats)
-            return plan.described(stats, resultCount: items.count, counting: false)
-        }
+        var stats = QueryExecutor.Stats()
+        let (items, plan) = try QueryExecutor.run(request, in: view, stats: &stats)
+        return plan.described(stats, resultCount: items.count, counting: false)
     }
 
     func explainCount<Item: DataStoreItem>(_ request: DataStoreRequest<Item>) throws -> DataStoreQueryPlan {
         try checkValid()
         try prepare(Item.self)
-        return try answer {
-            var stats = QueryExecutor.Stats()
-            let (count, plan) = try QueryExecutor.count(request, in: view, stats: &stats)
-            return plan.described(stats, resultCount: count, counting: true)
-        }
+        var stats = QueryExecutor.Stats()
+        let (count, plan) = try QueryExecutor.count(request, in: view, stats: &stats)
+        return plan.described(stats, resultCount: count, counting: true)
     }
 
     func item<Item: DataStoreItem>(ofType type: Item.Type, id: Item.ID) throws -> Item? {
+        try checkValid()
         try Self.checkNotReserved(Item.itemType)
-        return try answer { try QueryExecutor.item(type, id: id, in: view) }
+        return try QueryExecutor.item(type, id: id, in: view)
     }
 
     func itemTypeNames() throws -> [String] {
-        try answer {
-            view.itemTypes.filter { !StoreHistory.isReserved($0) && view.count(ofType: $0) > 0 }.sorted {
-                $0.utf8.lexicographicallyPrecedes($1.utf8)
-            }
+        try checkValid()
+        return try view.itemTypes.filter { try !StoreHistory.isReserved($0) && view.count(ofType: $0) > 0 }.sorted {
+            $0.utf8.lexicographicallyPrecedes($1.utf8)
         }
     }
 
     func forEachRecord(ofType itemType: String, after key: RecordKey?, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
-        try answer {
-            try view.forEachRecordInKeyOrder(ofType: itemType, after: key) { k, v in
-                try checkValid()
-                try health?.checkHealthy()
-                return try body(k, v)
-            }
+        try checkValid()
+        try view.forEachRecordInKeyOrder(ofType: itemType, after: key) { k, v in
+            try checkValid()
+            return try body(k, v)
         }
     }
 
     func record(ofType itemType: String, key: RecordKey) throws -> [UInt8]? {
-        try answer { try view.value(type: itemType, key: key).map(Array.init) }
+        try checkValid()
+        return try view.value(type: itemType, key: key).map(Array.init)
     }
 
     func recordCount(ofType itemType: String) throws -> Int {
-        try answer { view.count(ofType: itemType) }
+        try checkValid()
+        return try view.count(ofType: itemType)
     }
 }
 
-/// The read-write accessor handed to write blocks: wraps the engine transaction.
+/// The read-write accessor handed to write blocks on the engine and on child stores: a
+/// ``ReadAccessor`` over the write's transaction, and the transaction's writes.
 final class ReadWriteAccessor: DataStoreReadWriteAccessor {
     let txn: EngineTransaction
     let reader: ReadAccessor
 
-    /// `indexes`: the registry that declares item types' indexes (nil for a child store, whose
-    /// writes must not take its root engine's writer lock). `baseIsEngine`: the transaction's
-    /// base is an engine snapshot, which cannot fail without throwing, so there is no failure
-    /// report to look up (``ReadAccessor/health(of:)``).
-    init(txn: EngineTransaction, indexes: IndexDeclarer? = nil, baseIsEngine: Bool = false) {
+    /// An accessor over `txn`. `engine`: the engine store that declares item types' indexes
+    /// (under the writer lock the body holds); nil for a child store, whose writes must not take
+    /// its root engine's writer lock.
+    init(txn: EngineTransaction, engine: EngineBackend? = nil) {
         self.txn = txn
-        reader = ReadAccessor(view: txn, health: baseIsEngine ? nil : ReadAccessor.health(of: txn.baseView), indexes: indexes)
+        reader = ReadAccessor(view: txn, transaction: txn, engine: engine)
     }
 
     func invalidate() { reader.isValid = false }
@@ -193,7 +174,7 @@ final class ReadWriteAccessor: DataStoreReadWriteAccessor {
         try reader.prepare(Item.self)
         let key = try ItemKey.make(item.id)
         let bytes = try AttributeCoding.encodeBytes(item)
-        try reader.answer { try txn.put(type: Item.itemType, key: key, value: bytes) }
+        try txn.put(type: Item.itemType, key: key, value: bytes)
     }
 
     @discardableResult
@@ -206,29 +187,31 @@ final class ReadWriteAccessor: DataStoreReadWriteAccessor {
         try reader.checkValid()
         try reader.prepare(Item.self)
         let key = try ItemKey.make(id)
-        return try reader.answer { try txn.delete(type: Item.itemType, key: key) }
+        return try txn.delete(type: Item.itemType, key: key)
     }
 
     @discardableResult
     func deleteAllItems<Item: DataStoreItem>(ofType type: Item.Type) throws -> Int {
         try reader.checkValid()
         try reader.prepare(Item.self)
-        return try reader.answer { try txn.deleteAll(type: Item.itemType) }
+        return try txn.deleteAll(type: Item.itemType)
     }
 
     func putRecord(ofType itemType: String, key: RecordKey, value: [UInt8]) throws {
         try reader.checkValid()
         try LogStoreError.checkRecordValue(value)
-        try reader.answer { try txn.put(type: itemType, key: key, value: value) }
+        try txn.put(type: itemType, key: key, value: value)
     }
 
     @discardableResult
     func deleteRecord(ofType itemType: String, key: RecordKey) throws -> Bool {
-        try reader.answer { try txn.delete(type: itemType, key: key) }
+        try reader.checkValid()
+        return try txn.delete(type: itemType, key: key)
     }
 
     @discardableResult
     func deleteAllRecords(ofType itemType: String) throws -> Int {
-        try reader.answer { try txn.deleteAll(type: itemType) }
+        try reader.checkValid()
+        return try txn.deleteAll(type: itemType)
     }
 }

@@ -25,59 +25,26 @@ public protocol DataStoreSnapshot: Sendable {
     func keys(ofType itemType: String, writtenAfter sequence: UInt64) throws -> [RecordKey]?
 }
 
-/// LogStore's snapshots: an engine snapshot (keys written after a sequence come from the index) or
-/// a child store's view (its feed keeps written keys). A closed set, like ``StoreBackend``.
-enum ReaderSnapshot: DataStoreSnapshot {
-    case engine(EngineSnapshot)
-    case child(ChildView)
+/// Any ``RecordReader`` that holds one state as a snapshot: a child store's view, or a SQL
+/// backend's snapshot of its database. It does not know which records were written after a
+/// sequence (the feed keeps written keys itself). Package API; any thread.
+package struct RecordReaderSnapshot: DataStoreSnapshot {
+    /// The state.
+    package let reader: any RecordReader & Sendable
 
-    var view: any RecordReader & Sendable {
-        switch self {
-        case .engine(let s): return s
-        case .child(let v): return v
-        }
-    }
+    /// A snapshot of `reader`'s state.
+    package init(_ reader: any RecordReader & Sendable) { self.reader = reader }
 
-    var sequence: UInt64 { view.sequence }
+    /// See ``DataStoreSnapshot/sequence``.
+    package var sequence: UInt64 { reader.sequence }
 
-    func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T {
-        let accessor: ReadAccessor
-        switch self {
-        case .engine(let s): accessor = ReadAccessor(view: s, health: nil)
-        case .child(let v): accessor = ReadAccessor(view: v, health: v)
-        }
+    /// See ``DataStoreSnapshot/read(_:)``: requests run over the reader; its failures throw.
+    package func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T {
+        let accessor = ReadAccessor(view: reader)
         defer { accessor.isValid = false }
         return try block(accessor)
     }
 
-    func keys(ofType itemType: String, writtenAfter sequence: UInt64) throws -> [RecordKey]? {
-        switch self {
-        case .engine(let s): return s.keys(ofType: itemType, writtenAfter: sequence)
-        case .child: return nil
-        }
-    }
-}
-
-/// A snapshot over any record reader that holds one fixed state (a SQL backend's held read
-/// transaction): what a backend without LogStore's engine serves to its ``DataStoreChangeFeed``.
-/// Reads go through LogStore's own accessor, so requests answer exactly as they do on the
-/// engine; a reader that failed (``FallibleRecordReader``) makes the read throw its error.
-/// `keys(ofType:writtenAfter:)` is nil: such a feed records written keys itself.
-package struct RecordReaderSnapshot: DataStoreSnapshot {
-    package let reader: any FallibleRecordReader & Sendable
-
-    package init(_ reader: any FallibleRecordReader & Sendable) { self.reader = reader }
-
-    package var sequence: UInt64 { reader.sequence }
-
-    package func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T {
-        try reader.checkHealthy()
-        let accessor = ReadAccessor(view: reader, health: reader)
-        defer { accessor.isValid = false }
-        let value = try block(accessor)
-        try reader.checkHealthy()
-        return value
-    }
-
+    /// See ``DataStoreSnapshot/keys(ofType:writtenAfter:)``: not known (nil).
     package func keys(ofType itemType: String, writtenAfter sequence: UInt64) throws -> [RecordKey]? { nil }
 }

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 package import LogStoreEngine
 
 /// Runs ``DataStoreRequest``s against any `RecordReader` (a snapshot, a write transaction or a
@@ -158,7 +158,7 @@ package enum QueryExecutor {
                 // Nothing to check: skip to the offset in the index, read only what is returned.
                 let wanted = needed.map { $0 - request.offset }
                 var keys: [RecordKey] = []
-                view.forEachKeyInOrder(ofType: type, fromOffset: request.offset) { k in
+                try view.forEachKeyInOrder(ofType: type, fromOffset: request.offset) { k in
                     keys.append(k)
                     return wanted.map { keys.count < $0 } ?? true
                 }
@@ -328,7 +328,7 @@ package enum QueryExecutor {
         let plan = try QueryPlanner.plan(unsorted, condition: condition, filter: filter, in: view)
         let matcher = Matcher(filter: filter, predicate: request.predicate, residual: plan.residual)
         let type = Item.itemType
-        if request.predicate == nil && filter == nil { return (view.count(ofType: type), plan) }
+        if request.predicate == nil && filter == nil { return (try view.count(ofType: type), plan) }
         var n = 0
         if case .index(let name, let ranges, _) = plan.access {
             for range in ranges {

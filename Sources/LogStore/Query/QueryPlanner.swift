@@ -107,7 +107,7 @@ enum QueryPlanner {
         }
         let sorted = request.isSorted
         let needed = request.limit.map { request.offset.addingReportingOverflow($0).overflow ? Int.max : request.offset + $0 }
-        let total = view.count(ofType: Item.itemType)
+        let total = try view.count(ofType: Item.itemType)
         let everything = QueryCondition.all(conjuncts)
 
         // Without indexes: a scan, or the id-order walk for unsorted requests.
@@ -119,7 +119,7 @@ enum QueryPlanner {
             }
         }
         let keys = sorted ? sortKeys(request) : []
-        for (name, definition) in view.secondaryIndexes(ofType: Item.itemType).sorted(by: { $0.key < $1.key }) {
+        for (name, definition) in try view.secondaryIndexes(ofType: Item.itemType).sorted(by: { $0.key < $1.key }) {
             guard
                 let candidate = try indexPlan(
                     name, definition, conjuncts, keys, sorted: sorted, needed: needed, type: Item.itemType, in: view)

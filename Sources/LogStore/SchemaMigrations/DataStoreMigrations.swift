@@ -85,6 +85,11 @@ public final class DataStoreMigrations: Sendable {
     /// declarations that changed. Runs one `read` block on the calling thread. Throws the store's
     /// errors (`.unsupported` for a store without record-level access).
     public static func history(of store: any DataStore) throws -> [StoreHistory.Entry] {
+        try history(in: DataStoreMigrationTarget(store: store))
+    }
+
+    /// ``history(of:)`` of any ``MigrationTarget``.
+    static func history(in store: some MigrationTarget) throws -> [StoreHistory.Entry] {
         try store.read { try StoreHistory.entries(in: $0) }
     }
 
@@ -102,6 +107,13 @@ public final class DataStoreMigrations: Sendable {
     /// the store instead.
     @discardableResult
     public func apply(to store: any DataStore, logger: Logger? = nil) throws -> MigrationReport {
+        try apply(to: DataStoreMigrationTarget(store: store), logger: logger)
+    }
+
+    /// ``apply(to:logger:)`` on any ``MigrationTarget``: a `DataStore`, or a backend `setup()` has
+    /// just opened and not yet published.
+    @discardableResult
+    package func apply(to store: some MigrationTarget, logger: Logger?) throws -> MigrationReport {
         let (steps, allowsUnknown, eraseOnChange) = state.withLock {
             ($0.steps, $0.allowsUnknownMigrations, $0.eraseStoreOnMigrationChange)
         }
@@ -119,12 +131,12 @@ public final class DataStoreMigrations: Sendable {
             }
         }
         var report = MigrationReport()
-        var history = try Self.history(of: store)
+        var history = try Self.history(in: store)
         var plan = Self.plan(steps.map(\.name), applied: history.filter { $0.kind == .migration }.map(\.name))
         if let problem = plan.problem(allowsUnknown: allowsUnknown) {
             guard eraseOnChange else { throw problem }
             try Self.erase(store, because: problem.message, logger: logger)
-            history = try Self.history(of: store)
+            history = try Self.history(in: store)
             plan = Self.plan(steps.map(\.name), applied: [])
             report.erasedBecause = problem.message
         }
@@ -134,7 +146,7 @@ public final class DataStoreMigrations: Sendable {
             let started = ContinuousClock.now
             let ran: Bool
             do {
-                ran = try store.writeSync { accessor -> Bool in
+                ran = try store.write { accessor -> Bool in
                     // Another process (another app server on one PostgreSQL schema) may have applied
                     // the step since the plan was read: the history is read again in the step's own
                     // transaction, so each step runs once whoever gets there first (on a backend
@@ -154,12 +166,11 @@ public final class DataStoreMigrations: Sendable {
                     return true
                 }
             } catch {
-                var e = LogStoreError(
+                throw LogStoreError(
                     .migrationFailed,
                     "The migration \"\(step.name)\" failed and was rolled back: \(error). The store is as it was before this step (\(report.applied.count) earlier step(s) of this setup stay applied). Fix the step and call setup() again.",
-                    underlying: error)
-                e.migration = step.name
-                throw e
+                    underlying: error
+                ).with(migration: step.name)
             }
             guard ran else {
                 report.alreadyApplied.append(step.name)
@@ -168,7 +179,7 @@ public final class DataStoreMigrations: Sendable {
             report.applied.append(step.name)
             logger?.notice("applied migration", metadata: ["migration": "\(step.name)", "elapsed": "\(ContinuousClock.now - started)"])
         }
-        report.history = try Self.history(of: store)
+        report.history = try Self.history(in: store)
         return report
     }
 
@@ -225,12 +236,12 @@ public final class DataStoreMigrations: Sendable {
 
     /// The development-only erase: every item of every type and the history go, in one write,
     /// which then records the erase.
-    static func erase(_ store: any DataStore, because reason: String, logger: Logger?) throws {
+    static func erase(_ store: some MigrationTarget, because reason: String, logger: Logger?) throws {
         let warning =
             "ERASING every item of a LogStore store because its migrations changed (migrations.eraseStoreOnMigrationChange is set; never ship it): \(reason)"
         logger?.critical("\(warning)")
         FileHandle.standardError.write(Data(("LogStore WARNING: " + warning + "\n").utf8))
-        try store.writeSync { accessor in
+        try store.write { accessor in
             for type in try accessor.itemTypeNames() where !StoreHistory.isReserved(type) {
                 try accessor.deleteAllRecords(ofType: type)
             }
@@ -258,4 +269,23 @@ public struct MigrationReport: Sendable, Equatable {
 
     /// An empty report.
     public init() {}
+}
+
+/// What migrations run against: one store's reads and durable writes. A backend that `setup()`
+/// has just opened is one (``DataStoreBackend``), so migrations run before the store is published;
+/// any `DataStore` is one through ``DataStoreMigrationTarget``. Package API; the calling thread.
+package protocol MigrationTarget {
+    /// Runs `block` over one consistent snapshot and returns its value.
+    func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T
+    /// Runs `block` as one write transaction and returns its value once the commit is durable.
+    func write<T>(_ block: (any DataStoreReadWriteAccessor) throws -> T) throws -> T
+}
+
+/// A `DataStore` as a ``MigrationTarget``: its `read` and `writeSync`.
+struct DataStoreMigrationTarget: MigrationTarget {
+    let store: any DataStore
+
+    func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T { try store.read(block) }
+
+    func write<T>(_ block: (any DataStoreReadWriteAccessor) throws -> T) throws -> T { try store.writeSync(block) }
 }

@@ -12,5 +12,3 @@ public protocol MigratingDataStore: DataStore {
     /// `tearDown()`. A value; any thread.
     var migrationReport: MigrationReport? { get }
 }
-
-extension LogDataStore: MigratingDataStore {}

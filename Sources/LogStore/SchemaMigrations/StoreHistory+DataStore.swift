@@ -1,3 +1,4 @@
+import Foundation
 public import LogStoreEngine
 
 // The store's history (``StoreHistory``: migrations run, index declarations changed, erases)

@@ -1,11 +1,10 @@
-package import LogStoreEngine
 import Synchronization
 
 /// Which threads are inside a store's read and write blocks: what a backend needs to refuse a
 /// `writeSync` nested in a write block (it would wait for itself) and a `tearDown()` inside a
-/// block, with one implementation for every backend that runs blocks on the caller's thread.
-/// Thread-safe; O(1).
-package final class _ThreadMarks: Sendable {
+/// block (``StoreErrors``), for the backends that run blocks on a connection (SQLite,
+/// PostgreSQL). Thread-safe; O(1).
+package final class ThreadMarks: Sendable {
     /// The thread inside a write block, if any (a backend runs one write block at a time).
     let writing = Mutex<UInt?>(nil)
     /// How many read blocks each thread is inside.
@@ -52,21 +51,5 @@ package final class _ThreadMarks: Sendable {
         writing.withLock { $0 = me }
         defer { writing.withLock { $0 = nil } }
         return try body()
-    }
-
-    /// The error of a `writeSync` inside a write block of the same store.
-    package static func reentrantWriteError() -> LogStoreError {
-        LogStoreError(
-            .reentrantWrite,
-            "A write block called writeSync on the same store; it would wait for itself forever. Do the work in the outer block, or use writeAsync."
-        )
-    }
-
-    /// The error of a `tearDown()` inside a read or write block of the same store.
-    package static func reentrantTearDownError() -> LogStoreError {
-        LogStoreError(
-            .reentrantWrite,
-            "tearDown() was called from inside a read or write block of the same store; it would wait for that block. Tear down after it returns."
-        )
     }
 }

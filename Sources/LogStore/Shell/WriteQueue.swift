@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Synchronization
 
 /// The queue of a store's asynchronous writes (`writeAsync` and the async `write`): blocks run

@@ -189,7 +189,7 @@ public struct StoreScan: Sendable {
     /// records: segment headers, live records at the log's current compression ratio, and a frame
     /// header per `maxFramePayload` raw bytes. Pure; an estimate, not a promise.
     public func estimatedCompactedSegmentBytes(
-        segmentSize: Int = LogStoreOptions().segmentSize, maxFramePayload: Int = LogStoreOptions().maxFramePayload
+        segmentSize: Int = LogEngineOptions().segmentSize, maxFramePayload: Int = LogEngineOptions().maxFramePayload
     ) -> UInt64 {
         let frames = max(1, (liveRawBytes + UInt64(maxFramePayload) - 1) / UInt64(max(1, maxFramePayload)))
         let body = liveBytes + frames * UInt64(LogFrame.headerSizeV2)

@@ -60,7 +60,7 @@ enum StoreAccess {
     }
 
     /// Opens an engine, turning a held lock into the tool's `.locked` failure.
-    static func openEngine(_ dir: String, options: LogStoreOptions) throws -> LogEngine {
+    static func openEngine(_ dir: String, options: LogEngineOptions) throws -> LogEngine {
         do {
             return try LogEngine.open(directory: dir, fileSystem: fs, options: options)
         } catch let e as LogStoreError where e.code == .locked {
@@ -70,8 +70,8 @@ enum StoreAccess {
 
     /// Options for reading a store without changing it: salvage recovery opens every file
     /// read-only and never cuts, removes or rewrites anything.
-    static var readOnlyOptions: LogStoreOptions {
-        var o = LogStoreOptions()
+    static var readOnlyOptions: LogEngineOptions {
+        var o = LogEngineOptions()
         o.recovery = .salvage
         o.checkpointOnClose = false
         o.autoCompaction = false

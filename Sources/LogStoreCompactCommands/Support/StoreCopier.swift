@@ -19,14 +19,14 @@ struct StoreCopier {
 
     /// Batches of at most a quarter segment, so the copy fills segments evenly (a transaction
     /// never spans two segments).
-    init(segmentSize: Int = LogStoreOptions().segmentSize) {
+    init(segmentSize: Int = LogEngineOptions().segmentSize) {
         batchBytes = max(4 << 10, min(4 << 20, segmentSize / 4))
     }
 
     /// Options for the new store: limits at their maximum so that every record of the source
     /// fits; no fsync per batch (`flush()` makes the whole copy durable at the end).
-    static func targetOptions(segmentSize: Int?) -> LogStoreOptions {
-        var o = LogStoreOptions()
+    static func targetOptions(segmentSize: Int?) -> LogEngineOptions {
+        var o = LogEngineOptions()
         if let segmentSize { o.segmentSize = segmentSize }
         o.durability = .none
         o.maxItemSize = 256 << 20

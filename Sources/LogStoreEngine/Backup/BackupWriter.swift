@@ -291,7 +291,7 @@ final class BackupWriter {
     /// indexes are built again from its records, and the opened engine writes its checkpoint. A backup that does not check out loses its MANIFEST (it no longer opens)
     /// and the call throws `.corruption`.
     func verifyByOpening(expected: IndexState, replay: Bool) throws {
-        var o = LogStoreOptions()
+        var o = LogEngineOptions()
         o.durability = .none
         o.checkpointOnClose = false
         o.autoCompaction = false

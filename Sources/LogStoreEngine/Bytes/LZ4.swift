@@ -32,7 +32,7 @@ package enum LZ4 {
     /// LZ4's fast mode (a 16 KiB hash table, `LZ4_resetStream_fast`) or, with a `level` from 1 to
     /// 12, LZ4HC (about 256 KiB of state, `LZ4_resetStreamHC_fast`): same block format and the same
     /// decompression speed, smaller output, several times slower to compress (compaction output,
-    /// ``LogStoreOptions/compactionCompressionLevel``). Each block is still compressed on its own
+    /// ``LogEngineOptions/compactionCompressionLevel``). Each block is still compressed on its own
     /// (no dictionary), so ``decompress(_:rawLength:)`` reads it alone. For callers that compress
     /// many frames: the committing writer, a compaction's two threads.
     ///

@@ -5,7 +5,7 @@ import Logging
 /// position it covers, so the next open replays only the log after it.
 ///
 /// Owned by one ``LogEngine``; one checkpoint is written at a time (`lock`). Runs on the caller's
-/// thread: the background queue (``LogStoreOptions/checkpointInterval``), the end of a
+/// thread: the background queue (``LogEngineOptions/checkpointInterval``), the end of a
 /// compaction, or `close()`.
 final class Checkpointer: Sendable {
     /// Serializes checkpoint writes.
@@ -88,7 +88,7 @@ extension LogEngine {
     /// Writes a checkpoint now (see ``Checkpointer/write(_:)``).
     func writeCheckpoint() throws { try checkpointer.write(self) }
 
-    /// Writes a checkpoint on the background queue (``LogStoreOptions/checkpointInterval``).
+    /// Writes a checkpoint on the background queue (``LogEngineOptions/checkpointInterval``).
     func scheduleCheckpoint() {
         guard options.recovery == .strict, background.claim(.checkpoint) else { return }
         background.queue.async { [weak self] in

@@ -19,7 +19,7 @@ extension LogEngine {
 
     /// Reads, decodes and checks `CHECKPOINT` against `manifest` and the segment files.
     /// Never throws: anything wrong makes it `.rejected` with the reason.
-    static func loadCheckpoint(directory: String, fs: any FileSystem, manifest: ManifestFile, options: LogStoreOptions) -> CheckpointLoad {
+    static func loadCheckpoint(directory: String, fs: any FileSystem, manifest: ManifestFile, options: LogEngineOptions) -> CheckpointLoad {
         let path = _joinPath(directory, LogStoreFormat.checkpointFileName)
         let bytes: [UInt8]
         do {

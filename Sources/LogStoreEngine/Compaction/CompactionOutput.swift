@@ -109,7 +109,7 @@ struct CompactionOutput {
     /// smaller); returns its stored payload length. Either thread of a compaction may build one.
     @discardableResult
     static func frame(
-        _ raw: UnsafeRawBufferPointer, sequence: UInt64, into out: inout [UInt8], options: LogStoreOptions, compressor: LZ4.Compressor
+        _ raw: UnsafeRawBufferPointer, sequence: UInt64, into out: inout [UInt8], options: LogEngineOptions, compressor: LZ4.Compressor
     ) -> Int {
         LogFrame.append(
             into: &out, raw: raw, kind: .commit, sequence: sequence, compress: options.compression, threshold: options.compressionThreshold,

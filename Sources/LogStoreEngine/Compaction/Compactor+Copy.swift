@@ -150,7 +150,7 @@ struct RepackedFrame {
 
     /// Moves the pending frame (if any) into `batch`: its raw payload, for the writing thread to
     /// compress and checksum, or, with `building` (that thread is behind), the finished frame.
-    mutating func flush(into batch: inout CopyBatch, building compressor: LZ4.Compressor? = nil, options: LogStoreOptions) {
+    mutating func flush(into batch: inout CopyBatch, building compressor: LZ4.Compressor? = nil, options: LogEngineOptions) {
         guard !records.isEmpty else { return }
         let start = batch.bytes.count
         var stored: Int? = nil

@@ -62,7 +62,7 @@ public struct StorageStats: Sendable, Equatable {
     /// Dead bytes in sealed segments: what compaction can reclaim now.
     public var reclaimableBytes: UInt64
     /// `reclaimableBytes / totalBytes` (0 for an empty store): what
-    /// ``LogStoreOptions/compactionThreshold`` is compared with.
+    /// ``LogEngineOptions/compactionThreshold`` is compared with.
     public var reclaimableShare: Double
     /// Uncompressed payload bytes of every frame (compare with ``totalBytes`` for compression).
     public var rawBytes: UInt64
@@ -155,11 +155,11 @@ extension LogEngine {
     }
 
     /// Whether background compaction should run: enough dead bytes in sealed segments, both as a
-    /// share of the store (``LogStoreOptions/compactionThreshold``) and in absolute terms
-    /// (``LogStoreOptions/compactionMinimumDeadBytes``); or, when writers leave frames for
-    /// compaction to compress (``LogStoreOptions/compressOnWrite`` false), sealed segments
+    /// share of the store (``LogEngineOptions/compactionThreshold``) and in absolute terms
+    /// (``LogEngineOptions/compactionMinimumDeadBytes``); or, when writers leave frames for
+    /// compaction to compress (``LogEngineOptions/compressOnWrite`` false), sealed segments
     /// written (nearly) uncompressed make up half the store and at least
-    /// ``LogStoreOptions/compactionMinimumDeadBytes`` (so a store that is only ever added to is
+    /// ``LogEngineOptions/compactionMinimumDeadBytes`` (so a store that is only ever added to is
     /// compressed too; a compacted segment is never counted again, so incompressible data is
     /// compacted once).
     func compactionDue() -> Bool {

@@ -11,7 +11,7 @@ extension ChangeSet {
         guard let c = types[type] else {
             return try base.forEachIndexEntry(ofType: type, index: name, in: range, reverse: reverse, body)
         }
-        guard let definition = base.secondaryIndexes(ofType: type)[name] else { throw LogStoreError.noSuchIndex(type, name) }
+        guard let definition = try base.secondaryIndexes(ofType: type)[name] else { throw LogStoreError.noSuchIndex(type, name) }
         // The entries of this change set's own values in the range, in scan order.
         var own: [(entry: IndexEntry, key: RecordKey)] = []
         let paths = IndexKeyEncoding.paths(of: definition)
@@ -62,7 +62,7 @@ extension ChangeSet {
 
 extension EngineTransaction {
     /// See ``RecordReader/secondaryIndexes(ofType:)``: the base's.
-    public func secondaryIndexes(ofType type: String) -> [String: IndexDefinition] { base.secondaryIndexes(ofType: type) }
+    public func secondaryIndexes(ofType type: String) throws -> [String: IndexDefinition] { try base.secondaryIndexes(ofType: type) }
 
     /// See ``RecordReader/forEachIndexEntry(ofType:index:in:reverse:_:)``: includes this
     /// transaction's own changes.
@@ -72,14 +72,14 @@ extension EngineTransaction {
     ) throws {
         try check()
         // Puts that hide base keys must be known before the base's entries are filtered.
-        resolveHiddenKeys()
+        try resolveHiddenKeys()
         try changes.forEachIndexEntry(type, index: index, in: range, reverse: reverse, base: base, body)
     }
 
     /// See ``RecordReader/countIndexEntries(ofType:index:in:)``.
     public func countIndexEntries(ofType type: String, index: String, in range: IndexEntryRange) throws -> Int {
         try check()
-        resolveHiddenKeys()
+        try resolveHiddenKeys()
         return try changes.countIndexEntries(type, index: index, in: range, base: base)
     }
 }
@@ -90,7 +90,7 @@ extension ChangeSet {
     /// keys it holds values for, sorted. O(changes of the type · log) plus the walk; positions
     /// before `offset` are walked, not skipped, when the type has changes.
     package func forEachKeyInOrder(_ type: String, fromOffset offset: Int, base: any RecordReader, _ body: (RecordKey) throws -> Bool)
-        rethrows
+        throws
     {
         guard let c = types[type] else { return try base.forEachKeyInOrder(ofType: type, fromOffset: offset, body) }
         let own = c.puts.keys.sorted()
@@ -133,8 +133,8 @@ extension ChangeSet {
 extension EngineTransaction {
     /// See ``RecordReader/forEachKeyInOrder(ofType:fromOffset:_:)``: the base's ordered walk
     /// merged with this transaction's own keys.
-    public func forEachKeyInOrder(ofType type: String, fromOffset offset: Int, _ body: (RecordKey) throws -> Bool) rethrows {
-        resolveHiddenKeys()
+    public func forEachKeyInOrder(ofType type: String, fromOffset offset: Int, _ body: (RecordKey) throws -> Bool) throws {
+        try resolveHiddenKeys()
         try changes.forEachKeyInOrder(type, fromOffset: offset, base: base, body)
     }
 }

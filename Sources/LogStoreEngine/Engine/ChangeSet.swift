@@ -43,10 +43,10 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
         init(cleared: Bool = false) { self.cleared = cleared }
 
         /// The base keys hidden so far, with `unchecked` looked up (without noting them).
-        func hiddenCount(_ type: String, base: any RecordReader) -> Int {
+        func hiddenCount(_ type: String, base: any RecordReader) throws -> Int {
             if unchecked.isEmpty || cleared { return shadowed.count }
             var more = Set<RecordKey>()
-            for k in unchecked where !shadowed.contains(k) && base.contains(type: type, key: k) { more.insert(k) }
+            for k in unchecked where try !shadowed.contains(k) && base.contains(type: type, key: k) { more.insert(k) }
             return shadowed.count + more.count
         }
 
@@ -87,20 +87,20 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
 
     package var isEmpty: Bool { types.isEmpty }
 
-    package func count(_ type: String, base: any RecordReader) -> Int {
-        guard let c = types[type] else { return base.count(ofType: type) }
-        return (c.cleared ? 0 : base.count(ofType: type) - c.hiddenCount(type, base: base)) + c.puts.count
+    package func count(_ type: String, base: any RecordReader) throws -> Int {
+        guard let c = types[type] else { return try base.count(ofType: type) }
+        return try (c.cleared ? 0 : base.count(ofType: type) - c.hiddenCount(type, base: base)) + c.puts.count
     }
 
     /// Looks up in the base the keys puts left unchecked, noting those it holds in `shadowed`, so
-    /// later counts and iterations do not look them up again. Reads stay correct without it.
-    package mutating func resolveShadowed(base: any RecordReader) {
+    /// later counts and iterations do not look them up again. Reads stay correct without it. A
+    /// failing base lookup (a database read) leaves the change set as it was.
+    package mutating func resolveShadowed(base: any RecordReader) throws {
         for type in types.keys {
-            guard types[type]?.unchecked.isEmpty == false else { continue }
+            guard let c = types[type], !c.unchecked.isEmpty else { continue }
+            let found = c.cleared ? [] : try c.unchecked.filter { try base.contains(type: type, key: $0) }
             modify(type) { c in
-                if !c.cleared {
-                    for k in c.unchecked where base.contains(type: type, key: k) { c.shadowed.insert(k) }
-                }
+                for k in found { c.shadowed.insert(k) }
                 c.unchecked = []
             }
         }
@@ -113,10 +113,10 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
         body(&types[type, default: TypeChanges()])
     }
 
-    package func contains(_ type: String, _ key: RecordKey, base: any RecordReader) -> Bool {
-        guard let c = types[type] else { return base.contains(type: type, key: key) }
+    package func contains(_ type: String, _ key: RecordKey, base: any RecordReader) throws -> Bool {
+        guard let c = types[type] else { return try base.contains(type: type, key: key) }
         if c.puts[key] != nil { return true }
-        return !c.cleared && !c.shadowed.contains(key) && base.contains(type: type, key: key)
+        return try !c.cleared && !c.shadowed.contains(key) && base.contains(type: type, key: key)
     }
 
     package func value(_ type: String, _ key: RecordKey, base: any RecordReader) throws -> ArraySlice<UInt8>? {
@@ -126,7 +126,11 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
         return try base.value(type: type, key: key)
     }
 
-    package mutating func put(_ type: String, _ key: RecordKey, _ value: [UInt8], base: any RecordReader) {
+    /// Puts `value` under (`type`, `key`). A failing base lookup (a database read) throws and
+    /// changes nothing.
+    package mutating func put(_ type: String, _ key: RecordKey, _ value: [UInt8], base: any RecordReader) throws {
+        // The base is asked before anything changes, so that a failure leaves no half-made put.
+        let inBase = Storage.defersBaseLookups || types[type]?.cleared == true ? false : try base.contains(type: type, key: key)
         // In place (`modify`): mutating a copy that the dictionary still holds would copy
         // `puts`/`shadowed` on every call (quadratic transactions).
         let replaced = modify(type) { c -> Int in
@@ -135,7 +139,7 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
             if !c.cleared {
                 if Storage.defersBaseLookups {
                     c.unchecked.append(key)
-                } else if base.contains(type: type, key: key) {
+                } else if inBase {
                     c.shadowed.insert(key)
                 }
             }
@@ -146,8 +150,11 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
         valueBytes += value.count - replaced
     }
 
+    /// Deletes (`type`, `key`); returns whether it existed. A failing base lookup (a database
+    /// read) throws and changes nothing.
     @discardableResult
-    package mutating func delete(_ type: String, _ key: RecordKey, base: any RecordReader) -> Bool {
+    package mutating func delete(_ type: String, _ key: RecordKey, base: any RecordReader) throws -> Bool {
+        let inBase = types[type]?.cleared == true ? false : try base.contains(type: type, key: key)
         let (existed, removed) = modify(type) { c -> (Bool, Int) in
             var existed = false
             var removed = 0
@@ -156,7 +163,7 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
                 removed = Self.size(old)
                 existed = true
             }
-            if !c.cleared && base.contains(type: type, key: key) {
+            if !c.cleared && inBase {
                 // A new delete: of a base key not shadowed yet, or of one a put had shadowed.
                 if c.shadowed.insert(key).inserted {
                     existed = true
@@ -172,8 +179,8 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
     }
 
     @discardableResult
-    package mutating func deleteAll(_ type: String, base: any RecordReader) -> Int {
-        let n = count(type, base: base)
+    package mutating func deleteAll(_ type: String, base: any RecordReader) throws -> Int {
+        let n = try count(type, base: base)
         var c = types[type] ?? TypeChanges()
         for v in c.puts.values { valueBytes -= Self.size(v) }
         c = TypeChanges(cleared: true)
@@ -198,18 +205,18 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
         for (k, v) in c.puts where try !body(k, try read(v)) { return }
     }
 
-    package func keys(_ type: String, base: any RecordReader) -> [RecordKey] {
-        guard let c = types[type] else { return base.keys(ofType: type) }
+    package func keys(_ type: String, base: any RecordReader) throws -> [RecordKey] {
+        guard let c = types[type] else { return try base.keys(ofType: type) }
         var out: [RecordKey] = []
-        if !c.cleared { out = base.keys(ofType: type).filter { !c.hides($0) } }
+        if !c.cleared { out = try base.keys(ofType: type).filter { !c.hides($0) } }
         out.append(contentsOf: c.puts.keys)
         return out
     }
 
-    package func itemTypes(base: any RecordReader) -> [String] {
-        var set = Set(base.itemTypes)
+    package func itemTypes(base: any RecordReader) throws -> [String] {
+        var set = Set(try base.itemTypes)
         for (t, _) in types { set.insert(t) }
-        return set.filter { count($0, base: base) > 0 }.sorted()
+        return try set.filter { try count($0, base: base) > 0 }.sorted()
     }
 
     /// The log operations that turn the base into base+overlay: per type (sorted), a delete-all if
@@ -247,13 +254,15 @@ package struct ChangeSet<Storage: ChangeSetStorage>: Sendable {
         types.values.allSatisfy { c in c.deletes == c.shadowed.filter { c.puts[$0] == nil }.count }
     }
 
-    /// Applies log operations made against the view base+self.
-    package mutating func apply(_ ops: [RecordOperation], base: any RecordReader) {
+    /// Applies log operations made against the view base+self. Throws what the base's lookups
+    /// throw (a database read); the change set may then hold part of `ops`: apply to a copy when
+    /// that matters.
+    package mutating func apply(_ ops: [RecordOperation], base: any RecordReader) throws {
         for op in ops {
             switch op {
-            case .put(let t, let k, let v): put(t, k, v, base: base)
-            case .delete(let t, let k): delete(t, k, base: base)
-            case .deleteAll(let t): deleteAll(t, base: base)
+            case .put(let t, let k, let v): try put(t, k, v, base: base)
+            case .delete(let t, let k): try delete(t, k, base: base)
+            case .deleteAll(let t): try deleteAll(t, base: base)
             }
         }
     }

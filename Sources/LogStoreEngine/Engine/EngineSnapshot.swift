@@ -66,14 +66,15 @@ public struct EngineSnapshot: RecordReader, Sendable {
         try index.types[type]?.forEach(fromOffset: offset) { k, _ in try body(k) }
     }
 
-    /// Calls `body` with the records of `type` in key order from position `offset` until it
-    /// returns false: ``forEachKeyInOrder(ofType:fromOffset:_:)`` with each value read from the
-    /// location the walk holds (no second index lookup per key). Throws `.corruption` or `body`'s
-    /// error.
-    package func forEachRecordInOrder(ofType type: String, fromOffset offset: Int, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool)
-        throws
-    {
-        try index.types[type]?.forEach(fromOffset: offset) { k, loc in try body(k, try read(loc)) }
+    /// See ``RecordReader/forEachRecordInKeyOrder(ofType:after:_:)``: walks the ordered index from
+    /// the first key after `key` (O(log n) to start), reading each value from the location the
+    /// walk holds (no second index lookup per key). Throws `.corruption` or `body`'s error.
+    public func forEachRecordInKeyOrder(
+        ofType type: String, after key: RecordKey?, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool
+    ) throws {
+        guard let t = index.types[type] else { return }
+        let offset = key.map { k in t.rank(of: k) + (t[k] == nil ? 0 : 1) } ?? 0
+        try t.forEach(fromOffset: offset) { k, loc in try body(k, try read(loc)) }
     }
 
     /// Every (key, location) of `type`, in key order.

@@ -6,12 +6,15 @@
 /// that runs the body.
 public final class EngineTransaction: RecordReader {
     let base: any RecordReader
+    /// The base when it is a snapshot of the engine itself (a transaction of ``LogEngine/write(_:)``),
+    /// nil for the transactions of a child store: what knows each record's commit sequence.
+    package let engineBase: EngineSnapshot?
     /// What the body changed so far.
     package private(set) var changes = ChangeSet<FlatChangeStorage>()
-    let limits: LogStoreOptions
+    let limits: RecordLimits
     /// Cleared when the body returns: every later call throws `.accessorExpired`.
     package var isValid = true
-    /// Where values go once the changes hold more than ``LogStoreOptions/transactionSpillThreshold``
+    /// Where values go once the changes hold more than ``RecordLimits/transactionSpillThreshold``
     /// bytes of them (nil: they stay in memory).
     let spillDirectory: (path: String, fileSystem: any FileSystem)?
     /// The spill file, once values were moved to it. Removed when the transaction goes away.
@@ -20,9 +23,18 @@ public final class EngineTransaction: RecordReader {
     /// A transaction over `base`, checking values against `limits`. For the engine, and for
     /// backends of the DataStore layer (child stores) that run write bodies of their own.
     /// `spillDirectory`: where a large transaction moves its values (see
-    /// ``LogStoreOptions/transactionSpillThreshold``); nil keeps them in memory.
-    package init(base: any RecordReader, limits: LogStoreOptions, spillDirectory: (path: String, fileSystem: any FileSystem)? = nil) {
+    /// ``RecordLimits/transactionSpillThreshold``); nil keeps them in memory.
+    package init(base: any RecordReader, limits: RecordLimits, spillDirectory: (path: String, fileSystem: any FileSystem)? = nil) {
         self.base = base
+        self.engineBase = nil
+        self.limits = limits
+        self.spillDirectory = spillDirectory
+    }
+
+    /// A transaction of the engine over its head `snapshot` (``engineBase`` is set).
+    init(snapshot: EngineSnapshot, limits: RecordLimits, spillDirectory: (path: String, fileSystem: any FileSystem)) {
+        self.base = snapshot
+        self.engineBase = snapshot
         self.limits = limits
         self.spillDirectory = spillDirectory
     }
@@ -67,9 +79,9 @@ public final class EngineTransaction: RecordReader {
         }
         for op in operations {
             switch op {
-            case .put(let t, let k, let v): try LogEngine.validate(type: t, key: k, valueSize: v.count, options: limits)
-            case .delete(let t, let k): try LogEngine.validate(type: t, key: k, valueSize: 0, options: limits)
-            case .deleteAll(let t): try LogEngine.validate(type: t, key: RecordKey([]), valueSize: 0, options: limits)
+            case .put(let t, let k, let v): try limits.validate(type: t, key: k, valueSize: v.count)
+            case .delete(let t, let k): try limits.validate(type: t, key: k, valueSize: 0)
+            case .deleteAll(let t): try limits.validate(type: t, key: RecordKey([]), valueSize: 0)
             }
         }
         handedOver = operations
@@ -84,16 +96,18 @@ public final class EngineTransaction: RecordReader {
     public var sequence: UInt64 { base.sequence }
     /// See ``RecordReader/itemTypes``.
     public var itemTypes: [String] {
-        changes.resolveShadowed(base: base)
-        return changes.itemTypes(base: base)
+        get throws {
+            try changes.resolveShadowed(base: base)
+            return try changes.itemTypes(base: base)
+        }
     }
     /// See ``RecordReader/count(ofType:)``.
-    public func count(ofType type: String) -> Int {
-        changes.resolveShadowed(base: base)
-        return changes.count(type, base: base)
+    public func count(ofType type: String) throws -> Int {
+        try changes.resolveShadowed(base: base)
+        return try changes.count(type, base: base)
     }
     /// See ``RecordReader/contains(type:key:)``.
-    public func contains(type: String, key: RecordKey) -> Bool { changes.contains(type, key, base: base) }
+    public func contains(type: String, key: RecordKey) throws -> Bool { try changes.contains(type, key, base: base) }
     /// See ``RecordReader/value(type:key:)``.
     public func value(type: String, key: RecordKey) throws -> ArraySlice<UInt8>? {
         try check()
@@ -102,22 +116,22 @@ public final class EngineTransaction: RecordReader {
     /// See ``RecordReader/forEach(ofType:_:)``.
     public func forEach(ofType type: String, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
         try check()
-        changes.resolveShadowed(base: base)
+        try changes.resolveShadowed(base: base)
         try changes.forEach(type, base: base, body)
     }
     /// See ``RecordReader/keys(ofType:)``.
-    public func keys(ofType type: String) -> [RecordKey] {
-        changes.resolveShadowed(base: base)
-        return changes.keys(type, base: base)
+    public func keys(ofType type: String) throws -> [RecordKey] {
+        try changes.resolveShadowed(base: base)
+        return try changes.keys(type, base: base)
     }
 
     /// Inserts or replaces record `key` of `type`. Throws `.itemTooLarge`, `.keyTooLarge` or
-    /// `.invalidArgument` when a limit of ``LogStoreOptions`` is exceeded, and the file system's
+    /// `.invalidArgument` when a limit of ``LogEngineOptions`` is exceeded, and the file system's
     /// errors when the values are moved to the spill file (the put is kept, in memory).
     public func put(type: String, key: RecordKey, value: [UInt8]) throws {
         try check()
-        try LogEngine.validate(type: type, key: key, valueSize: value.count, options: limits)
-        changes.put(type, key, value, base: base)
+        try limits.validate(type: type, key: key, valueSize: value.count)
+        try changes.put(type, key, value, base: base)
         try spillIfNeeded()
     }
 
@@ -125,16 +139,16 @@ public final class EngineTransaction: RecordReader {
     @discardableResult
     public func delete(type: String, key: RecordKey) throws -> Bool {
         try check()
-        try LogEngine.validate(type: type, key: key, valueSize: 0, options: limits)
-        return changes.delete(type, key, base: base)
+        try limits.validate(type: type, key: key, valueSize: 0)
+        return try changes.delete(type, key, base: base)
     }
 
     /// Deletes every record of `type`; returns how many there were.
     @discardableResult
     public func deleteAll(type: String) throws -> Int {
         try check()
-        try LogEngine.validate(type: type, key: RecordKey([]), valueSize: 0, options: limits)
-        return changes.deleteAll(type, base: base)
+        try limits.validate(type: type, key: RecordKey([]), valueSize: 0)
+        return try changes.deleteAll(type, base: base)
     }
 
     /// The state the transaction started from (without its own changes): the store's head
@@ -144,7 +158,7 @@ public final class EngineTransaction: RecordReader {
     /// Looks up the base keys this transaction's puts hide (puts defer it, ``ChangeSet``), so
     /// that `changes`' `shadowed` lists every hidden base key: call it before filtering a walk of
     /// the base by `shadowed` (the key-order walk of `forEachRecord(ofType:after:)`).
-    package func resolveHiddenKeys() { changes.resolveShadowed(base: base) }
+    package func resolveHiddenKeys() throws { try changes.resolveShadowed(base: base) }
 
     /// Whether the transaction changed anything.
     public var hasChanges: Bool { !changes.isEmpty || !(handedOver?.isEmpty ?? true) }

@@ -1,7 +1,7 @@
 /// Committing a transaction whose values outgrew memory (Docs/Design.md, "Large transactions").
 ///
 /// A write transaction moves its values to a spill file once they pass
-/// ``LogStoreOptions/transactionSpillThreshold``. Its commit then never holds the whole
+/// ``LogEngineOptions/transactionSpillThreshold``. Its commit then never holds the whole
 /// transaction in memory: the operations are read from the change set in key order, a chunk of
 /// about ``chunkBytes(_:)`` at a time, encoded as data frames and written to the tail one chunk after
 /// another; the last chunk ends with the commit frame. The log format needs nothing new: a
@@ -15,7 +15,7 @@
 extension LogEngine {
     /// The raw bytes of operations encoded per chunk of a large commit: the spill threshold, kept
     /// between 1 KiB and 4 MiB (larger chunks buy nothing: each is many frames already).
-    static func chunkBytes(_ options: LogStoreOptions) -> Int {
+    static func chunkBytes(_ options: LogEngineOptions) -> Int {
         min(4 << 20, max(1 << 10, options.transactionSpillThreshold))
     }
 
@@ -154,7 +154,7 @@ extension LogEngine {
     /// An upper bound of the bytes `changes` encodes to as one transaction, from the lengths the
     /// change set knows (no value is read): every operation's bound, and a frame header for at
     /// most every half frame (a frame closes only when the next record would overflow it).
-    static func encodedSizeBound(_ changes: ChangeSet<FlatChangeStorage>, options: LogStoreOptions) -> Int {
+    static func encodedSizeBound(_ changes: ChangeSet<FlatChangeStorage>, options: LogEngineOptions) -> Int {
         let raw = changes.encodedSizeBound
         let frames = 2 * raw / max(1, options.maxFramePayload) + 2
         return raw + frames * LogFrame.headerSizeV2

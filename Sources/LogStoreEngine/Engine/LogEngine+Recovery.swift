@@ -22,14 +22,14 @@ extension LogEngine {
     /// intact and matches the manifest (else reports why in ``RecoveryReport/checkpointRejectedReason``),
     /// replays the log after it (every listed segment without one) and rebuilds the indexes. A torn tail of the last segment (an interrupted append) is cut
     /// off and reported in ``recoveryReport``; other damage throws `.corruption` naming the file
-    /// and offset, unless ``LogStoreOptions/recovery`` is `.salvage`.
+    /// and offset, unless ``LogEngineOptions/recovery`` is `.salvage`.
     ///
     /// Runs on the calling thread; its cost is proportional to the log written after the last
     /// checkpoint (plus reading the checkpoint), or to the whole log without one.
     /// Throws `.locked`, `.notAStore`, `.unsupportedFormatVersion`, `.corruption`, I/O errors.
     public static func open(
         directory: String, fileSystem: any FileSystem = POSIXFileSystem(),
-        options: LogStoreOptions = LogStoreOptions()
+        options: LogEngineOptions = LogEngineOptions()
     ) throws -> LogEngine {
         let options = try options.validated()
         let fs = fileSystem
@@ -98,7 +98,7 @@ extension LogEngine {
             path: directory)
     }
 
-    static func recover(directory: String, fs: any FileSystem, options: LogStoreOptions) throws -> Recovered {
+    static func recover(directory: String, fs: any FileSystem, options: LogEngineOptions) throws -> Recovered {
         var report = RecoveryReport()
         let names = try fs.contentsOfDirectory(atPath: directory)
         let manifestPath = _joinPath(directory, LogStoreFormat.manifestFileName)
@@ -575,7 +575,7 @@ extension LogEngine {
     /// be read drops the secondary indexes instead (they are rebuilt when declared again).
     static func catchUpSecondaryIndexes(
         _ index: inout IndexState, from checkpoint: IndexState, segments: [UInt32: SegmentFile],
-        options: LogStoreOptions, report: inout RecoveryReport
+        options: LogEngineOptions, report: inout RecoveryReport
     ) throws {
         func read(_ loc: RecordLocation) throws -> ArraySlice<UInt8> {
             guard let seg = segments[loc.segment] else {

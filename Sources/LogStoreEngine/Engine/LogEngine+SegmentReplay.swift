@@ -26,7 +26,7 @@ extension LogEngine {
     static func streamSegment(
         _ file: any FileSystemFile, size: UInt64, from: UInt64, header known: SegmentHeader?, number: UInt32,
         path: String, isLast: Bool, storeId: StoreID?, index: inout IndexState, info: inout SegmentInfo,
-        report: inout RecoveryReport, options: LogStoreOptions
+        report: inout RecoveryReport, options: LogEngineOptions
     ) throws -> ScanResult {
         var header = known
         var position = from
@@ -87,7 +87,7 @@ extension LogEngine {
     static func scanSegment(
         _ buf: UnsafeRawBufferPointer, base: Int, header known: SegmentHeader?, number: UInt32,
         path: String, isLast: Bool, storeId: StoreID?, endIsFileEnd: Bool = true, index: inout IndexState, info: inout SegmentInfo,
-        report: inout RecoveryReport, options: LogStoreOptions
+        report: inout RecoveryReport, options: LogEngineOptions
     ) throws -> ScanResult {
         let segmentHeader: SegmentHeader
         var offset: Int

@@ -18,7 +18,7 @@ public final class LogEngine: Sendable {
     /// The file system the engine does all its I/O through.
     public let fileSystem: any FileSystem
     /// The options the store was opened with.
-    public let options: LogStoreOptions
+    public let options: LogEngineOptions
     /// What opening the store found and did.
     public let recoveryReport: RecoveryReport
 
@@ -77,7 +77,7 @@ public final class LogEngine: Sendable {
     }
 
     init(
-        directory: String, fileSystem: any FileSystem, options: LogStoreOptions, lock: any FileSystemLock,
+        directory: String, fileSystem: any FileSystem, options: LogEngineOptions, lock: any FileSystemLock,
         recovered: Recovered
     ) {
         self.directory = directory
@@ -145,7 +145,7 @@ public final class LogEngine: Sendable {
     }
 
     static func closedError() -> LogStoreError {
-        LogStoreError(.notOpen, "The store is closed. Call setup() (or LogEngine.open) before using it.")
+        LogStoreError(.notOpen, "The engine is closed. Open the store again (LogEngine.open) before using it.")
     }
 
     // MARK: Publication
@@ -179,7 +179,7 @@ public final class LogEngine: Sendable {
     /// The body runs on the calling thread, serialized with every other write. If it throws,
     /// nothing is committed and its error is rethrown unchanged. Otherwise the changes are
     /// appended as one transaction and `write` returns once they are durable under
-    /// ``LogStoreOptions/durability`` (sharing one `fdatasync` with concurrent writers).
+    /// ``LogEngineOptions/durability`` (sharing one `fdatasync` with concurrent writers).
     ///
     /// Throws `.reentrantWrite` if called from inside another write body on the same thread,
     /// `.notOpen` after close, `.storePoisoned` after a failed sync, `.diskFull` and other I/O
@@ -220,7 +220,7 @@ public final class LogEngine: Sendable {
             return s.views.head
         }
         let base = EngineSnapshot(index: head.index, segments: head.segments, cache: cache)
-        let txn = EngineTransaction(base: base, limits: options, spillDirectory: (directory, fileSystem))
+        let txn = EngineTransaction(snapshot: base, limits: options.limits, spillDirectory: (directory, fileSystem))
         defer { txn.isValid = false }
         let result = try body(txn)
         txn.isValid = false
@@ -239,9 +239,9 @@ public final class LogEngine: Sendable {
     public func commit(_ operations: [RecordOperation]) throws -> UInt64 {
         for op in operations {
             switch op {
-            case .put(let t, let k, let v): try Self.validate(type: t, key: k, valueSize: v.count, options: options)
-            case .delete(let t, let k): try Self.validate(type: t, key: k, valueSize: 0, options: options)
-            case .deleteAll(let t): try Self.validate(type: t, key: RecordKey([]), valueSize: 0, options: options)
+            case .put(let t, let k, let v): try options.limits.validate(type: t, key: k, valueSize: v.count)
+            case .delete(let t, let k): try options.limits.validate(type: t, key: k, valueSize: 0)
+            case .deleteAll(let t): try options.limits.validate(type: t, key: RecordKey([]), valueSize: 0)
             }
         }
         let seq: UInt64? = try {
@@ -329,27 +329,6 @@ public final class LogEngine: Sendable {
     static func checkWritable(_ s: EngineState) throws {
         if s.closed { throw closedError() }
         if let p = s.poisoned { throw p }
-    }
-
-    package static func validate(type: String, key: RecordKey, valueSize: Int, options: LogStoreOptions) throws {
-        let typeBytes = type.utf8.count
-        guard typeBytes > 0 else { throw LogStoreError(.invalidArgument, "An item type name must not be empty.") }
-        guard typeBytes <= options.maxTypeNameSize else {
-            throw LogStoreError(
-                .keyTooLarge,
-                "The item type name is \(typeBytes) bytes; the limit is \(options.maxTypeNameSize) (LogStoreOptions.maxTypeNameSize).")
-        }
-        guard key.count <= options.maxKeySize else {
-            throw LogStoreError(
-                .keyTooLarge, "The key of a \(type) is \(key.count) bytes; the limit is \(options.maxKeySize) (LogStoreOptions.maxKeySize)."
-            )
-        }
-        guard valueSize <= options.maxItemSize else {
-            throw LogStoreError(
-                .itemTooLarge,
-                "A \(type) encodes to \(valueSize) bytes; the limit is \(options.maxItemSize) (LogStoreOptions.maxItemSize). Store large blobs outside the store, or raise the limit."
-            )
-        }
     }
 
     /// Appends one transaction. Caller holds the writer lock. Notes a full disk, and says in the
@@ -580,7 +559,7 @@ public final class LogEngine: Sendable {
     public var isClosed: Bool { state.withLock { $0.closed } }
 
     /// Flushes (unless durability is `.none`), writes a checkpoint (if
-    /// ``LogStoreOptions/checkpointOnClose``), releases the lock and refuses further use.
+    /// ``LogEngineOptions/checkpointOnClose``), releases the lock and refuses further use.
     /// Waits for a write in progress and for background compaction (which stops early) to finish.
     /// Idempotent. Snapshots already taken stay readable. A failed checkpoint is logged, not
     /// thrown (the log alone is complete), unless making the log durable for it failed

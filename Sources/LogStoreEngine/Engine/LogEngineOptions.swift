@@ -6,7 +6,7 @@ public enum Durability: Sendable, Hashable {
     /// (group commit). The default.
     case synchronous
     /// A commit returns once written to the operating system; LogStore calls `fdatasync` every
-    /// ``LogStoreOptions/syncInterval``, on `flush()` and on close. A power loss may lose the last
+    /// ``LogEngineOptions/syncInterval``, on `flush()` and on close. A power loss may lose the last
     /// interval's commits (never part of a commit); a process crash loses nothing.
     case buffered
     /// No `fdatasync` at all (what the in-memory store uses). A power loss may lose any commit
@@ -24,8 +24,11 @@ public enum RecoveryMode: Sendable, Hashable {
     case salvage
 }
 
-/// Options of a store. A value type: copy and change it before passing it to a store.
-public struct LogStoreOptions: Sendable {
+/// Options of a ``LogEngine``: durability, the log's shape, compression, limits, caches,
+/// recovery, compaction and checkpoints. A value type: copy and change it before opening an
+/// engine. (A `LogDataStore` takes these inside its `LogStoreOptions`, with the DataStore layer's
+/// own options beside them.)
+public struct LogEngineOptions: Sendable {
     /// When commits are durable. Default ``Durability/synchronous``.
     public var durability: Durability = .synchronous
     /// For ``Durability/buffered``: the longest time a commit waits for `fdatasync`. Default 100 ms.
@@ -71,9 +74,6 @@ public struct LogStoreOptions: Sendable {
     public var cacheSize: Int = 32 << 20
     /// What open does with damage. Default ``RecoveryMode/strict``.
     public var recovery: RecoveryMode = .strict
-    /// A child store keeps its changes in memory up to this many bytes, then spills them to a
-    /// temporary log file in the parent's directory. Default 8 MiB.
-    public var childSpillThreshold: Int = 8 << 20
     /// A write transaction keeps the values it writes in memory up to this many bytes, then
     /// moves them to a temporary file in the store's directory (`txn-<uuid>.tmp`, removed when the
     /// transaction ends) and commits in chunks, so that a transaction of millions of records (a
@@ -99,9 +99,6 @@ public struct LogStoreOptions: Sendable {
     /// since the last one, bounding the replay after a crash. 0 disables it. Default 64 MiB.
     public var checkpointInterval: Int = 64 << 20
 
-    /// How long deleted ids are remembered for the DataStore layer's `changes(since:)`.
-    /// Default: a day, at most a million (``ChangeHistoryRetention``).
-    public var changeHistory = ChangeHistoryRetention()
     /// How many bytes of the tail segment LogStore keeps written (with zeros) and synced ahead of
     /// where the next commit goes, so that a durable commit overwrites allocated blocks and its
     /// `fdatasync` flushes data only, instead of also committing the file's new size (a second
@@ -117,7 +114,16 @@ public struct LogStoreOptions: Sendable {
     /// The defaults: synchronous durability, compression on, 64 MiB segments, 16 MiB items.
     public init() {}
 
-    func validated() throws -> LogStoreOptions {
+    /// The size limits writes are checked against (``maxItemSize``, ``maxKeySize``,
+    /// ``maxTypeNameSize``) and the value bytes a transaction keeps in memory
+    /// (``transactionSpillThreshold``).
+    public var limits: RecordLimits {
+        RecordLimits(
+            maxItemSize: maxItemSize, maxKeySize: maxKeySize, maxTypeNameSize: maxTypeNameSize,
+            transactionSpillThreshold: transactionSpillThreshold)
+    }
+
+    func validated() throws -> LogEngineOptions {
         var o = self
         guard (64 << 10)...(1 << 30) ~= o.segmentSize else {
             throw LogStoreError(.invalidArgument, "segmentSize must be between 64 KiB and 1 GiB (got \(o.segmentSize)).")
@@ -139,5 +145,55 @@ public struct LogStoreOptions: Sendable {
         o.preallocationSize = max(0, o.preallocationSize)
         o.transactionSpillThreshold = max(0, o.transactionSpillThreshold)
         return o
+    }
+}
+
+/// The limits every write is checked against, whatever store it goes to: the engine, a child
+/// store, or another backend that keeps the DataStore contract's limits. A value type.
+public struct RecordLimits: Sendable, Hashable {
+    /// The largest encoded item (record value) accepted; a larger one throws `.itemTooLarge`.
+    public var maxItemSize: Int
+    /// The largest key (encoded id) accepted; a larger one throws `.keyTooLarge`.
+    public var maxKeySize: Int
+    /// The longest item type name, in UTF-8 bytes; a longer one throws `.keyTooLarge`.
+    public var maxTypeNameSize: Int
+    /// The value bytes a write transaction keeps in memory before it moves them to a file (where
+    /// the transaction has one to move them to); 0 keeps every value in memory.
+    public var transactionSpillThreshold: Int
+
+    /// Limits from their parts; the defaults are ``LogEngineOptions``' (16 MiB items, 1 KiB keys,
+    /// 255-byte type names, 32 MiB of values in memory).
+    public init(
+        maxItemSize: Int = 16 << 20, maxKeySize: Int = 1 << 10, maxTypeNameSize: Int = 255, transactionSpillThreshold: Int = 32 << 20
+    ) {
+        self.maxItemSize = maxItemSize
+        self.maxKeySize = maxKeySize
+        self.maxTypeNameSize = maxTypeNameSize
+        self.transactionSpillThreshold = transactionSpillThreshold
+    }
+}
+
+extension RecordLimits {
+    /// Checks one record against the limits: its item type name (not empty, at most
+    /// ``maxTypeNameSize`` bytes), its key (``maxKeySize``) and its value's size
+    /// (``maxItemSize``). Throws `.invalidArgument`, `.keyTooLarge` or `.itemTooLarge`; the
+    /// messages give sizes and limits, never the data.
+    public func validate(type: String, key: RecordKey, valueSize: Int) throws {
+        let typeBytes = type.utf8.count
+        guard typeBytes > 0 else { throw LogStoreError(.invalidArgument, "An item type name must not be empty.") }
+        guard typeBytes <= maxTypeNameSize else {
+            throw LogStoreError(
+                .keyTooLarge, "An item type name is \(typeBytes) bytes; the limit is \(maxTypeNameSize) (the maxTypeNameSize option).")
+        }
+        guard key.count <= maxKeySize else {
+            throw LogStoreError(
+                .keyTooLarge, "The key of a \(type) is \(key.count) bytes; the limit is \(maxKeySize) (the maxKeySize option).")
+        }
+        guard valueSize <= maxItemSize else {
+            throw LogStoreError(
+                .itemTooLarge,
+                "A \(type) encodes to \(valueSize) bytes; the limit is \(maxItemSize) (the maxItemSize option). Store large blobs outside the store, or raise the limit."
+            )
+        }
     }
 }

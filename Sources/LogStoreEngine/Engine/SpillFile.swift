@@ -2,8 +2,8 @@ import Foundation
 import Synchronization
 
 /// A temporary value log for changes that outgrew memory: a child store's
-/// (``LogStoreOptions/childSpillThreshold``, file `child-<uuid>.tmp` in the root store's
-/// directory) and a large write transaction's (``LogStoreOptions/transactionSpillThreshold``,
+/// (``LogEngineOptions/childSpillThreshold``, file `child-<uuid>.tmp` in the root store's
+/// directory) and a large write transaction's (``LogEngineOptions/transactionSpillThreshold``,
 /// `txn-<uuid>.tmp`). Removed when its owner goes away (the child is torn down, merged away or
 /// released; the transaction commits or rolls back), and by recovery on the next open after a
 /// crash (every `*.tmp` file is).

@@ -3,7 +3,8 @@
 /// Match on ``code``; it is an extensible set of static values (new codes are added without
 /// breaking `switch` statements that have a `default`). ``message`` says what went wrong and how to
 /// fix it; ``path`` and ``offset`` locate corruption; ``underlyingError`` carries the cause
-/// (an `errno`-based ``SystemError``, a `DecodingError`, ...).
+/// (an `errno`-based ``SystemError``, a failed step's own error, ...). No field holds a user's
+/// data: messages give sizes, names, paths and offsets, never values.
 ///
 /// The error of a *user* block thrown inside `read`/`writeSync` is never wrapped in a
 /// `LogStoreError`: it reaches the caller as the same value.
@@ -41,16 +42,12 @@ public struct LogStoreError: Error, Sendable, CustomStringConvertible, CustomDeb
         /// A write failed to reach the disk (`fsync` failed). The store refuses further writes
         /// until it is reopened; committed data before the failure is safe.
         public static let storePoisoned = Code("storePoisoned")
-        /// An item is larger than ``LogStoreOptions``'s `maxItemSize`.
+        /// An item is larger than ``LogEngineOptions``'s `maxItemSize`.
         public static let itemTooLarge = Code("itemTooLarge")
         /// A key or item type name is larger than the limit.
         public static let keyTooLarge = Code("keyTooLarge")
         /// A write block tried to start another write on the same store (it would deadlock).
         public static let reentrantWrite = Code("reentrantWrite")
-        /// An item could not be encoded into attributes.
-        public static let encodingFailed = Code("encodingFailed")
-        /// A stored record could not be decoded as the requested Swift type.
-        public static let decodingFailed = Code("decodingFailed")
         /// An argument is invalid (for example a negative offset).
         public static let invalidArgument = Code("invalidArgument")
         /// An accessor was used outside the block that received it.
@@ -60,22 +57,6 @@ public struct LogStoreError: Error, Sendable, CustomStringConvertible, CustomDeb
         /// already break it. The transaction is rolled back (the declaration refused): nothing
         /// is written.
         public static let uniqueConstraintViolation = Code("uniqueConstraintViolation")
-    }
-
-    /// One item changed on both sides of a merge (a `mergeConflict` of the DataStore layer; kept
-    /// here because ``LogStoreError/conflicts`` stores it).
-    public struct Conflict: Hashable, Sendable, CustomStringConvertible {
-        /// The item type (entity) name.
-        public var itemType: String
-        /// The item's id, as text.
-        public var id: String
-        /// Creates a conflict description.
-        public init(itemType: String, id: String) {
-            self.itemType = itemType
-            self.id = id
-        }
-        /// `itemType/id`.
-        public var description: String { "\(itemType)/\(id)" }
     }
 
     /// The kind of failure.
@@ -88,23 +69,23 @@ public struct LogStoreError: Error, Sendable, CustomStringConvertible, CustomDeb
     public var offset: UInt64?
     /// The cause, when another error caused this one.
     public var underlyingError: (any Error)?
-    /// For the DataStore layer's `mergeConflict` code: the conflicting items.
-    public var conflicts: [Conflict]
-    /// For the DataStore layer's migration codes (`migrationFailed`): the name of the migration
-    /// concerned; nil otherwise.
-    public var migration: String? = nil
+    /// Facts a layer above the engine attaches to a code of its own, read through that layer's
+    /// accessors (the DataStore layer's `conflicts` of a merge and `migration` of a failed
+    /// migration step). Nil for the engine's codes. Never a user's data: only names and ids the
+    /// layer chose to report.
+    public var details: (any Sendable)?
 
     /// Creates an error. Library code uses this; users normally only read errors.
     public init(
         _ code: Code, _ message: String, path: String? = nil, offset: UInt64? = nil,
-        underlying: (any Error)? = nil, conflicts: [Conflict] = []
+        underlying: (any Error)? = nil, details: (any Sendable)? = nil
     ) {
         self.code = code
         self.message = message
         self.path = path
         self.offset = offset
         self.underlyingError = underlying
-        self.conflicts = conflicts
+        self.details = details
     }
 
     /// `code: message (path at offset N) [cause]`.

@@ -15,7 +15,7 @@ enum TransactionEncoder {
     /// large transaction that more frames follow; every frame is a data frame).
     /// `compressor`: the caller's reusable LZ4 state, if it has one.
     static func encode(
-        _ ops: [RecordOperation], sequence: UInt64, options: LogStoreOptions, syncedThrough: UInt32,
+        _ ops: [RecordOperation], sequence: UInt64, options: LogEngineOptions, syncedThrough: UInt32,
         version: UInt16 = LogStoreFormat.version, commit: Bool = true, compressor: LZ4.Compressor? = nil
     ) -> Output {
         var out: [UInt8] = []

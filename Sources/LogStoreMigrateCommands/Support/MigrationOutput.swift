@@ -7,7 +7,7 @@ import LogStoreCommandSupport
 enum MigrationOutput {
     /// A progress handler that draws `copying Restaurant: 42% (420,000 / 1,000,000 items,
     /// 120.0 MiB, 52,000 items/s, 11 s left)`.
-    static func progressHandler(_ line: ProgressLine) -> @Sendable (MigrationProgress) -> Void {
+    static func progressHandler(_ line: ProgressLine) -> @Sendable (BackendMigrationProgress) -> Void {
         let box = UncheckedBox(line)
         return { p in
             var detail =
@@ -26,7 +26,7 @@ enum MigrationOutput {
         Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
     }
 
-    static func json(_ copy: MigrationCopyReport) -> JSON {
+    static func json(_ copy: BackendMigrationCopyReport) -> JSON {
         .object([
             ("resumed", .bool(copy.resumed)),
             ("items", .integer(copy.items)),
@@ -43,7 +43,7 @@ enum MigrationOutput {
         ])
     }
 
-    static func json(_ v: MigrationVerification) -> JSON {
+    static func json(_ v: BackendMigrationVerification) -> JSON {
         .object([
             ("equal", .bool(v.isEqual)),
             ("seconds", .double(secondsValue(v.duration))),
@@ -65,7 +65,7 @@ enum MigrationOutput {
     }
 
     /// The text lines of a verification: one per type, then the differences.
-    static func lines(_ v: MigrationVerification) -> [String] {
+    static func lines(_ v: BackendMigrationVerification) -> [String] {
         var out: [String] = []
         for t in v.types {
             let verdict = t.isEqual ? "equal" : "DIFFERENT"

@@ -15,8 +15,8 @@ struct StoreFixture {
     static let segmentSize = 64 << 10
     static let created = Date(timeIntervalSinceReferenceDate: 700_000_000.25)
 
-    static func options() -> LogStoreOptions {
-        var o = LogStoreOptions.replayOnly
+    static func options() -> LogEngineOptions {
+        var o = LogEngineOptions.replayOnly
         o.segmentSize = segmentSize
         o.durability = .none
         // One frame per fixture transaction (the scanner tests count frames as transactions).

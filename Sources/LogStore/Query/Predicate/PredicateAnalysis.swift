@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import LogStoreEngine
 
 /// Turns a `#Predicate` into a ``QueryCondition`` by walking `Predicate.expression`.

@@ -144,7 +144,7 @@ struct SeedCorpus {
     /// re-packed) and whose later frames are all live (so they are copied as they were).
     static func makeCompactedSegment() throws -> [UInt8] {
         let fs = InMemoryFileSystem()
-        var options = LogStoreOptions()
+        var options = LogEngineOptions()
         options.durability = .none
         options.maxFramePayload = 512
         let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
@@ -163,7 +163,7 @@ struct SeedCorpus {
     /// A store with puts (small, repeated-pattern and large values), deletes and a delete-all.
     static func makeStore(rollOver: Bool) throws -> Store {
         let fs = InMemoryFileSystem()
-        var options = LogStoreOptions()
+        var options = LogEngineOptions()
         options.durability = .none
         options.segmentSize = 64 << 10
         let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
