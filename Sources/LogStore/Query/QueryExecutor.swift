@@ -99,8 +99,8 @@ package enum QueryExecutor {
         /// The answer the filter and the evaluator give on `bytes` (nil: only the Swift predicate
         /// can tell), counting the visit. Touches no `Item`-dependent type: in code not
         /// specialized for `Item` (a public generic entry point called from another module) each
-        /// `Item??` value made the runtime look its type metadata up, a quarter of `countItems`'
-        /// CPU on an unindexed predicate.
+        /// `Item??` value makes the runtime look its type metadata up, which costs a quarter of
+        /// `countItems`' CPU on an unindexed predicate.
         func decide(_ bytes: ArraySlice<UInt8>, _ stats: inout Stats) throws -> Bool? {
             stats.visited += 1
             guard try passesFilter(filter, bytes) else { return false }
