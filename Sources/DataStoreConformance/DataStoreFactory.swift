@@ -57,7 +57,7 @@ public struct DataStoreCapabilities: OptionSet, Sendable {
     public static let observation = DataStoreCapabilities(rawValue: 1 << 8)
 
     /// Secondary indexes declared on item types are kept and enforced: a unique index refuses
-    /// equal values with `.uniqueConstraintViolation` (issue 13). Not child stores: a child keeps
+    /// equal values with `.uniqueConstraintViolation`. Not child stores: a child keeps
     /// what it is given, and its merge is checked by the root store's commit.
     public static let secondaryIndexes = DataStoreCapabilities(rawValue: 1 << 9)
 

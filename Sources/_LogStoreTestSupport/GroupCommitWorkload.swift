@@ -1,6 +1,6 @@
 public import LogStoreEngine
 
-/// The workload of `logstore-crashtest group-commit` and the group-commit power-loss test (issue 12): many writer threads committing at
+/// The workload of `logstore-crashtest group-commit` and the group-commit power-loss test: many writer threads committing at
 /// once on one engine, so commits share `fdatasync`s (group commit) and several transactions are
 /// appended but unsynced at every moment.
 ///

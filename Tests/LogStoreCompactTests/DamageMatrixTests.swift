@@ -3,7 +3,7 @@ import LogStoreCompactCommands
 import LogStoreEngine
 import XCTest
 
-/// The damage matrix (issue 19; Docs/Testing.md, "Damage matrix"): every file kind of a store with
+/// The damage matrix (Docs/Testing.md, "Damage matrix"): every file kind of a store with
 /// several segments, each damaged in every way an operator, a disk or a copy tool can damage it,
 /// after a clean close and after a kill -9. For every cell, a strict open either returns every
 /// committed transaction or throws a typed error naming a file; it never opens with less, except

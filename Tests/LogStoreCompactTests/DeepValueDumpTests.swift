@@ -2,7 +2,7 @@ import Foundation
 import LogStoreEngine
 import XCTest
 
-/// Issue 20 item 7: `dump` of a hostile, 10,000-level nested value reports it as undecodable
+/// `dump` of a hostile, 10,000-level nested value reports it as undecodable
 /// instead of recursing once per level.
 final class DeepValueDumpTests: XCTestCase {
     func testDumpOfTenThousandLevelValueReportsItUndecodable() throws {

@@ -150,7 +150,7 @@ final class AttributeValueTests: XCTestCase {
         assertCorrupt([0x0A, 2, 2, 0xC3, 0xA9, 0x00, 1, 0x7A, 0x00], "é before z")
     }
 
-    /// Issue 12 item 6: NFD "é" (65 CC 81) and NFC "é" (C3 A9) are ascending by bytes but equal as
+    /// NFD "é" (65 CC 81) and NFC "é" (C3 A9) are ascending by bytes but equal as
     /// Swift strings. Such a map is corruption (FileFormat §8), never a map that silently keeps one.
     func testDecoderRejectsMapKeysEqualAsSwiftStringsButDifferentInBytes() {
         let nfd: [UInt8] = [0x65, 0xCC, 0x81]

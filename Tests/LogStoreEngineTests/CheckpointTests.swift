@@ -253,7 +253,7 @@ final class CheckpointTests: XCTestCase {
             XCTAssertTrue(e?.message.contains("older copy") == true && e?.path?.hasSuffix("MANIFEST") == true, "\(error)")
         }
         // A checkpoint recording more synced bytes of a segment than the file holds proves the
-        // segment lost committed data (issue 19): strict open refuses naming the segment, salvage
+        // segment lost committed data: strict open refuses naming the segment, salvage
         // opens with every valid transaction and reports the loss.
         try CT.writeFile(fs, checkpointPath, longer)
         XCTAssertThrowsError(try LogEngine.open(directory: dir, fileSystem: fs, options: options(checkpointOnClose: false))) { error in

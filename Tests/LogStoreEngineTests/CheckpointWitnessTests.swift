@@ -3,7 +3,8 @@ import LogStoreEngine
 import XCTest
 
 /// A CHECKPOINT is written only after the log it covers is synced, so it proves which
-/// transactions were committed: a store never opens with less (issue 19, the clean-close cells).
+/// transactions were committed: a store never opens with less (the damage matrix's clean-close
+/// cells).
 final class CheckpointWitnessTests: XCTestCase {
     /// A real temporary directory for this test (removed when it ends).
     lazy var root = StoreHarness.posix(self).root

@@ -4,7 +4,7 @@ import _LogStoreTestSupport
 
 @testable import LogStoreEngine
 
-/// Issue 11, item 6: compaction copies a frame whose records are all live as it is, and re-packs
+/// Compaction copies a frame whose records are all live as it is, and re-packs
 /// the live records of the others; either way the store reads the same before and after, after a
 /// reopen from a checkpoint and after a full replay, and nothing deleted comes back.
 final class CompactionCopyTests: XCTestCase {

@@ -245,7 +245,7 @@ extension Scenarios {
         }
     }
 
-    /// Format v2, issue 12: with `.none` nothing after the open is known durable, so damage in the
+    /// Format v2: with `.none` nothing after the open is known durable, so damage in the
     /// middle of the tail is an unsynced tail: the store opens, cut at the damage, with every later
     /// (never synced) transaction, and the report says how many were cut.
     static func flippedByteInUnsyncedTailIsCutWithEverythingAfterIt(_ h: StoreHarness) throws {

@@ -7,7 +7,7 @@ import XCTest
 
 /// Writes attempted while the disk is full leave nothing behind (no empty segment files, no
 /// burned segment numbers), background compaction backs off instead of retrying at every
-/// roll-over, and the log says when space came back (issue 20 item 4).
+/// roll-over, and the log says when space came back.
 final class DiskFullLitterTests: XCTestCase {
     func storeNearlyFull(_ fs: DiskFullFileSystem, _ dir: String, logger: Logger? = nil) throws -> LogEngine {
         var o = LogEngineOptions.replayOnly

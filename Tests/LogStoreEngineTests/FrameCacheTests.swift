@@ -2,7 +2,7 @@ import XCTest
 
 @testable import LogStoreEngine
 
-/// ``FrameCache``'s policy: S3-FIFO behind a ghost doorkeeper (issue 11, item 3).
+/// ``FrameCache``'s policy: S3-FIFO behind a ghost doorkeeper.
 final class FrameCacheTests: XCTestCase {
     let frame = [UInt8](repeating: 7, count: 1_000)
     var charge: Int { frame.count + S3FIFO.entryOverhead }

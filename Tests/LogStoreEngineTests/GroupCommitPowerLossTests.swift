@@ -5,7 +5,7 @@ import _LogStoreTestSupport
 
 @testable import LogStoreEngine
 
-/// Issue 12: 16 writer threads sharing group commits on a `FaultInjectingFileSystem`, crashed at a
+/// 16 writer threads sharing group commits on a `FaultInjectingFileSystem`, crashed at a
 /// random I/O operation, then a simulated power loss (unsynced writes dropped, torn, kept, or their
 /// sectors written back out of order in a quarter of the files) or a process crash. Several
 /// commits are appended but unsynced at the crash, so a later one can survive an earlier one's

@@ -12,7 +12,7 @@ final class LockTests: XCTestCase {
         try Scenarios.deletedLockFileStillExcludes(.memory())
     }
 
-    /// Issue 20, "two writers on one log": with `LOCK` deleted, another process that locks the
+    /// Two writers on one log: with `LOCK` deleted, another process that locks the
     /// store directory (as the engine does) is refused while the engine is open, and the engine
     /// is refused while another process holds the directory.
     func testDeletedLockFileStillExcludesAnotherProcess() throws {
@@ -106,7 +106,7 @@ extension Scenarios {
         try h.open(dir).close()
     }
 
-    /// Issue 20, "two writers on one log": deleting `LOCK` under an open store does not let a
+    /// Two writers on one log: deleting `LOCK` under an open store does not let a
     /// second opener in.
     static func deletedLockFileStillExcludes(_ h: StoreHarness) throws {
         let dir = h.newStorePath()

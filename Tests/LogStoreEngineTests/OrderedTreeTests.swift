@@ -3,7 +3,7 @@ import XCTest
 
 @testable import LogStoreEngine
 
-/// `OrderedTree` (issue 11's ordered, persistent index) against a sorted-array model: random
+/// `OrderedTree` (the engine's ordered, persistent index) against a sorted-array model: random
 /// inserts, updates and removes (dense and sparse keys, so nodes split, borrow and merge at every
 /// level), with every query checked after every operation, and snapshots taken between mutations
 /// that must never change. `LOGSTORE_TREE_OPS` raises the number of operations per seed.

@@ -70,10 +70,10 @@ extension PowerLossDurabilityTests {
         return e
     }
 
-    /// A kill -9 during a segment roll-over left the new segment's directory entry (and the new
-    /// MANIFEST's rename) only in the OS cache. Recovery used them without fsyncing the directory,
-    /// and later commits fdatasync only the segment's data, so a power loss after the restart
-    /// could drop the segment file and with it transactions acknowledged after the restart.
+    /// A kill -9 during a segment roll-over can leave the new segment's directory entry (and the
+    /// new MANIFEST's rename) only in the OS cache. Later commits fdatasync only the segment's
+    /// data, so unless recovery fsyncs the directory before using them, a power loss after the
+    /// restart can drop the segment file and with it transactions acknowledged after the restart.
     func testCommitAfterRestartFromAKillDuringRollOverSurvivesPowerLoss() throws {
         var options = LogEngineOptions.replayOnly
         options.segmentSize = 64 << 10
@@ -147,9 +147,9 @@ extension PowerLossDurabilityTests {
     }
 
     /// A power loss during the fdatasync of a multi-frame transaction can write its later sectors
-    /// and not an earlier one. Recovery saw valid frames after the damage and refused to open
-    /// ("committed data follows"), though those frames belonged to the damaged, uncommitted
-    /// transaction itself (found with sector reordering in the power-loss harness).
+    /// and not an earlier one. The valid frames after the damage belong to the damaged,
+    /// uncommitted transaction itself, so they do not make the damage "committed data follows":
+    /// it is a torn tail (sector reordering in the power-loss harness reaches this).
     func testDamageFollowedOnlyByFramesOfTheSameTransactionIsATornTail() throws {
         let (fs, segment, _, b) = try storeEndingWithAMultiFrameTransaction()
         try flipByte(fs, segment, at: b + 24 + 10)  // the payload of the last transaction's first frame
@@ -172,14 +172,14 @@ extension PowerLossDurabilityTests {
 }
 
 extension PowerLossDurabilityTests {
-    /// Found by the DataStore power-loss soak (stop 24, 1 violation in 88,000 cycles with
-    /// background compaction): a kill -9 during a compaction, between the new MANIFEST's rename and
-    /// the directory's fsync, left that MANIFEST only in the OS cache. The restart's recovery read
-    /// it and removed the segments it no longer lists as strays; a power loss before recovery's
-    /// own fsync then brought the older MANIFEST back, still listing them, and the store refused to
-    /// open: "segment N is listed in MANIFEST ... but its file is missing". Every pair of crash
-    /// points (in the compaction, then in the recovery after it) must leave a store that opens
-    /// after a power loss with every committed item.
+    /// A kill -9 during a compaction, between the new MANIFEST's rename and the directory's fsync,
+    /// leaves that MANIFEST only in the OS cache. The restart's recovery reads it and removes the
+    /// segments it does not list as strays; unless recovery syncs the directory first, a power
+    /// loss then brings the older MANIFEST back, still listing them, and the store refuses to
+    /// open: "segment N is listed in MANIFEST ... but its file is missing". (The DataStore
+    /// power-loss soak with background compaction reaches this about once in 88,000 cycles.) Every
+    /// pair of crash points (in the compaction, then in the recovery after it) must leave a store
+    /// that opens after a power loss with every committed item.
     func testStrayRemovalAfterAKillDuringCompactionSurvivesPowerLoss() throws {
         var options = LogEngineOptions()
         options.segmentSize = 64 << 10

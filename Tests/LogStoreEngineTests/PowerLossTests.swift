@@ -21,7 +21,7 @@ final class PowerLossTests: XCTestCase {
     /// Without synchronous durability many commits are unsynced at the crash (torn in the middle
     /// of the tail); only flushed ones are promised. With sector reordering across those
     /// transactions (a later one whole, an earlier one damaged), the store must still open by
-    /// itself (format v2's synced offsets; issue 12): the harness fails any open that throws.
+    /// itself (format v2's synced offsets): the harness fails any open that throws.
     func testFlushedTransactionsSurviveSimulatedPowerLossWithoutSyncOnCommit() {
         runHarness(durability: .none, defaultCycles: 600, sectorReordering: 0.25)
     }

@@ -4,7 +4,7 @@ import XCTest
 
 @testable import LogStoreEngine
 
-/// Issue 11, item 5: the tail is written (zeros) and synced ahead of the appends, so durable
+/// The tail is written (zeros) and synced ahead of the appends, so durable
 /// commits overwrite allocated blocks; recovery reads zeros after the last transaction as free
 /// space, sealing and closing cut them off, and a spare file becomes the next segment.
 final class PreallocationTests: XCTestCase {

@@ -3,7 +3,7 @@ import XCTest
 
 @testable import LogStoreEngine
 
-/// Issue 20, item 5: `EROFS` is reported as a read-only file system, not as a permissions problem.
+/// `EROFS` is reported as a read-only file system, not as a permissions problem.
 final class ReadOnlyStoreTests: XCTestCase {
     func testEROFSIsReportedAsReadOnlyFileSystem() {
         let e = _ioError("open", EROFS, "/store/000001.log")

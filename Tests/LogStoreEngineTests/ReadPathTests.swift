@@ -3,7 +3,7 @@ import XCTest
 
 @testable import LogStoreEngine
 
-/// The point-read path (issue 11, item 3): sealed segments and the tail read in place through a
+/// The point-read path: sealed segments and the tail read in place through a
 /// mapping, each frame's CRC checked on its first read, compressed frames decompressed only up to
 /// the value, and what falls back to `pread`. Run on the real file system (the in-memory one cannot
 /// map files; every other engine test covers its `pread` path).

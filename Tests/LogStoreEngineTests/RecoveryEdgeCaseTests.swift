@@ -355,8 +355,8 @@ extension Scenarios {
         try h.fs.writeAll(file, [1, 2, 3])
         assertThrowsLogStoreError(.notAStore, h.name) { try h.open(file) }
 
-        // A MANIFEST that is not LogStore's, beside LogStore's segments: a damaged store (issue 20
-        // item 2), which salvage can rebuild, not a foreign directory.
+        // A MANIFEST that is not LogStore's, beside LogStore's segments: a damaged store, which
+        // salvage can rebuild, not a foreign directory.
         let (store, _) = try smallStore(h)
         try h.fs.writeAll(manifestPath(store), Array("not a manifest at all".utf8))
         let m = assertThrowsLogStoreError(.corruption, h.name) { try h.open(store) }

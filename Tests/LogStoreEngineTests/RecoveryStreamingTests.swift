@@ -7,7 +7,7 @@ import XCTest
     import Glibc
 #endif
 
-/// Recovery reads a segment in windows of `LogEngine.recoveryWindow` bytes, not whole (issue 12):
+/// Recovery reads a segment in windows of `LogEngine.recoveryWindow` bytes, not whole:
 /// a segment of several windows replays the same, a transaction larger than a window makes the
 /// window grow, and damage found in a window is judged with the bytes after it.
 final class RecoveryStreamingTests: XCTestCase {
@@ -81,7 +81,7 @@ final class RecoveryStreamingTests: XCTestCase {
         }
     }
 
-    /// Issue 12's target: recovery of a 1 GiB segment with at most 64 MiB of resident memory beyond
+    /// The memory target: recovery of a 1 GiB segment with at most 64 MiB of resident memory beyond
     /// the index. Opt-in (it writes 1 GiB): `LOGSTORE_RECOVERY_MEMORY_TEST=1`. Docs/Testing.md
     /// records the run.
     func testRecoveryOfAOneGiBSegmentStaysWithin64MiB() throws {

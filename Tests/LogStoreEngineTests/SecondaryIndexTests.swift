@@ -189,10 +189,10 @@ final class SecondaryIndexTests: XCTestCase {
         try e.close()
     }
 
-    /// Found by the engine power-loss harness (seed 16002228717466926311): `commit(_:)` takes any
-    /// list of operations, and one that put a key and then deleted it (or deleted the type after
-    /// writing to it) left the put's entry behind, because each operation's old value was read
-    /// from the state before the commit.
+    /// `commit(_:)` takes any list of operations: one that puts a key and then deletes it (or
+    /// deletes the type after writing to it) must leave no entry of the put, so each operation's
+    /// old value is the one the operations before it left, not the state before the commit (the
+    /// engine power-loss harness's seed 16002228717466926311 reaches this).
     func testACommitThatTouchesAKeyTwiceOrDeletesItsTypeAfterWritingLeavesExactEntries() throws {
         let h = StoreHarness.memory()
         let e = try h.open(h.newStorePath(), options: Self.options)

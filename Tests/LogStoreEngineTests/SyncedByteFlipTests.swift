@@ -3,7 +3,7 @@ import XCTest
 
 @testable import LogStoreEngine
 
-/// Issue 12: a byte flipped in bytes the store knows were synced (a sealed segment; the tail up to
+/// A byte flipped in bytes the store knows were synced (a sealed segment; the tail up to
 /// the furthest `syncedThrough` a frame records) is always detected: the open refuses with
 /// `.corruption`, or opens with every value intact. Never a wrong value, never a silent cut.
 ///

@@ -4,9 +4,9 @@ import _LogStoreTestSupport
 
 @testable import LogStoreEngine
 
-/// Reads inside a write body see the body's own changes (issue 11, item 4): a put no longer looks
-/// its key up in the base index at once, the first count or iteration does; every read must agree
-/// with a model whatever the order of puts, deletes, delete-alls and reads.
+/// Reads inside a write body see the body's own changes. A put does not look its key up in the
+/// base index at once, the first count or iteration does; every read must agree with a model
+/// whatever the order of puts, deletes, delete-alls and reads.
 final class TransactionReadTests: XCTestCase {
     func testReadsInsideAWriteAgreeWithAModelWhateverTheOrderOfChanges() throws {
         var rng = SplitMix64(seed: 77)

@@ -3,7 +3,7 @@ import XCTest
 
 @testable import LogStoreEngine
 
-/// ``TypeIndex`` (issue 11, item 7): a type's keys held as ``Key8``, ``Key16`` or ``RecordKey``,
+/// ``TypeIndex``: a type's keys held as ``Key8``, ``Key16`` or ``RecordKey``,
 /// checked against a sorted-array model whatever the representation: lookups, key order, ranks and
 /// starts from keys of any length (which a fixed-width representation cannot hold), snapshots, and
 /// the conversion when a key of another length arrives.

@@ -76,8 +76,9 @@ final class PostgresBehaviorTests {
     }
 
     @Test func aWriteThatKeepsConflictingFailsWithWriteConflict() throws {
-        // 2 s: the first attempt opens two more connections; under load it took up to 145 ms, so
-        // a shorter limit could give up before a second attempt and fail `runs > 1` by chance.
+        // 2 s: the first attempt opens two more connections, which under load takes up to about
+        // 150 ms, so a shorter limit could give up before a second attempt and fail `runs > 1` by
+        // chance.
         let a = try store { $0.retry.timeout = .seconds(2) }
         try a.writeSync { try $0.insert(Note(id: "x", text: "", count: 0)) }
         // Another session changes the row after each attempt read it: every attempt conflicts.

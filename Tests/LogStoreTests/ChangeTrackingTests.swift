@@ -4,7 +4,7 @@ import LogStoreEngine
 import Testing
 import _LogStoreTestSupport
 
-/// `changes(since:)` and change tokens (issue 14, item 5): written ids from the index, deleted ids
+/// `changes(since:)` and change tokens: written ids from the index, deleted ids
 /// from the tombstones, `.historyTruncated` whenever the store cannot answer exactly.
 @Suite struct ChangeTrackingTests {
     struct Order: DataStoreItem, Equatable {

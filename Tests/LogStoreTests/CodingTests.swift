@@ -568,7 +568,7 @@ final class CodingTests: XCTestCase {
         }
     }
 
-    /// Issue 12 item 6: a map whose keys differ in bytes but are equal as Swift strings (NFC and
+    /// A map whose keys differ in bytes but are equal as Swift strings (NFC and
     /// NFD "é") is decoded deterministically: as corruption, by the typed decoder as by
     /// `AttributeValue.decode`; and the encoder refuses to write one.
     func testMapKeysEqualAsSwiftStringsButDifferentInBytesAreRejected() throws {

@@ -47,7 +47,7 @@ final class DataStorePowerLossTests: XCTestCase {
     /// `.none` and `.buffered` durability: only flushed commits are promised (the interpreter
     /// flushes after every third), so each crash finds a batch of unsynced transactions whose
     /// sectors may reach the disk out of order (a quarter of the files); after every crash the
-    /// store must open by itself (format v2, issue 12) with every flushed transaction.
+    /// store must open by itself (format v2) with every flushed transaction.
     func testFlushedTransactionsSurviveSimulatedPowerLossWithoutSynchronousDurability() {
         let env = ProcessInfo.processInfo.environment
         for durability in [Durability.none, .buffered] {
@@ -211,9 +211,9 @@ final class DataStorePowerLossTests: XCTestCase {
 
     // MARK: Regressions
 
-    /// Found by the DataStore harness (seed 13717354105200002446, before e595325): a commit killed
-    /// during its fdatasync was recovered (its append was in the OS cache) and shown, but recovery
-    /// never made it durable, so a power loss after the restart took it back.
+    /// A commit killed during its fdatasync is recovered (its append is in the OS cache) and
+    /// shown, so recovery must make it durable, or a power loss after the restart takes it back
+    /// (the DataStore harness's seed 13717354105200002446 reaches this).
     func testCommitRecoveredAfterAKillDuringItsSyncSurvivesALaterPowerLoss() throws {
         for viaMerge in [false, true] {
             let fs = try freshFileSystem()

@@ -22,7 +22,7 @@ struct Nested: DataStoreItem {
     var chain: DeepChain
 }
 
-/// Issue 20 item 7: no LogStore path recurses on user data without a bound. Hostile nesting is
+/// No LogStore path recurses on user data without a bound. Hostile nesting is
 /// refused with a typed error, and equality, hashing, printing and encoding of a deep
 /// `AttributeValue` run on a thread with a small stack.
 final class DeepNestingTests: StoreTestCase {
@@ -158,8 +158,8 @@ final class DeepNestingTests: StoreTestCase {
     func checkDeepAttributeValueOnSmallStack() throws {
         // The values are owned by this (large-stack) thread: the small-stack thread reaches them through an
         // unowned reference, so it never drops the last reference. (Releasing a 10,000-level
-        // value recurses in the Swift runtime; whichever thread released last used to do it, and
-        // on the 1 MiB stack that crashed now and then.)
+        // value recurses in the Swift runtime, which overflows a 1 MiB stack now and then: the
+        // thread that releases the last reference does it.)
         final class Values: Sendable {
             let a = DeepNestingTests.deepArray(DeepNestingTests.levels), b = DeepNestingTests.deepArray(DeepNestingTests.levels)
             let m = DeepNestingTests.deepMap(DeepNestingTests.levels), n = DeepNestingTests.deepMap(DeepNestingTests.levels)

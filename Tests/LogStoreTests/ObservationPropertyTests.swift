@@ -4,7 +4,7 @@ import LogStore
 import PropertyBased
 import Testing
 
-/// The observation property test (issue 14; Docs/Testing.md, "Observation property test"): random
+/// The observation property test (Docs/Testing.md, "Observation property test"): random
 /// scripts (writes, delete-alls, nukes, throwing blocks that roll back, child stores, merges with
 /// each policy, resets, reopens) against random observers of requests, items and counts on the
 /// root and on child stores. After every step each observer's last element equals a fresh fetch,

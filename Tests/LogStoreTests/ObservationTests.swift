@@ -4,7 +4,7 @@ import LogStoreEngine
 import Testing
 import _LogStoreTestSupport
 
-/// Observation (issue 14): `observe`, `observeItem`, `observeCount` on every kind of LogDataStore.
+/// Observation: `observe`, `observeItem`, `observeCount` on every kind of LogDataStore.
 /// Each test writes, then waits until the observation has applied every commit (`_settle()`),
 /// then checks whether an element is pending, so "no element" is asserted exactly, without
 /// sleeping or timing out.

@@ -2,7 +2,7 @@ import Foundation
 import LogStore
 import XCTest
 
-/// Issue 20, item 3: what recovery did is visible to the app through `LogDataStore`, not only in
+/// What recovery did is visible to the app through `LogDataStore`, not only in
 /// the log.
 final class RecoveryReportTests: XCTestCase {
     func testRecoveryReportIsReachableFromDataStoreAfterSetup() throws {

@@ -5,7 +5,7 @@ import Synchronization
 import XCTest
 import _LogStoreTestSupport
 
-/// Errors that fit the cause (issue 20, item 5): a lifecycle race of one instance is not
+/// Errors that fit the cause: a lifecycle race of one instance is not
 /// "another LogDataStore", and a read-only store directory is refused at `setup()` saying so.
 final class StoreLifecycleTests: XCTestCase {
     func testSetupRacingTearDownOfSameStoreIsNotReportedAsLocked() throws {
@@ -29,8 +29,8 @@ final class StoreLifecycleTests: XCTestCase {
             setupResult.withLock { $0 = Result { try store.setup() } }
             setupDone.signal()
         }
-        // Before the fix setup() returned at once with `.locked`; now it either returns at once
-        // (ordered before the tearDown) or waits for it and opens again. Let it get that far.
+        // setup() must not fail with `.locked`: it either returns at once (ordered before the
+        // tearDown) or waits for it and opens again. Let it get that far.
         let setupReturnedEarly = setupDone.wait(timeout: .now() + 0.2) == .success
         fs.releaseUnlock()
         XCTAssertEqual(tornDown.wait(timeout: .now() + 30), .success)

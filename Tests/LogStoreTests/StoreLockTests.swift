@@ -3,7 +3,7 @@ import LogStore
 import XCTest
 
 /// One `LogDataStore` per directory, whatever happens to the `LOCK` file, and lifecycle races
-/// of one instance that must not look like a second store (issue 20, items 1 and 5).
+/// of one instance that must not look like a second store.
 final class StoreLockTests: XCTestCase {
     func makeDirectory() -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("logstore-lock-tests-\(UUID().uuidString)")

@@ -3,7 +3,7 @@ import XCTest
 
 @testable import LogStore
 
-/// Issue 20 item 6 and issue 12 item 6: `AttributeValue.compare` is exact and transitive across
+/// `AttributeValue.compare` is exact and transitive across
 /// `.int` and `.double`. (That sorts with a limit return the first results of the full sort, on
 /// every backend, is the conformance suite's `order.*` cases.)
 final class TotalOrderTests: XCTestCase {

@@ -11,46 +11,48 @@
 internal import Foundation
 internal import LogStoreEngine
 
-/// A map entry, an array element or the root value. Offsets are into the arena's `scratch`.
-struct EEntry {
-    /// The container holding this entry, or -1 for the root.
-    var owner: Int32
-    /// The owner's next entry (in key order for sorted maps, else in encoding order), or -1.
-    var next: Int32
-    /// The container that is this entry's value, or -1.
-    var child: Int32
-    /// Levels nested inside the pre-encoded value (0: a scalar; 1: an array of scalars).
-    var innerDepth: Int32
-    /// The array position, or -1 for map entries and the root.
-    var index: Int
-    /// The encoded key (`uvarint(length) utf8`) at `keyStart..<keyEnd`, its UTF-8 from `keyUTF8`;
-    /// all equal for array elements and the root.
-    var keyStart: Int
-    var keyUTF8: Int
-    var keyEnd: Int
-    /// The first 8 key bytes, big-endian and zero-padded (orders keys except on ties).
-    var prefix: UInt64
-    /// The pre-encoded value at `valueStart..<valueEnd` (when `child` is -1). Empty: nothing was
-    /// encoded, which is written as an empty map (as JSONEncoder writes `{}`).
-    var valueStart: Int
-    var valueEnd: Int
-}
+extension EncodingArena {
+    /// A map entry, an array element or the root value. Offsets are into the arena's `scratch`.
+    struct Entry {
+        /// The container holding this entry, or -1 for the root.
+        var owner: Int32
+        /// The owner's next entry (in key order for sorted maps, else in encoding order), or -1.
+        var next: Int32
+        /// The container that is this entry's value, or -1.
+        var child: Int32
+        /// Levels nested inside the pre-encoded value (0: a scalar; 1: an array of scalars).
+        var innerDepth: Int32
+        /// The array position, or -1 for map entries and the root.
+        var index: Int
+        /// The encoded key (`uvarint(length) utf8`) at `keyStart..<keyEnd`, its UTF-8 from `keyUTF8`;
+        /// all equal for array elements and the root.
+        var keyStart: Int
+        var keyUTF8: Int
+        var keyEnd: Int
+        /// The first 8 key bytes, big-endian and zero-padded (orders keys except on ties).
+        var prefix: UInt64
+        /// The pre-encoded value at `valueStart..<valueEnd` (when `child` is -1). Empty: nothing was
+        /// encoded, which is written as an empty map (as JSONEncoder writes `{}`).
+        var valueStart: Int
+        var valueEnd: Int
+    }
 
-/// A keyed (map) or unkeyed (array) container: a linked list of entries.
-struct EContainer {
-    var isMap: Bool
-    /// Maps: whether the list is in key order with unique keys (kept so up to `sortedLimit`
-    /// entries; larger maps are sorted by `bytes()`).
-    var isSorted = true
-    /// The entry whose value this container is.
-    var entry: Int32
-    var first: Int32 = -1
-    var last: Int32 = -1
-    var count: Int32 = 0
+    /// A keyed (map) or unkeyed (array) container: a linked list of entries.
+    struct Container {
+        var isMap: Bool
+        /// Maps: whether the list is in key order with unique keys (kept so up to `sortedLimit`
+        /// entries; larger maps are sorted by `bytes()`).
+        var isSorted = true
+        /// The entry whose value this container is.
+        var entry: Int32
+        var first: Int32 = -1
+        var last: Int32 = -1
+        var count: Int32 = 0
 
-    init(isMap: Bool, entry: Int32) {
-        self.isMap = isMap
-        self.entry = entry
+        init(isMap: Bool, entry: Int32) {
+            self.isMap = isMap
+            self.entry = entry
+        }
     }
 }
 
@@ -63,8 +65,8 @@ final class EncodingArena {
     /// Maps with more entries than this are sorted once at the end instead of on insertion.
     static let sortedLimit: Int32 = 32
 
-    @exclusivity(unchecked) var entries: [EEntry] = []
-    @exclusivity(unchecked) var containers: [EContainer] = []
+    @exclusivity(unchecked) var entries: [Entry] = []
+    @exclusivity(unchecked) var containers: [Container] = []
     /// Keys and scalar values, encoded as soon as `encode(to:)` hands them over.
     let scratch = ValueWriter(capacity: 512)
     /// The final value, written by `bytes()`.
@@ -103,7 +105,7 @@ final class EncodingArena {
         defer { ArenaPool.shared.give(arena) }
         if !userInfo.isEmpty { arena.userInfo = userInfo.mapValues { $0 as Any } }
         arena.entries.append(
-            EEntry(
+            Entry(
                 owner: -1, next: -1, child: -1, innerDepth: 0, index: -1, keyStart: 0, keyUTF8: 0, keyEnd: 0, prefix: 0,
                 valueStart: 0, valueEnd: 0))
         if let inner = arena.appendFast(value) {
@@ -129,7 +131,7 @@ final class EncodingArena {
     @inline(__always) @discardableResult
     func link(_ c: Int, keyStart: Int, valueStart: Int, innerDepth: Int32) -> Int {
         let e = entries.count
-        var entry = EEntry(
+        var entry = Entry(
             owner: Int32(truncatingIfNeeded: c), next: -1, child: -1, innerDepth: innerDepth, index: -1,
             keyStart: valueStart, keyUTF8: valueStart, keyEnd: valueStart, prefix: 0,
             valueStart: valueStart, valueEnd: scratch.count)
@@ -253,7 +255,7 @@ final class EncodingArena {
         let existing = Int(entries[e].child)
         if existing >= 0 && containers[existing].isMap == isMap { return existing }
         let c = containers.count
-        containers.append(EContainer(isMap: isMap, entry: Int32(truncatingIfNeeded: e)))
+        containers.append(Container(isMap: isMap, entry: Int32(truncatingIfNeeded: e)))
         entries[e].child = Int32(truncatingIfNeeded: c)
         entries[e].valueEnd = entries[e].valueStart
         return c

@@ -8,8 +8,18 @@ struct ItemCore<Item: DataStoreItem>: ObservationCore {
     private(set) var sequence: UInt64 = 0
     var key: RecordKey? = nil
     var current: Item? = nil
-    /// What the consumer took last (`.none` before the first element).
-    var delivered: Item?? = .none
+    /// What the consumer took last.
+    var delivered: Delivered = .nothingYet
+
+    /// What an item observation last handed its consumer.
+    enum Delivered {
+        /// No element yet: the first one is due whatever the item holds.
+        case nothingYet
+        /// An element saying the item does not exist.
+        case absent
+        /// An element holding this value of the item.
+        case item(Item)
+    }
 
     var itemType: String { Item.itemType }
 
@@ -32,17 +42,18 @@ struct ItemCore<Item: DataStoreItem>: ObservationCore {
     }
 
     var hasCandidate: Bool {
-        guard case .some(let last) = delivered else { return true }
-        switch (last, current) {
-        case (nil, nil): return false
-        case (let a?, let b?): return !ItemValues.same(a, b)
+        switch (delivered, current) {
+        case (.nothingYet, _): return true
+        case (.absent, nil): return false
+        case (.item(let a), let b?): return !ItemValues.same(a, b)
         default: return true
         }
     }
 
     mutating func takeCandidate(token: DataStoreChangeToken) -> ObservedItem<Item> {
-        let initial = delivered == nil
-        delivered = .some(current)
+        let initial: Bool
+        if case .nothingYet = delivered { initial = true } else { initial = false }
+        delivered = current.map { .item($0) } ?? .absent
         return ObservedItem(item: current, sequence: sequence, token: token, isInitial: initial)
     }
 }

@@ -99,8 +99,8 @@ package enum QueryExecutor {
         /// The answer the filter and the evaluator give on `bytes` (nil: only the Swift predicate
         /// can tell), counting the visit. Touches no `Item`-dependent type: in code not
         /// specialized for `Item` (a public generic entry point called from another module) each
-        /// `Item??` value made the runtime look its type metadata up, a quarter of `countItems`'
-        /// CPU on an unindexed predicate.
+        /// `Item??` value makes the runtime look its type metadata up, which costs a quarter of
+        /// `countItems`' CPU on an unindexed predicate.
         func decide(_ bytes: ArraySlice<UInt8>, _ stats: inout Stats) throws -> Bool? {
             stats.visited += 1
             guard try passesFilter(filter, bytes) else { return false }
@@ -193,39 +193,13 @@ package enum QueryExecutor {
                 )
             }
             if plan.sortedByIndex {
-                let groupComponents = plan.tieGroupComponents
-                var group: [Match<Item>] = []
-                var groupPrefix: [UInt8]? = nil
-                var done = false
-                func flush() {
-                    if groupComponents != nil { group.sort { $0.key < $1.key } }
-                    matches.append(contentsOf: group)
-                    group.removeAll(keepingCapacity: true)
-                    if let needed, matches.count >= needed { done = true }
+                let window = try collectInSortOrder(
+                    ranges, index: name, reverse: reverse, tieGroupComponents: plan.tieGroupComponents, needed: needed, in: view,
+                    type: type, key: \.key
+                ) { key -> Match<Item>? in
+                    guard let bytes = try view.value(type: type, key: key), let m = try matcher.match(bytes, &stats) else { return nil }
+                    return Match(key: key, bytes: bytes, item: m)
                 }
-                for range in ranges where !done {
-                    try view.forEachIndexEntry(ofType: type, index: name, in: range, reverse: reverse) { entry, key in
-                        if let n = groupComponents {
-                            let prefix = entry.withUnsafeBytes { raw in
-                                IndexKeyEncoding.prefixLength(ofEntry: raw, componentCount: n).map { Array(raw[..<$0]) }
-                            }
-                            if prefix != groupPrefix {
-                                flush()
-                                if done { return false }
-                                groupPrefix = prefix
-                            }
-                        }
-                        guard let bytes = try view.value(type: type, key: key) else { return true }
-                        if let m = try matcher.match(bytes, &stats) { group.append(Match(key: key, bytes: bytes, item: m)) }
-                        if groupComponents == nil {
-                            flush()
-                            return !done
-                        }
-                        return true
-                    }
-                    flush()
-                }
-                let window = needed.map { Array(matches.prefix($0)) } ?? matches
                 return (try finish(Array(window.dropFirst(request.offset)), &stats), plan)
             }
             for range in ranges {
@@ -267,21 +241,39 @@ package enum QueryExecutor {
         _ ranges: [IndexEntryRange], index name: String, reverse: Bool, tieGroupComponents: Int?, needed: Int?, in view: any RecordReader,
         type: String
     ) throws -> [RecordKey] {
-        var keys: [RecordKey] = []
-        var group: [RecordKey] = []
+        try collectInSortOrder(
+            ranges, index: name, reverse: reverse, tieGroupComponents: tieGroupComponents, needed: needed, in: view, type: type,
+            key: { $0 }, { $0 })
+    }
+
+    /// Walks `ranges` of an index that delivers the request's sort and returns the first `needed`
+    /// elements (all without a limit) that `element` makes of the entries' record keys (nil: the
+    /// entry is skipped, as a record that does not match), in the request's order.
+    ///
+    /// Entries that share `tieGroupComponents` leading components (a tie group: equal on every
+    /// sorted attribute, which the index orders by something other than the id) are collected
+    /// whole and put in id order (`key`), which is how ties are broken; the walk stops at the
+    /// first tie group boundary once `needed` elements are in. Without tie groups (the index
+    /// order already breaks ties by id) it stops at the `needed`th element.
+    static func collectInSortOrder<Element>(
+        _ ranges: [IndexEntryRange], index name: String, reverse: Bool, tieGroupComponents: Int?, needed: Int?, in view: any RecordReader,
+        type: String, key: (Element) -> RecordKey, _ element: (RecordKey) throws -> Element?
+    ) throws -> [Element] {
+        var collected: [Element] = []
+        var group: [Element] = []
         var groupPrefix: [UInt8]? = nil
         var done = false
         func flush() {
-            group.sort()
-            keys.append(contentsOf: group)
+            group.sort { key($0) < key($1) }
+            collected.append(contentsOf: group)
             group.removeAll(keepingCapacity: true)
-            if let needed, keys.count >= needed { done = true }
+            if let needed, collected.count >= needed { done = true }
         }
         for range in ranges where !done {
-            try view.forEachIndexEntry(ofType: type, index: name, in: range, reverse: reverse) { entry, key in
+            try view.forEachIndexEntry(ofType: type, index: name, in: range, reverse: reverse) { entry, recordKey in
                 guard let n = tieGroupComponents else {
-                    keys.append(key)
-                    if let needed, keys.count >= needed { done = true }
+                    if let e = try element(recordKey) { collected.append(e) }
+                    if let needed, collected.count >= needed { done = true }
                     return !done
                 }
                 let prefix = entry.withUnsafeBytes { raw in
@@ -292,12 +284,12 @@ package enum QueryExecutor {
                     if done { return false }
                     groupPrefix = prefix
                 }
-                group.append(key)
+                if let e = try element(recordKey) { group.append(e) }
                 return true
             }
             flush()
         }
-        return needed.map { Array(keys.prefix($0)) } ?? keys
+        return needed.map { Array(collected.prefix($0)) } ?? collected
     }
 
     /// The items of `matches`, decoding those not decoded yet.

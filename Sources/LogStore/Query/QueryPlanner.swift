@@ -268,12 +268,14 @@ enum QueryPlanner {
         var usedHere = Set<Int>()
         var parts: [String] = []
         var exact = true
-        func raise(_ b: [UInt8]) { if lower.map({ $0.lexicographicallyPrecedes(b) }) ?? true { lower = b } }
-        func lowerUpper(_ b: [UInt8]) { if upper.map({ b.lexicographicallyPrecedes($0) }) ?? true { upper = b } }
+        // Each comparison can only narrow the range: the larger lower bound and the smaller upper
+        // bound win.
+        func tightenLower(_ b: [UInt8]) { if lower.map({ $0.lexicographicallyPrecedes(b) }) ?? true { lower = b } }
+        func tightenUpper(_ b: [UInt8]) { if upper.map({ b.lexicographicallyPrecedes($0) }) ?? true { upper = b } }
         for (i, c) in conjuncts.enumerated() where !used.contains(i) {
             guard case .comparison(let a, let op, let v) = c, a.codingPath == path else { continue }
             if op == .notEqual, v == .null {
-                raise([IndexKeyEncoding.kindBounds(of: .bool(false)).lower[0]])  // everything after null
+                tightenLower([IndexKeyEncoding.kindBounds(of: .bool(false)).lower[0]])  // everything after null
                 usedHere.insert(i)
                 parts.append("\(path.joined(separator: ".")) != nil")
                 continue
@@ -288,10 +290,10 @@ enum QueryPlanner {
             if case .string = v { exact = false }
             let component = IndexKeyEncoding.component(v)
             switch op {
-            case .greater: if let s = IndexKeyEncoding.successor(ofPrefix: component) { raise(s) }
-            case .greaterOrEqual: raise(component)
-            case .less: lowerUpper(component)
-            case .lessOrEqual: if let s = IndexKeyEncoding.successor(ofPrefix: component) { lowerUpper(s) }
+            case .greater: if let s = IndexKeyEncoding.successor(ofPrefix: component) { tightenLower(s) }
+            case .greaterOrEqual: tightenLower(component)
+            case .less: tightenUpper(component)
+            case .lessOrEqual: if let s = IndexKeyEncoding.successor(ofPrefix: component) { tightenUpper(s) }
             default: continue
             }
             usedHere.insert(i)
@@ -301,8 +303,8 @@ enum QueryPlanner {
         if let kind {
             // A comparison never matches another kind (nor NaN): stay within this one.
             let bounds = IndexKeyEncoding.kindBounds(of: kind)
-            raise(bounds.lower)
-            lowerUpper(bounds.upper)
+            tightenLower(bounds.lower)
+            tightenUpper(bounds.upper)
         }
         return (lower ?? [], upper, usedHere, exact, parts.joined(separator: ", "))
     }

@@ -55,9 +55,9 @@ extension CheckpointFile {
             return all
         }
 
-        /// The type's index of `locations` (in the keys' order). Checkpoints written since issue
-        /// 11 list each type's entries in key order, so it is built bottom-up in O(n); older ones
-        /// list them in hash order and are sorted first (O(n log n)). Nil if a key repeats.
+        /// The type's index of `locations` (in the keys' order). A checkpoint lists each type's
+        /// entries in key order, so it is built bottom-up in O(n); one written by an older build
+        /// lists them in hash order, and they are sorted first (O(n log n)). Nil if a key repeats.
         func index(_ locations: [RecordLocation]) -> TypeIndex? {
             switch keys {
             case .key8(let k):

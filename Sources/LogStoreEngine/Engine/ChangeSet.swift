@@ -4,7 +4,7 @@ package import HashTreeCollections
 /// not show yet. The DataStore layer's child stores keep their changes in one too, with values
 /// moved out of memory to a file of their own (``ExternalValues``).
 ///
-/// `Storage` picks the maps (issue 11): ``FlatChangeStorage`` (Swift's hash `Dictionary` and `Set`)
+/// `Storage` picks the maps: ``FlatChangeStorage`` (Swift's hash `Dictionary` and `Set`)
 /// for a write transaction, which nobody snapshots, so inserts are cheap; ``PersistentChangeStorage``
 /// (hash tries) for a child store, whose views are snapshots taken while it keeps changing: a copy
 /// is O(1) and later writes never copy more than their own path. Not thread-safe while mutated.

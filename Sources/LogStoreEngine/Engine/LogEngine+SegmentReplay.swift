@@ -1,8 +1,8 @@
 import Logging
 
 // Replaying one segment: the windowed stream over a file and the scan of one window, shared by
-// full replay and replay after a checkpoint. Split from LogEngine+Recovery.swift, which decides
-// which segments to replay and what their damage means for the store.
+// full replay and replay after a checkpoint. LogEngine+RecoveryReplay.swift decides which
+// segments to replay and what their damage means for the store.
 
 extension LogEngine {
     enum ScanResult {

@@ -23,7 +23,7 @@ final class SegmentFile: Sendable {
     private let reservedLength = Atomic<UInt64>(0)
     /// Set once by the first read, if the file can be mapped: a retained ``SealedBytes`` (its
     /// bytes and which of its frames this process has checked), as `Unmanaged` bits, released on
-    /// deinit. (`AtomicLazyReference.load()` is not inlined and cost a point read 160
+    /// deinit. (`AtomicLazyReference.load()` is not inlined and costs a point read 160
     /// instructions; this load is one instruction.)
     private let mapped = Atomic<UInt>(0)
     /// Set when mapping failed, so reads stop trying and use `pread`.

@@ -1,4 +1,4 @@
-/// Applying a committed transaction to the index as one batch (issue 11, item 4).
+/// Applying a committed transaction to the index as one batch.
 extension IndexState {
     /// Applies `ops` in order, `placements[i]` the location of put `i`: per run of operations on
     /// one type, its tree is taken out of the dictionary once (so it is uniquely held and updated

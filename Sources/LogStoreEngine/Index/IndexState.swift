@@ -3,7 +3,7 @@
 /// A value type built on persistent B+trees (``TypeIndex``, ``OrderedTree``): copying it is O(1)
 /// and a copy is never affected by later changes to the original, which is how readers get
 /// snapshots while the writer appends; each type's keys iterate in byte order, so requests page
-/// through them without sorting (issue 11).
+/// through them without sorting.
 package struct IndexState: Sendable {
     package var types: [String: TypeIndex] = [:]
     /// The sequence number of the last transaction applied.

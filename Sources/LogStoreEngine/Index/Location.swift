@@ -1,5 +1,5 @@
 /// Where a record's value lives: the frame that holds it and the value's bytes inside the frame's
-/// raw (decompressed) payload. 24 bytes in memory, the index entry's payload (issue 11, item 7).
+/// raw (decompressed) payload. 24 bytes in memory: it is the payload of every index entry.
 ///
 /// The frame's length is not kept: its header, which every read parses anyway, holds it (and a
 /// checkpoint, which stores it, reads it from there: ``SegmentFile/storedFrameLength(at:)``).

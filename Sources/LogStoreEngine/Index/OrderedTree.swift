@@ -1,5 +1,5 @@
 /// A persistent, ordered map: a B+tree whose nodes are shared between copies and copied on write,
-/// path by path (issue 11; the structure the secondary indexes reuse).
+/// path by path. The type indexes and the secondary indexes are built on it.
 ///
 /// - Copying a tree is O(1): a snapshot that holds a copy never sees later writes, and readers of
 ///   a copy never wait for a writer of another copy.

@@ -1,4 +1,4 @@
-/// The index of one item type: key → location, in key order (issue 11, item 7).
+/// The index of one item type: key → location, in key order.
 ///
 /// An ``OrderedTree`` whose keys take the narrowest representation that holds every key of the
 /// type: ``Key8`` when all keys are 8 bytes (integer ids), ``Key16`` when all are 16 (UUIDs), else

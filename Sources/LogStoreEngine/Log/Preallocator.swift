@@ -2,7 +2,7 @@ import Dispatch
 import Synchronization
 
 /// Keeps the tail segment's blocks written and synced ahead of the append offset, so that a
-/// durable commit overwrites allocated blocks instead of growing the file (issue 11, item 5).
+/// durable commit overwrites allocated blocks instead of growing the file.
 ///
 /// Why: `fdatasync` of a file that grew must also make the new size durable (an inode write, or
 /// a journal commit), which costs a second I/O per commit; an overwrite inside the file's
