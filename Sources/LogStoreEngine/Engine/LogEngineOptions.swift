@@ -52,14 +52,13 @@ public struct LogEngineOptions: Sendable {
     /// overwritten or deleted, ``compactionThreshold``; on `compact()`; and, with
     /// ``autoCompaction``, once sealed segments written uncompressed make up half the store and
     /// at least ``compactionMinimumDeadBytes``), and a first compaction that compresses everything
-    /// it copies. Docs/Performance.md, "Issue 11: closing the gaps", has the numbers behind the
-    /// default: +12 % instead of +170 % write CPU on text, 10 % less CPU per point read over 1M
-    /// items, but a 1.6x costlier first compaction.
+    /// it copies. On text-heavy items compression-on-write costs more write CPU than the rest of
+    /// a commit; off, a first compaction costs more (Docs/Performance.md).
     public var compressOnWrite: Bool = true
     /// With ``compression``: how hard compaction compresses the frames it re-packs. 0: LZ4's fast
     /// mode, as writers use; 1 to 12: LZ4HC at that level (same format and decompression speed,
-    /// smaller frames, slower compaction). Default 0 (Docs/Performance.md, "Issue 11: closing the
-    /// gaps"). Values outside 0...12 are clamped.
+    /// smaller frames, slower compaction). Default 0 (Docs/Performance.md). Values outside 0...12
+    /// are clamped.
     public var compactionCompressionLevel: Int = 0
     /// Frames smaller than this are never compressed. Default 256 bytes.
     public var compressionThreshold: Int = 256
