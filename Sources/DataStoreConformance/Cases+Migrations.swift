@@ -163,7 +163,7 @@ extension DataStoreConformance {
 
     /// A store object on `location` that applies migrations (the factory declared `.migrations`).
     static func migratingStore(_ location: any DataStoreLocation, _ c: ConformanceContext) throws -> any MigratingDataStore {
-        guard let store = try location.makeStore() as? any MigratingDataStore else {
+        guard let store = try location.makeMigratingStore() else {
             throw c.skip("the factory declares .migrations, but its stores are not MigratingDataStore")
         }
         return store

@@ -24,9 +24,17 @@ public protocol DataStoreLocation: AnyObject, Sendable {
     /// (an in-memory store, a child store) and returns the same object. The store may or may not
     /// be set up; the suite calls `setup()` before using it.
     func makeStore() throws -> any DataStore
+    /// ``makeStore()`` typed as a store that applies migrations, for the cases of
+    /// ``DataStoreCapabilities/migrations``; nil (the default) when this place's stores do not.
+    func makeMigratingStore() throws -> (any MigratingDataStore)?
     /// Tears down what is still open and deletes the place's data. Called once, at the end of
     /// the case. Never throws: it is cleanup.
     func destroy()
+}
+
+extension DataStoreLocation {
+    /// See ``DataStoreLocation/makeMigratingStore()``: none.
+    public func makeMigratingStore() throws -> (any MigratingDataStore)? { nil }
 }
 
 /// What a backend offers beyond the contract every `DataStore` keeps.

@@ -84,7 +84,9 @@ struct PostgresDataStoreFactory: DataStoreFactory {
             self.schema = schema
             self.options = options
         }
-        func makeStore() throws -> any DataStore {
+        func makeStore() throws -> any DataStore { try makePostgresStore() }
+        func makeMigratingStore() throws -> (any MigratingDataStore)? { try makePostgresStore() }
+        func makePostgresStore() throws -> PostgresDataStore {
             let s = try PostgresTestServer.store(schema: schema, options: options)
             stores.update { $0.append(s) }
             return s

@@ -34,7 +34,9 @@ struct SQLiteDataStoreFactory: DataStoreFactory {
             self.directory = directory
             self.options = options
         }
-        func makeStore() throws -> any DataStore {
+        func makeStore() throws -> any DataStore { try makeSQLiteStore() }
+        func makeMigratingStore() throws -> (any MigratingDataStore)? { try makeSQLiteStore() }
+        func makeSQLiteStore() throws -> SQLiteDataStore {
             let s = SQLiteDataStore(url: directory.appendingPathComponent("store.sqlite"), options: options)
             stores.update { $0.append(s) }
             return s

@@ -413,7 +413,7 @@ extension Bench {
         o.durability = .synchronous
         // Closing writes a checkpoint (LogStoreOptions.checkpointOnClose).
         for dir in [ip, pp] {
-            try LogEngine.open(directory: dir, fileSystem: POSIXFileSystem(), options: o).close()
+            try LogEngine.open(directory: dir, fileSystem: POSIXFileSystem(), options: o.engine).close()
             guard !Self.checkpointFiles(dir).isEmpty else { throw BenchError("app-open: no checkpoint in \(dir) after close") }
         }
         let cases: [(key: String, config: String, role: Row.Role, dir: String, type: String)] = [
@@ -429,7 +429,7 @@ extension Bench {
                 let c = cases[k]
                 let c0 = processCPUSeconds()
                 let t0 = nowNanos()
-                let e = try LogEngine.open(directory: c.dir, fileSystem: POSIXFileSystem(), options: o)
+                let e = try LogEngine.open(directory: c.dir, fileSystem: POSIXFileSystem(), options: o.engine)
                 _ = try e.snapshot().value(type: c.type, key: try ItemKey.make(0))
                 let dt = nowNanos() - t0
                 runs[k].cpuSeconds += processCPUSeconds() - c0
@@ -472,7 +472,7 @@ extension Bench {
         let (_, pp) = try appBulkPaths()
         var o = LogStoreOptions()
         o.cacheSize = 0
-        let e = try LogEngine.open(directory: pp, fileSystem: POSIXFileSystem(), options: o)
+        let e = try LogEngine.open(directory: pp, fileSystem: POSIXFileSystem(), options: o.engine)
         defer { try? e.close() }
         let type = PlainMenuItem.itemType
         let compound = IndexDefinition(attributes: [["restaurantId"], ["category"], ["name"]])

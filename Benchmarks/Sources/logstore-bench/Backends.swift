@@ -15,7 +15,7 @@ final class SQLiteDataStoreBench: DataStoreBench {
     let store: SQLiteDataStore
 
     init(path: String, mode: Mode) throws {
-        var o = LogStoreOptions()
+        var o = DataStoreOptions()
         o.durability = mode == .durable ? .synchronous : .buffered
         self.path = path
         config = "DataStore API over GRDB, WAL, synchronous=\(mode == .durable ? "FULL" : "NORMAL"), JSON rows"

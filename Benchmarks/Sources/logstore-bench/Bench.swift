@@ -600,7 +600,7 @@ final class Bench {
             var last: RecoveryReport?
             var engine: LogEngine?
             let run = try timedLoop(maxOps: cfg.openReps, maxSeconds: cfg.openSeconds) { _ in
-                let e = try LogEngine.open(directory: dir, fileSystem: POSIXFileSystem(), options: o)
+                let e = try LogEngine.open(directory: dir, fileSystem: POSIXFileSystem(), options: o.engine)
                 _ = try e.snapshot().value(type: BenchItem.itemType, key: try ItemKey.make(0))
                 last = e.recoveryReport
                 engine = e
@@ -653,7 +653,7 @@ final class Bench {
         o.cacheSize = 0
         let heap0 = heapBytesInUse()
         let rss0 = residentBytes()
-        let (engine, secs) = try timeOnce { try LogEngine.open(directory: ls.path, fileSystem: POSIXFileSystem(), options: o) }
+        let (engine, secs) = try timeOnce { try LogEngine.open(directory: ls.path, fileSystem: POSIXFileSystem(), options: o.engine) }
         let heap1 = heapBytesInUse()
         let rss1 = residentBytes()
         let count = try engine.snapshot().count(ofType: BenchItem.itemType)
@@ -838,7 +838,7 @@ final class Bench {
             var extra = ["log_bytes": bytes, "cpu_seconds": cpu, "bytes_per_item": bytes / Double(n)]
             // Then a full compaction, as `logstore-compact` runs it: the size a store settles at.
             try store.close()
-            let engine = try LogEngine.open(directory: path, fileSystem: POSIXFileSystem(), options: options)
+            let engine = try LogEngine.open(directory: path, fileSystem: POSIXFileSystem(), options: options.engine)
             let c0 = processCPUSeconds()
             _ = try engine.compact()
             extra["compaction_cpu_seconds"] = processCPUSeconds() - c0

@@ -104,7 +104,7 @@ final class LogStoreEngineStore: BenchStore {
         options = o
         self.path = path
         config = "\(o.durability), binary values" + (compression ? "" : ", no LZ4") + tuned
-        engine = try LogEngine.open(directory: path, fileSystem: POSIXFileSystem(), options: o)
+        engine = try LogEngine.open(directory: path, fileSystem: POSIXFileSystem(), options: o.engine)
     }
 
     func insert(_ item: BenchItem) throws {

@@ -44,7 +44,8 @@ public struct LogDataStoreFactory: DataStoreFactory {
             let url = FileManager.default.temporaryDirectory.appendingPathComponent("logstore-conformance-\(UUID().uuidString)")
             return DirectoryLocation(url: url, options: options)
         case .memory:
-            return SingleStoreLocation(store: LogDataStore.inMemory(options: options), parent: nil)
+            let store = LogDataStore.inMemory(options: options)
+            return SingleStoreLocation(store: store, migrating: store, parent: nil)
         case .child:
             let parent = LogDataStore.inMemory(options: options)
             try parent.setup()
@@ -61,7 +62,9 @@ public struct LogDataStoreFactory: DataStoreFactory {
             self.url = url
             self.options = options
         }
-        func makeStore() throws -> any DataStore {
+        func makeStore() throws -> any DataStore { try makeLogDataStore() }
+        func makeMigratingStore() throws -> (any MigratingDataStore)? { try makeLogDataStore() }
+        func makeLogDataStore() throws -> LogDataStore {
             let s = LogDataStore(directory: url, options: options)
             stores.update { $0.append(s) }
             return s
@@ -75,12 +78,15 @@ public struct LogDataStoreFactory: DataStoreFactory {
     /// One store object (in memory, or a child and the parent that keeps it alive).
     final class SingleStoreLocation: DataStoreLocation {
         let store: any DataStore
+        let migrating: (any MigratingDataStore)?
         let parent: (any DataStore)?
-        init(store: any DataStore, parent: (any DataStore)?) {
+        init(store: any DataStore, migrating: (any MigratingDataStore)? = nil, parent: (any DataStore)?) {
             self.store = store
+            self.migrating = migrating
             self.parent = parent
         }
         func makeStore() throws -> any DataStore { store }
+        func makeMigratingStore() throws -> (any MigratingDataStore)? { migrating }
         func destroy() {
             try? store.tearDown()
             try? parent?.tearDown()
