@@ -13,7 +13,7 @@ import PostgresNIO
 ///
 /// Reads are read-only REPEATABLE READ transactions; writes are SERIALIZABLE transactions run
 /// one at a time per process (``writer``) and again on a serialization failure. Thread-safe.
-final class PostgresBackend: DataStoreBackend {
+final class PostgresBackend: TransactionalBackend {
     /// The connection pool, schema and commit numbering of this opening.
     let session: PostgresSession
     /// See `DataStoreBackend.changeFeed`: this process's commits from memory, other servers'
@@ -122,36 +122,6 @@ final class PostgresBackend: DataStoreBackend {
     /// network), never the cooperative pool.
     func runDetached<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await threads.runIfActive { try work() }
-    }
-
-    /// See `DataStoreBackend.write(_:)`.
-    func write<T>(_ block: (any DataStoreReadWriteAccessor) throws -> T) throws -> T {
-        try transaction { try block($0) }
-    }
-
-    /// See `DataStoreBackend.write(_:onDurable:)`: a PostgreSQL commit is durable when it returns.
-    func write<T>(_ block: (any DataStoreReadWriteAccessor) throws -> T, onDurable: @escaping @Sendable ((any Error)?) -> Void) throws -> T
-    {
-        let value = try transaction { try block($0) }
-        onDurable(nil)
-        return value
-    }
-
-    /// See `DataStoreBackend.merge(_:)`: one SERIALIZABLE transaction (the plan runs again with
-    /// it on a conflict); an item changed after a child's base when its row's version is after
-    /// the base's sequence, or it was deleted since.
-    func merge(_ plan: (_ changedSince: ChildMerge.ChangedSince) throws -> [RecordOperation]?) throws {
-        try transaction { accessor in
-            guard let operations = try plan({ base, type, key in try accessor.changedSince(base: base, type: type, key: key) }) else {
-                return
-            }
-            try accessor.apply(operations)
-        }
-    }
-
-    /// See `DataStoreBackend.deleteEverything()`.
-    func deleteEverything() throws {
-        try transaction { a in try a.step { try a.deleteEverything() } }
     }
 
     /// See `DataStoreBackend.childBase()`: a held read transaction, closed at tearDown.

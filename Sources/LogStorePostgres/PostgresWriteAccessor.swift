@@ -27,7 +27,7 @@ enum PostgresSchemaWork: Hashable {
 /// (a single statement is atomic; the bump's row lock orders it after every commit before it,
 /// and a concurrent SERIALIZABLE writer that read what it overwrites fails its own bump, so the
 /// history stays serializable). Such a write costs one round trip, as a bare `INSERT` does.
-final class PostgresWriteAccessor: PostgresReadAccessor, DataStoreReadWriteAccessor {
+final class PostgresWriteAccessor: PostgresReadAccessor, TransactionWriteAccessor {
     /// Whether `BEGIN` was sent.
     var began = false
     /// The commit's sequence number, taken (bumping `logstore_sequence`) by the first statement
@@ -247,10 +247,12 @@ final class PostgresWriteAccessor: PostgresReadAccessor, DataStoreReadWriteAcces
         return keys.count
     }
 
-    /// Deletes every item of every type (nuke).
+    /// Deletes every item of every type (nuke), as one step of the transaction.
     func deleteEverything() throws {
-        try begin()
-        for type in try allTables().keys { _ = try removeAll(type: type) }
+        try step {
+            try begin()
+            for type in try allTables().keys { _ = try removeAll(type: type) }
+        }
     }
 
     /// The write version of `PostgresDataStore.merge`'s optimistic check: whether record

@@ -119,7 +119,7 @@ class SQLiteReadAccessor: DataStoreReadAccessor {
 
 /// The write accessor of `SQLiteDataStore`'s write blocks: the writer connection inside a
 /// `BEGIN IMMEDIATE` transaction. Reads through it see the block's own changes.
-final class SQLiteWriteAccessor: SQLiteReadAccessor, DataStoreReadWriteAccessor {
+final class SQLiteWriteAccessor: SQLiteReadAccessor, TransactionWriteAccessor {
     /// The number this transaction's commit gets (stamped on the rows it writes).
     let sequence: UInt64
     /// Whether anything changed (then the commit bumps the store's sequence).

@@ -9,7 +9,7 @@ import LogStoreSQL
 // thread takes a spare connection); writes are `BEGIN IMMEDIATE` transactions of the pool's
 // writer, published to the change feed while the writer is still held.
 
-extension SQLiteSession: DataStoreBackend {
+extension SQLiteSession: TransactionalBackend {
     /// Opens the store at `path`: creates its directory, takes its lock, opens the pool in WAL
     /// mode, sets the durability's `PRAGMA synchronous`, checks (or creates) the schema, and
     /// removes spill files of an earlier run's children. Throws `.locked`, `.notAStore`,
@@ -99,36 +99,6 @@ extension SQLiteSession: DataStoreBackend {
                 throw SQLiteErrors.map(error, path: path)
             }
         }
-    }
-
-    /// See `DataStoreBackend.write(_:)`: one transaction, durable under the options' durability
-    /// when this returns.
-    func write<T>(_ block: (any DataStoreReadWriteAccessor) throws -> T) throws -> T {
-        try transaction { try block($0) }
-    }
-
-    /// See `DataStoreBackend.write(_:onDurable:)`: a SQLite commit is durable when it returns.
-    func write<T>(_ block: (any DataStoreReadWriteAccessor) throws -> T, onDurable: @escaping @Sendable ((any Error)?) -> Void) throws -> T
-    {
-        let value = try transaction { try block($0) }
-        onDurable(nil)
-        return value
-    }
-
-    /// See `DataStoreBackend.merge(_:)`: one transaction; an item changed after a child's base
-    /// when its row was written by a commit numbered after the base's, or deleted since.
-    func merge(_ plan: (_ changedSince: ChildMerge.ChangedSince) throws -> [RecordOperation]?) throws {
-        try transaction { accessor in
-            guard let operations = try plan({ base, type, key in try accessor.changedSince(base: base, type: type, key: key) }) else {
-                return
-            }
-            try accessor.apply(operations)
-        }
-    }
-
-    /// See `DataStoreBackend.deleteEverything()`.
-    func deleteEverything() throws {
-        try transaction { try $0.deleteEverything() }
     }
 
     /// See `DataStoreBackend.childBase()`: a held read transaction (``openSnapshot()``).
