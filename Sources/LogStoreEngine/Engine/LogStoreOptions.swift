@@ -35,7 +35,7 @@ public struct LogStoreOptions: Sendable {
     public var segmentSize: Int = 64 << 20
     /// Records are grouped into frames of at most this many uncompressed bytes (a record larger
     /// than this gets a frame of its own). A point read decompresses one frame, so this bounds its
-    /// cost; larger frames compress better. Default 8 KiB (Docs/Performance.md).
+    /// cost; larger frames compress better. Default 8 KiB (Docs/Performance.md, "Measured choices").
     public var maxFramePayload: Int = 8 << 10
     /// Whether frames are LZ4-compressed when that makes them smaller. Default true.
     public var compression: Bool = true
@@ -49,14 +49,14 @@ public struct LogStoreOptions: Sendable {
     /// overwritten or deleted, ``compactionThreshold``; on `compact()`; and, with
     /// ``autoCompaction``, once sealed segments written uncompressed make up half the store and
     /// at least ``compactionMinimumDeadBytes``), and a first compaction that compresses everything
-    /// it copies. Docs/Performance.md, "Issue 11: closing the gaps", has the numbers behind the
+    /// it copies. Docs/Performance.md, "LZ4 on text", has the numbers behind the
     /// default: +12 % instead of +170 % write CPU on text, 10 % less CPU per point read over 1M
     /// items, but a 1.6x costlier first compaction.
     public var compressOnWrite: Bool = true
     /// With ``compression``: how hard compaction compresses the frames it re-packs. 0: LZ4's fast
     /// mode, as writers use; 1 to 12: LZ4HC at that level (same format and decompression speed,
-    /// smaller frames, slower compaction). Default 0 (Docs/Performance.md, "Issue 11: closing the
-    /// gaps"). Values outside 0...12 are clamped.
+    /// smaller frames, slower compaction). Default 0 (Docs/Performance.md, "LZ4 on text"). Values
+    /// outside 0...12 are clamped.
     public var compactionCompressionLevel: Int = 0
     /// Frames smaller than this are never compressed. Default 256 bytes.
     public var compressionThreshold: Int = 256

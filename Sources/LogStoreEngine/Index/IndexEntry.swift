@@ -8,8 +8,7 @@
 /// tree leaf (``OrderedTree``'s path copying) retains nothing. Longer entries keep their bytes in
 /// a heap array. A ``RecordKey`` inlines only 16 bytes, which no entry with a string fits: an
 /// index over 1M records then cost a heap array (32-byte header, malloc overhead) per entry, and
-/// inserting into it a cache miss per comparison (Docs/Performance.md, "Issue 13: secondary
-/// index performance").
+/// inserting into it a cache miss per comparison (Docs/Performance.md, "Measured choices").
 public struct IndexEntry: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// Seven words of an inline entry, each its 8 bytes read as a big-endian integer (zero past
     /// the entry's end), so that comparing words in order compares the bytes.
