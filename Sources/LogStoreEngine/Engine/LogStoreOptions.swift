@@ -77,7 +77,7 @@ public struct LogStoreOptions: Sendable {
     /// A write transaction keeps the values it writes in memory up to this many bytes, then
     /// moves them to a temporary file in the store's directory (`txn-<uuid>.tmp`, removed when the
     /// transaction ends) and commits in chunks, so that a transaction of millions of records (a
-    /// migration) holds at most this much of its values in memory at once (Docs/Design.md, "Large
+    /// migration) holds at most this much of its values in memory at once (Docs/Migrations.md, "Large
     /// transactions"). 0 keeps every value in memory. Default 32 MiB.
     public var transactionSpillThreshold: Int = 32 << 20
     /// Where the store reports recovery, compaction and I/O failures. Default: none.
