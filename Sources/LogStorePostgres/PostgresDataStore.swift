@@ -27,7 +27,7 @@ public import LogStore
 ///
 /// Items are rows of one table per item type (`id` in the id's natural SQL type, `version`, the
 /// item as `jsonb`); `#Predicate`s run in SQL where SQL gives Swift's answer exactly, and in Swift
-/// on the candidate rows otherwise (Docs/Design.md, "The PostgreSQL mapping").
+/// on the candidate rows otherwise (Docs/SQLBackends.md, "PostgreSQL").
 ///
 /// Options (`DataStoreOptions`): `durability` (`.synchronous`: the server's `synchronous_commit`;
 /// `.buffered` and `.none`: `synchronous_commit = off`, a server crash may lose the last commits

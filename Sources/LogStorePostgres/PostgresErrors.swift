@@ -20,8 +20,8 @@ extension LogStoreError.Code {
     public static let writeConflict = LogStoreError.Code("writeConflict")
 }
 
-/// PostgreSQL's and postgres-nio's failures as LogStore's typed errors (Docs/Design.md, "The
-/// PostgreSQL mapping", failure table): the code says what happened, the message what to do, the
+/// PostgreSQL's and postgres-nio's failures as LogStore's typed errors (Docs/SQLBackends.md,
+/// "PostgreSQL", failure table): the code says what happened, the message what to do, the
 /// postgres-nio error is the cause.
 enum PostgresErrors {
     /// The SQLSTATE of a server error, if `error` is one.

@@ -60,7 +60,7 @@ enum PostgresIDKind: String, Sendable {
     /// when `ItemKey` of that attribute is the record's key (the id is then that attribute), else
     /// `bytea`. A type whose ids are UInt64 and whose first record has an id that fits an Int64 is
     /// taken for an Int type; such a type's larger ids are refused later with `.invalidArgument`
-    /// (Docs/Design.md: create the table from the typed API first).
+    /// (Docs/SQLBackends.md: create the table from the typed API first).
     static func inferred(key: RecordKey, value: [UInt8]) -> PostgresIDKind {
         guard case .map(let m)? = try? AttributeValue.decode(value), let id = m["id"], ItemKey.make(fromAttribute: id) == key else {
             return .bytea

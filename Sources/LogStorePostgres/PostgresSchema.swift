@@ -4,7 +4,7 @@ import LogStoreEngine
 import LogStoreSQL
 import PostgresNIO
 
-/// The PostgreSQL store's schema (Docs/Design.md, "The PostgreSQL mapping"), all in one
+/// The PostgreSQL store's schema (Docs/SQLBackends.md, "PostgreSQL"), all in one
 /// PostgreSQL schema (`Configuration.schema`, default `logstore`) that the store owns:
 ///
 ///     logstore_meta(key text PRIMARY KEY, value text)        'format' '1', 'storeID' a UUID

@@ -2,8 +2,8 @@ import Foundation
 import LogStoreEngine
 
 /// LogStore JSON: how the SQL backends store an item, as JSON text that the database's own JSON
-/// functions read, and that transcodes exactly to and from the attribute grammar (Docs/Design.md,
-/// "The SQLite mapping").
+/// functions read, and that transcodes exactly to and from the attribute grammar (Docs/SQLBackends.md,
+/// "SQLite").
 ///
 /// Plain JSON for what JSON holds exactly; a one-member object whose key starts with `$` for the
 /// rest (the convention of MongoDB's Extended JSON):

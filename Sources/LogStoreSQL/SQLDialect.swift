@@ -34,7 +34,7 @@ package enum SQLDialect: Sendable {
         switch self {
         case .sqlite:
             // The subquery's LIMIT keeps SQLite from flattening it into both sums: 16 % fewer
-            // instructions than two FILTER clauses (Performance.md).
+            // instructions than two FILTER clauses (Performance.md, "Measured choices").
             return SQLFragment("SELECT IFNULL(sum(v IS 1), 0), IFNULL(sum(v IS NULL), 0) FROM (SELECT ") + verdict
                 + SQLFragment(" AS v FROM \(table) LIMIT -1)")
         case .postgres:

@@ -18,8 +18,8 @@ public import LogStore
 /// results come in LogStore's id order, sorts use LogStore's total order; child stores read a
 /// snapshot of this store and merge as one transaction. Items are rows of one table per item
 /// type, in LogStore JSON that SQLite's JSON functions read; `#Predicate`s run in SQL where SQL
-/// gives Swift's answer exactly, and in Swift on the candidate rows otherwise (Docs/Design.md,
-/// "The SQLite mapping").
+/// gives Swift's answer exactly, and in Swift on the candidate rows otherwise (Docs/SQLBackends.md,
+/// "SQLite").
 ///
 /// Options (`DataStoreOptions`): `durability` (`.synchronous`: `PRAGMA synchronous = FULL`, each
 /// commit is synced; `.buffered`: `NORMAL`, the WAL is synced at checkpoints, a power loss may

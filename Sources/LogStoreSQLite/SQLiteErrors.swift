@@ -3,7 +3,7 @@ import GRDB
 import GRDBSQLite
 import LogStore
 
-/// SQLite's failures as LogStore's typed errors (Docs/Design.md, "The SQLite mapping", failure
+/// SQLite's failures as LogStore's typed errors (Docs/SQLBackends.md, "SQLite", failure
 /// table): the code says what happened, the message what to do, the SQLite error is the cause.
 enum SQLiteErrors {
     /// `error` (anything thrown by GRDB or by a raw statement) as a `LogStoreError` for the store

@@ -3,7 +3,7 @@ import GRDB
 import LogStore
 import LogStoreSQL
 
-/// The SQLite store's schema (Docs/Design.md, "The SQLite mapping"):
+/// The SQLite store's schema (Docs/SQLBackends.md, "SQLite"):
 ///
 ///     PRAGMA application_id = 0x4C475351 ('LGSQ'); PRAGMA user_version = 1 (the format version)
 ///     logstore_meta(key TEXT PRIMARY KEY, value)            'format' 1, 'storeID' a UUID,

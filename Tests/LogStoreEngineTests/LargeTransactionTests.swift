@@ -6,7 +6,7 @@ import XCTest
 
 /// Transactions whose values outgrow ``LogEngineOptions/transactionSpillThreshold``: values move
 /// to a spill file while the body runs and the commit is written in chunks of data frames ending
-/// with one commit frame (Docs/Design.md, "Large transactions").
+/// with one commit frame (Docs/Migrations.md, "Large transactions").
 final class LargeTransactionTests: XCTestCase {
     static func options(threshold: Int = 4 << 10) -> LogEngineOptions {
         var o = LogEngineOptions.replayOnly

@@ -4,7 +4,7 @@ import XCTest
 
 @testable import LogStoreEngine
 
-/// The engine's publication hook (observation's input, Docs/Design.md "Observation"): every commit
+/// The engine's publication hook (observation's input, Docs/Observation.md): every commit
 /// is announced once, in sequence order, when readers can see it, with what it changed.
 final class PublicationObserverTests: XCTestCase {
     /// Records what the hook is told, and checks that a snapshot taken inside the hook never

@@ -138,7 +138,7 @@ extension Bench {
             throw BenchError("raw GRDB and SQLiteDataStore count differently")
         }
         w.notes.append(
-            "Raw GRDB: table benchItem with one column per property, GRDB Codable records, cached statements (Systems.swift). SQLiteDataStore: one table per item type, key BLOB + seq + data TEXT (LogStore JSON), reads transcode JSON to LogStore's attribute bytes and decode; #Predicate { $0.rating >= 4 } becomes a CASE over json_type/json_extract (Docs/Design.md, section 11). vs_raw_grdb = SQLiteDataStore's time per op / raw GRDB's."
+            "Raw GRDB: table benchItem with one column per property, GRDB Codable records, cached statements (Systems.swift). SQLiteDataStore: one table per item type, key BLOB + seq + data TEXT (LogStore JSON), reads transcode JSON to LogStore's attribute bytes and decode; #Predicate { $0.rating >= 4 } becomes a CASE over json_type/json_extract (Docs/SQLBackends.md, \"SQLite\"). vs_raw_grdb = SQLiteDataStore's time per op / raw GRDB's."
         )
         return w
     }

@@ -4,7 +4,8 @@
 //
 // --quick: N = 100,000 items (a few minutes); default N = 1,000,000 (under 30 minutes).
 // Stores live in $LOGSTORE_BENCH_DIR, or ./.bench-tmp, and are removed at the end.
-// Docs/Performance.md explains the workloads; tools/bench-report turns the JSON into it.
+// Docs/Performance.md explains the workloads; tools/bench-report turns the JSON into
+// Docs/PerformanceResults.md.
 
 import Foundation
 

@@ -1,5 +1,5 @@
 /// How long a store remembers deleted ids for `changes(since:)` (the DataStore layer's change
-/// tracking; Docs/Design.md, "Observation").
+/// tracking; Docs/Observation.md).
 ///
 /// Inserted and replaced ids need no history: every index entry knows the sequence of the commit
 /// that wrote it. A delete leaves no entry, so the store keeps a tombstone (type, key, sequence) in

@@ -17,7 +17,7 @@ final class ResultOrder<Item: DataStoreItem>: Sendable {
 
 /// One result of an observed request: its key, its item, and the order that places it. A class:
 /// the trees and maps an observation keeps copy entries often, and a copy is then one retain
-/// instead of a copy of every field of the item (measured: Performance.md, "Observation").
+/// instead of a copy of every field of the item.
 final class ResultEntry<Item: DataStoreItem>: Comparable, Sendable {
     let key: RecordKey
     let item: Item

@@ -1,6 +1,6 @@
 /// How ``LogEngine/backup(to:fileSystem:verification:progress:)`` checks the copy before it
-/// declares the backup complete. Stronger checks cost more: see Docs/Performance.md, "Migrations
-/// and backup".
+/// declares the backup complete. Stronger checks cost more: see Docs/Performance.md, "Backup
+/// bandwidth".
 public enum BackupVerification: String, Sendable, Hashable, CaseIterable {
     /// Every byte copied is read back from the backup and compared with the store's; MANIFEST
     /// and CHECKPOINT are read back and compared with what was written. The default: it proves

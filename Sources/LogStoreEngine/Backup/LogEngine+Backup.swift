@@ -1,6 +1,6 @@
 import Foundation
 
-/// Online backup (Docs/Design.md, "Backup"): a consistent snapshot of a live store copied into a
+/// Online backup (Docs/Backup.md): a consistent snapshot of a live store copied into a
 /// directory that is itself a store (restore = open it), while readers and writers go on.
 ///
 /// The snapshot is the head state taken under the state lock together with the log position it

@@ -1,5 +1,5 @@
 /// What one committed transaction changed, by item type: the unit a store's commit stream carries
-/// (Docs/Design.md, "Observation").
+/// (Docs/Observation.md).
 ///
 /// The engine builds one per transaction it appends (only while a publication observer is
 /// installed, ``LogEngine/setPublicationObserver(_:)``) and hands it over when readers can see the

@@ -22,7 +22,7 @@ struct ViewState: Sendable {
 /// ``dropPending()`` when the store is poisoned. Invariants: `published.index.sequence <=
 /// head.index.sequence`; pending sequences ascend and lie in (published, head].
 ///
-/// Observation (Docs/Design.md, "Observation"): while the engine has a publication observer, each
+/// Observation (Docs/Observation.md): while the engine has a publication observer, each
 /// append brings the commit's ``CommitChanges``; ``takeVisibleChanges()`` hands out those that
 /// `published` now covers, whichever mutator moved it.
 ///

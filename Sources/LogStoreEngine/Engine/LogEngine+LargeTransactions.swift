@@ -1,4 +1,4 @@
-/// Committing a transaction whose values outgrew memory (Docs/Design.md, "Large transactions").
+/// Committing a transaction whose values outgrew memory (Docs/Migrations.md, "Large transactions").
 ///
 /// A write transaction moves its values to a spill file once they pass
 /// ``LogEngineOptions/transactionSpillThreshold``. Its commit then never holds the whole

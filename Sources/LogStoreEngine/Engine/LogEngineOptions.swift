@@ -38,7 +38,7 @@ public struct LogEngineOptions: Sendable {
     public var segmentSize: Int = 64 << 20
     /// Records are grouped into frames of at most this many uncompressed bytes (a record larger
     /// than this gets a frame of its own). A point read decompresses one frame, so this bounds its
-    /// cost; larger frames compress better. Default 8 KiB (Docs/Performance.md).
+    /// cost; larger frames compress better. Default 8 KiB (Docs/Performance.md, "Measured choices").
     public var maxFramePayload: Int = 8 << 10
     /// Whether frames are LZ4-compressed when that makes them smaller. Default true.
     public var compression: Bool = true
@@ -53,12 +53,12 @@ public struct LogEngineOptions: Sendable {
     /// ``autoCompaction``, once sealed segments written uncompressed make up half the store and
     /// at least ``compactionMinimumDeadBytes``), and a first compaction that compresses everything
     /// it copies. On text-heavy items compression-on-write costs more write CPU than the rest of
-    /// a commit; off, a first compaction costs more (Docs/Performance.md).
+    /// a commit; off, a first compaction costs more (Docs/Performance.md, "LZ4 on text").
     public var compressOnWrite: Bool = true
     /// With ``compression``: how hard compaction compresses the frames it re-packs. 0: LZ4's fast
     /// mode, as writers use; 1 to 12: LZ4HC at that level (same format and decompression speed,
-    /// smaller frames, slower compaction). Default 0 (Docs/Performance.md). Values outside 0...12
-    /// are clamped.
+    /// smaller frames, slower compaction). Default 0 (Docs/Performance.md, "LZ4 on text"). Values
+    /// outside 0...12 are clamped.
     public var compactionCompressionLevel: Int = 0
     /// Frames smaller than this are never compressed. Default 256 bytes.
     public var compressionThreshold: Int = 256
@@ -76,7 +76,7 @@ public struct LogEngineOptions: Sendable {
     /// A write transaction keeps the values it writes in memory up to this many bytes, then
     /// moves them to a temporary file in the store's directory (`txn-<uuid>.tmp`, removed when the
     /// transaction ends) and commits in chunks, so that a transaction of millions of records (a
-    /// migration) holds at most this much of its values in memory at once (Docs/Design.md, "Large
+    /// migration) holds at most this much of its values in memory at once (Docs/Migrations.md, "Large
     /// transactions"). 0 keeps every value in memory. Default 32 MiB.
     public var transactionSpillThreshold: Int = 32 << 20
     /// Where the store reports recovery, compaction and I/O failures. Default: none.

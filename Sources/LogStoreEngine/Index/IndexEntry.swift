@@ -8,7 +8,7 @@
 /// tree leaf (``OrderedTree``'s path copying) retains nothing. Longer entries keep their bytes in
 /// a heap array. A ``RecordKey`` inlines only 16 bytes, which no entry with a string fits: held
 /// as one, an index over 1M records would cost a heap array (32-byte header, malloc overhead) per
-/// entry, and inserting into it a cache miss per comparison.
+/// entry, and inserting into it a cache miss per comparison (Docs/Performance.md, "Measured choices").
 public struct IndexEntry: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// Seven words of an inline entry, each its 8 bytes read as a big-endian integer (zero past
     /// the entry's end), so that comparing words in order compares the bytes.
