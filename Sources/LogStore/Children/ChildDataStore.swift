@@ -44,11 +44,11 @@ public final class ChildDataStore: DataStore {
     /// See ``DataStore/nuke()``: deletes every item the child shows, as one write of the child.
     public func nuke() throws { try shell.nuke() }
 
-    /// See ``DataStore/read(_:)``: a snapshot of the child's state (its base plus its writes).
+    /// See `DataStore.read(_:)`: a snapshot of the child's state (its base plus its writes).
     @discardableResult
     public func read<T>(_ block: (any DataStoreReadAccessor) throws -> T) throws -> T { try shell.read(block) }
 
-    /// See ``DataStore/read(_:)-(DataStoreReadAccessor)``: off the caller's executor.
+    /// The async `read`: the same read, off the caller's executor.
     public func read<T: Sendable>(_ block: @escaping @Sendable (any DataStoreReadAccessor) throws -> T) async throws -> T {
         try await shell.read(block)
     }

@@ -7,7 +7,7 @@ public import Logging
 /// inside ``LogStoreOptions``, beside its engine's own. A value type: copy and change it before
 /// passing it to a store.
 public struct DataStoreOptions: Sendable {
-    /// When a committed write is durable. Default ``Durability/synchronous``. On SQLite:
+    /// When a committed write is durable. Default `Durability.synchronous`. On SQLite:
     /// `PRAGMA synchronous` `FULL`, `NORMAL`, `OFF`; on PostgreSQL, anything but `.synchronous`
     /// turns `synchronous_commit` off for the store's connections.
     public var durability: Durability = .synchronous
@@ -36,7 +36,7 @@ public struct DataStoreOptions: Sendable {
     }
 }
 
-/// The options of a ``LogDataStore``: its engine's (``LogEngineOptions``: durability, segments,
+/// The options of a ``LogDataStore``: its engine's (`LogEngineOptions`: durability, segments,
 /// frames, compression, limits, caches, recovery, compaction, checkpoints, preallocation) and the
 /// DataStore layer's own (``childSpillThreshold``, ``changeHistory``).
 ///

@@ -67,7 +67,7 @@ public final class LogDataStore: MigratingDataStore {
     public func setup() throws { try shell.setup() }
 
     /// See ``DataStore/tearDown()``: waits for queued asynchronous writes, then flushes, writes a
-    /// checkpoint (``LogEngineOptions/checkpointOnClose``) and releases the directory. Throws
+    /// checkpoint (`LogEngineOptions.checkpointOnClose`) and releases the directory. Throws
     /// `.reentrantWrite` inside a write block of this store.
     public func tearDown() throws { try shell.tearDown() }
 
@@ -127,7 +127,7 @@ public final class LogDataStore: MigratingDataStore {
 
     // MARK: Reading and writing
 
-    /// See ``DataStore/read(_:)``: runs `block` synchronously on the calling thread over one
+    /// See `DataStore.read(_:)`: runs `block` synchronously on the calling thread over one
     /// consistent snapshot of the committed state. Never waits for writers. The accessor is valid
     /// only inside `block`. Throws `.notOpen`, read errors, or the block's own error unchanged.
     @discardableResult
