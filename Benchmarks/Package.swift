@@ -63,5 +63,11 @@ let package = Package(
             ],
             swiftSettings: [.swiftLanguageMode(.v6)] + features
         ),
+        // A fixed DataStore workload for callgrind instruction counts (Performance.md).
+        .executableTarget(
+            name: "logstore-probe",
+            dependencies: [.product(name: "LogStore", package: "LogStore")],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
     ]
 )
