@@ -152,16 +152,49 @@ struct PostgresItemRow: SQLResultRow {
 struct PostgresRows: SQLRowSource {
     let statements: PostgresStatements
     let kind: PostgresIDKind
+    /// When set, each query's plan (`EXPLAIN`) is added to it before the query runs.
+    var plans: PostgresPlans? = nil
 
     var dialect: SQLDialect { .postgres }
 
     func forEachRow(_ query: SQLFragment, _ body: (PostgresItemRow) throws -> Bool) throws {
+        try plans?.explain(query, statements)
         for row in try statements.run(query).rows {
             if try !body(PostgresItemRow(row: row.makeRandomAccess(), kind: kind)) { return }
         }
     }
 
-    func integers(_ query: SQLFragment) throws -> [Int64] { try statements.integers(query) }
+    func integers(_ query: SQLFragment) throws -> [Int64] {
+        try plans?.explain(query, statements)
+        return try statements.integers(query)
+    }
+}
+
+/// The server's plans of the queries a request ran (`explain`), line by line. Used by one
+/// thread.
+final class PostgresPlans {
+    var lines: [String] = []
+
+    func explain(_ query: SQLFragment, _ statements: PostgresStatements) throws {
+        for row in try statements.run(query.wrapped("EXPLAIN ", "")).rows {
+            if let line = try? row.decode(String.self) { lines.append(line) }
+        }
+    }
+
+    /// How the plans found the rows of `table`: through a declared index (its declared name),
+    /// the primary key (id order), or a sequential scan.
+    func access(_ table: PostgresTable) -> (DataStoreQueryPlan.Access, String?) {
+        let prefix = PostgresIndexes.prefix(table)
+        for line in lines {
+            guard let range = line.range(of: "\"" + prefix) else { continue }
+            let rest = line[range.upperBound...]
+            // logstore:<table hash>:<definition hash>:<name>
+            let name = rest.split(separator: ":", maxSplits: 1).dropFirst().first.map { String($0.prefix { $0 != "\"" }) } ?? String(rest)
+            return (.index(name), name)
+        }
+        if lines.contains(where: { $0.contains("_pkey") }) { return (.idOrder, nil) }
+        return (.scan, nil)
+    }
 }
 
 /// `jsonb` on the wire: postgres-nio asks for results in binary, where a `jsonb` value is a version
