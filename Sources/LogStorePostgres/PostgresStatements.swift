@@ -19,7 +19,8 @@ struct PostgresStatements {
     let place: String
     /// For a read: the gate its first statement passes (it takes the snapshot).
     var gate: PostgresSnapshotGate? = nil
-    /// How long a statement may go unanswered before the connection is given up.
+    /// How long a statement may run: the server cancels it then (`.statementTimeout`), and the
+    /// connection is given up 5 s later if no answer came (`.serverUnavailable`).
     var timeout: Duration = .seconds(300)
 
     /// `sql` with its `?` placeholders numbered `$1...` (quoted text left alone).
@@ -85,17 +86,54 @@ struct PostgresStatements {
     }
 
     func execute(_ query: PostgresQuery, duringCommit: Bool) throws -> PostgresQueryResult {
+        try wait(try start(query), duringCommit: duringCommit)
+    }
+
+    /// Sends `query` and returns the future of its result without waiting: statements sent one after another run in order on the server
+    /// without a wait between them (pipelining). Throws `.serverUnavailable` when the connection
+    /// is closed.
+    func start(_ query: PostgresQuery) throws -> EventLoopFuture<PostgresQueryResult> {
         if connection.isClosed {
             throw LogStoreError(
                 .serverUnavailable,
                 "The connection to PostgreSQL is closed (the server ended it, or the network broke). Nothing of the current transaction was committed. Retry once the server is reachable.",
                 path: place)
         }
+        return connection.query(query, logger: logger)
+    }
+
+    /// The result of a statement ``start(_:)`` sent, waiting at most the timeout plus 5 s (the
+    /// server cancels a statement at the timeout itself; the wait gives up later, for a server or
+    /// network that stopped answering). Throws the mapped error (`duringCommit`: see
+    /// `PostgresErrors.map`).
+    func wait(_ future: EventLoopFuture<PostgresQueryResult>, duringCommit: Bool = false) throws -> PostgresQueryResult {
         do {
-            return try Self.wait(for: connection.query(query, logger: logger), connection: connection, timeout: timeout)
+            return try Self.wait(for: future, connection: connection, timeout: timeout + .seconds(5))
         } catch {
             throw PostgresErrors.map(error, place: place, duringCommit: duringCommit)
         }
+    }
+
+    /// Runs `statement` and then COMMIT, sent together (one wait for both). Throws the
+    /// statement's error (the transaction is then rolled back by the COMMIT), or COMMIT's
+    /// (`.commitOutcomeUnknown` when the connection broke).
+    func runThenCommit(_ statement: PostgresQuery) throws -> PostgresQueryResult {
+        let first = try start(statement)
+        let commit: EventLoopFuture<PostgresQueryResult>
+        do {
+            commit = try start("COMMIT")
+        } catch {
+            throw PostgresErrors.map(error, place: place, duringCommit: false)
+        }
+        let result: PostgresQueryResult
+        do {
+            result = try wait(first)
+        } catch {
+            _ = try? wait(commit)
+            throw error
+        }
+        _ = try wait(commit, duringCommit: true)
+        return result
     }
 
     /// The value of `future`, waiting at most `timeout`: then the connection is closed (a server
