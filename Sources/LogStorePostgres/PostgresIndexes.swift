@@ -101,8 +101,8 @@ extension PostgresIndexes {
     /// equal to a constant), as conditions on the index's own expression, ANDed: `NULLIF(data ->
     /// 'a', 'null'::jsonb) = (<the constant as LogStore JSON>::jsonb -> 'v')`. Every item the
     /// condition selects meets them: `jsonb` compares numbers by value exactly (LogStore JSON
-    /// writes a double's shortest round-trip digits), dates and UUIDs as the objects LogStore
-    /// JSON writes for them, Booleans as themselves; a stored value of another kind matches no
+    /// writes a double's shortest round-trip digits; zero is left out, see ``indexedConstant(_:)``),
+    /// dates and UUIDs as the objects LogStore JSON writes for them, Booleans as themselves; a stored value of another kind matches no
     /// Swift comparison with the constant (its item does not decode as the type either), which
     /// is what LogStore's own indexes answer. Strings are left out: a stored string that is not
     /// NFC is an object canonically equal to a plain constant. Nil when no conjunct qualifies.
@@ -124,10 +124,15 @@ extension PostgresIndexes {
     /// `{"v": value}` as LogStore JSON, for the kinds ``narrowing(_:leading:)`` compares; nil for
     /// the others.
     static func indexedConstant(_ value: AttributeValue) -> [UInt8]? {
+        // Zero is left out: a stored -0.0 (equal to 0 in Swift) is a `$double` object, PostgreSQL's
+        // numeric having no negative zero.
         switch value {
-        case .int, .bool, .uuid: break
-        case .double(let d): guard d.isFinite else { return nil }
-        case .date(let d): guard d.timeIntervalSinceReferenceDate.isFinite else { return nil }
+        case .bool, .uuid: break
+        case .int(let i): guard i != 0 else { return nil }
+        case .double(let d): guard d.isFinite, d != 0 else { return nil }
+        case .date(let d):
+            let t = d.timeIntervalSinceReferenceDate
+            guard t.isFinite, t != 0 else { return nil }
         default: return nil
         }
         return try? LogStoreJSON.encode(AttributeValue.map(["v": value]).encoded(), dialect: .postgres)
