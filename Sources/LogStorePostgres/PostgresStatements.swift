@@ -23,28 +23,32 @@ struct PostgresStatements {
     /// connection is given up 5 s later if no answer came (`.serverUnavailable`).
     var timeout: Duration = .seconds(300)
 
-    /// `sql` with its `?` placeholders numbered `$1...` (quoted text left alone).
+    /// `sql` with its `?` placeholders numbered `$1...` (quoted text left alone). Walks UTF-8
+    /// bytes (quotes and `?` are ASCII, so no multi-byte character is split): a query's SQL is
+    /// renumbered on every call.
     static func numbered(_ sql: String) -> String {
-        guard sql.utf8.contains(UInt8(ascii: "?")) else { return sql }
-        var out = ""
+        let question = UInt8(ascii: "?")
+        guard sql.utf8.contains(question) else { return sql }
+        var out: [UInt8] = []
         out.reserveCapacity(sql.utf8.count + 16)
         var n = 0
-        var quote: Character? = nil
-        for c in sql {
+        var quote: UInt8? = nil
+        for b in sql.utf8 {
             if let q = quote {
-                if c == q { quote = nil }
-                out.append(c)
-            } else if c == "'" || c == "\"" {
-                quote = c
-                out.append(c)
-            } else if c == "?" {
+                if b == q { quote = nil }
+                out.append(b)
+            } else if b == UInt8(ascii: "'") || b == UInt8(ascii: "\"") {
+                quote = b
+                out.append(b)
+            } else if b == question {
                 n += 1
-                out += "$\(n)"
+                out.append(UInt8(ascii: "$"))
+                out.append(contentsOf: String(n).utf8)
             } else {
-                out.append(c)
+                out.append(b)
             }
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// The bindings of `arguments`: integers as `int8`, reals as `float8`, text as `text`, blobs
