@@ -40,6 +40,10 @@ let package = Package(
         .package(name: "LogStore", path: ".."),
         .package(url: "https://github.com/groue/GRDB.swift.git", exact: "7.10.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
+        // Fluent models, the peer a server-side Swift user picks for models on PostgreSQL
+        // (FluentKit and its PostgreSQL driver, without Vapor: the models, not the web glue).
+        .package(url: "https://github.com/vapor/fluent-kit.git", exact: "1.57.0"),
+        .package(url: "https://github.com/vapor/fluent-postgres-driver.git", exact: "2.14.0"),
     ],
     targets: [
         .systemLibrary(
@@ -60,6 +64,8 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "LogStorePostgres", package: "LogStore"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "FluentKit", package: "fluent-kit"),
+                .product(name: "FluentPostgresDriver", package: "fluent-postgres-driver"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)] + features
         ),

@@ -9,7 +9,7 @@ import LogStoreEngine
 // without testability (`--sanitize=fuzzer` builds have no `-enable-testing`) can drive them and no
 // user's build compiles them. The module is a product only when LOGSTORE_FUZZ=1 (Package.swift),
 // which tools/fuzz sets for the nested fuzz package.
-// Docs/Testing.md, "Fuzzing", describes each target and the properties it checks.
+// Docs/Fuzzing.md, describes each target and the properties it checks.
 //
 // Each entry point takes arbitrary bytes, must never trap, hang or leak on any of them, and throws
 // a `FuzzPropertyViolation` when a checked property does not hold (the fuzz target turns that into

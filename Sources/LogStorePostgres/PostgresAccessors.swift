@@ -40,8 +40,34 @@ class PostgresReadAccessor: DataStoreReadAccessor {
         SQLItemQuery(source: PostgresRows(statements: statements, kind: table?.kind ?? .bytea), table: table?.sql, keyColumn: "id")
     }
 
+    /// A query of `Item`'s table that narrows its rows to what `Item`'s declared indexes find.
+    func query<Item: DataStoreItem>(of type: Item.Type) throws -> SQLItemQuery<PostgresRows> {
+        var q = query(try table(for: Item.itemType))
+        if !Item.indexes.isEmpty {
+            let leads = session.indexLeads(Item.self)
+            q.narrowing = { PostgresIndexes.narrowing($0, leading: leads) }
+        }
+        return q
+    }
+
+    /// Runs `request` and describes the server's plan: the declared index it used (by its
+    /// name), id order, or a scan; the server's `EXPLAIN` lines are the plan's residual.
+    func explain<Item: DataStoreItem>(_ request: DataStoreRequest<Item>) throws -> DataStoreQueryPlan {
+        try reading {
+            guard let t = try table(for: Item.itemType) else { return DataStoreQueryPlan(access: .scan) }
+            var q = try query(of: Item.self)
+            let plans = PostgresPlans()
+            q.source.plans = plans
+            let found = try q.items(request)
+            let (access, index) = plans.access(t)
+            return DataStoreQueryPlan(
+                access: access, index: index, residual: plans.lines.joined(separator: "\n"), itemsDecoded: found.count,
+                resultCount: found.count)
+        }
+    }
+
     func items<Item: DataStoreItem>(forRequest request: DataStoreRequest<Item>) throws -> [Item] {
-        try reading { try query(try table(for: Item.itemType)).items(request) }
+        try reading { try query(of: Item.self).items(request) }
     }
 
     func firstItem<Item: DataStoreItem>(forRequest request: DataStoreRequest<Item>) throws -> Item? {
@@ -51,7 +77,7 @@ class PostgresReadAccessor: DataStoreReadAccessor {
     }
 
     func countItems<Item: DataStoreItem>(forRequest request: DataStoreRequest<Item>) throws -> Int {
-        try reading { try query(try table(for: Item.itemType)).count(request) }
+        try reading { try query(of: Item.self).count(request) }
     }
 
     func item<Item: DataStoreItem>(ofType type: Item.Type, id: Item.ID) throws -> Item? {
@@ -120,7 +146,7 @@ class PostgresReadAccessor: DataStoreReadAccessor {
             guard let t = try table(for: itemType) else { return nil }
             var binds = PostgresBindings()
             try t.kind.bind(key, into: &binds)
-            let rows = try statements.run(PostgresQuery(unsafeSQL: "SELECT data FROM \(t.sql) WHERE id = $1", binds: binds)).rows
+            let rows = try statements.run(PostgresQuery(unsafeSQL: t.selectData, binds: binds)).rows
             guard let row = rows.first else { return nil }
             return try PostgresJSONB.withText(row.makeRandomAccess()[0]) { try LogStoreJSON.decode($0) }
         }

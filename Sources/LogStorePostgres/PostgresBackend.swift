@@ -38,6 +38,7 @@ final class PostgresBackend: TransactionalBackend {
         if options.durability != .synchronous {
             connection.options.additionalStartupParameters.append(("synchronous_commit", "off"))
         }
+        connection.options.additionalStartupParameters.append(("statement_timeout", configuration.statementTimeoutSetting))
         let pool = PostgresConnectionPool(
             configuration: connection, group: configuration.eventLoopGroup, maximum: configuration.maximumConnections,
             leaseTimeout: configuration.leaseTimeout, logger: configuration.logger, place: configuration.place)

@@ -136,6 +136,8 @@ final class PostgresChangePublisher: Sendable {
     struct State {
         var published: UInt64
         var feed: DataStoreChangeFeed?
+        /// Sees every publication, in order, after the feed (tests of the publication order).
+        var tap: (@Sendable ([CommitChanges]) -> Void)?
     }
     let state: Mutex<State>
 
@@ -145,8 +147,12 @@ final class PostgresChangePublisher: Sendable {
 
     func attach(_ feed: DataStoreChangeFeed) { state.withLock { $0.feed = feed } }
 
-    /// The feed, if it has observers now (else publication can wait for the next snapshot).
-    var isObserved: Bool { state.withLock { ($0.feed?._subscriberCount ?? 0) > 0 } }
+    /// The feed, if it has observers now, or a tap (else publication can wait for the next
+    /// snapshot).
+    var isObserved: Bool { state.withLock { $0.tap != nil || ($0.feed?._subscriberCount ?? 0) > 0 } }
+
+    /// Installs `tap`, called with every later publication right after the feed gets it.
+    func attach(tap: @escaping @Sendable ([CommitChanges]) -> Void) { state.withLock { $0.tap = tap } }
 
     var published: UInt64 { state.withLock { $0.published } }
 
@@ -169,6 +175,7 @@ final class PostgresChangePublisher: Sendable {
                 if !complete { commits = [CommitChanges(sequence: sequence, types: [:], isReset: true)] }
             }
             s.feed?.publish(commits)
+            s.tap?(commits)
             s.published = sequence
         }
     }

@@ -24,8 +24,11 @@ extension PostgresDataStore {
         public var maximumConnections: Int = 10
         /// How long a caller waits for a free connection before `.serverUnavailable`. Default 30 s.
         public var leaseTimeout: Duration = .seconds(30)
-        /// How long a statement may go unanswered (a server or network that stopped answering)
-        /// before its connection is closed and the call throws `.serverUnavailable`. Default 5 min.
+        /// How long a statement may run: the server cancels it then (PostgreSQL's
+        /// `statement_timeout`) and the call throws `.statementTimeout`, the transaction rolled
+        /// back; when no answer comes 5 s later (a server or network that stopped answering), the
+        /// connection is closed and the call throws `.serverUnavailable`. Default 5 min; a web
+        /// service wants a few seconds (the "Scaling Out with PostgreSQL" article).
         public var statementTimeout: Duration = .seconds(300)
         /// How writes that conflict with concurrent writes are run again.
         public var retry = RetryPolicy()
@@ -122,6 +125,13 @@ extension PostgresDataStore {
             guard var c = URLComponents(string: url), c.password != nil else { return url }
             c.password = "***"
             return c.string ?? url
+        }
+
+        /// ``statementTimeout`` as the value of PostgreSQL's `statement_timeout` (milliseconds, at
+        /// least 1: 0 would turn it off).
+        var statementTimeoutSetting: String {
+            let ms = statementTimeout.components.seconds * 1000 + statementTimeout.components.attoseconds / 1_000_000_000_000_000
+            return String(max(1, ms))
         }
 
         /// The server as messages name it: `postgres://user@host:port/database (schema s)`.

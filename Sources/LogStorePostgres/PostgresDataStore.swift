@@ -1,8 +1,9 @@
 import Foundation
 public import LogStore
 
-/// The DataStore contract on PostgreSQL (and the engines that speak its protocol: CockroachDB,
-/// YugabyteDB), through postgres-nio: the same app code, now shared by several app servers.
+/// The DataStore contract on PostgreSQL, through postgres-nio: the same app code, now shared by
+/// several app servers. Tested on PostgreSQL 15; other engines that speak its protocol
+/// (CockroachDB, YugabyteDB) are untested.
 ///
 /// ```swift
 /// let store = try PostgresDataStore(url: "postgres://app:secret@db.internal/app?sslmode=require")

@@ -18,6 +18,11 @@ extension LogStoreError.Code {
     /// `PostgresDataStore.Configuration.retry` allows. Nothing was committed; retry later, or make
     /// writers touch fewer shared items.
     public static let writeConflict = LogStoreError.Code("writeConflict")
+    /// The server cancelled a statement: it ran longer than
+    /// `PostgresDataStore.Configuration.statementTimeout` (waiting for a lock another session
+    /// holds, or a query over too many rows), or an administrator cancelled it. Nothing of the
+    /// transaction was committed; the connection stays usable.
+    public static let statementTimeout = LogStoreError.Code("statementTimeout")
 }
 
 /// PostgreSQL's and postgres-nio's failures as LogStore's typed errors (Docs/SQLBackends.md,
@@ -40,9 +45,10 @@ enum PostgresErrors {
     /// The server's message, or postgres-nio's description of a client-side failure.
     static func message(_ error: PSQLError) -> String {
         if let info = error.serverInfo {
+            // The server's detail is left out: it can quote the row's values (a unique
+            // violation names the key), and messages never carry user values.
             var m = info[.message] ?? "server error"
             if let state = info[.sqlState] { m += " (SQLSTATE \(state))" }
-            if let detail = info[.detail] { m += ": \(detail)" }
             return m
         }
         if let underlying = error.underlying { return "\(error.code): \(underlying)" }
@@ -122,6 +128,11 @@ enum PostgresErrors {
             return LogStoreError(
                 .notAStore, "The database does not exist (\(text)). Create it (createdb, CREATE DATABASE) or correct the URL.", path: place,
                 underlying: e)
+        case "57014":
+            return LogStoreError(
+                .statementTimeout,
+                "The server cancelled a statement (\(text)): it ran longer than the store's statement timeout, or an administrator cancelled it. Nothing of the transaction was committed; retry, or look for the long transaction holding a lock.",
+                path: place, underlying: e)
         case "55P03":
             return LogStoreError(
                 .locked,

@@ -85,3 +85,56 @@ enum PostgresIndexes {
         }
     }
 }
+
+extension PostgresIndexes {
+    /// The coding paths of the first attribute of each index `Item` declares (none when a
+    /// declaration is invalid: writes report that).
+    static func leadingAttributes<Item: DataStoreItem>(_ type: Item.Type) -> Set<[String]> {
+        var out: Set<[String]> = []
+        for index in Item.indexes {
+            if let first = (try? index.definition())?.attributes.first { out.insert(first) }
+        }
+        return out
+    }
+
+    /// The conjuncts of `condition` that a declared index can answer (an attribute in `leading`
+    /// equal to a constant), as conditions on the index's own expression, ANDed: `NULLIF(data ->
+    /// 'a', 'null'::jsonb) = (<the constant as LogStore JSON>::jsonb -> 'v')`. Every item the
+    /// condition selects meets them: `jsonb` compares numbers by value exactly (LogStore JSON
+    /// writes a double's shortest round-trip digits; zero is left out, see ``indexedConstant(_:)``),
+    /// dates and UUIDs as the objects LogStore JSON writes for them, Booleans as themselves; a stored value of another kind matches no
+    /// Swift comparison with the constant (its item does not decode as the type either), which
+    /// is what LogStore's own indexes answer. Strings are left out: a stored string that is not
+    /// NFC is an object canonically equal to a plain constant. Nil when no conjunct qualifies.
+    static func narrowing(_ condition: QueryCondition?, leading: Set<[String]>) -> SQLFragment? {
+        guard let condition, !leading.isEmpty else { return nil }
+        let conjuncts: [QueryCondition]
+        if case .and(let parts) = condition { conjuncts = parts } else { conjuncts = [condition] }
+        var out: SQLFragment? = nil
+        for c in conjuncts {
+            guard case .comparison(let attribute, .equal, let value) = c, let path = attribute.codingPath, leading.contains(path),
+                let expression = SQLDialect.postgres.indexExpression("data", path), let json = indexedConstant(value)
+            else { continue }
+            let part = SQLFragment("(\(expression) = (?::jsonb -> 'v'))", [.text(json)])
+            out = out.map { $0 + part.wrapped(" AND ", "") } ?? part
+        }
+        return out
+    }
+
+    /// `{"v": value}` as LogStore JSON, for the kinds ``narrowing(_:leading:)`` compares; nil for
+    /// the others.
+    static func indexedConstant(_ value: AttributeValue) -> [UInt8]? {
+        // Zero is left out: a stored -0.0 (equal to 0 in Swift) is a `$double` object, PostgreSQL's
+        // numeric having no negative zero.
+        switch value {
+        case .bool, .uuid: break
+        case .int(let i): guard i != 0 else { return nil }
+        case .double(let d): guard d.isFinite, d != 0 else { return nil }
+        case .date(let d):
+            let t = d.timeIntervalSinceReferenceDate
+            guard t.isFinite, t != 0 else { return nil }
+        default: return nil
+        }
+        return try? LogStoreJSON.encode(AttributeValue.map(["v": value]).encoded(), dialect: .postgres)
+    }
+}

@@ -229,12 +229,28 @@ enum PostgresSchema {
     }
 }
 
-/// An item type's table: where it is and the type of its id column.
+/// An item type's table: where it is and the type of its id column, and the SQL of its hot
+/// statements (made once: quoting identifiers costs more than running the statement's client side).
 struct PostgresTable: Sendable, Hashable {
     let schema: String
     let name: String
     let kind: PostgresIDKind
-
     /// The table as SQL: `"schema"."name"`.
-    var sql: String { PostgresSchema.qualified(schema, name) }
+    let sql: String
+    /// `SELECT data FROM <table> WHERE id = $1`: a point read.
+    let selectData: String
+
+    init(schema: String, name: String, kind: PostgresIDKind) {
+        self.schema = schema
+        self.name = name
+        self.kind = kind
+        sql = PostgresSchema.qualified(schema, name)
+        selectData = "SELECT data FROM \(sql) WHERE id = $1"
+    }
+
+    static func == (a: PostgresTable, b: PostgresTable) -> Bool { a.schema == b.schema && a.name == b.name && a.kind == b.kind }
+    func hash(into h: inout Hasher) {
+        h.combine(schema)
+        h.combine(name)
+    }
 }

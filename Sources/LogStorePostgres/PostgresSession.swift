@@ -18,12 +18,19 @@ final class PostgresSession: Sendable {
     let schema: String
     let place: String
     let storeID: String
+    /// `"schema"."logstore_sequence"` and `"schema"."logstore_commits"`, quoted once (every
+    /// changing commit names both).
+    let sequenceTable: String
+    let commitsTable: String
     /// Item type -> table, for every type whose registration this process has seen. Tables are
     /// never dropped, so an entry stays true; a reader whose snapshot predates the table finds it
     /// empty.
     let tables: Mutex<[String: PostgresTable]>
     /// Item types whose declared indexes this session created or found in place.
     let declaredIndexes = Mutex<Set<String>>([])
+    /// Item type -> the coding paths of the first attribute of each index it declares (queries
+    /// narrow their rows to what those indexes can find).
+    let indexLeads = Mutex<[String: Set<[String]>]>([:])
     /// The open snapshots under child stores, closed at tearDown.
     let snapshots = Mutex<[WeakSnapshot]>([])
     /// Publishes commits to the change feed, in order, from this process and others.
@@ -46,8 +53,18 @@ final class PostgresSession: Sendable {
         self.schema = configuration.schema
         self.place = configuration.place
         self.storeID = opened.storeID
+        sequenceTable = PostgresSchema.qualified(configuration.schema, PostgresSchema.sequence)
+        commitsTable = PostgresSchema.qualified(configuration.schema, PostgresSchema.commits)
         tables = Mutex(opened.tables)
         publisher = PostgresChangePublisher(sequence: opened.sequence)
+    }
+
+    /// The leading attributes of `Item`'s declared indexes (looked up once per type).
+    func indexLeads<Item: DataStoreItem>(_ type: Item.Type) -> Set<[String]> {
+        if let known = indexLeads.withLock({ $0[Item.itemType] }) { return known }
+        let leads = PostgresIndexes.leadingAttributes(Item.self)
+        indexLeads.withLock { $0[Item.itemType] = leads }
+        return leads
     }
 
     /// `"schema"."name"` of one of the store's own tables.

@@ -97,7 +97,7 @@ final class PostgresSnapshotReader: RecordReader, Sendable {
         var binds = PostgresBindings()
         guard (try? t.kind.bind(key, into: &binds)) != nil else { return nil }
         return try query { s -> ArraySlice<UInt8>? in
-            guard let row = try s.run(PostgresQuery(unsafeSQL: "SELECT data FROM \(t.sql) WHERE id = $1", binds: binds)).rows.first else {
+            guard let row = try s.run(PostgresQuery(unsafeSQL: t.selectData, binds: binds)).rows.first else {
                 return nil
             }
             return try PostgresJSONB.withText(row.makeRandomAccess()[0]) { try LogStoreJSON.decode($0) }[...]

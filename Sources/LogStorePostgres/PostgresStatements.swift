@@ -19,31 +19,36 @@ struct PostgresStatements {
     let place: String
     /// For a read: the gate its first statement passes (it takes the snapshot).
     var gate: PostgresSnapshotGate? = nil
-    /// How long a statement may go unanswered before the connection is given up.
+    /// How long a statement may run: the server cancels it then (`.statementTimeout`), and the
+    /// connection is given up 5 s later if no answer came (`.serverUnavailable`).
     var timeout: Duration = .seconds(300)
 
-    /// `sql` with its `?` placeholders numbered `$1...` (quoted text left alone).
+    /// `sql` with its `?` placeholders numbered `$1...` (quoted text left alone). Walks UTF-8
+    /// bytes (quotes and `?` are ASCII, so no multi-byte character is split): a query's SQL is
+    /// renumbered on every call.
     static func numbered(_ sql: String) -> String {
-        guard sql.utf8.contains(UInt8(ascii: "?")) else { return sql }
-        var out = ""
+        let question = UInt8(ascii: "?")
+        guard sql.utf8.contains(question) else { return sql }
+        var out: [UInt8] = []
         out.reserveCapacity(sql.utf8.count + 16)
         var n = 0
-        var quote: Character? = nil
-        for c in sql {
+        var quote: UInt8? = nil
+        for b in sql.utf8 {
             if let q = quote {
-                if c == q { quote = nil }
-                out.append(c)
-            } else if c == "'" || c == "\"" {
-                quote = c
-                out.append(c)
-            } else if c == "?" {
+                if b == q { quote = nil }
+                out.append(b)
+            } else if b == UInt8(ascii: "'") || b == UInt8(ascii: "\"") {
+                quote = b
+                out.append(b)
+            } else if b == question {
                 n += 1
-                out += "$\(n)"
+                out.append(UInt8(ascii: "$"))
+                out.append(contentsOf: String(n).utf8)
             } else {
-                out.append(c)
+                out.append(b)
             }
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// The bindings of `arguments`: integers as `int8`, reals as `float8`, text as `text`, blobs
@@ -85,17 +90,54 @@ struct PostgresStatements {
     }
 
     func execute(_ query: PostgresQuery, duringCommit: Bool) throws -> PostgresQueryResult {
+        try wait(try start(query), duringCommit: duringCommit)
+    }
+
+    /// Sends `query` and returns the future of its result without waiting: statements sent one after another run in order on the server
+    /// without a wait between them (pipelining). Throws `.serverUnavailable` when the connection
+    /// is closed.
+    func start(_ query: PostgresQuery) throws -> EventLoopFuture<PostgresQueryResult> {
         if connection.isClosed {
             throw LogStoreError(
                 .serverUnavailable,
                 "The connection to PostgreSQL is closed (the server ended it, or the network broke). Nothing of the current transaction was committed. Retry once the server is reachable.",
                 path: place)
         }
+        return connection.query(query, logger: logger)
+    }
+
+    /// The result of a statement ``start(_:)`` sent, waiting at most the timeout plus 5 s (the
+    /// server cancels a statement at the timeout itself; the wait gives up later, for a server or
+    /// network that stopped answering). Throws the mapped error (`duringCommit`: see
+    /// `PostgresErrors.map`).
+    func wait(_ future: EventLoopFuture<PostgresQueryResult>, duringCommit: Bool = false) throws -> PostgresQueryResult {
         do {
-            return try Self.wait(for: connection.query(query, logger: logger), connection: connection, timeout: timeout)
+            return try Self.wait(for: future, connection: connection, timeout: timeout + .seconds(5))
         } catch {
             throw PostgresErrors.map(error, place: place, duringCommit: duringCommit)
         }
+    }
+
+    /// Runs `statement` and then COMMIT, sent together (one wait for both). Throws the
+    /// statement's error (the transaction is then rolled back by the COMMIT), or COMMIT's
+    /// (`.commitOutcomeUnknown` when the connection broke).
+    func runThenCommit(_ statement: PostgresQuery) throws -> PostgresQueryResult {
+        let first = try start(statement)
+        let commit: EventLoopFuture<PostgresQueryResult>
+        do {
+            commit = try start("COMMIT")
+        } catch {
+            throw PostgresErrors.map(error, place: place, duringCommit: false)
+        }
+        let result: PostgresQueryResult
+        do {
+            result = try wait(first)
+        } catch {
+            _ = try? wait(commit)
+            throw error
+        }
+        _ = try wait(commit, duringCommit: true)
+        return result
     }
 
     /// The value of `future`, waiting at most `timeout`: then the connection is closed (a server
@@ -152,16 +194,49 @@ struct PostgresItemRow: SQLResultRow {
 struct PostgresRows: SQLRowSource {
     let statements: PostgresStatements
     let kind: PostgresIDKind
+    /// When set, each query's plan (`EXPLAIN`) is added to it before the query runs.
+    var plans: PostgresPlans? = nil
 
     var dialect: SQLDialect { .postgres }
 
     func forEachRow(_ query: SQLFragment, _ body: (PostgresItemRow) throws -> Bool) throws {
+        try plans?.explain(query, statements)
         for row in try statements.run(query).rows {
             if try !body(PostgresItemRow(row: row.makeRandomAccess(), kind: kind)) { return }
         }
     }
 
-    func integers(_ query: SQLFragment) throws -> [Int64] { try statements.integers(query) }
+    func integers(_ query: SQLFragment) throws -> [Int64] {
+        try plans?.explain(query, statements)
+        return try statements.integers(query)
+    }
+}
+
+/// The server's plans of the queries a request ran (`explain`), line by line. Used by one
+/// thread.
+final class PostgresPlans {
+    var lines: [String] = []
+
+    func explain(_ query: SQLFragment, _ statements: PostgresStatements) throws {
+        for row in try statements.run(query.wrapped("EXPLAIN ", "")).rows {
+            if let line = try? row.decode(String.self) { lines.append(line) }
+        }
+    }
+
+    /// How the plans found the rows of `table`: through a declared index (its declared name),
+    /// the primary key (id order), or a sequential scan.
+    func access(_ table: PostgresTable) -> (DataStoreQueryPlan.Access, String?) {
+        let prefix = PostgresIndexes.prefix(table)
+        for line in lines {
+            guard let range = line.range(of: "\"" + prefix) else { continue }
+            let rest = line[range.upperBound...]
+            // logstore:<table hash>:<definition hash>:<name>
+            let name = rest.split(separator: ":", maxSplits: 1).dropFirst().first.map { String($0.prefix { $0 != "\"" }) } ?? String(rest)
+            return (.index(name), name)
+        }
+        if lines.contains(where: { $0.contains("_pkey") }) { return (.idOrder, nil) }
+        return (.scan, nil)
+    }
 }
 
 /// `jsonb` on the wire: postgres-nio asks for results in binary, where a `jsonb` value is a version

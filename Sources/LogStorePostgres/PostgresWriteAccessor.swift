@@ -84,10 +84,14 @@ final class PostgresWriteAccessor: PostgresReadAccessor, TransactionWriteAccesso
         }
     }
 
+    /// BEGIN, sent but not waited for: the statement after it goes right behind it on the
+    /// connection, so the two cost one wait; its result is checked before the commit.
+    var beginning: EventLoopFuture<PostgresQueryResult>?
+
     /// Begins the transaction if it has not begun.
     func begin() throws {
         guard !began else { return }
-        try statements.run("BEGIN ISOLATION LEVEL SERIALIZABLE")
+        beginning = try statements.start("BEGIN ISOLATION LEVEL SERIALIZABLE")
         began = true
     }
 
@@ -126,7 +130,7 @@ final class PostgresWriteAccessor: PostgresReadAccessor, TransactionWriteAccesso
             sql = "WITH logstore_s AS (SELECT $1::bigint AS sequence)"
         } else {
             sql =
-                "WITH logstore_s AS (UPDATE \(session.own(PostgresSchema.sequence)) SET sequence = sequence + 1 WHERE id = 1 RETURNING sequence)"
+                "WITH logstore_s AS (UPDATE \(session.sequenceTable) SET sequence = sequence + 1 WHERE id = 1 RETURNING sequence)"
         }
         let upsert = " ON CONFLICT (id) DO UPDATE SET version = excluded.version, data = excluded.data"
         for (n, (t, rows)) in batches.sorted(by: { $0.key.name < $1.key.name }).enumerated() {
@@ -143,7 +147,7 @@ final class PostgresWriteAccessor: PostgresReadAccessor, TransactionWriteAccesso
                 try t.kind.bind(kept[0].0, into: &binds)
                 binds.append(PostgresJSONBParameter(json: kept[0].1))
                 sql +=
-                    ", logstore_w\(n) AS (INSERT INTO \(t.sql) (id, version, data) SELECT $\(k)::\(t.kind.sqlType), sequence, $\(k + 1) FROM logstore_s\(upsert))"
+                    ", logstore_w\(n) AS (INSERT INTO \(t.sql) (id, version, data) SELECT $\(k)::\(t.kind.sqlType), sequence, $\(k + 1)::jsonb FROM logstore_s\(upsert))"
             } else {
                 try t.kind.bind(kept.map(\.0), into: &binds)
                 binds.append(kept.map { PostgresJSONBParameter(json: $0.1) })
@@ -154,14 +158,19 @@ final class PostgresWriteAccessor: PostgresReadAccessor, TransactionWriteAccesso
         if let log {
             binds.append(ByteBuffer(bytes: log))
             sql +=
-                ", logstore_l AS (INSERT INTO \(session.own(PostgresSchema.commits)) (sequence, changes) SELECT sequence, $\(binds.count) FROM logstore_s)"
+                ", logstore_l AS (INSERT INTO \(session.commitsTable) (sequence, changes) SELECT sequence, $\(binds.count)::bytea FROM logstore_s)"
         }
         return PostgresQuery(unsafeSQL: sql + " SELECT sequence FROM logstore_s", binds: binds)
     }
 
     /// Runs a write statement and takes the sequence it returns.
     func send(_ query: PostgresQuery, duringCommit: Bool = false) throws {
-        let rows = try statements.run(query, duringCommit: duringCommit).rows
+        try take(try statements.run(query, duringCommit: duringCommit))
+    }
+
+    /// Takes the sequence a write statement returned.
+    func take(_ result: PostgresQueryResult) throws {
+        let rows = result.rows
         guard let row = rows.first, let s = try? row.decode(Int64.self), s > 0 else {
             throw LogStoreError(
                 .corruption,
@@ -352,17 +361,20 @@ final class PostgresWriteAccessor: PostgresReadAccessor, TransactionWriteAccesso
         try step {
             let batches = takePending()
             guard !changes.isEmpty else {
-                if began { try statements.run("COMMIT", duringCommit: true) }
+                if began {
+                    if let beginning { _ = try statements.wait(beginning) }
+                    try statements.run("COMMIT", duringCommit: true)
+                }
                 return nil
             }
             let log = PostgresCommitLog.encode(changes.types)
             let statement = try writeStatement(batches, log: log)
+            session.fixPendingReads()
             if began {
-                try send(statement)
-                session.fixPendingReads()
-                try statements.run("COMMIT", duringCommit: true)
+                if let beginning { _ = try statements.wait(beginning) }
+                // The last writes and COMMIT go together: one wait.
+                try take(try statements.runThenCommit(statement))
             } else {
-                session.fixPendingReads()
                 try send(statement, duringCommit: true)
             }
             guard let sequence else { return nil }

@@ -28,18 +28,18 @@ package enum SQLDialect: Sendable {
         }
     }
 
-    /// A query giving one row: how many rows of `table` have a true `verdict`, and how many an
-    /// undecided (NULL) one, computing the verdict once per row.
-    package func countByVerdict(_ verdict: SQLFragment, table: String) -> SQLFragment {
+    /// A query giving one row: how many rows of `from` (a table, and a WHERE clause) have a
+    /// true `verdict`, and how many an undecided (NULL) one, computing the verdict once per row.
+    package func countByVerdict(_ verdict: SQLFragment, from: SQLFragment) -> SQLFragment {
         switch self {
         case .sqlite:
             // The subquery's LIMIT keeps SQLite from flattening it into both sums: 16 % fewer
             // instructions than two FILTER clauses (Performance.md, "Measured choices").
             return SQLFragment("SELECT IFNULL(sum(v IS 1), 0), IFNULL(sum(v IS NULL), 0) FROM (SELECT ") + verdict
-                + SQLFragment(" AS v FROM \(table) LIMIT -1)")
+                + from.wrapped(" AS v FROM ", " LIMIT -1)")
         case .postgres:
             return SQLFragment("SELECT count(*) FILTER (WHERE v), count(*) FILTER (WHERE v IS NULL) FROM (SELECT ") + verdict
-                + SQLFragment(" AS v FROM \(table)) AS logstore_v")
+                + from.wrapped(" AS v FROM ", ") AS logstore_v")
         }
     }
 

@@ -36,7 +36,23 @@ package struct SQLFragment: Hashable, Sendable, CustomStringConvertible {
 
 extension String {
     /// A SQL string literal: single quotes, doubled inside.
-    package var sqlLiteral: String { "'" + replacingOccurrences(of: "'", with: "''") + "'" }
+    package var sqlLiteral: String { quoted(by: UInt8(ascii: "'")) }
     /// A SQL identifier: double quotes, doubled inside.
-    package var sqlIdentifier: String { "\"" + replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+    package var sqlIdentifier: String { quoted(by: UInt8(ascii: "\"")) }
+
+    /// The string between two `quote`s (ASCII), each `quote` byte inside doubled (a quote that
+    /// starts a grapheme cluster too). Builds queries on every call, so it avoids Foundation's
+    /// `replacingOccurrences` (a bridged string search).
+    func quoted(by quote: UInt8) -> String {
+        let q = String(decoding: [quote], as: UTF8.self)
+        guard utf8.contains(quote) else { return q + self + q }
+        var bytes: [UInt8] = [quote]
+        bytes.reserveCapacity(utf8.count + 8)
+        for b in utf8 {
+            bytes.append(b)
+            if b == quote { bytes.append(b) }
+        }
+        bytes.append(quote)
+        return String(decoding: bytes, as: UTF8.self)
+    }
 }

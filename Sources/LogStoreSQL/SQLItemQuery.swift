@@ -39,16 +39,32 @@ package protocol SQLRowSource {
 /// Counts: `COUNT(*)` when SQL decides; otherwise SQL counts the sure rows and Swift checks the
 /// undecided ones. Used on the source's thread.
 package struct SQLItemQuery<Source: SQLRowSource> {
-    let source: Source
+    package var source: Source
     /// The item table's name as SQL (quoted, qualified); nil: the type has no items.
     let table: String?
     /// The table's key column, whose order is LogStore's id order.
     let keyColumn: String
+    /// A condition that every item the request's condition selects meets, given the condition
+    /// (nil: none), ANDed to the query's WHERE clause so that the database can use an index on
+    /// its expressions; it never changes an answer. Nil: nothing to add.
+    package var narrowing: ((QueryCondition?) -> SQLFragment?)? = nil
 
     package init(source: Source, table: String?, keyColumn: String) {
         self.source = source
         self.table = table
         self.keyColumn = keyColumn
+    }
+
+    /// ` WHERE <verdict test> AND <narrowing>`, or as much of it as there is (the verdict
+    /// `sql` tested with `test`, nil: true rows only).
+    func whereClause(_ sql: SQLCondition?, _ condition: QueryCondition?, test: String?) -> SQLFragment {
+        var parts: [SQLFragment] = []
+        if let sql { parts.append(test.map { sql.verdict.wrapped("", " \($0)") } ?? sql.verdict) }
+        if let narrowed = narrowing?(condition) { parts.append(narrowed) }
+        guard var f = parts.first else { return SQLFragment("") }
+        f = f.wrapped(" WHERE ", "")
+        for p in parts.dropFirst() { f = f + p.wrapped(" AND ", "") }
+        return f
     }
 
     var dialect: SQLDialect { source.dialect }
@@ -74,8 +90,7 @@ package struct SQLItemQuery<Source: SQLRowSource> {
 
         if !request.isSorted, sql?.isExact ?? true {
             // Plan 1.
-            var f = SQLFragment("SELECT data FROM \(table)")
-            if let sql { f = f + sql.verdict.wrapped(" WHERE ", "") }
+            var f = SQLFragment("SELECT data FROM \(table)") + whereClause(sql, condition, test: nil)
             f = f + SQLFragment(" ORDER BY \(keyColumn)") + dialect.limit(needed.map { $0 - request.offset }, offset: request.offset)
             try source.forEachRow(f) { row in
                 out.append(try decode(Item.self, row, 0))
@@ -87,9 +102,9 @@ package struct SQLItemQuery<Source: SQLRowSource> {
         let matcher = QueryExecutor.Matcher(filter: filter, predicate: request.predicate, residual: condition ?? .constant(true))
         var f = SQLFragment("SELECT \(keyColumn), data")
         if let sql {
-            f = f + sql.verdict.wrapped(", ", "") + SQLFragment(" FROM \(table) WHERE ") + sql.verdict.wrapped("", " \(dialect.isNotFalse)")
+            f = f + sql.verdict.wrapped(", ", "") + SQLFragment(" FROM \(table)") + whereClause(sql, condition, test: dialect.isNotFalse)
         } else {
-            f = f + SQLFragment(", \(dialect.trueLiteral) FROM \(table)")
+            f = f + SQLFragment(", \(dialect.trueLiteral) FROM \(table)") + whereClause(nil, condition, test: nil)
         }
         if !request.isSorted { f.sql += " ORDER BY \(keyColumn)" }
 
@@ -134,17 +149,20 @@ package struct SQLItemQuery<Source: SQLRowSource> {
         guard let table else { return 0 }
         let (condition, translated) = condition(request, filter)
         guard let sql = translated else {
-            return Int(try source.integers(SQLFragment("SELECT COUNT(*) FROM \(table)")).first ?? 0)
+            return Int(
+                try source.integers(SQLFragment("SELECT COUNT(*) FROM \(table)") + whereClause(nil, condition, test: nil)).first ?? 0)
         }
         if sql.isExact {
-            return Int(try source.integers(SQLFragment("SELECT COUNT(*) FROM \(table) WHERE ") + sql.verdict).first ?? 0)
+            return Int(
+                try source.integers(SQLFragment("SELECT COUNT(*) FROM \(table)") + whereClause(sql, condition, test: nil)).first ?? 0)
         }
         // The sure rows counted in SQL, the undecided ones checked in Swift (usually none).
-        let counts = try source.integers(dialect.countByVerdict(sql.verdict, table: table))
+        let counts = try source.integers(
+            dialect.countByVerdict(sql.verdict, from: SQLFragment(table) + whereClause(nil, condition, test: nil)))
         var sure = Int(counts.first ?? 0)
         guard counts.count > 1, counts[1] > 0 else { return sure }
         let matcher = QueryExecutor.Matcher(filter: filter, predicate: request.predicate, residual: condition ?? .constant(true))
-        try source.forEachRow(SQLFragment("SELECT data FROM \(table) WHERE ") + sql.verdict + SQLFragment(" IS NULL")) { row in
+        try source.forEachRow(SQLFragment("SELECT data FROM \(table)") + whereClause(sql, condition, test: "IS NULL")) { row in
             if try matcher.match(try row.withJSON(0) { try LogStoreJSON.decode($0) }[...]) != nil { sure += 1 }
             return true
         }

@@ -1,6 +1,6 @@
 // swift-tools-version: 6.1
 //
-// LogStore's libFuzzer targets (Docs/Testing.md, "Fuzzing"). A nested package so that users of
+// LogStore's libFuzzer targets (Docs/Fuzzing.md). A nested package so that users of
 // the library never build it. Build and run with tools/fuzz TARGET SECONDS (it needs
 // `--sanitize=fuzzer` plus `-Xswiftc -sanitize=fuzzer,address`; a plain `swift build` of a fuzz
 // target fails to link, because libFuzzer provides its `main`).

@@ -6,7 +6,7 @@ import _LogStoreTestSupport
 
 /// Replays, in the ordinary `swift test`, every input the fuzz targets ever crashed on
 /// (Tests/Fuzz/FailCases/<target>/) and every seed of their corpora (Tests/Fuzz/Corpus/<target>/),
-/// through the same entry points the libFuzzer targets call (Docs/Testing.md, "Fuzzing").
+/// through the same entry points the libFuzzer targets call (Docs/Fuzzing.md).
 /// Each bug found also has a test of its own below, named after what it caught.
 final class FuzzFailCaseTests: XCTestCase {
     static let fuzzDirectory = URL(fileURLWithPath: #filePath)

@@ -54,7 +54,7 @@ final class Bench {
             "durable-write", "durable-write-16", "buffered-write", "bulk-insert", "point-read", "page", "scan", "count",
             "count-predicate", "open", "memory", "compaction", "child-merge", "lz4",
             "observe-latency", "observe-write", "observe-large", "sqlite-adapter", "migrate", "migration", "backup", "backup-writers",
-            "postgres-adapter", "postgres-migrate",
+            "postgres-peers", "postgres-migrate",
         ] + appWorkloadNames
 
     let cfg: BenchConfig
@@ -128,7 +128,7 @@ final class Bench {
             case "migration": return try migration()
             case "backup": return try backup()
             case "backup-writers": return try backupWriters()
-            case "postgres-adapter": return try postgresAdapter()
+            case "postgres-peers": return try postgresPeers()
             case "postgres-migrate": return try postgresMigrate()
             default:
                 guard let w = try runApp(name) else { throw BenchError("unknown workload \(name)") }

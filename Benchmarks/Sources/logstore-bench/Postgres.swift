@@ -3,176 +3,13 @@ import LogStore
 import LogStorePostgres
 import PostgresNIO
 
-// Issue 17's benchmarks: PostgresDataStore against raw postgres-nio statements on the same server
-// (point reads, durable single-item writes, bulk insert: the adapter's overhead, target ≤ 1.3×), and
-// the data migrator's throughput into PostgreSQL. They need a server: LOGSTORE_POSTGRES_URL (run
+// The PostgreSQL backend's benchmarks: PostgresDataStore beside its peers on the same server
+// (PostgresPeers.swift), and the data migrator's throughput into PostgreSQL. They need a server: LOGSTORE_POSTGRES_URL (run
 // under tools/with-postgres --durable, a throwaway cluster with fsync on); without it they are
 // skipped, saying so.
 
 /// The server the PostgreSQL workloads use, or nil.
 let postgresURL = ProcessInfo.processInfo.environment["LOGSTORE_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
-
-/// Raw postgres-nio: one connection, hand-written statements on a table with one column per
-/// property (`tags` as `text[]`), results decoded by postgres-nio's row decoding; each call waits
-/// for its future, as a synchronous caller must. What an app writing SQL by hand would send: a
-/// bare `INSERT ... ON CONFLICT` per item (autocommit), one `INSERT ... SELECT unnest(...)` per
-/// batch, a `SELECT` by primary key.
-final class RawPostgresStore: BenchStore, @unchecked Sendable {
-    // @unchecked: used from the benchmark's one thread; the connection serializes its statements.
-    let key = "postgres-raw"
-    let name = "raw postgres-nio"
-    let config = "one connection, statements per call, columns"
-    let path: String
-    let connection: PostgresConnection
-    let logger = Logger(label: "bench")
-    let table: String
-
-    init(url: String, schema: String) throws {
-        let c = try PostgresDataStore.Configuration(url: url)
-        path = schema
-        table = "\"\(schema)\".bench_item"
-        connection = try PostgresConnection.connect(
-            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: c.connection, id: 1, logger: logger
-        ).wait()
-        try run(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \"\(schema)\""))
-        try run(
-            PostgresQuery(
-                unsafeSQL:
-                    "CREATE TABLE IF NOT EXISTS \(table) (id bigint PRIMARY KEY, name text NOT NULL, rating int NOT NULL, date timestamptz NOT NULL, tags text[] NOT NULL, text text NOT NULL)"
-            ))
-    }
-
-    @discardableResult
-    func run(_ q: PostgresQuery) throws -> PostgresQueryResult {
-        do {
-            return try connection.query(q, logger: logger).wait()
-        } catch {
-            throw BenchError("raw postgres-nio: \(String(reflecting: error))")
-        }
-    }
-
-    static let upsert =
-        " ON CONFLICT (id) DO UPDATE SET name = excluded.name, rating = excluded.rating, date = excluded.date, tags = excluded.tags, text = excluded.text"
-
-    func insert(_ item: BenchItem) throws {
-        var b = PostgresBindings()
-        b.append(item.id)
-        b.append(item.name)
-        b.append(item.rating)
-        b.append(item.date)
-        b.append(item.tags)
-        b.append(item.text)
-        try run(
-            PostgresQuery(
-                unsafeSQL: "INSERT INTO \(table) (id, name, rating, date, tags, text) VALUES ($1, $2, $3, $4, $5, $6)" + Self.upsert,
-                binds: b))
-    }
-
-    func insertBatch(_ items: ArraySlice<BenchItem>) throws {
-        var b = PostgresBindings()
-        b.append(items.map(\.id))
-        b.append(items.map(\.name))
-        b.append(items.map(\.rating))
-        b.append(items.map(\.date))
-        // A text[] per row does not unnest (arrays of arrays flatten): the tags travel as one
-        // text per row, split again in SQL.
-        b.append(items.map { $0.tags.joined(separator: "\u{1F}") })
-        b.append(items.map(\.text))
-        try run(
-            PostgresQuery(
-                unsafeSQL:
-                    "INSERT INTO \(table) (id, name, rating, date, tags, text) SELECT r.id, r.name, r.rating, r.date, string_to_array(r.tags, chr(31)), r.text FROM unnest($1::bigint[], $2::text[], $3::int[], $4::timestamptz[], $5::text[], $6::text[]) AS r(id, name, rating, date, tags, text)"
-                    + Self.upsert,
-                binds: b))
-    }
-
-    func get(_ id: Int) throws -> BenchItem? {
-        var b = PostgresBindings()
-        b.append(id)
-        guard
-            let row = try run(PostgresQuery(unsafeSQL: "SELECT id, name, rating, date, tags, text FROM \(table) WHERE id = $1", binds: b))
-                .rows.first
-        else { return nil }
-        let (i, name, rating, date, tags, text) = try row.decode((Int, String, Int, Date, [String], String).self)
-        return BenchItem(id: i, name: name, rating: rating, date: date, tags: tags, text: text)
-    }
-
-    func scan(minRating: Int, limit: Int?) throws -> [BenchItem] { throw BenchError("not measured") }
-    func page(offset: Int, limit: Int) throws -> [BenchItem] { throw BenchError("not measured") }
-    func count() throws -> Int { Int(try run(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(table)")).rows.first?.decode(Int.self) ?? 0) }
-    func count(minRating: Int) throws -> Int { throw BenchError("not measured") }
-
-    func close() throws {
-        _ = try? run(PostgresQuery(unsafeSQL: "DROP SCHEMA IF EXISTS \"\(path)\" CASCADE"))
-        let closing: EventLoopFuture<Void> = connection.close()
-        try closing.wait()
-    }
-}
-
-/// Raw postgres-nio on PostgresDataStore's row shape: the same hand-written statements as
-/// ``RawPostgresStore`` on a table `(id bigint PRIMARY KEY, data jsonb)`, the item encoded by
-/// Foundation's `JSONEncoder` and decoded by `JSONDecoder`. What an app storing its Codable items
-/// as documents by hand would send: it separates what the jsonb mapping costs (the issue's
-/// mapping) from what the adapter adds on top (snapshots, the commit log, the canonical form).
-final class RawPostgresJSONStore: BenchStore, @unchecked Sendable {
-    // @unchecked: used from the benchmark's one thread; the connection serializes its statements.
-    let key = "postgres-raw-jsonb"
-    let name = "raw postgres-nio, jsonb"
-    let config = "one connection, statements per call, (id, data jsonb)"
-    let path: String
-    let raw: RawPostgresStore
-    let table: String
-    let encoder = JSONEncoder()
-    let decoder = JSONDecoder()
-
-    init(url: String, schema: String) throws {
-        raw = try RawPostgresStore(url: url, schema: schema)
-        path = schema
-        table = "\"\(schema)\".bench_document"
-        try raw.run(PostgresQuery(unsafeSQL: "CREATE TABLE IF NOT EXISTS \(table) (id bigint PRIMARY KEY, data jsonb NOT NULL)"))
-    }
-
-    func json(_ item: BenchItem) throws -> String { String(decoding: try encoder.encode(item), as: UTF8.self) }
-
-    func insert(_ item: BenchItem) throws {
-        var b = PostgresBindings()
-        b.append(item.id)
-        b.append(try json(item))
-        try raw.run(
-            PostgresQuery(
-                unsafeSQL: "INSERT INTO \(table) (id, data) VALUES ($1, $2::jsonb) ON CONFLICT (id) DO UPDATE SET data = excluded.data",
-                binds: b))
-    }
-
-    func insertBatch(_ items: ArraySlice<BenchItem>) throws {
-        var b = PostgresBindings()
-        b.append(items.map(\.id))
-        b.append(try items.map { try json($0) })
-        try raw.run(
-            PostgresQuery(
-                unsafeSQL:
-                    "INSERT INTO \(table) (id, data) SELECT r.id, r.data::jsonb FROM unnest($1::bigint[], $2::text[]) AS r(id, data) ON CONFLICT (id) DO UPDATE SET data = excluded.data",
-                binds: b))
-    }
-
-    func get(_ id: Int) throws -> BenchItem? {
-        var b = PostgresBindings()
-        b.append(id)
-        guard let row = try raw.run(PostgresQuery(unsafeSQL: "SELECT data::text FROM \(table) WHERE id = $1", binds: b)).rows.first else {
-            return nil
-        }
-        return try decoder.decode(BenchItem.self, from: Data(try row.decode(String.self).utf8))
-    }
-
-    func scan(minRating: Int, limit: Int?) throws -> [BenchItem] { throw BenchError("not measured") }
-    func page(offset: Int, limit: Int) throws -> [BenchItem] { throw BenchError("not measured") }
-    func count() throws -> Int {
-        Int(try raw.run(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(table)")).rows.first?.decode(Int.self) ?? 0)
-    }
-    func count(minRating: Int) throws -> Int { throw BenchError("not measured") }
-
-    func close() throws { try raw.close() }
-}
 
 /// `PostgresDataStore` through the DataStore API, the same calls as the other DataStore rows.
 final class PostgresDataStoreBench: DataStoreBench, @unchecked Sendable {
@@ -198,9 +35,15 @@ final class PostgresDataStoreBench: DataStoreBench, @unchecked Sendable {
 
     func close() throws {
         try store.tearDown()
-        let raw = try RawPostgresStore(url: url, schema: path)
-        try raw.close()
+        try dropSchema(url: url, path)
     }
+}
+
+/// Drops `schema` and everything in it.
+func dropSchema(url: String, _ schema: String) throws {
+    let db = try RawConnection(url: url)
+    defer { db.close() }
+    try db.run("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE")
 }
 
 extension Bench {
@@ -215,67 +58,102 @@ extension Bench {
         return "bench_\(label)_\(getpid())_\(storeCounter)"
     }
 
-    /// PostgresDataStore and raw postgres-nio side by side: durable single-item writes, a bulk
-    /// insert in transactions of `cfg.batch`, point reads by id. Each PostgresDataStore row
-    /// carries `vs_raw_postgres_nio`: its time per operation over raw postgres-nio's (target ≤ 1.3).
-    func postgresAdapter() throws -> WorkloadResult {
-        let title =
-            "PostgresDataStore (DataStore API, jsonb rows) vs raw postgres-nio statements (columns, and jsonb documents), \(cfg.n) items"
-        guard let url = postgresURL else { return postgresSkipped("postgres-adapter", title) }
-        var w = WorkloadResult(name: "postgres-adapter", title: title, op: "see each row's config", unit: "op")
-        let raw = try RawPostgresStore(url: url, schema: schemaName("raw"))
-        let rawJSON = try RawPostgresJSONStore(url: url, schema: schemaName("rawjson"))
-        let adapter = try PostgresDataStoreBench(url: url, schema: schemaName("adapter"))
+    /// PostgresDataStore beside its peers (PostgresPeers.swift), interleaved on one server: a
+    /// durable insert of one item, a bulk insert of `cfg.n` items in transactions of `cfg.batch`,
+    /// a point read, the indexed query of one group (20 items) and a page of 20 at offset n/2.
+    /// Each PostgresDataStore row carries `vs_raw` and `vs_raw_jsonb` (its time per operation over
+    /// the hand-written peer's; targets ≤ 1.2 and ≤ 1.1) and `vs_fluent` (its throughput over
+    /// Fluent's; target ≥ 1), and the same ratios of this process's CPU.
+    func postgresPeers() throws -> WorkloadResult {
+        let title = "PostgresDataStore vs postgres-nio by hand (typed columns; jsonb) and Fluent models, \(cfg.n) items"
+        guard let url = postgresURL else { return postgresSkipped("postgres-peers", title) }
+        var w = WorkloadResult(name: "postgres-peers", title: title, op: "see each row's config", unit: "op")
+        let shared = schemaName("peers")
+        let own = schemaName("store")
+        let raw = try RawTypedPeer(url: url, schema: shared)
+        let json = try RawJSONBPeer(url: url, schema: shared)
+        let fluent = try FluentPeer(url: url, schema: shared)
+        let adapter = try PostgresDataStorePeer(url: url, schema: own)
+        let peers: [any PeerStore] = [raw, json, fluent, adapter]
         defer {
-            remove(raw)
-            remove(rawJSON)
-            remove(adapter)
+            for p in peers { try? p.close() }
+            try? dropSchema(url: url, shared)
+            try? dropSchema(url: url, own)
         }
-        // The target's ratio is against typed columns (`vs_raw_postgres_nio`); `vs_raw_jsonb`
-        // is against the same statements on the adapter's row shape, by hand.
-        func triple(_ what: String, _ r: Run, _ j: Run, _ a: Run, units: Double? = nil) {
-            var rawRow = Row(key: "postgres-raw:\(what)", system: raw.name, config: what, role: .peer, run: r, units: units)
-            var jsonRow = Row(key: "postgres-raw-jsonb:\(what)", system: rawJSON.name, config: what, role: .peer, run: j, units: units)
-            var adapterRow = Row(key: "logstore-postgres:\(what)", system: adapter.name, config: what, role: .variant, run: a, units: units)
-            for (baseline, name) in [(rawRow, "raw_postgres_nio"), (jsonRow, "raw_jsonb")]
-            where baseline.throughput > 0 && adapterRow.throughput > 0 {
-                adapterRow.extra["vs_\(name)"] = baseline.throughput / adapterRow.throughput
-                if let rc = baseline.extra["cpu_us_per_op"], let ac = adapterRow.extra["cpu_us_per_op"], rc > 0 {
-                    adapterRow.extra["cpu_vs_\(name)"] = ac / rc
+        func measure(_ op: String, _ what: String, _ runs: [Run], units: Double? = nil) {
+            var rows = peers.indices.map { k in
+                Row(
+                    key: "\(peers[k].key):\(op)", system: peers[k].name, config: what, role: k == 3 ? .variant : .peer, run: runs[k],
+                    units: units)
+            }
+            let ours = rows[3]
+            for (k, name) in [(0, "raw"), (1, "raw_jsonb")] where rows[k].throughput > 0 && ours.throughput > 0 {
+                rows[3].extra["vs_\(name)"] = rows[k].throughput / ours.throughput
+                if let c = rows[k].extra["cpu_us_per_op"], let o = ours.extra["cpu_us_per_op"], c > 0 {
+                    rows[3].extra["cpu_vs_\(name)"] = o / c
                 }
             }
-            rawRow.note = nil
-            jsonRow.note = nil
-            w.rows += [rawRow, jsonRow, adapterRow]
+            if rows[2].throughput > 0 {
+                rows[3].extra["vs_fluent"] = ours.throughput / rows[2].throughput
+                if let c = rows[2].extra["cpu_us_per_op"], let o = ours.extra["cpu_us_per_op"], o > 0 {
+                    rows[3].extra["cpu_vs_fluent"] = c / o
+                }
+            }
+            w.rows += rows
         }
-        // Durable single-item writes, interleaved, on ids beyond the loaded range.
+        func contenders(_ op: @escaping (any PeerStore, Int) throws -> Void) -> [Contender] {
+            peers.indices.map { k in
+                Contender(key: peers[k].key, system: peers[k].name, config: peers[k].config, role: k == 3 ? .variant : .peer) { i in
+                    try op(peers[k], i)
+                }
+            }
+        }
         let n = cfg.n
-        let writes = try interleaved(
-            [
-                Contender(raw, role: .peer) { i in try raw.insert(ItemFactory.make(id: n + i)) },
-                Contender(rawJSON, role: .peer) { i in try rawJSON.insert(ItemFactory.make(id: n + i)) },
-                Contender(adapter, role: .variant) { i in try adapter.insert(ItemFactory.make(id: n + i)) },
-            ],
-            maxOps: cfg.durableOps, maxSeconds: cfg.durableSeconds * 3)
-        triple("durable insert of 1 item", Run(rows: writes[0]), Run(rows: writes[1]), Run(rows: writes[2]))
-        triple(
-            "bulk insert (transactions of \(cfg.batch))", try load(raw, n: cfg.n), try load(rawJSON, n: cfg.n), try load(adapter, n: cfg.n),
-            units: Double(cfg.n))
-        guard try raw.count() >= cfg.n, try rawJSON.count() >= cfg.n, try adapter.count() >= cfg.n else {
-            throw BenchError("a PostgreSQL store lost items")
+        // Durable single-item writes on ids beyond the loaded range, made before the clock runs.
+        let fresh = (0..<cfg.durableOps).map { PeerItem.make(id: n + $0) }
+        let writes = try interleaved(contenders { p, i in try p.insert(fresh[i]) }, maxOps: fresh.count, maxSeconds: cfg.durableSeconds * 4)
+        measure("durable-insert", "durable insert of 1 item", writes.map { Run(rows: $0) })
+        // The bulk insert, batch by batch in a rotating order (a slow stretch hits every peer).
+        var loads = Array(repeating: Run(), count: peers.count)
+        var start = 0
+        var turn = 0
+        while start < n {
+            let end = min(n, start + cfg.batch)
+            let items = (start..<end).map { PeerItem.make(id: $0) }
+            for j in peers.indices {
+                let k = (j + turn) % peers.count
+                let c0 = processCPUSeconds()
+                let t0 = nowNanos()
+                try peers[k].insertBatch(items)
+                loads[k].latencies.append(nowNanos() - t0)
+                loads[k].cpuSeconds += processCPUSeconds() - c0
+            }
+            turn += 1
+            start = end
         }
+        for k in loads.indices { loads[k].seconds = Double(loads[k].latencies.reduce(0, +)) / 1e9 }
+        measure("bulk-insert", "bulk insert, transactions of \(cfg.batch) (items/s)", loads, units: Double(n))
+        for p in peers where try p.count() < n { throw BenchError("\(p.name) lost items") }
         var rng = SplitMix64(seed: 11)
-        let ids = (0..<cfg.readOps).map { _ in Int(rng.next() % UInt64(cfg.n)) }
+        let ids = (0..<cfg.readOps / 4).map { _ in Int(rng.next() % UInt64(n)) }
         let reads = try interleaved(
-            [
-                Contender(raw, role: .peer) { i in _ = try raw.get(ids[i]) },
-                Contender(rawJSON, role: .peer) { i in _ = try rawJSON.get(ids[i]) },
-                Contender(adapter, role: .variant) { i in _ = try adapter.get(ids[i]) },
-            ],
-            maxOps: ids.count / 4, maxSeconds: cfg.readSeconds * 3)
-        triple("point read by id", Run(rows: reads[0]), Run(rows: reads[1]), Run(rows: reads[2]))
+            contenders { p, i in guard try p.get(ids[i]) else { throw BenchError("\(p.name): item \(ids[i]) missing") } },
+            maxOps: ids.count, maxSeconds: cfg.readSeconds * 4)
+        measure("point-read", "point read by id", reads.map { Run(rows: $0) })
+        let groups = (0..<max(1, cfg.readOps / 40)).map { _ in Int(rng.next() % UInt64(max(1, n / PeerItem.groupSize))) }
+        let queries = try interleaved(
+            contenders { p, i in
+                let found = try p.group(groups[i])
+                guard found == PeerItem.groupSize else { throw BenchError("\(p.name): group \(groups[i]) has \(found) items") }
+            }, maxOps: groups.count, maxSeconds: cfg.readSeconds * 4)
+        measure("indexed-query", "indexed query: the 20 items of one group, id order", queries.map { Run(rows: $0) })
+        let pages = try interleaved(
+            contenders { p, _ in
+                guard try p.page(offset: n / 2, limit: 20) == 20 else { throw BenchError("\(p.name): short page") }
+            }, maxOps: 2_000, maxSeconds: cfg.readSeconds * 4)
+        measure("page", "page of 20 at offset n/2, id order", pages.map { Run(rows: $0) })
         w.notes.append(
-            "Same server, loopback. Raw postgres-nio: table bench_item with one column per property, one connection, a bare INSERT ... ON CONFLICT per item (autocommit), one INSERT ... SELECT unnest(...) per batch, SELECT by primary key, rows decoded by postgres-nio (Postgres.swift). Raw postgres-nio, jsonb: the same statements on a table (id bigint, data jsonb), items by JSONEncoder/JSONDecoder. PostgresDataStore: one table per item type (id bigint, version, data jsonb), items as LogStore JSON; a write block that only inserts is one autocommitted statement that also bumps logstore_sequence and writes the commit log; a read runs in a read-only REPEATABLE READ transaction begun in the background (Docs/SQLBackends.md, \"PostgreSQL\"). vs_raw_postgres_nio = PostgresDataStore's time per op / raw postgres-nio's (the target's ratio); vs_raw_jsonb the same against the jsonb rows by hand; cpu_vs_... the same for this process's CPU (the server's CPU is not counted)."
+            "One server on loopback, durable defaults. Item: BenchItem's properties and group = id / 20 (an index on it everywhere). postgres-nio by hand: one connection, a bare INSERT ... ON CONFLICT per item (autocommit), one INSERT ... SELECT unnest(...) per batch, SELECTs; typed columns decode into tuples, jsonb documents through postgres-nio's Codable support (JSONEncoder/JSONDecoder) with an expression index on data -> 'group'. Fluent: FluentKit models, create/find/query, futures waited for. PostgresDataStore: the DataStore API (writeSync, read, #Predicate { $0.group == g } over a declared index). vs_raw / vs_raw_jsonb = PostgresDataStore's time per op over the peer's (targets <= 1.2 / <= 1.1); vs_fluent = PostgresDataStore's throughput over Fluent's (target >= 1); cpu_vs_* the same for this process's CPU per op (the server's is in the times, not counted)."
         )
         return w
     }

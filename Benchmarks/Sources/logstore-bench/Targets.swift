@@ -141,15 +141,16 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
     atLeast(
         "backup-writers", "writer throughput during a backup: ≥ 0.8× without", row("backup-writers", "logstore-no-backup")?.ratio, 0.8)
 
-    // Issue 17: the PostgreSQL backend against raw postgres-nio statements (time and this
-    // process's CPU per operation), and the migrator into PostgreSQL.
-    for adapterRow in r.workload("postgres-adapter")?.rows.filter({ $0.key.hasPrefix("logstore-postgres:") }) ?? [] {
+    // The PostgreSQL backend against its peers on one server (postgres-peers): Fluent's
+    // throughput, and the time of postgres-nio by hand with typed columns and with jsonb.
+    for ours in r.workload("postgres-peers")?.rows.filter({ $0.key.hasPrefix("logstore-postgres:") }) ?? [] {
+        let op = String(ours.key.dropFirst("logstore-postgres:".count))
+        atLeast("postgres-vs-fluent:\(op)", "PostgresDataStore \(ours.config): ≥ 1.0× Fluent's throughput", ours.extra["vs_fluent"], 1.0)
         atMost(
-            "postgres-adapter:\(adapterRow.config)", "PostgresDataStore \(adapterRow.config): ≤ 1.3× raw postgres-nio's time",
-            adapterRow.extra["vs_raw_postgres_nio"], 1.3)
+            "postgres-vs-raw:\(op)", "PostgresDataStore \(ours.config): ≤ 1.2× postgres-nio typed columns' time", ours.extra["vs_raw"], 1.2)
         atMost(
-            "postgres-adapter-cpu:\(adapterRow.config)", "PostgresDataStore \(adapterRow.config): ≤ 1.3× raw postgres-nio's CPU",
-            adapterRow.extra["cpu_vs_raw_postgres_nio"], 1.3)
+            "postgres-vs-raw-jsonb:\(op)", "PostgresDataStore \(ours.config): ≤ 1.1× postgres-nio jsonb by hand's time",
+            ours.extra["vs_raw_jsonb"], 1.1)
     }
     atLeast(
         "migrate-into-postgres", "migration LogStore -> PostgreSQL: ≥ 0.7× PostgresDataStore's own bulk insert",

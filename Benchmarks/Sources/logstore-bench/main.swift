@@ -14,12 +14,13 @@ func usage() -> Never {
     FileHandle.standardError.write(
         Data(
             """
-            usage: logstore-bench [--quick] [--json FILE] [--only NAME[,NAME...]] [--systems KEY[,KEY...]] [--keep] [--app-dir DIR]
+            usage: logstore-bench [--quick] [--n N] [--json FILE] [--only NAME[,NAME...]] [--systems KEY[,KEY...]] [--keep] [--app-dir DIR]
               --quick   N = 100,000 items (default 1,000,000)
               --json    also write the results as JSON to FILE
               --only    run only these workloads: \(names)
               --systems run only these stores: logstore, logstore-engine, logstore-lazy, logstore-engine-lazy (compressOnWrite false), sqlite, lmdb, lmdb-nometasync
                         (the disk's limits always run; for profiling one system)
+              --n N     N items instead (development runs; the runs of record use the defaults)
               --keep    keep the store directories (default: remove them)
               --app-dir DIR  keep the app workload's data set in DIR and reuse it in later runs (profiling)
 
@@ -33,11 +34,15 @@ var only: [String]?
 var keep = false
 var systems: Set<String>?
 var appDirectory: String?
+var itemCount: Int?
 var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
     switch a {
     case "--quick": quick = true
     case "--keep": keep = true
+    case "--n":
+        guard let v = args.popFirst(), let n = Int(v), n > 0 else { usage() }
+        itemCount = n
     case "--json":
         guard let v = args.popFirst() else { usage() }
         jsonPath = v
@@ -61,7 +66,8 @@ while let a = args.popFirst() {
     }
 }
 
-let cfg = BenchConfig.make(quick: quick)
+var cfg = BenchConfig.make(quick: quick)
+if let itemCount { cfg.n = itemCount }
 let base = ProcessInfo.processInfo.environment["LOGSTORE_BENCH_DIR"] ?? (FileManager.default.currentDirectoryPath + "/.bench-tmp")
 let root = base + "/run-\(getpid())"
 do {

@@ -1,7 +1,7 @@
 public import Foundation
 public import LogStore
 
-// Model-based checking of the DataStore API (Docs/Testing.md, "Fuzzing" and "Property tests").
+// Model-based checking of the DataStore API (Docs/Fuzzing.md and Docs/Testing.md, "Property tests").
 //
 // A script is a list of ``StoreScriptOperation``s: writes (inserts, deletes, delete-alls), reads
 // with requests, child stores, merges with each policy, reopens. ``DataStoreModelChecker`` runs

@@ -1,4 +1,4 @@
-// libFuzzer target: FuzzEntryPoints.checkpoint (Docs/Testing.md, "Fuzzing"). No main: libFuzzer's.
+// libFuzzer target: FuzzEntryPoints.checkpoint (Docs/Fuzzing.md). No main: libFuzzer's.
 import LogStoreFuzzSupport
 
 @_cdecl("LLVMFuzzerTestOneInput")

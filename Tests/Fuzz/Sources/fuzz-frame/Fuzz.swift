@@ -1,4 +1,4 @@
-// libFuzzer target: FuzzEntryPoints.frames (Docs/Testing.md, "Fuzzing"). No main: libFuzzer's.
+// libFuzzer target: FuzzEntryPoints.frames (Docs/Fuzzing.md). No main: libFuzzer's.
 import LogStoreFuzzSupport
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,4 +1,4 @@
-// libFuzzer target: StoreScriptFuzzing.run (Docs/Testing.md, "Fuzzing"). No main: libFuzzer's.
+// libFuzzer target: StoreScriptFuzzing.run (Docs/Fuzzing.md). No main: libFuzzer's.
 import LogStoreFuzzSupport
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -7,6 +7,7 @@ import LogStore
 /// the same code runs on LogStore and on PostgreSQL.
 func makeRouter(store: any DataStore) -> Router<BasicRequestContext> {
     let router = Router()
+    router.add(middleware: StoreErrorMiddleware())
 
     router.get("/health") { _, _ -> String in "ok" }
 
@@ -53,6 +54,58 @@ func makeRouter(store: any DataStore) -> Router<BasicRequestContext> {
         }
         guard let updated else { throw HTTPError(.notFound, message: "No restaurant \(id).") }
         return RestaurantView(updated)
+    }
+
+    // GET /restaurants/:id/menu: the restaurant's dishes by category and name (an indexed query).
+    router.get("/restaurants/:id/menu") { _, context -> [MenuItem] in
+        let id = try uuid(context)
+        var query = DataStoreRequest(itemType: MenuItem.self)
+        query.predicate = #Predicate { $0.restaurantId == id }
+        query.sortDescriptors = [SortDescriptor(\MenuItem.category), SortDescriptor(\MenuItem.name)]
+        let fetch = query
+        return try await store.read { try $0.items(forRequest: fetch) }
+    }
+
+    // POST /restaurants/:id/orders: 201 once the order is committed (durable), with its id.
+    router.post("/restaurants/:id/orders") { request, context -> EditedResponse<Order> in
+        let id = try uuid(context)
+        let body = try await request.decode(as: NewOrder.self, context: context)
+        let order = Order(id: UUID(), restaurantId: id, dishes: body.dishes, createdAt: Date())
+        try await store.write { try $0.insert(order) }
+        return EditedResponse(status: .created, response: order)
+    }
+
+    // GET /stats: counts of every item type (the load test counts orders with it).
+    router.get("/stats") { _, _ -> Stats in
+        try await store.read { a in
+            Stats(
+                restaurants: try a.countItems(forRequest: DataStoreRequest(itemType: Restaurant.self)),
+                menuItems: try a.countItems(forRequest: DataStoreRequest(itemType: MenuItem.self)),
+                orders: try a.countItems(forRequest: DataStoreRequest(itemType: Order.self)))
+        }
+    }
+
+    // POST /seed {"restaurants": 100, "dishes": 20}: restaurants with menus, for load tests; the
+    // ids of the new restaurants.
+    router.post("/seed") { request, context -> [UUID] in
+        let seed = try await request.decode(as: Seed.self, context: context)
+        guard (1...10_000).contains(seed.restaurants), (0...200).contains(seed.dishes) else {
+            throw HTTPError(.badRequest, message: "restaurants must be 1 to 10000, dishes 0 to 200.")
+        }
+        let categories = ["starters", "mains", "desserts", "drinks"]
+        var ids: [UUID] = []
+        for _ in 0..<seed.restaurants {
+            let r = Restaurant(id: UUID(), name: "Restaurant \(ids.count)", cuisine: "thai", ratings: 0, ratingSum: 0)
+            let menu = (0..<seed.dishes).map { d in
+                MenuItem(id: UUID(), restaurantId: r.id, category: categories[d % categories.count], name: "Dish \(d)", price: 500 + d * 50)
+            }
+            try await store.write { a in
+                try a.insert(r)
+                for m in menu { try a.insert(m) }
+            }
+            ids.append(r.id)
+        }
+        return ids
     }
 
     router.delete("/restaurants/:id") { _, context -> HTTPResponse.Status in

@@ -16,7 +16,12 @@ let port = Int(environment["PORT"] ?? "") ?? 8080
 /// The store `location` names: a PostgreSQL URL, or a LogStore directory.
 func openStore(_ location: String) throws -> any DataStore {
     if location.hasPrefix("postgres://") || location.hasPrefix("postgresql://") {
-        return try PostgresDataStore(url: location)
+        var configuration = try PostgresDataStore.Configuration(url: location)
+        // A request waits a few seconds at most: for a connection of the pool, then for the
+        // server (a lock, a restart); it is answered 503 after that (StoreErrorMiddleware).
+        configuration.leaseTimeout = .seconds(2)
+        configuration.statementTimeout = .seconds(5)
+        return PostgresDataStore(configuration: configuration)
     }
     return LogDataStore(directory: URL(fileURLWithPath: location))
 }
