@@ -38,13 +38,17 @@ final class AESGCMKey: AEADKey, @unchecked Sendable {
         guard sealed.count >= StoreCrypto.tagByteCount, out.count == sealed.count - StoreCrypto.tagByteCount else {
             throw LogStoreError(.invalidArgument, "AEAD open: \(sealed.count) sealed bytes do not fit an output of \(out.count).")
         }
-        let split = sealed.count - StoreCrypto.tagByteCount
-        let box = try AES.GCM.SealedBox(
-            nonce: try Self.nonce(nonce), ciphertext: UnsafeRawBufferPointer(rebasing: sealed[..<split]),
-            tag: UnsafeRawBufferPointer(rebasing: sealed[split...]))
+        // One buffer nonce ‖ ciphertext ‖ tag (on the stack when small) for `SealedBox(combined:)`,
+        // which copies it with one memcpy; `SealedBox(nonce:ciphertext:tag:)` appends the three
+        // parts to a `Data` through its generic path, a quarter of the whole call (callgrind).
         let plain: Data
         do {
-            plain = try AES.GCM.open(box, using: key, authenticating: aad)
+            plain = try withUnsafeTemporaryAllocation(byteCount: AEADNonce.byteCount + sealed.count, alignment: 8) { combined in
+                nonce.withUnsafeBytes { combined.copyMemory(from: $0) }
+                UnsafeMutableRawBufferPointer(rebasing: combined[AEADNonce.byteCount...]).copyMemory(from: sealed)
+                let box = try AES.GCM.SealedBox(combined: UnsafeRawBufferPointer(combined))
+                return try AES.GCM.open(box, using: key, authenticating: aad)
+            }
         } catch let error as CryptoKitError {
             // CryptoKit reports a tag mismatch as `authenticationFailure`; swift-crypto on Linux as
             // BoringSSL's CIPHER_R_BAD_DECRYPT in `underlyingCoreCryptoError`. Sizes were checked
