@@ -40,6 +40,7 @@ let package = Package(
         .package(name: "LogStore", path: ".."),
         .package(url: "https://github.com/groue/GRDB.swift.git", exact: "7.10.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
     ],
     targets: [
         .systemLibrary(
@@ -62,6 +63,16 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)] + features
+        ),
+        // Per-record AEAD cost of encryption at rest (LogStoreEncryption against swift-crypto's
+        // API used with Data): `logstore-aead-bench [reps] [variant|all] [size]`.
+        .executableTarget(
+            name: "logstore-aead-bench",
+            dependencies: [
+                .product(name: "LogStoreEncryption", package: "LogStore"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]
 )
