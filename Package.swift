@@ -6,10 +6,11 @@
 // Module graph (dependencies point one way):
 //
 //   CLZ4, CCRC32C <- LogStoreEngine <- LogStore <- logstore-demo, logstore-crashtest
-//                          <- LogStoreCompactCommands <- logstore-compact   (the engine only)
+//                          <- LogStoreEncryption (+ swift-crypto's Crypto)
+//                          <- LogStoreCompactCommands <- logstore-compact   (the engine and LogStoreEncryption)
 //                                 LogStore <- LogStoreSQL <- LogStoreSQLite (+ GRDB)
 //                                 LogStore <- LogStoreSQL <- LogStorePostgres (+ postgres-nio, NIO)
-//          LogStore, LogStoreSQLite <- LogStoreMigrateCommands <- logstore-migrate (+ LogStorePostgres)
+//          LogStore, LogStoreSQLite, LogStoreEncryption <- LogStoreMigrateCommands <- logstore-migrate (+ LogStorePostgres)
 //                                 LogStore <- DataStoreConformance (test support, no test framework)
 //
 // LogStoreSQL is the SQL backends' shared, database-free half (the JSON row format, #Predicate to
@@ -18,8 +19,11 @@
 // module takes the PostgreSQL opener from the executable, so an app never builds NIO unless it
 // depends on LogStorePostgres. LOGSTORE_POSTGRES=0 leaves the PostgreSQL targets (and the
 // resolution of postgres-nio) out, for the builds that do not need them (ThreadSanitizer, fuzzing).
-// LogStoreCommandSupport (console, progress line, JSON output, exit codes) is shared by the two
-// command-line tools and depends on the engine's error type only.
+// LogStoreCommandSupport (console, progress line, JSON output, exit codes, key options) is shared
+// by the two command-line tools and depends on the engine's error type only.
+// LogStoreEncryption implements the engine's `StoreCipher` with swift-crypto (AES-256-GCM,
+// HKDF-SHA256, HMAC-SHA256): its own product, so that an app that does not encrypt never builds
+// swift-crypto (the engine knows only the protocol).
 //
 // Test tooling (fuzz targets, benchmarks) lives in nested packages under
 // Tests/Fuzz and Benchmarks so that users of the library never build it. Test support
@@ -44,6 +48,8 @@ let package = Package(
     products: [
         .library(name: "LogStore", targets: ["LogStore"]),
         .library(name: "LogStoreEngine", targets: ["LogStoreEngine"]),
+        // Encryption at rest: its own product so that apps that do not encrypt never build swift-crypto.
+        .library(name: "LogStoreEncryption", targets: ["LogStoreEncryption"]),
         .executable(name: "logstore-demo", targets: ["logstore-demo"]),
         .executable(name: "logstore-compact", targets: ["logstore-compact"]),
         .executable(name: "logstore-crashtest", targets: ["logstore-crashtest"]),
@@ -53,23 +59,30 @@ let package = Package(
         // The DataStore contract as executable checks, for the test targets of backends (ours and
         // third parties'), with swift-testing or XCTest. Nothing an app depends on pulls it in.
         .library(name: "DataStoreConformance", targets: ["DataStoreConformance"]),
-    ] + (postgres ? [
-        // The PostgreSQL backend: its own product so that only apps that use it build NIO.
-        .library(name: "LogStorePostgres", targets: ["LogStorePostgres"]),
-    ] : []) + (fuzzing ? [
-        // For Tests/Fuzz only (LOGSTORE_FUZZ=1): test support and the fuzz entry points. Not API.
-        .library(name: "_LogStoreTestSupport", targets: ["_LogStoreTestSupport"]),
-        .library(name: "LogStoreFuzzSupport", targets: ["LogStoreFuzzSupport"]),
-    ] : []),
+    ]
+        + (postgres
+            ? [
+                // The PostgreSQL backend: its own product so that only apps that use it build NIO.
+                .library(name: "LogStorePostgres", targets: ["LogStorePostgres"])
+            ] : [])
+        + (fuzzing
+            ? [
+                // For Tests/Fuzz only (LOGSTORE_FUZZ=1): test support and the fuzz entry points. Not API.
+                .library(name: "_LogStoreTestSupport", targets: ["_LogStoreTestSupport"]),
+                .library(name: "LogStoreFuzzSupport", targets: ["LogStoreFuzzSupport"]),
+            ] : []),
     dependencies: [
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
         .package(url: "https://github.com/groue/GRDB.swift.git", exact: "7.10.0"),
-    ] + (postgres ? [
-        .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
-    ] : []),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+    ]
+        + (postgres
+            ? [
+                .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2")
+            ] : []),
     targets: [
         .systemLibrary(
             name: "CLZ4",
@@ -100,6 +113,14 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "LogStoreEncryption",
+            dependencies: [
+                "LogStoreEngine",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
             name: "_LogStoreTestSupport",
             dependencies: ["LogStoreEngine", "LogStore", "DataStoreConformance", "LogStoreCommandSupport"],
             swiftSettings: strict
@@ -125,7 +146,7 @@ let package = Package(
         .target(
             name: "LogStoreCompactCommands",
             dependencies: [
-                "LogStoreEngine", "LogStoreCommandSupport",
+                "LogStoreEngine", "LogStoreCommandSupport", "LogStoreEncryption",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -152,7 +173,7 @@ let package = Package(
         .target(
             name: "LogStoreMigrateCommands",
             dependencies: [
-                "LogStore", "LogStoreSQLite", "LogStoreCommandSupport",
+                "LogStore", "LogStoreSQLite", "LogStoreCommandSupport", "LogStoreEncryption",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -178,6 +199,11 @@ let package = Package(
         .testTarget(
             name: "LogStoreEngineTests",
             dependencies: ["LogStoreEngine", "_LogStoreTestSupport", "LogStoreFuzzSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LogStoreEncryptionTests",
+            dependencies: ["LogStoreEncryption", "LogStoreEngine", "LogStore", "_LogStoreTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -213,31 +239,33 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-    ] + (postgres ? [
-        .target(
-            name: "LogStorePostgres",
-            dependencies: [
-                "LogStoreEngine", "LogStore", "LogStoreSQL",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strict
-        ),
-        // A worker process of the multi-process concurrency test (not a product).
-        .executableTarget(
-            name: "logstore-postgres-worker",
-            dependencies: ["LogStorePostgres", "LogStore"],
-            path: "Tests/LogStorePostgresWorker",
-            swiftSettings: strict
-        ),
-        .testTarget(
-            name: "LogStorePostgresTests",
-            dependencies: [
-                "LogStorePostgres", "LogStore", "LogStoreEngine", "LogStoreSQL", "DataStoreConformance", "_LogStoreTestSupport",
-                "LogStoreMigrateCommands", "logstore-postgres-worker", "logstore-migrate",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-            ],
-            swiftSettings: strict
-        ),
-    ] : [])
+    ]
+        + (postgres
+            ? [
+                .target(
+                    name: "LogStorePostgres",
+                    dependencies: [
+                        "LogStoreEngine", "LogStore", "LogStoreSQL",
+                        .product(name: "PostgresNIO", package: "postgres-nio"),
+                        .product(name: "Logging", package: "swift-log"),
+                    ],
+                    swiftSettings: strict
+                ),
+                // A worker process of the multi-process concurrency test (not a product).
+                .executableTarget(
+                    name: "logstore-postgres-worker",
+                    dependencies: ["LogStorePostgres", "LogStore"],
+                    path: "Tests/LogStorePostgresWorker",
+                    swiftSettings: strict
+                ),
+                .testTarget(
+                    name: "LogStorePostgresTests",
+                    dependencies: [
+                        "LogStorePostgres", "LogStore", "LogStoreEngine", "LogStoreSQL", "DataStoreConformance", "_LogStoreTestSupport",
+                        "LogStoreMigrateCommands", "logstore-postgres-worker", "logstore-migrate",
+                        .product(name: "PostgresNIO", package: "postgres-nio"),
+                    ],
+                    swiftSettings: strict
+                ),
+            ] : [])
 )

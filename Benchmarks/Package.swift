@@ -44,6 +44,7 @@ let package = Package(
         // (FluentKit and its PostgreSQL driver, without Vapor: the models, not the web glue).
         .package(url: "https://github.com/vapor/fluent-kit.git", exact: "1.57.0"),
         .package(url: "https://github.com/vapor/fluent-postgres-driver.git", exact: "2.14.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
     ],
     targets: [
         .systemLibrary(
@@ -73,6 +74,16 @@ let package = Package(
         .executableTarget(
             name: "logstore-probe",
             dependencies: [.product(name: "LogStore", package: "LogStore")],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // Per-record AEAD cost of encryption at rest (LogStoreEncryption against swift-crypto's
+        // API used with Data): `logstore-aead-bench [reps] [variant|all] [size]`.
+        .executableTarget(
+            name: "logstore-aead-bench",
+            dependencies: [
+                .product(name: "LogStoreEncryption", package: "LogStore"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

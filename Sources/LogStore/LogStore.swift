@@ -11,5 +11,6 @@
 @_exported public import struct LogStoreEngine.RecordLimits
 @_exported public import enum LogStoreEngine.RecoveryMode
 @_exported public import struct LogStoreEngine.RecoveryReport
+@_exported public import struct LogStoreEngine.StoreEncryption
 @_exported public import enum LogStoreEngine.StoreHistory
 @_exported public import struct LogStoreEngine.SystemError

@@ -9,7 +9,8 @@ public enum ToolExitCode: Int32, Sendable, CaseIterable {
     /// met corruption; its output so far is still printed), or a migration's verification found
     /// the destination different from the source.
     case damage = 1
-    /// The command line or a target is wrong (unknown option, non-empty `--into` directory...).
+    /// The command line or a target is wrong (unknown option, non-empty `--into` directory, a
+    /// missing or wrong key for an encrypted store, a key for a store that is not encrypted...).
     case usage = 2
     /// Another process (or another store object) has the store open: its lock is held.
     case locked = 3
@@ -40,6 +41,7 @@ public enum ToolExitCode: Int32, Sendable, CaseIterable {
         case .notAStore, .unsupportedFormatVersion: .notAStore
         case .corruption: .damage
         case .invalidArgument, .itemTooLarge, .keyTooLarge: .usage
+        case .wrongKey, .notEncrypted: .usage  // the key given (or missing) is an argument
         case LogStoreError.Code("unsupported"): .unavailable  // LogStore's code (the DataStore layer's, not the engine's)
         case .io, .diskFull, .permissionDenied, .storePoisoned: .io
         default: .io

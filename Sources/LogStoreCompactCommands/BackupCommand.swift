@@ -38,6 +38,9 @@ public struct BackupCommand: ParsableCommand {
     )
     public var verify: VerificationMode = .readBack
 
+    /// `--key-file`, `--key-env`: the key of an encrypted store.
+    @OptionGroup public var key: KeyOptions
+
     /// `--json`, `--progress`.
     @OptionGroup public var common: CommonOptions
 
@@ -47,7 +50,7 @@ public struct BackupCommand: ParsableCommand {
     /// Backs up and prints the report. Runs on the calling thread. Throws a failure carrying the
     /// exit status (not a store, locked, damaged, bad destination, I/O).
     public func run() throws {
-        try BackupRun(command: "backup", source: store, destination: destination, verification: verify, common: common).run()
+        try BackupRun(command: "backup", source: store, destination: destination, verification: verify, key: key, common: common).run()
     }
 }
 

@@ -39,6 +39,9 @@ public struct CompactCommand: ParsableCommand {
         transform: SalvageCommand.parseSize)
     public var segmentSize: Int?
 
+    /// `--key-file`, `--key-env`: the key of an encrypted store.
+    @OptionGroup public var key: KeyOptions
+
     /// `--json`, `--progress`.
     @OptionGroup public var common: CommonOptions
 
@@ -56,14 +59,15 @@ public struct CompactCommand: ParsableCommand {
     public func run() throws {
         let dir = StoreAccess.resolve(store)
         try StoreAccess.requireStore(dir)
+        let encryption = try StoreAccess.encryption(key, for: dir)
         let progress = ProgressLine(common.progress)
         defer { progress.finish() }
         if dryRun {
             try runDryRun(dir, progress)
         } else if let into {
-            try runCopy(dir, into: StoreAccess.resolve(into), progress)
+            try runCopy(dir, into: StoreAccess.resolve(into), encryption: encryption, progress)
         } else {
-            try runInPlace(dir, progress)
+            try runInPlace(dir, encryption: encryption, progress)
         }
     }
 
@@ -96,12 +100,12 @@ public struct CompactCommand: ParsableCommand {
             notes: ["\(Format.count(scan.liveRecords)) live records, \(Format.bytes(scan.deadBytes)) dead", "dry run: nothing was written"])
     }
 
-    func runCopy(_ dir: String, into target: String, _ progress: ProgressLine) throws {
+    func runCopy(_ dir: String, into target: String, encryption: StoreEncryption, _ progress: ProgressLine) throws {
         try StoreAccess.requireEmptyTarget(target, source: dir)
         let measured = StoreAccess.measure(dir)
         // Read-only open (nothing cut or removed), but refuse what a strict open would refuse:
         // a compacted copy must hold everything, or it is a salvage.
-        let engine = try StoreAccess.openEngine(dir, options: StoreAccess.readOnlyOptions)
+        let engine = try StoreAccess.openEngine(dir, options: StoreAccess.readOnlyOptions, encryption: encryption)
         defer { try? engine.close() }
         if let first = engine.recoveryReport.dropped.first {
             throw ToolFailure(
@@ -129,12 +133,12 @@ public struct CompactCommand: ParsableCommand {
             notes: ["\(Format.count(result.records)) live records copied to \(target); the store itself is unchanged"])
     }
 
-    func runInPlace(_ dir: String, _ progress: ProgressLine) throws {
+    func runInPlace(_ dir: String, encryption: StoreEncryption, _ progress: ProgressLine) throws {
         let backend = CompactionBackends.current
         guard backend.isAvailable else { throw ToolFailure.compactionUnavailable }
         var options = LogEngineOptions()
         options.autoCompaction = false  // this command compacts, once, in the foreground
-        let engine = try StoreAccess.openEngine(dir, options: options)
+        let engine = try StoreAccess.openEngine(dir, options: options, encryption: encryption)
         let measured = StoreAccess.measure(dir)
         progress.phase("compacting")
         let outcome: CompactionOutcome

@@ -32,6 +32,9 @@ public struct DumpCommand: ParsableCommand {
     @Flag(name: .long, help: "Tag dates, bytes and UUIDs ({\"$date\": ...}) instead of plain strings.")
     public var typed = false
 
+    /// `--key-file`, `--key-env`: the key of an encrypted store.
+    @OptionGroup public var key: KeyOptions
+
     /// `--json`, `--progress`.
     @OptionGroup public var common: CommonOptions
 
@@ -44,12 +47,13 @@ public struct DumpCommand: ParsableCommand {
     public func run() throws {
         let dir = StoreAccess.resolve(store)
         try StoreAccess.requireStore(dir)
+        let encryption = try StoreAccess.encryption(key, for: dir)
         guard StoreAccess.fs.itemKind(atPath: _joinPath(dir, LogStoreFormat.manifestFileName)) == .file else {
             throw ToolFailure(
                 .damage, "The store's MANIFEST is missing. Run `logstore-compact verify` for details and `salvage` to recover the data.",
                 path: dir)
         }
-        let engine = try StoreAccess.openEngine(dir, options: StoreAccess.readOnlyOptions)
+        let engine = try StoreAccess.openEngine(dir, options: StoreAccess.readOnlyOptions, encryption: encryption)
         defer { try? engine.close() }
         var damaged = false
         for drop in engine.recoveryReport.dropped {

@@ -24,6 +24,9 @@ public struct MigrationsCommand: ParsableCommand {
     @Argument(help: "The store directory (only read).")
     public var store: String
 
+    /// `--key-file`, `--key-env`: the key of an encrypted store.
+    @OptionGroup public var key: KeyOptions
+
     /// `--json`, `--progress`.
     @OptionGroup public var common: CommonOptions
 
@@ -35,7 +38,8 @@ public struct MigrationsCommand: ParsableCommand {
     public func run() throws {
         let dir = StoreAccess.resolve(store)
         try StoreAccess.requireStore(dir)
-        let engine = try StoreAccess.openEngine(dir, options: StoreAccess.readOnlyOptions)
+        let encryption = try StoreAccess.encryption(key, for: dir)
+        let engine = try StoreAccess.openEngine(dir, options: StoreAccess.readOnlyOptions, encryption: encryption)
         defer { try? engine.close() }
         let entries: [StoreHistory.Entry]
         do {

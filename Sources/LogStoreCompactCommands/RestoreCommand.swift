@@ -31,6 +31,9 @@ public struct RestoreCommand: ParsableCommand {
     @Option(name: .long, help: "replay (default: replay every frame of the copy), open or read-back.")
     public var verify: VerificationMode = .replay
 
+    /// `--key-file`, `--key-env`: the key of an encrypted store.
+    @OptionGroup public var key: KeyOptions
+
     /// `--json`, `--progress`.
     @OptionGroup public var common: CommonOptions
 
@@ -55,6 +58,6 @@ public struct RestoreCommand: ParsableCommand {
                 .usage, "The target \(dest) is not empty. Restore into a new or empty directory; a restore never writes over files.",
                 path: dest)
         }
-        try BackupRun(command: "restore", source: backup, destination: target, verification: verify, common: common).run()
+        try BackupRun(command: "restore", source: backup, destination: target, verification: verify, key: key, common: common).run()
     }
 }

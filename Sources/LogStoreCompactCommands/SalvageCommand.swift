@@ -33,6 +33,9 @@ public struct SalvageCommand: ParsableCommand {
     @Option(name: .long, help: "Segment size of the new store (bytes; K, M, G suffixes). Default 64M.", transform: SalvageCommand.parseSize)
     public var segmentSize: Int?
 
+    /// `--key-file`, `--key-env`: the key of an encrypted store.
+    @OptionGroup public var key: KeyOptions
+
     /// `--json`, `--progress`.
     @OptionGroup public var common: CommonOptions
 
@@ -53,6 +56,7 @@ public struct SalvageCommand: ParsableCommand {
         let source = StoreAccess.resolve(store)
         let target = StoreAccess.resolve(into)
         try StoreAccess.requireStore(source)
+        let encryption = try StoreAccess.encryption(key, for: source)
         try StoreAccess.requireEmptyTarget(target, source: source)
         let progress = ProgressLine(common.progress)
         defer { progress.finish() }
@@ -60,7 +64,8 @@ public struct SalvageCommand: ParsableCommand {
         // A missing, empty or garbled MANIFEST is the engine's job in salvage mode: it rebuilds the
         // segment list from the files' headers and reports that in `dropped`.
         let manifestPath = _joinPath(source, LogStoreFormat.manifestFileName)
-        let (report, copied) = try Self.salvage(from: source, into: target, segmentSize: segmentSize, progress: progress)
+        let (report, copied) = try Self.salvage(
+            from: source, into: target, segmentSize: segmentSize, encryption: encryption, progress: progress)
         let manifestRebuilt = report.dropped.contains { $0.path == manifestPath }
         if let m = report.dropped.first(where: { $0.path == manifestPath }) {
             Console.err("logstore-compact: \(m.reason).")
@@ -111,10 +116,12 @@ public struct SalvageCommand: ParsableCommand {
     }
 
     /// Opens `source` with salvage recovery and copies its snapshot into a new store at `target`.
-    static func salvage(from source: String, into target: String, segmentSize: Int?, progress: ProgressLine) throws -> (
+    static func salvage(
+        from source: String, into target: String, segmentSize: Int?, encryption: StoreEncryption = .none, progress: ProgressLine
+    ) throws -> (
         RecoveryReport, StoreCopier.Result
     ) {
-        let engine = try StoreAccess.openEngine(source, options: StoreAccess.readOnlyOptions)
+        let engine = try StoreAccess.openEngine(source, options: StoreAccess.readOnlyOptions, encryption: encryption)
         defer { try? engine.close() }
         let snapshot = try engine.snapshot()
         let copy = try StoreAccess.openEngine(target, options: StoreCopier.targetOptions(segmentSize: segmentSize))

@@ -23,6 +23,9 @@ public struct StatsCommand: ParsableCommand {
     @Argument(help: "The store directory.")
     public var store: String
 
+    /// `--key-file`, `--key-env`: the key of an encrypted store.
+    @OptionGroup public var key: KeyOptions
+
     /// `--json`, `--progress`.
     @OptionGroup public var common: CommonOptions
 
@@ -35,6 +38,8 @@ public struct StatsCommand: ParsableCommand {
     public func run() throws {
         let dir = StoreAccess.resolve(store)
         try StoreAccess.requireStore(dir)
+        // The scan reads only what stays clear in an encrypted store; the key is still checked.
+        _ = try StoreAccess.encryption(key, for: dir)
         let progress = ProgressLine(common.progress)
         let scan = try StoreAccess.withLock(dir) {
             try StoreScanner(directory: dir, fileSystem: StoreAccess.fs, decodeValues: false).scan { p in

@@ -37,6 +37,9 @@ public struct VerifyCommand: ParsableCommand {
     @Flag(name: .long, help: "Only scan the files; do not open the engine to compare its index.")
     public var noIndex = false
 
+    /// `--key-file`, `--key-env`: the key of an encrypted store.
+    @OptionGroup public var key: KeyOptions
+
     /// `--json`, `--progress`.
     @OptionGroup public var common: CommonOptions
 
@@ -48,6 +51,7 @@ public struct VerifyCommand: ParsableCommand {
     public func run() throws {
         let dir = StoreAccess.resolve(store)
         try StoreAccess.requireStore(dir)
+        let encryption = try StoreAccess.encryption(key, for: dir)
         let progress = ProgressLine(common.progress)
         var scan = try StoreAccess.withLock(dir) {
             try StoreScanner(directory: dir, fileSystem: StoreAccess.fs, decodeValues: !noValues).scan { p in
@@ -69,7 +73,7 @@ public struct VerifyCommand: ParsableCommand {
         if !noIndex && scan.manifest != nil && !newer && !rollOverPending {
             progress.phase("comparing the engine's index with the log")
             do {
-                let engine = try StoreAccess.openEngine(dir, options: StoreAccess.readOnlyOptions)
+                let engine = try StoreAccess.openEngine(dir, options: StoreAccess.readOnlyOptions, encryption: encryption)
                 defer { try? engine.close() }
                 let snapshot = try engine.snapshot()
                 scan.issues += scan.compareIndex(with: snapshot, checkValues: true)

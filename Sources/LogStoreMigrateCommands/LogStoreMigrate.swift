@@ -63,15 +63,18 @@ struct StorePair: ParsableArguments {
     @Option(help: "Only these item types, comma-separated (default: every type the source lists).")
     var types: String?
 
+    @OptionGroup var keys: MigrationKeyOptions
+
     /// Parses and opens both stores (`setup()`: their locks are taken); the destination is
     /// created when `createDestination`. The caller tears them down.
     func open(createDestination: Bool) throws -> (source: StoreLocation, from: any DataStore, destination: StoreLocation, to: any DataStore)
     {
         let source = try StoreLocation(self.source)
         let destination = try StoreLocation(self.destination)
-        let from = try source.open(create: false)
+        let destinationEncryption = try keys.destinationEncryption()
+        let from = try source.open(create: false, encryption: try keys.sourceEncryption())
         do {
-            return (source, from, destination, try destination.open(create: createDestination))
+            return (source, from, destination, try destination.open(create: createDestination, encryption: destinationEncryption))
         } catch {
             try? from.tearDown()
             throw error

@@ -13,11 +13,13 @@ struct TypesCommand: ParsableCommand {
     @Argument(help: "The store (a LogStore directory or a SQLite file).")
     var store: String
 
+    @OptionGroup var key: KeyOptions
+
     @OptionGroup var common: CommonOptions
 
     func run() throws {
         let location = try StoreLocation(store)
-        let opened = try location.open(create: false)
+        let opened = try location.open(create: false, encryption: try key.encryption())
         defer { try? opened.tearDown() }
         let (types, cursor) = try opened.read { a -> ([(String, Int)], Bool) in
             let names = try a.itemTypeNames().filter { $0 != BackendMigrator.cursorItemType }

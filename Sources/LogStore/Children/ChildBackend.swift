@@ -206,7 +206,9 @@ package final class ChildBackend: DataStoreBackend {
             try s.materialize()
             return (s.changes, s.spillFile)
         }
-        if file == nil { file = try SpillFile(directory: spillLocation.directory, fs: spillLocation.fileSystem) }
+        if file == nil {
+            file = try SpillFile(directory: spillLocation.directory, fs: spillLocation.fileSystem, cipher: spillLocation.cipher)
+        }
         guard let file else { return }
         try changes.moveValues(to: file)
         state.withLock { s in

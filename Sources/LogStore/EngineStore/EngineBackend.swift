@@ -22,7 +22,7 @@ package final class EngineBackend: DataStoreBackend {
     /// change feed kept per `options`. Throws `.notOpen` if the engine closed meanwhile.
     init(engine: LogEngine, options: DataStoreOptions) throws {
         self.engine = engine
-        spillLocation = SpillLocation(directory: engine.directory, fileSystem: engine.fileSystem)
+        spillLocation = SpillLocation(directory: engine.directory, fileSystem: engine.fileSystem, cipher: engine.options.encryption.cipher)
         let feed = DataStoreChangeFeed(
             storeIdentity: engine.storeIdentifier, sequence: try engine.snapshot().sequence, retention: options.changeHistory,
             recordsWrites: false,

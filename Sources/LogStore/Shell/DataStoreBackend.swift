@@ -74,11 +74,15 @@ package struct SpillLocation: Sendable {
     package var directory: String
     /// The file system of that directory.
     package var fileSystem: any FileSystem
+    /// The cipher of an encrypted store: spill files are sealed, each under a random key of its
+    /// own that is never written. Nil: spill files are clear.
+    package var cipher: (any StoreCipher)?
 
-    /// A location in `directory` on `fileSystem`.
-    package init(directory: String, fileSystem: any FileSystem) {
+    /// A location in `directory` on `fileSystem`, sealing spill files with `cipher` when given.
+    package init(directory: String, fileSystem: any FileSystem, cipher: (any StoreCipher)? = nil) {
         self.directory = directory
         self.fileSystem = fileSystem
+        self.cipher = cipher
     }
 }
 

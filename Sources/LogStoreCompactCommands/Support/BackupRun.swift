@@ -9,6 +9,8 @@ struct BackupRun {
     var source: String
     var destination: String
     var verification: VerificationMode
+    /// The key of the store (and of the backup, which has the store's key).
+    var key: KeyOptions
     var common: CommonOptions
 
     /// Opens `source` without changing it (salvage recovery reads and never cuts or removes),
@@ -18,10 +20,11 @@ struct BackupRun {
         let src = StoreAccess.resolve(source)
         let dest = StoreAccess.resolve(destination)
         try StoreAccess.requireStore(src)
+        let encryption = try StoreAccess.encryption(key, for: src)
         if dest == src || dest.hasPrefix(src + "/") || src.hasPrefix(dest + "/") {
             throw ToolFailure(.usage, "The destination \(dest) must be outside \(src), and \(src) outside it.", path: dest)
         }
-        let engine = try StoreAccess.openEngine(src, options: StoreAccess.readOnlyOptions)
+        let engine = try StoreAccess.openEngine(src, options: StoreAccess.readOnlyOptions, encryption: encryption)
         defer { try? engine.close() }
         if let drop = engine.recoveryReport.dropped.first {
             throw ToolFailure(

@@ -1,5 +1,6 @@
 import Foundation
 import LogStoreCommandSupport
+import LogStoreEncryption
 import LogStoreEngine
 
 /// Finding, checking and locking the store a command works on.
@@ -35,6 +36,20 @@ enum StoreAccess {
         }
     }
 
+    /// The encryption that `options` give (``StoreEncryption/none`` without a key), checked
+    /// against the store in `dir` before a command reads it, so that commands which read the files
+    /// without opening an engine refuse a key as an engine would. Throws `.usage` failures for an
+    /// unreadable or malformed key, `.notEncrypted` for a key given to a store that is not
+    /// encrypted (every store this build writes: sealed records come with store format 4).
+    static func encryption(_ options: KeyOptions, for dir: String) throws -> StoreEncryption {
+        guard let key = try options.load() else { return .none }
+        let encryption = try StoreEncryption.aes256GCM(key: key.bytes)
+        _ = try encryption.select(
+            storeCipher: StoreCipherAlgorithm.none, keyCheck: [], storeID: StoreID(bytes: []),
+            path: _joinPath(dir, LogStoreFormat.manifestFileName))
+        return encryption
+    }
+
     /// Takes the store's lock (as an engine would) so that no app opens it meanwhile.
     /// Throws a `.locked` ``ToolFailure`` when another process or store object holds it.
     static func lock(_ dir: String) throws -> any FileSystemLock {
@@ -59,8 +74,11 @@ enum StoreAccess {
         return try body()
     }
 
-    /// Opens an engine, turning a held lock into the tool's `.locked` failure.
-    static func openEngine(_ dir: String, options: LogEngineOptions) throws -> LogEngine {
+    /// Opens an engine with `encryption` (the store's key, from ``encryption(_:for:)``), turning a
+    /// held lock into the tool's `.locked` failure.
+    static func openEngine(_ dir: String, options: LogEngineOptions, encryption: StoreEncryption = .none) throws -> LogEngine {
+        var options = options
+        options.encryption = encryption
         do {
             return try LogEngine.open(directory: dir, fileSystem: fs, options: options)
         } catch let e as LogStoreError where e.code == .locked {

@@ -17,26 +17,37 @@ public final class EngineTransaction: RecordReader {
     /// Where values go once the changes hold more than ``RecordLimits/transactionSpillThreshold``
     /// bytes of them (nil: they stay in memory).
     let spillDirectory: (path: String, fileSystem: any FileSystem)?
+    /// The cipher of an encrypted store: its spill file is sealed (under a key of its own).
+    let spillCipher: (any StoreCipher)?
     /// The spill file, once values were moved to it. Removed when the transaction goes away.
     private(set) var spillFile: SpillFile? = nil
 
     /// A transaction over `base`, checking values against `limits`. For the engine, and for
     /// backends of the DataStore layer (child stores) that run write bodies of their own.
     /// `spillDirectory`: where a large transaction moves its values (see
-    /// ``RecordLimits/transactionSpillThreshold``); nil keeps them in memory.
-    package init(base: any RecordReader, limits: RecordLimits, spillDirectory: (path: String, fileSystem: any FileSystem)? = nil) {
+    /// ``RecordLimits/transactionSpillThreshold``); nil keeps them in memory. `spillCipher`: an
+    /// encrypted store's cipher, which seals the spill file.
+    package init(
+        base: any RecordReader, limits: RecordLimits, spillDirectory: (path: String, fileSystem: any FileSystem)? = nil,
+        spillCipher: (any StoreCipher)? = nil
+    ) {
         self.base = base
         self.engineBase = nil
         self.limits = limits
         self.spillDirectory = spillDirectory
+        self.spillCipher = spillCipher
     }
 
     /// A transaction of the engine over its head `snapshot` (``engineBase`` is set).
-    init(snapshot: EngineSnapshot, limits: RecordLimits, spillDirectory: (path: String, fileSystem: any FileSystem)) {
+    init(
+        snapshot: EngineSnapshot, limits: RecordLimits, spillDirectory: (path: String, fileSystem: any FileSystem),
+        spillCipher: (any StoreCipher)?
+    ) {
         self.base = snapshot
         self.engineBase = snapshot
         self.limits = limits
         self.spillDirectory = spillDirectory
+        self.spillCipher = spillCipher
     }
 
     /// Whether values were moved out of memory: the engine then commits the transaction in
@@ -47,7 +58,8 @@ public final class EngineTransaction: RecordReader {
     private func spillIfNeeded() throws {
         let threshold = limits.transactionSpillThreshold
         guard let spillDirectory, threshold > 0, changes.valueBytes > threshold else { return }
-        let file = try spillFile ?? SpillFile(directory: spillDirectory.path, fs: spillDirectory.fileSystem, prefix: "txn")
+        let file =
+            try spillFile ?? SpillFile(directory: spillDirectory.path, fs: spillDirectory.fileSystem, prefix: "txn", cipher: spillCipher)
         try changes.moveValues(to: file)
         spillFile = file
     }

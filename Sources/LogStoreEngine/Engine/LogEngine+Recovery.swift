@@ -66,13 +66,19 @@ extension LogEngine {
     ///
     /// Runs on the calling thread; its cost is proportional to the log written after the last
     /// checkpoint (plus reading the checkpoint), or to the whole log without one.
-    /// Throws `.locked`, `.notAStore`, `.unsupportedFormatVersion`, `.corruption`, I/O errors.
+    /// Throws `.locked`, `.notAStore`, `.unsupportedFormatVersion`, `.corruption`, I/O errors;
+    /// with ``LogEngineOptions/encryption``, `.wrongKey` or `.notEncrypted` before any file changes.
     public static func open(
         directory: String, fileSystem: any FileSystem = POSIXFileSystem(),
         options: LogEngineOptions = LogEngineOptions()
     ) throws -> LogEngine {
         let options = try options.validated()
         let fs = fileSystem
+        if options.encryption.isEnabled, !options.acceptsEncryptionOfClearStores, fs.itemKind(atPath: directory) != .file,
+            (try? fs.contentsOfDirectory(atPath: directory))?.isEmpty ?? true
+        {
+            try options.encryption.checkCanCreateStore(path: directory)
+        }
         switch fs.itemKind(atPath: directory) {
         case .file?:
             throw LogStoreError(.notAStore, "The store path is a file, not a directory.", path: directory)
@@ -169,8 +175,17 @@ extension LogEngine {
         var report = RecoveryReport()
         let manifest: ManifestFile
         switch try chooseManifest(found, fs: fs, options: options, report: &report) {
-        case .use(let chosen): manifest = chosen
-        case .createStore: return try createStore(found, fs: fs, report: report)
+        case .use(let chosen):
+            // The key check comes first: a wrong key changes nothing. Format 3 stores are clear.
+            if !options.acceptsEncryptionOfClearStores {
+                _ = try options.encryption.select(
+                    storeCipher: StoreCipherAlgorithm.none, keyCheck: [], storeID: chosen.storeId ?? StoreID(bytes: []),
+                    path: _joinPath(directory, LogStoreFormat.manifestFileName))
+            }
+            manifest = chosen
+        case .createStore:
+            if !options.acceptsEncryptionOfClearStores { try options.encryption.checkCanCreateStore(path: directory) }
+            return try createStore(found, fs: fs, report: report)
         }
         var recovery = Recovery(found: found, fs: fs, options: options, manifest: manifest, report: report)
         try recovery.startFromCheckpoint()

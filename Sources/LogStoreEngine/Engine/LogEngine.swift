@@ -220,7 +220,8 @@ public final class LogEngine: Sendable {
             return s.views.head
         }
         let base = EngineSnapshot(index: head.index, segments: head.segments, cache: cache)
-        let txn = EngineTransaction(snapshot: base, limits: options.limits, spillDirectory: (directory, fileSystem))
+        let txn = EngineTransaction(
+            snapshot: base, limits: options.limits, spillDirectory: (directory, fileSystem), spillCipher: options.encryption.cipher)
         defer { txn.isValid = false }
         let result = try body(txn)
         txn.isValid = false

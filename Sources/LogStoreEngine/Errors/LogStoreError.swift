@@ -57,6 +57,14 @@ public struct LogStoreError: Error, Sendable, CustomStringConvertible, CustomDeb
         /// already break it. The transaction is rolled back (the declaration refused): nothing
         /// is written.
         public static let uniqueConstraintViolation = Code("uniqueConstraintViolation")
+        /// The store is encrypted and was opened without its key, or with keys none of which is
+        /// its key (MANIFEST's key check does not match). Thrown by open before any file is
+        /// changed. Never used for damage: a record that fails to authenticate under the right key
+        /// is ``corruption``.
+        public static let wrongKey = Code("wrongKey")
+        /// A key was given for a store that is not encrypted (``StoreEncryption``): the store
+        /// refuses rather than ignore the key. Thrown by open before any file is changed.
+        public static let notEncrypted = Code("notEncrypted")
     }
 
     /// The kind of failure.

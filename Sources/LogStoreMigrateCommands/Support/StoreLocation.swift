@@ -1,6 +1,7 @@
 import Foundation
 public import LogStore
 import LogStoreCommandSupport
+import LogStoreEncryption
 import LogStoreSQLite
 import Synchronization
 
@@ -58,9 +59,17 @@ struct StoreLocation: CustomStringConvertible {
         return c.string ?? path
     }
 
-    /// Opens the store (`setup()`: takes its lock, creates it if missing when `create`). Throws a
-    /// not-a-store failure for a missing source, and the store's `LogStoreError`s.
-    func open(create: Bool) throws -> any DataStore {
+    /// Opens the store (`setup()`: takes its lock, creates it if missing when `create`), a LogStore
+    /// store with `encryption` (its key). Throws a not-a-store failure for a missing source, a usage
+    /// failure for a key given to a SQLite or PostgreSQL store, and the store's `LogStoreError`s
+    /// (`.wrongKey`, `.notEncrypted` among them).
+    func open(create: Bool, encryption: StoreEncryption = .none) throws -> any DataStore {
+        if encryption.isEnabled && kind != .logStore {
+            throw ToolFailure(
+                .usage,
+                "A key applies only to a LogStore store; \(self) is a \(kind == .sqlite ? "SQLite" : "PostgreSQL") store, which LogStore does not encrypt."
+            )
+        }
         if kind == .postgres {
             guard let opener = StoreOpeners.postgres else {
                 throw ToolFailure(
@@ -75,7 +84,10 @@ struct StoreLocation: CustomStringConvertible {
         }
         let store: any DataStore
         switch kind {
-        case .logStore: store = LogDataStore(directory: URL(fileURLWithPath: path))
+        case .logStore:
+            var options = LogStoreOptions()
+            options.encryption = encryption
+            store = LogDataStore(directory: URL(fileURLWithPath: path), options: options)
         case .sqlite: store = SQLiteDataStore(path: path)
         case .postgres: throw ToolFailure(.unavailable, "PostgreSQL stores open through StoreOpeners.")
         }
