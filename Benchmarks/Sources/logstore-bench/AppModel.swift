@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import LogStore
 
-// The food-delivery app of issue 13: 20,000 restaurants, 400,000 menu items and 200,000 orders,
+// The app workload's food-delivery app: 20,000 restaurants, 400,000 menu items and 200,000 orders,
 // the same rows in LogStore (declared `DataStoreIndex`es) and in SQLite through GRDB (the matching
 // SQL indexes). Every type is both a `DataStoreItem` and a GRDB record, so both stores hold the
 // same values; `AppData` makes them deterministically from their ids.
@@ -26,7 +26,7 @@ struct Restaurant: DataStoreItem, Codable, Sendable, Equatable, FetchableRecord,
 }
 
 /// A dish on a restaurant's menu. Indexes: (restaurantId, category, name) for "the menu of this
-/// restaurant", (price) for price ranges. Issue 13's example type.
+/// restaurant", (price) for price ranges.
 struct MenuItem: DataStoreItem, Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
     static var itemType: String { "MenuItem" }
     static var databaseTableName: String { "menuItem" }
@@ -81,7 +81,7 @@ struct DeliveryOrder: DataStoreItem, Codable, Sendable, Equatable, FetchableReco
     ]
 }
 
-/// Sizes of the app's data set (issue 13) and the deterministic rows.
+/// Sizes of the app's data set and the deterministic rows.
 enum AppData {
     static let restaurants = 20_000
     static let menuItems = 400_000

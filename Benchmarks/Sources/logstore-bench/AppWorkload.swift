@@ -3,7 +3,7 @@ import GRDB
 import LogStore
 import LogStoreEngine
 
-// Issue 13's app workload: the queries of a food-delivery app answered through declared indexes,
+// The app workload: the queries of a food-delivery app answered through declared indexes,
 // LogStore side by side with SQLite (GRDB) holding the same rows and the matching SQL indexes;
 // what two secondary indexes cost a bulk insert, an open from a checkpoint and memory.
 
@@ -519,7 +519,7 @@ extension Bench {
     }
 }
 
-/// Issue 13's targets, checked against a run.
+/// The app workload's targets, checked against a run.
 func appTargets(_ r: BenchReport) -> [TargetResult] {
     var out: [TargetResult] = []
     func row(_ w: String, _ k: String) -> Row? { r.workload(w)?.row(k) }

@@ -2,7 +2,7 @@ import Foundation
 import LogStore
 import LogStoreSQLite
 
-// Issue 16's benchmarks: the SQLite backend's adapter overhead over raw GRDB on the benchmark
+// The backends' benchmarks: the SQLite backend's adapter overhead over raw GRDB on the benchmark
 // workloads, and the data migrator's throughput against the destination's own bulk insert.
 
 /// `SQLiteDataStore` through the DataStore API (Codable items, `#Predicate`), the same calls as

@@ -3,9 +3,9 @@ import LogStore
 import LogStoreEngine
 import Synchronization
 
-// Issue 15's workloads: a migration of every item in one transaction against the bulk insert of
-// the same items; an online backup against the disk's sequential write; durable writers while a
-// backup runs against the same writers without one.
+// Schema migration and backup workloads: a migration of every item in one transaction against
+// the bulk insert of the same items; an online backup against the disk's sequential write;
+// durable writers while a backup runs against the same writers without one.
 
 extension Bench {
     /// Samples the process's resident set every 10 ms while `body` runs; returns the body's

@@ -155,7 +155,7 @@ final class Bench {
         switch key {
         case "logstore": return try LogStoreDataStore(path: freshDir(key), mode: mode)
         case "logstore-engine": return try LogStoreEngineStore(path: freshDir(key), mode: mode)
-        // Issue 11: writers leave frames uncompressed (compaction compresses them).
+        // Writers leave frames uncompressed (compaction compresses them).
         case "logstore-lazy":
             return try LogStoreDataStore(path: freshDir(key), mode: mode, key: key) { o in
                 o.compressOnWrite = false
@@ -390,7 +390,7 @@ final class Bench {
             name: "bulk-insert", title: "bulk insert of \(cfg.n) items in transactions of \(cfg.batch), durable",
             op: "one durable transaction of \(cfg.batch) inserts", unit: "item")
         closeAll()
-        // Issue 11: and with writers leaving frames uncompressed (compressOnWrite false).
+        // And with writers leaving frames uncompressed (compressOnWrite false).
         for key in selected(Self.loadedKeys + ["logstore-lazy", "logstore-engine-lazy"]) {
             let s = try makeStore(key)
             let run = try load(s, n: cfg.n)
@@ -422,7 +422,7 @@ final class Bench {
         var rng = SplitMix64(seed: 7)
         let ids = (0..<cfg.readOps).map { _ in Int(rng.next() % UInt64(cfg.n)) }
         var cs: [Contender] = []
-        // Issue 11: the engine with writers leaving their frames uncompressed (compressOnWrite
+        // The engine with writers leaving their frames uncompressed (compressOnWrite
         // false: reads use the record in place), beside the defaults.
         for key in selected(Self.loadedKeys + ["logstore-lazy", "logstore-engine-lazy"]) {
             let s = try loadedStore(key)
@@ -439,7 +439,7 @@ final class Bench {
         return w
     }
 
-    /// Issue 11: a page in id order far into the store (offset n/2) and the first page, as a list
+    /// A page in id order far into the store (offset n/2) and the first page, as a list
     /// view pages through items.
     func page() throws -> WorkloadResult {
         var w = WorkloadResult(
@@ -661,7 +661,7 @@ final class Bench {
         withExtendedLifetime(engine) {}
         let n = Double(count)
         let keyBytes = 8.0
-        // Integer ids are 8-byte keys, which the index holds as one word (issue 11, item 7).
+        // Integer ids are 8-byte keys, which the index holds as one word.
         let entry = keyBytes + Double(MemoryLayout<RecordLocation>.stride)
         w.rows.append(
             Row(

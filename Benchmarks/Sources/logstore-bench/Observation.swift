@@ -3,7 +3,7 @@ import Foundation
 import LogStore
 import Synchronization
 
-/// Observation workloads (issue 14): commit-to-delivery latency with 1, 10 and 100 observers;
+/// Observation workloads: commit-to-delivery latency with 1, 10 and 100 observers;
 /// write throughput with 100 observers of other types against none; the cost of one change in an
 /// observed request over a large store. LogStore only: no peer has this feature in this runner.
 
@@ -231,7 +231,7 @@ extension Bench {
             }
         }
         w.notes.append(
-            "Each row observes one request on a loaded buffered store, waits for the first element (initial_ms: fetch at a snapshot and build), then updates the first result's text in single-item commits and times each from calling writeSync to the element; cpu_us_per_op is the process's CPU per update (the commit and the observation's work). Maintained requests (no limit, offset or attribute sort) move the changed item in a persistent tree: their cost should not grow with n. Windows re-run the request: the id-order page is O(log n + 20), the sorted predicate window scans and decodes every item today (a secondary index, issue 13, would make it O(log n + 20))."
+            "Each row observes one request on a loaded buffered store, waits for the first element (initial_ms: fetch at a snapshot and build), then updates the first result's text in single-item commits and times each from calling writeSync to the element; cpu_us_per_op is the process's CPU per update (the commit and the observation's work). Maintained requests (no limit, offset or attribute sort) move the changed item in a persistent tree: their cost should not grow with n. Windows re-run the request: the id-order page is O(log n + 20), the sorted predicate window scans and decodes every item today (a declared secondary index makes it O(log n + 20))."
         )
         return w
     }

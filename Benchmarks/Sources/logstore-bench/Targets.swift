@@ -1,6 +1,6 @@
 import Foundation
 
-/// Checks the goals of the benchmarks issue against a run. A goal whose workload did not run (or
+/// Checks the project's performance goals against a run. A goal whose workload did not run (or
 /// could not be measured yet) is reported as not measured.
 func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
     var out: [TargetResult] = []
@@ -22,8 +22,8 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
     }
 
     atLeast("durable-1w-vs-sqlite", "durable writes, 1 writer: ≥ 1.0× SQLite FULL", row("durable-write", "sqlite-full")?.ratio, 1.0)
-    // Issue 11: against the loop whose fdatasync has no file-size change to commit, as a
-    // preallocated tail's has none.
+    // Against the loop whose fdatasync has no file-size change to commit, as a preallocated
+    // tail's has none.
     atLeast(
         "durable-1w-vs-bare", "durable writes, 1 writer: ≥ 0.9× bare overwrite+fdatasync",
         row("durable-write", "bare-overwrite-fdatasync")?.ratio, 0.9)
@@ -37,7 +37,6 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
     atLeast(
         "durable-16w-vs-sqlite", "durable writes, 16 writers: ≥ 5× SQLite FULL 16 writers",
         row("durable-write-16", "sqlite-full")?.ratio, 5)
-    // Issue 11's goals (the benchmarks issue had ≥ 3× and ≥ 2×).
     atLeast("buffered-vs-sqlite", "buffered writes: ≥ 5× SQLite NORMAL", row("buffered-write", "sqlite-normal")?.ratio, 5)
     atLeast("buffered-vs-lmdb", "buffered writes: ≥ 0.6× LMDB MDB_NOSYNC", row("buffered-write", "lmdb-nosync")?.ratio, 0.6)
     atLeast("bulk-vs-sqlite", "bulk insert: ≥ 3× SQLite", row("bulk-insert", "sqlite-full")?.ratio, 3)
@@ -87,7 +86,7 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
 
     var smaller: Double?
     var cpu: Double?
-    // Issue 11: "≥ 2× smaller after compaction": the default store's size once compacted
+    // "≥ 2× smaller after compaction": the default store's size once compacted
     // against the uncompressed store's (as written; compacting it changes nothing but dead bytes).
     if let on = row("lz4", "logstore"), let off = row("lz4", "logstore-nolz4"),
         let bOn = on.extra["log_bytes_compacted"] ?? on.extra["log_bytes"], let bOff = off.extra["log_bytes"],
@@ -107,14 +106,14 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
     }
     atMost("lz4-cpu", "LZ4: ≤ 15 % more write CPU", cpu, 0.15, text: { String(format: "%+.0f %%", $0 * 100) }, note: engineNote)
 
-    // Issue 14: observers of other types cost a writer nothing it can measure.
+    // Observers of other types cost a writer nothing it can measure.
     var observed: Double?
     if let o = row("observe-write", "observers-other-type"), let n = row("observe-write", "no-observers"), n.throughput > 0 {
         observed = o.throughput / n.throughput
     }
     atLeast("observe-write-other-types", "writes with 100 observers of other types: ≥ 0.95× none", observed, 0.95)
 
-    // Issue 16: the migrator against the destination's own bulk insert; the SQLite backend
+    // The backend migrator against the destination's own bulk insert; the SQLite backend
     // against raw GRDB (one target per workload of the adapter table).
     atLeast(
         "migrate-into-sqlite", "migration LogStore -> SQLite: ≥ 0.7× SQLite's own bulk insert",
@@ -128,10 +127,10 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
             adapterRow.extra["vs_raw_grdb"], 1.3)
     }
 
-    // Issue 13 (AppWorkload.swift).
+    // The app workload's goals (AppWorkload.swift).
     out += appTargets(r)
 
-    // Issue 15: migrations and backup.
+    // Schema migrations and backup.
     atLeast(
         "migration-vs-bulk", "a migration of every item: ≥ 0.5× the bulk-insert rate of the same items",
         row("migration", "logstore-bulk-insert")?.ratio, 0.5, note: scaleNote)
