@@ -13,34 +13,15 @@ import Testing
 /// errors when the server refuses or goes away.
 @Suite(.serialized, .enabled(if: PostgresTestServer.isAvailable, Comment(rawValue: PostgresTestServer.skipReason)))
 final class PostgresBehaviorTests {
-    struct Note: DataStoreItem, Codable, Equatable {
-        static let itemType = "Note"
-        var id: String
-        var text: String
-        var count: Int
-    }
-
-    var schemas: [String] = []
-    var stores: [PostgresDataStore] = []
-
-    deinit {
-        for s in stores { try? s.tearDown() }
-        for s in schemas { PostgresTestServer.drop(schema: s) }
-    }
+    let scope = PostgresTestScope()
 
     func store(_ schema: String? = nil, configure: (inout PostgresDataStore.Configuration) -> Void = { _ in }) throws -> PostgresDataStore {
         let name =
             schema
-            ?? {
-                let s = PostgresTestServer.freshSchema("b")
-                schemas.append(s)
-                return s
-            }()
+            ?? scope.schema("b")
         var c = try PostgresTestServer.configuration(schema: name)
         configure(&c)
-        let s = PostgresDataStore(configuration: c)
-        try s.setup()
-        stores.append(s)
+        let s = try scope.open(c)
         return s
     }
 
@@ -171,8 +152,7 @@ final class PostgresBehaviorTests {
     }
 
     @Test func aSchemaOfAnotherApplicationIsNotAStore() throws {
-        let schema = PostgresTestServer.freshSchema("f")
-        schemas.append(schema)
+        let schema = scope.schema("f")
         try PostgresTestServer.execute("CREATE SCHEMA \"\(schema)\"")
         try PostgresTestServer.execute("CREATE TABLE \"\(schema)\".users (id int)")
         let s = try PostgresTestServer.store(schema: schema)

@@ -14,33 +14,17 @@ import Testing
 /// partial commit, and the store recovers by itself.
 @Suite(.serialized, .enabled(if: PostgresTestServer.isAvailable, Comment(rawValue: PostgresTestServer.skipReason)))
 final class PostgresFailureTests {
-    struct Note: DataStoreItem, Codable, Equatable {
-        static let itemType = "Note"
-        var id: String
-        var text: String
-        var count: Int
-    }
-
-    var schemas: [String] = []
-    var stores: [PostgresDataStore] = []
-
-    deinit {
-        for s in stores { try? s.tearDown() }
-        for s in schemas { PostgresTestServer.drop(schema: s) }
-    }
+    let scope = PostgresTestScope()
 
     /// A store on a new schema whose connections carry a unique application name (so that the
     /// test can end them from another session).
     func store(configure: (inout PostgresDataStore.Configuration) -> Void = { _ in }) throws -> (PostgresDataStore, String) {
-        let schema = PostgresTestServer.freshSchema("x")
-        schemas.append(schema)
+        let schema = scope.schema("x")
         let name = "LogStoreFailureTest" + UUID().uuidString.prefix(8)
         var c = try PostgresTestServer.configuration(schema: schema)
         c.connection.options.additionalStartupParameters = [("application_name", name)]
         configure(&c)
-        let s = PostgresDataStore(configuration: c)
-        try s.setup()
-        stores.append(s)
+        let s = try scope.open(c)
         return (s, name)
     }
 

@@ -97,3 +97,38 @@ struct PostgresDataStoreFactory: DataStoreFactory {
         }
     }
 }
+
+/// The item the behaviour and failure suites write.
+struct Note: DataStoreItem, Codable, Equatable {
+    static let itemType = "Note"
+    var id: String
+    var text: String
+    var count: Int
+}
+
+/// The schemas and stores one suite instance made: its stores torn down and its schemas dropped
+/// when the instance ends (Swift Testing makes one instance per test).
+final class PostgresTestScope {
+    private var schemas: [String] = []
+    private var stores: [PostgresDataStore] = []
+
+    /// A new schema name, dropped with the scope.
+    func schema(_ label: String) -> String {
+        let name = PostgresTestServer.freshSchema(label)
+        schemas.append(name)
+        return name
+    }
+
+    /// A store set up with `configuration`, torn down with the scope.
+    func open(_ configuration: PostgresDataStore.Configuration) throws -> PostgresDataStore {
+        let store = PostgresDataStore(configuration: configuration)
+        try store.setup()
+        stores.append(store)
+        return store
+    }
+
+    deinit {
+        for s in stores { try? s.tearDown() }
+        for s in schemas { PostgresTestServer.drop(schema: s) }
+    }
+}
