@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import LogStore
 import LogStoreEngine
 import Logging
 import PostgresNIO
@@ -278,7 +279,7 @@ final class PostgresConnectionPool: Sendable {
     var isClosed: Bool { state.withLock { $0.closed } }
 
     static func closedError() -> LogStoreError {
-        LogStoreError(.notOpen, "The store is not set up. Call setup() before using it (and not after tearDown()).")
+        StoreErrors.notOpen()
     }
 
     /// Throws when the calling thread is a SwiftNIO event loop: blocking it until a query on

@@ -57,9 +57,7 @@ enum SQLiteErrors {
         case SQLITE_TOOBIG:
             return LogStoreError(.itemTooLarge, "An item is larger than SQLite accepts (\(message)).", path: path, underlying: underlying)
         case SQLITE_MISUSE where message.lowercased().contains("closed"):
-            return LogStoreError(
-                .notOpen, "The store is not set up. Call setup() before using it (and not after tearDown()).", path: path,
-                underlying: underlying)
+            return StoreErrors.notOpen(path: path, underlying: underlying)
         default:
             if message.contains("malformed JSON") {
                 return LogStoreError(

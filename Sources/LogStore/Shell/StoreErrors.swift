@@ -3,9 +3,12 @@ package import LogStoreEngine
 /// The errors of a store's lifecycle and of calls it refuses, written once for every backend and
 /// every child store. Package API; each returns a new value.
 package enum StoreErrors {
-    /// A store used before `setup()` or after `tearDown()`.
-    package static func notOpen() -> LogStoreError {
-        LogStoreError(.notOpen, "The store is not set up. Call setup() before using it (and not after tearDown()).")
+    /// A store used before `setup()` or after `tearDown()`; `path` and `underlying` name the
+    /// file and the backend's own error when a backend found the store closed.
+    package static func notOpen(path: String? = nil, underlying: (any Error)? = nil) -> LogStoreError {
+        LogStoreError(
+            .notOpen, "The store is not set up. Call setup() before using it (and not after tearDown()).", path: path,
+            underlying: underlying)
     }
 
     /// A child store whose parent was torn down.
