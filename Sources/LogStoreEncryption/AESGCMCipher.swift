@@ -1,4 +1,4 @@
-import Crypto
+@preconcurrency import Crypto
 public import Foundation
 public import LogStoreEngine
 
@@ -7,9 +7,10 @@ public import LogStoreEngine
 /// Construction ``StoreCipherAlgorithm/aes256GCM`` (id 1) of FileFormat.md, "Encryption".
 ///
 /// Holds the app's 256-bit store key in memory for as long as the value lives (swift-crypto's
-/// `SymmetricKey`, which zeroes its bytes when freed). Thread-safe: an immutable value
-/// (`@unchecked` because swift-crypto 3 does not mark its immutable `SymmetricKey` `Sendable`).
-public struct AESGCMCipher: StoreCipher, @unchecked Sendable {
+/// `SymmetricKey`, which zeroes its bytes when freed). Thread-safe: an immutable value. (swift-crypto
+/// 3 does not mark its immutable `SymmetricKey` `Sendable`: the `@preconcurrency` import says so
+/// for this file alone.)
+public struct AESGCMCipher: StoreCipher, Sendable {
     let storeKey: SymmetricKey
 
     /// A cipher for a store whose key is these 32 bytes (`Data`, `[UInt8]`, a CryptoKit or

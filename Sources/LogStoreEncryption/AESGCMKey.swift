@@ -1,4 +1,4 @@
-import Crypto
+@preconcurrency import Crypto
 import Foundation
 import LogStoreEngine
 
@@ -7,9 +7,9 @@ import LogStoreEngine
 /// swift-crypto keeps no cipher context between calls: each `seal` and `open` sets up the key
 /// schedule again (FileFormat.md, "Encryption", and Docs/Performance.md for the measured cost).
 /// A class, as ``AEADKey`` requires, so that a context-keeping implementation of the same bytes
-/// can replace this one. Thread-safe: immutable (`@unchecked` because swift-crypto 3 does not mark
-/// its immutable `SymmetricKey` `Sendable`).
-final class AESGCMKey: AEADKey, @unchecked Sendable {
+/// can replace this one. Thread-safe: immutable. (swift-crypto 3 does not mark its immutable
+/// `SymmetricKey` `Sendable`: the `@preconcurrency` import says so for this file alone.)
+final class AESGCMKey: AEADKey, Sendable {
     let key: SymmetricKey
 
     init(_ key: SymmetricKey) { self.key = key }
