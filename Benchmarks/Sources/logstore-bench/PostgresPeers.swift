@@ -98,9 +98,10 @@ final class RawTypedPeer: PeerStore {
     let table: String
     static let columns = "id, name, rating, date, tags, text, \"group\""
 
-    init(url: String, schema: String) throws {
+    init(url: String, schema: String, create: Bool = true) throws {
         db = try RawConnection(url: url)
         table = "\"\(schema)\".peer_item"
+        guard create else { return }
         try db.run("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"")
         try db.run(
             "CREATE TABLE \(table) (id bigint PRIMARY KEY, name text NOT NULL, rating bigint NOT NULL, date timestamptz NOT NULL, tags text[] NOT NULL, text text NOT NULL, \"group\" bigint NOT NULL)"
@@ -190,9 +191,10 @@ final class RawJSONBPeer: PeerStore {
     let db: RawConnection
     let table: String
 
-    init(url: String, schema: String) throws {
+    init(url: String, schema: String, create: Bool = true) throws {
         db = try RawConnection(url: url)
         table = "\"\(schema)\".peer_document"
+        guard create else { return }
         try db.run("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"")
         try db.run("CREATE TABLE \(table) (id bigint PRIMARY KEY, data jsonb NOT NULL)")
         try db.run("CREATE INDEX ON \(table) ((data -> 'group'))")
@@ -284,7 +286,7 @@ final class FluentPeer: PeerStore {
     let databases: Databases
     let db: any Database
 
-    init(url: String, schema: String) throws {
+    init(url: String, schema: String, create: Bool = true) throws {
         let c = try PostgresDataStore.Configuration(url: url)
         databases = Databases(threadPool: NIOThreadPool.singleton, on: MultiThreadedEventLoopGroup.singleton)
         databases.use(
@@ -296,6 +298,7 @@ final class FluentPeer: PeerStore {
             throw BenchError("Fluent: no database")
         }
         self.db = db
+        guard create else { return }
         let raw = try RawConnection(url: url)
         defer { raw.close() }
         try raw.run("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"")

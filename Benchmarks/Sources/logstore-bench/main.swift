@@ -28,6 +28,10 @@ func usage() -> Never {
     exit(2)
 }
 
+if CommandLine.arguments.dropFirst().first == "probe-postgres" {
+    exit(postgresProbe(Array(CommandLine.arguments.dropFirst(2))))
+}
+
 var quick = false
 var jsonPath: String?
 var only: [String]?
