@@ -3,11 +3,11 @@ import LogStoreEngine
 
 // LogStore JSON -> attribute grammar (see LogStoreJSON for the mapping): a strict RFC 8259
 // parser (no trailing commas, no comments, no NaN literals) that writes canonical attribute
-// bytes as it goes. Map keys arrive sorted from LogStore's own writer, so a map whose keys are
-// plain, ASCII and ascending is written straight to the output (`sortedObject`); any other map
-// (keys in another order, escaped or non-ASCII keys, `$` objects) takes the general path, which
-// sorts keys and refuses duplicates and canonically equivalent ones. Strings without escapes are
-// copied from the input after a UTF-8 check.
+// bytes as it goes. A map whose keys are plain and ASCII is written straight to the output and
+// sorted there if its keys came in another order (`sortedObject`: LogStore's own writer sorts
+// them by bytes, PostgreSQL's jsonb by length first); any other map (escaped or non-ASCII keys,
+// `$` objects) takes the general path, which sorts keys and refuses duplicates and canonically
+// equivalent ones. Strings without escapes are copied from the input after a UTF-8 check.
 
 extension LogStoreJSON {
     struct Parser {
@@ -121,12 +121,16 @@ extension LogStoreJSON {
             offset = i + 1
         }
 
-        /// A map whose keys come in strictly ascending byte order, are plain (no escapes) and
-        /// ASCII, and none of which starts with `$` (what LogStore's own writer gives for most
-        /// items), written straight into `out`. At the first key that is anything else, the
-        /// members read so far move to the general path (``objectMembers(into:depth:start:members:)``),
-        /// which continues from that key: nothing is parsed twice (a retry from the object's start
-        /// would re-parse every nested map once per level that fell back: 2^depth work).
+        /// A map whose keys are plain (no escapes), ASCII, and none of which starts with `$`
+        /// (what LogStore's own writer gives for most items), written straight into `out`: in
+        /// place when they come in ascending byte order (LogStore's writer, SQLite), else sorted
+        /// once at the end by moving the members' bytes (PostgreSQL's `jsonb` hands keys out
+        /// shortest first). ASCII keys are equal as Swift strings only when their bytes are, so a
+        /// duplicate is two equal neighbours after the sort. At the first key that is anything
+        /// else, the members read so far move to the general path
+        /// (``objectMembers(into:depth:start:members:sorted:)``), which continues from that key:
+        /// nothing is parsed twice (a retry from the object's start would re-parse every nested
+        /// map once per level that fell back: 2^depth work).
         mutating func sortedObject(into out: inout _ByteWriter, depth: Int) throws {
             let start = offset
             let outStart = out.count
@@ -136,8 +140,9 @@ extension LogStoreJSON {
             out.u8(0)
             var count = 0
             var previous: Range<Int>? = nil
-            // Each member's key in the input and value in `out`, for the general path.
-            var read: [(key: Range<Int>, value: Range<Int>)] = []
+            var ascending = true
+            // Each member's key in the input, and the member (key and value) and its value in `out`.
+            var read: [(key: Range<Int>, member: Range<Int>, value: Range<Int>)] = []
             skipSpace()
             if try peek() == UInt8(ascii: "}") {
                 offset += 1
@@ -151,26 +156,25 @@ extension LogStoreJSON {
                     i += 1
                 }
                 let key = (offset + 1)..<i
-                let plain =
-                    i < base.count && base[i] == UInt8(ascii: "\"")
-                    && !(key.first.map { base[$0] == UInt8(ascii: "$") } ?? false)
-                    && (previous.map { base[$0].lexicographicallyPrecedes(base[key]) } ?? true)
+                let plain = i < base.count && base[i] == UInt8(ascii: "\"") && !(key.first.map { base[$0] == UInt8(ascii: "$") } ?? false)
                 guard plain else {
-                    // Not plain, a `$` key, or out of order: the general path takes over here.
+                    // Not plain, or a `$` key: the general path takes over here.
                     let members = read.map { (key: Array(base[$0.key]), value: Array(out.bytes[$0.value])) }
                     out.bytes.removeSubrange(outStart...)
-                    try objectMembers(into: &out, depth: depth, start: start, members: members)
+                    try objectMembers(into: &out, depth: depth, start: start, members: members, sorted: ascending)
                     return
                 }
+                if ascending, let previous, !base[previous].lexicographicallyPrecedes(base[key]) { ascending = false }
                 previous = key
                 offset = i + 1
+                let memberStart = out.count
                 out.lengthPrefixed(UnsafeRawBufferPointer(rebasing: base[key]))
                 skipSpace()
                 try expect(UInt8(ascii: ":"))
                 skipSpace()
                 let valueStart = out.count
                 try value(into: &out, depth: depth + 1)
-                read.append((key, valueStart..<out.count))
+                read.append((key, memberStart..<out.count, valueStart..<out.count))
                 count += 1
                 skipSpace()
                 if try peek() == UInt8(ascii: ",") {
@@ -180,7 +184,24 @@ extension LogStoreJSON {
                 try expect(UInt8(ascii: "}"))
                 break
             }
+            if !ascending { try sortMembers(read, in: &out, objectStart: start) }
             Self.patchCount(count, at: countAt, in: &out)
+        }
+
+        /// Puts the members `read` (plain ASCII keys, written one after another at the end of
+        /// `out`) in ascending byte order of their keys. Throws on a duplicate key.
+        func sortMembers(_ read: [(key: Range<Int>, member: Range<Int>, value: Range<Int>)], in out: inout _ByteWriter, objectStart: Int)
+            throws
+        {
+            let order = read.indices.sorted { base[read[$0].key].lexicographicallyPrecedes(base[read[$1].key]) }
+            for (a, b) in zip(order, order.dropFirst()) where base[read[a].key].elementsEqual(base[read[b].key]) {
+                throw Failure("duplicate key", at: objectStart)
+            }
+            guard let first = read.first?.member.lowerBound, let last = read.last?.member.upperBound else { return }
+            var sorted: [UInt8] = []
+            sorted.reserveCapacity(last - first)
+            for i in order { sorted.append(contentsOf: out.bytes[read[i].member]) }
+            out.bytes.replaceSubrange(first..<last, with: sorted)
         }
 
         /// Whether `b` is well-formed UTF-8 (no overlong forms, surrogates, or scalars past
@@ -225,13 +246,14 @@ extension LogStoreJSON {
         }
 
         /// The members of a map, or one of the `$` objects, from the key at `offset` on: the
-        /// general path. `members` are those already read (plain keys in ascending order, values
-        /// as attribute bytes); `start` is where the object began (for errors).
-        mutating func objectMembers(into out: inout _ByteWriter, depth: Int, start: Int, members read: [(key: [UInt8], value: [UInt8])])
-            throws
-        {
+        /// general path. `members` are those already read (plain ASCII keys, in ascending order
+        /// when `sorted`; values as attribute bytes); `start` is where the object began (for
+        /// errors).
+        mutating func objectMembers(
+            into out: inout _ByteWriter, depth: Int, start: Int, members read: [(key: [UInt8], value: [UInt8])], sorted: Bool
+        ) throws {
             var members = read
-            var sorted = true
+            var sorted = sorted
             while true {
                 skipSpace()
                 let keyAt = offset

@@ -170,6 +170,26 @@ final class LogStoreJSONTests: XCTestCase {
             ]).encoded())
     }
 
+    func testKeysInJsonbOrderAreSortedAndDuplicatesRefused() throws {
+        // PostgreSQL's jsonb hands keys out shortest first: the same canonical bytes as sorted keys.
+        let value = AttributeValue.map([
+            "id": .int(5), "date": .date(Date(timeIntervalSinceReferenceDate: 1.5)), "name": .string("n"),
+            "tags": .array([.string("a")]), "group": .map(["zz": .int(1), "b": .null, "aaa": .bool(true)]), "rating": .double(0.5),
+        ])
+        let jsonb =
+            #"{"id": 5, "date": {"$date": 1.5}, "name": "n", "tags": ["a"], "group": {"b": null, "zz": 1, "aaa": true}, "rating": 0.5}"#
+        XCTAssertEqual(try LogStoreJSON.decode(Array(jsonb.utf8)), value.encoded())
+        // Out of order and then a key the general path takes: still sorted.
+        XCTAssertEqual(
+            try LogStoreJSON.decode(Array(#"{"b": 1, "a": 2, "$$c": 3, "é": 4}"#.utf8)),
+            AttributeValue.map(["a": .int(2), "b": .int(1), "$c": .int(3), "é": .int(4)]).encoded())
+        for text in [#"{"b": 1, "a": 2, "b": 3}"#, #"{"b": 1, "a": 2, "a": 3}"#, #"{"b": 1, "a": 2, "b": 3, "é": 4}"#] {
+            XCTAssertThrowsError(try LogStoreJSON.decode(Array(text.utf8)), text) {
+                XCTAssertEqual(($0 as? LogStoreError)?.code, .corruption, text)
+            }
+        }
+    }
+
     func testWhatIsNotLogStoreJSONIsCorruption() {
         let bad = [
             "", "nul", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "01", "1.", "-", "1e", "NaN", "Infinity", "[1 2]", "\"abc", "\"\\x\"",
