@@ -1,5 +1,6 @@
 import Foundation
 import LogStoreEngine
+import Synchronization
 import XCTest
 import _LogStoreTestSupport
 
@@ -205,6 +206,21 @@ final class CodingTests: XCTestCase {
     func testItemTypeDefaultsToTypeName() {
         XCTAssertEqual(Restaurant.itemType, "Restaurant")
         XCTAssertEqual(Tagged.itemType, "tagged-items")
+        // Remembered per metatype: each specialization of a generic type keeps its own name,
+        // the same on every call and from every thread.
+        let names = (0..<64).map { i in i % 2 == 0 ? Boxed<Int>.itemType : Boxed<String>.itemType }
+        XCTAssertEqual(Set(names), ["Boxed<Int>", "Boxed<String>"])
+        let concurrent = Mutex<Set<String>>([])
+        DispatchQueue.concurrentPerform(iterations: 16) { i in
+            let name = i % 2 == 0 ? Boxed<Double>.itemType : Boxed<Bool>.itemType
+            concurrent.withLock { _ = $0.insert(name) }
+        }
+        XCTAssertEqual(concurrent.withLock { $0 }, ["Boxed<Double>", "Boxed<Bool>"])
+    }
+
+    struct Boxed<Value: Codable & Sendable>: DataStoreItem {
+        var id: Int
+        var value: Value
     }
 
     func testBoolAndStringRoundTrip() throws {
