@@ -81,7 +81,7 @@ final class PostgresConnectionPool: Sendable {
             case wait(Waiter)
         }
         let next = try state.withLock { s -> Next in
-            if s.closed { throw Self.closedError() }
+            if s.closed { throw StoreErrors.notOpen() }
             s.idle.removeAll { idle in
                 guard idle.connection.isClosed else { return false }
                 s.open -= 1
@@ -144,7 +144,7 @@ final class PostgresConnectionPool: Sendable {
                 }
                 return (try connect(id: id), false)
             }
-            throw Self.closedError()
+            throw StoreErrors.notOpen()
         }
     }
 
@@ -277,10 +277,6 @@ final class PostgresConnectionPool: Sendable {
 
     /// Whether ``close()`` was called.
     var isClosed: Bool { state.withLock { $0.closed } }
-
-    static func closedError() -> LogStoreError {
-        StoreErrors.notOpen()
-    }
 
     /// Throws when the calling thread is a SwiftNIO event loop: blocking it until a query on
     /// another event loop of the same group completes could deadlock, and blocking the loop that
