@@ -231,5 +231,36 @@ final class FuzzFailCaseTests: XCTestCase {
         XCTAssertFalse(try engine.snapshot().contains(type: "t", key: RecordKey([2])))
     }
 
+    /// fuzz-segment, FailCases/segment/segment-number-near-uint32-max-v1-no-header: a format v1
+    /// store whose only segment is shorter than a header (torn while being created) opened
+    /// once, and then never again. Recovery recreated the header in the current version, with
+    /// the v1 store's absent id written as zeros; the upgrade gave the store a new id, and the
+    /// next open found a segment "from another store". A recreated header (or a recreated
+    /// missing segment) of a v1 store is now a v1 header, and the store opens any number of
+    /// times, with its commits.
+    func testTornHeaderOfAFormatV1StoreIsRecreatedAsV1AndTheStoreReopens() throws {
+        try run("segment", "segment-number-near-uint32-max-v1-no-header")
+        for missing in [false, true] {
+            let fs = InMemoryFileSystem()
+            var options = LogEngineOptions()
+            options.durability = .none
+            try fs.createDirectory(atPath: "/s")
+            if !missing {
+                let f = try fs.open("/s/" + LogStoreFormat.segmentFileName(1), mode: .createOrTruncate)
+                try f.write([0x4C, 0x53], at: 0)
+                try f.close()
+            }
+            let m = try fs.open("/s/MANIFEST", mode: .createOrTruncate)
+            try m.write(ManifestFile(version: 1, generation: 1, nextSegment: 2, segments: [1]).encoded(), at: 0)
+            try m.close()
+            for round in 0..<3 {
+                let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
+                try engine.commit([.put(type: "t", key: RecordKey([UInt8(round)]), value: [UInt8(round)])])
+                XCTAssertEqual(try engine.snapshot().count(ofType: "t"), round + 1, "missing: \(missing)")
+                try engine.close()
+            }
+        }
+    }
+
     func le<T: FixedWidthInteger>(_ v: T, _ n: Int) -> [UInt8] { (0..<n).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
 }

@@ -45,7 +45,8 @@ extension Recovery {
     mutating func handleMissingSegment(_ number: UInt32, path: String, isLast: Bool) throws {
         if isLast && options.recovery == .strict && manifest.version < 2 {
             let seg = try LogWriter(directory: found.path, fileSystem: fs).createSegment(
-                number, baseSequence: index.sequence == .max ? .max : index.sequence + 1, storeId: manifest.storeId)
+                number, baseSequence: index.sequence == .max ? .max : index.sequence + 1, storeId: manifest.storeId,
+                version: manifest.version)
             segments[number] = seg
             info[number] = SegmentInfo(length: UInt64(seg.headerSize), rawBytes: 0)
             tail = seg
@@ -102,7 +103,9 @@ extension Recovery {
         switch result {
         case .recreateHeader:
             let base = index.sequence == .max ? .max : index.sequence + 1
-            let header = SegmentHeader(segment: number, baseSequence: base, storeId: manifest.storeId)
+            // The store's own version: a v1 store's recreated tail keeps a v1 header (no store
+            // id), which the upgrade then seals as it seals any v1 segment.
+            let header = SegmentHeader(version: manifest.version, segment: number, baseSequence: base, storeId: manifest.storeId)
             try file.truncate(to: 0)
             try file.write(header.encoded(), at: 0)
             try file.sync()

@@ -256,13 +256,15 @@ struct LogWriter: Sendable {
         }
     }
 
-    /// Creates segment file `number` holding only its header (fsync, fsync directory).
-    /// Creates segment file `number` of store `storeId` holding only its (current version) header
-    /// (fsync, fsync directory).
-    func createSegment(_ number: UInt32, baseSequence: UInt64, storeId: StoreID?, flags: UInt16 = 0) throws -> SegmentFile {
+    /// Creates segment file `number` of store `storeId` holding only its header (fsync, fsync
+    /// directory). The header has the store's format `version`: a format v1 store (no store id)
+    /// gets a v1 header, so that the store stays one version until its upgrade.
+    func createSegment(
+        _ number: UInt32, baseSequence: UInt64, storeId: StoreID?, flags: UInt16 = 0, version: UInt16 = LogStoreFormat.version
+    ) throws -> SegmentFile {
         let path = _joinPath(directory, LogStoreFormat.segmentFileName(number))
         let f = try fileSystem.open(path, mode: .createOrTruncate)
-        let header = SegmentHeader(flags: flags, segment: number, baseSequence: baseSequence, storeId: storeId)
+        let header = SegmentHeader(version: version, flags: flags, segment: number, baseSequence: baseSequence, storeId: storeId)
         try f.write(header.encoded(), at: 0)
         try f.sync()
         try fileSystem.syncDirectory(atPath: directory)
