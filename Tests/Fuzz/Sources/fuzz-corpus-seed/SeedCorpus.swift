@@ -7,6 +7,7 @@
 // Every seed starts with the target's mode byte (see FuzzEntryPoints and StoreScriptFuzzing).
 import Foundation
 import LogStoreEngine
+import LogStoreFuzzSupport
 import _LogStoreTestSupport
 
 @main
@@ -119,6 +120,8 @@ struct SeedCorpus {
         for i in 0..<4 { try write("ops", "crash-random-\(i)", UInt8(i % 2 == 0 ? 1 : 3), rng.bytes(96 + 32 * i)) }
         try write(
             "ops", "crash-armed", 1, [0, 1, 2, 0, 5, 0, 1, 9, 0, 0, 1, 2, 0, 0, 0, 1, 8, 3, 1, 17, 0, 0, 2, 0, 200, 1, 2, 3, 7, 10, 1, 5])
+        // run: run files of every kind and layout, and key lists for the writer.
+        for seed in try FuzzEntryPoints.runSeeds() { try write("run", seed.name, seed.mode, seed.bytes) }
         print("wrote \(written) seed files under \(corpus.path)")
     }
 
