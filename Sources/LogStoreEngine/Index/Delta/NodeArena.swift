@@ -1,0 +1,146 @@
+import Synchronization
+
+/// Where delta-tree nodes (``DeltaTree``) come from and go back to, and the record of which tree
+/// versions are still in use, which decides when a replaced node may be freed (interval-based
+/// reclamation: Docs/Design.md, "Tree nodes without reference counts").
+///
+/// - Every tree version is a ``DeltaTreeVersion`` object with a number from ``register()``; the
+///   number stays registered until the object is deinitialized, that is until no copy of the tree
+///   (no index state, view or snapshot) holds it. Holding a snapshot is what pins its version: no
+///   reader table or per-read announcement is needed, because a reader always holds the version
+///   object of the tree it reads.
+/// - A node carries the version it was made at (`born`). A writer that replaces a node at version
+///   `v` (its path copy) retires it with `died = v`; a tree version that goes away with no
+///   version derived from it retires every node it still reaches with `died = its version + 1`.
+///   A node is reachable only from versions in `[born, died)` of its tree's history, so it is
+///   freed once no registered version lies in that interval. A snapshot held for a long time
+///   keeps only the nodes of its own version alive, not everything retired after it.
+/// - Nodes are plain memory with no reference counts, so copying a node copies its bytes and
+///   retains nothing.
+///
+/// One arena serves the process (``shared``). Its state is behind one lock, taken when a tree
+/// version is made or dropped and when nodes are retired; reads of trees never take it.
+/// `@unchecked Sendable`: all mutable state is behind `state`.
+package final class NodeArena: @unchecked Sendable {
+    /// The arena every tree uses.
+    package static let shared = NodeArena()
+
+    struct Retired: @unchecked Sendable {
+        var node: UnsafeMutableRawPointer
+        var born: UInt64
+        var died: UInt64
+        var bytes: Int
+    }
+
+    private struct State {
+        var nextVersion: UInt64 = 1
+        var live: Set<UInt64> = []
+        var retired: [Retired] = []
+        var reclaimAt = 512
+    }
+
+    private let state = Mutex(State())
+    private let allocatedBytes = Atomic<Int>(0)
+    private let allocatedNodes = Atomic<Int>(0)
+
+    /// A new arena (tests; the engine uses ``shared``).
+    package init() {}
+
+    /// A new version number, registered as in use until ``unregister(_:)``.
+    func register() -> UInt64 {
+        state.withLock { s in
+            let v = s.nextVersion
+            s.nextVersion += 1
+            s.live.insert(v)
+            return v
+        }
+    }
+
+    /// Version `v` is no longer in use; frees what only it kept alive once enough is retired.
+    func unregister(_ v: UInt64, retiring nodes: [Retired] = []) {
+        let free = state.withLock { s -> [Retired] in
+            s.live.remove(v)
+            s.retired.append(contentsOf: nodes)
+            return s.retired.count >= s.reclaimAt ? Self.collect(&s) : []
+        }
+        release(free)
+    }
+
+    /// Memory for a node of `bytes` bytes (16-byte aligned).
+    @inline(__always)
+    func allocate(_ bytes: Int) -> UnsafeMutableRawPointer {
+        allocatedBytes.add(bytes, ordering: .relaxed)
+        allocatedNodes.add(1, ordering: .relaxed)
+        return .allocate(byteCount: bytes, alignment: 16)
+    }
+
+    /// Nodes replaced by a writer: freed once no registered version can reach them.
+    func retire(_ nodes: [Retired]) {
+        guard !nodes.isEmpty else { return }
+        let free = state.withLock { s -> [Retired] in
+            s.retired.append(contentsOf: nodes)
+            return s.retired.count >= s.reclaimAt ? Self.collect(&s) : []
+        }
+        release(free)
+    }
+
+    /// Frees every retired node no registered version can reach; returns how many. (Runs on its
+    /// own every few hundred retirements; tests call it to see the effect at once.)
+    @discardableResult
+    package func reclaim() -> Int {
+        let free = state.withLock { Self.collect(&$0) }
+        release(free)
+        return free.count
+    }
+
+    /// Takes the retired nodes that no live version lies in `[born, died)` of out of `s`.
+    private static func collect(_ s: inout State) -> [Retired] {
+        let versions = s.live.sorted()
+        var keep: [Retired] = []
+        var free: [Retired] = []
+        for r in s.retired {
+            // The first live version at or after `born`: the node is reachable iff it is below `died`.
+            var lo = 0
+            var hi = versions.count
+            while lo < hi {
+                let mid = (lo + hi) >> 1
+                if versions[mid] < r.born { lo = mid + 1 } else { hi = mid }
+            }
+            if lo < versions.count && versions[lo] < r.died { keep.append(r) } else { free.append(r) }
+        }
+        s.retired = keep
+        s.reclaimAt = max(512, keep.count * 2)
+        return free
+    }
+
+    private func release(_ nodes: [Retired]) {
+        for r in nodes {
+            #if LOGSTORE_CHECK_INVARIANTS
+                // Poisoned: a use after free reads 0xDB bytes (a born version no tree has).
+                r.node.initializeMemory(as: UInt8.self, repeating: 0xDB, count: r.bytes)
+            #endif
+            r.node.deallocate()
+            allocatedBytes.subtract(r.bytes, ordering: .relaxed)
+            allocatedNodes.subtract(1, ordering: .relaxed)
+        }
+    }
+
+    /// What the arena holds now.
+    package struct Statistics: Sendable, Equatable {
+        /// Tree versions in use.
+        package var liveVersions: Int
+        /// Nodes replaced but not yet freed (a registered version may still reach them).
+        package var retiredNodes: Int
+        /// Nodes allocated and not freed (in trees or retired), and their bytes.
+        package var nodes: Int
+        package var bytes: Int
+    }
+
+    /// See ``Statistics``.
+    package var statistics: Statistics {
+        let (live, retired) = state.withLock { ($0.live.count, $0.retired.count) }
+        return Statistics(
+            liveVersions: live, retiredNodes: retired, nodes: allocatedNodes.load(ordering: .relaxed),
+            bytes: allocatedBytes.load(ordering: .relaxed))
+    }
+}
