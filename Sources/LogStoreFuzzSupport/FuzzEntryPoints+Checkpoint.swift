@@ -31,13 +31,13 @@ extension FuzzEntryPoints {
             let numbers = Set(cp.segments.map(\.number))
             for (type, d) in cp.index.types {
                 guard !d.isEmpty else { throw FuzzPropertyViolation("checkpoint decoded an empty type \(type)") }
-                for (_, loc) in d where !numbers.contains(loc.segment) || loc.sequence > cp.sequence {
+                for (_, loc) in try d.elements() where !numbers.contains(loc.segment) || loc.sequence > cp.sequence {
                     throw FuzzPropertyViolation("checkpoint decoded a location outside its segments or newer than its sequence: \(loc)")
                 }
             }
             let id = cp.storeId ?? StoreID(bytes: Array(repeating: 0, count: 16))
             // The decoded index keeps no frame lengths (RecordLocation); 0 lies inside any segment.
-            let again = CheckpointFile.encode(
+            let again = try CheckpointFile.encode(
                 generation: cp.generation, createdAtMillis: cp.createdAtMillis, segments: cp.segments, index: cp.index, storeId: id
             ) { _ in 0 }
             let back: CheckpointFile
@@ -60,7 +60,7 @@ extension FuzzEntryPoints {
                             "checkpoint decoded index \(name) of \(type) with \(index.entries.count) entries for \((cp.index.types[type]?.count ?? 0)) records"
                         )
                     }
-                    for entry in index.entries.keys
+                    for entry in try index.entries.keys()
                     where IndexKeyEncoding.recordKey(ofEntry: entry, componentCount: index.definition.attributes.count) == nil {
                         throw FuzzPropertyViolation("checkpoint decoded a malformed entry of index \(name) of \(type)")
                     }
@@ -117,7 +117,7 @@ extension FuzzEntryPoints {
         let snap: EngineSnapshot
         do { snap = try engine.snapshot() } catch { throw FuzzPropertyViolation("snapshot of an open store failed: \(error)") }
         for type in snap.itemTypes {
-            for key in snap.keys(ofType: type) { try read { _ = try snap.value(type: type, key: key) } }
+            for key in try snap.keys(ofType: type) { try read { _ = try snap.value(type: type, key: key) } }
             try read { try snap.forEach(ofType: type) { _, _ in true } }
             for name in snap.secondaryIndexes(ofType: type).keys {
                 try read {

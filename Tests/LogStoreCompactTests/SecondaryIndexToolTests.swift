@@ -46,11 +46,10 @@ final class SecondaryIndexToolTests: XCTestCase {
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         var cp = try bytes.withUnsafeBytes { try CheckpointFile.decode($0) }
         let k = RecordKey(Array("s0".utf8))
-        cp.index.secondary["Shop"]?["city"]?.entries.removeValue(forKey: IndexKeyEncoding.entry([.string("Oslo")], key: k))
-        cp.index.secondary["Shop"]?["city"]?.entries.updateValue(
-            IndexEntryMark(), forKey: IndexKeyEncoding.entry([.string("Rome")], key: k))
+        try cp.index.secondary["Shop"]?["city"]?.entries.remove(IndexKeyEncoding.entry([.string("Oslo")], key: k))
+        try cp.index.secondary["Shop"]?["city"]?.entries.insert(IndexKeyEncoding.entry([.string("Rome")], key: k))
         // The decoded index keeps no frame lengths; 0 lies inside any segment (reads take it from the frame).
-        let forged = CheckpointFile.encode(
+        let forged = try CheckpointFile.encode(
             generation: cp.generation, createdAtMillis: cp.createdAtMillis, segments: cp.segments, index: cp.index,
             storeId: try XCTUnwrap(cp.storeId)
         ) { _ in 0 }

@@ -244,7 +244,7 @@ final class SecondaryIndexTests: XCTestCase {
         var index = IndexState()
         index.sequence = 1
         let loc = RecordLocation(segment: 1, frameOffset: 48, valueOffset: 0, sequence: 1, valueLength: 4)
-        index.put("User", key("a"), loc)
+        try index.put("User", key("a"), loc)
         index.secondary["User"] = [
             "address.city,rating": SecondaryIndex(
                 definition: Self.byCity,
@@ -253,16 +253,18 @@ final class SecondaryIndexTests: XCTestCase {
                     ?? OrderedTree())
         ]
         let segments = [CheckpointFile.Segment(number: 1, length: 200, rawBytes: 10)]
-        let good = CheckpointFile.encode(generation: 1, createdAtMillis: 0, segments: segments, index: index, storeId: StoreID.random()) {
+        let good = try CheckpointFile.encode(generation: 1, createdAtMillis: 0, segments: segments, index: index, storeId: StoreID.random())
+        {
             _ in 10
         }
         let decoded = try good.withUnsafeBytes { try CheckpointFile.decode($0) }
         XCTAssertEqual(decoded.index.secondaryIndexes(ofType: "User")["address.city,rating"]?.entries.count, 1)
         // An index with more entries than its type has records is refused.
         var wrong = index
-        wrong.secondary["User"]?["address.city,rating"]?.entries.updateValue(
-            IndexEntryMark(), forKey: IndexKeyEncoding.entry([.string("Rome"), .int(2)], key: key("b")))
-        let bad = CheckpointFile.encode(generation: 1, createdAtMillis: 0, segments: segments, index: wrong, storeId: StoreID.random()) {
+        try wrong.secondary["User"]?["address.city,rating"]?.entries.insert(
+            IndexKeyEncoding.entry([.string("Rome"), .int(2)], key: key("b")))
+        let bad = try CheckpointFile.encode(generation: 1, createdAtMillis: 0, segments: segments, index: wrong, storeId: StoreID.random())
+        {
             _ in 10
         }
         XCTAssertThrowsError(try bad.withUnsafeBytes { try CheckpointFile.decode($0) })

@@ -40,7 +40,14 @@ extension StoreScan {
                 add(nil, nil, "type \(type): the engine's index has \(theirs.count) records, the log replays to \(mine.count)")
             }
             for (key, entry) in mine.sorted(by: { $0.key < $1.key }) {
-                guard let loc = theirs[key] else {
+                let found: RecordLocation?
+                do {
+                    found = try theirs.location(key)
+                } catch {
+                    add(nil, nil, "\(type) key \(key): the engine's index cannot be read: \(error)")
+                    continue
+                }
+                guard let loc = found else {
                     add(
                         segmentPath(entry.location.segment), entry.location.frameOffset,
                         "\(type) key \(key) is live in the log but missing from the engine's index")
@@ -65,8 +72,17 @@ extension StoreScan {
                     add(segmentPath(loc.segment), loc.frameOffset, "\(type) key \(key): the engine cannot read the value: \(error)")
                 }
             }
-            for (key, loc) in theirs where mine[key] == nil {
-                add(segmentPath(loc.segment), loc.frameOffset, "\(type) key \(key) is in the engine's index but not live in the log")
+            do {
+                try theirs.forEach { key, loc in
+                    if mine[key] == nil {
+                        add(
+                            segmentPath(loc.segment), loc.frameOffset, "\(type) key \(key) is in the engine's index but not live in the log"
+                        )
+                    }
+                    return true
+                }
+            } catch {
+                add(nil, nil, "type \(type): the engine's index cannot be read: \(error)")
             }
         }
         if suppressed > 0 {

@@ -313,7 +313,7 @@ final class BackupWriter {
         let have = EngineSnapshot(index: expected, segments: [:], cache: FrameCache(capacity: 0))
         if Set(snapshot.itemTypes) != Set(have.itemTypes) { problems.append("its item types differ") }
         for type in have.itemTypes where problems.isEmpty {
-            if snapshot.locations(ofType: type).elementsEqual(
+            if try snapshot.locations(ofType: type).elementsEqual(
                 have.locations(ofType: type), by: { $0.key == $1.key && $0.location == $1.location })
             {
                 continue

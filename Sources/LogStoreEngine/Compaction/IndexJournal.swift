@@ -25,11 +25,12 @@ struct IndexJournal: Sendable {
         changes.append(contentsOf: c)
     }
 
-    func apply(to index: inout IndexState) {
+    /// Replays the changes onto `index`. Throws `.corruption` for a damaged index run.
+    func apply(to index: inout IndexState) throws {
         for c in changes {
             switch c {
-            case .put(let t, let k, let loc): index.put(t, k, loc)
-            case .delete(let t, let k): index.delete(t, k)
+            case .put(let t, let k, let loc): try index.put(t, k, loc)
+            case .delete(let t, let k): try index.delete(t, k)
             case .deleteAll(let t): index.deleteAll(t)
             }
         }

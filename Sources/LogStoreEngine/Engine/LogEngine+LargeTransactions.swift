@@ -84,7 +84,7 @@ extension LogEngine {
                         throw TornChunk(error: e, undo: undo)
                     }
                 }
-                Self.index(
+                try Self.index(
                     ops, placements: &encoded.placements, at: at, in: tail, sequence: seq, into: &index,
                     journaling: journaling, journal: &journal)
                 committed?.add(operations: ops, keysBefore: keysBefore)
@@ -110,7 +110,7 @@ extension LogEngine {
             }
             throw error
         }
-        index.apply(secondary)
+        do { try index.apply(secondary) } catch { throw poison(Self.indexDamaged(error)) }
         finishAppend(
             head: head, index: index, sequence: seq, bytes: written, rawBytes: rawBytes,
             journal: journaling ? journal : nil, committed: committed, tail: tail, end: offset + UInt64(written),

@@ -408,10 +408,15 @@ public final class LogEngine: Sendable {
         var index = head.index
         let journaling = state.withLock { $0.compactionJournal != nil }
         var changes: [IndexJournal.Change] = []
-        Self.index(
-            ops, placements: &encoded.placements, at: offset, in: tail, sequence: seq, into: &index,
-            journaling: journaling, journal: &changes)
-        index.apply(secondaryChanges)
+        do {
+            try Self.index(
+                ops, placements: &encoded.placements, at: offset, in: tail, sequence: seq, into: &index,
+                journaling: journaling, journal: &changes)
+            try index.apply(secondaryChanges)
+        } catch {
+            // The commit is in the log but not in the index: only a reopen can tell them apart.
+            throw poison(Self.indexDamaged(error))
+        }
         // What the commit changed, for the publication observer (a delete-all's keys are read
         // from the type's tree before the commit, only if someone asks).
         let committed = observed ? CommitChanges(sequence: seq, operations: ops, keysBefore: Self.keysBefore(head.index)) : nil
@@ -441,7 +446,7 @@ public final class LogEngine: Sendable {
     static func index(
         _ ops: [RecordOperation], placements: inout [RecordLocation], at offset: UInt64, in tail: SegmentFile,
         sequence seq: UInt64, into index: inout IndexState, journaling: Bool, journal: inout [IndexJournal.Change]
-    ) {
+    ) throws {
         for i in ops.indices {
             if case .put = ops[i] {
                 placements[i].segment = tail.number
@@ -449,7 +454,7 @@ public final class LogEngine: Sendable {
                 placements[i].sequence = seq
             }
         }
-        index.apply(ops, placements: placements)
+        try index.apply(ops, placements: placements)
         if journaling {
             for i in ops.indices {
                 switch ops[i] {
@@ -461,12 +466,19 @@ public final class LogEngine: Sendable {
         }
     }
 
+    /// `.storePoisoned` for an index run found damaged after a commit was appended (the commit
+    /// is durable in the log; the next open rebuilds the index from it).
+    static func indexDamaged(_ error: any Error) -> LogStoreError {
+        LogStoreError(.storePoisoned, "An index file was found damaged while a commit was indexed; reopen the store.", underlying: error)
+    }
+
     /// For ``CommitChanges``: the keys a delete-all of a type removes, read from `before` (the
     /// state the commit started from) only when someone asks.
     static func keysBefore(_ before: IndexState) -> (String) -> CommitChanges.ClearedKeys {
         { t in
             let tree = before.types[t]
-            return CommitChanges.ClearedKeys(count: tree?.count ?? 0, keys: { tree?.keys ?? [] })
+            // A damaged index run leaves its keys out of the list (reads report the damage).
+            return CommitChanges.ClearedKeys(count: tree?.count ?? 0, keys: { (try? tree?.keys()) ?? [] })
         }
     }
 
