@@ -90,8 +90,13 @@ package enum DeltaProbe<K: DeltaKey> {
 /// `i − 1` (`fence[0]` is not searched), and `count[i]`/`net[i]` are child `i`'s number of
 /// entries and sum of contributions.
 enum DeltaLayout<K: DeltaKey, V: DeltaValue> {
-    /// Most entries of a node.
-    static var fanout: Int { 32 }
+    /// Most entries of a node: as many as keep both node shapes within about 1 KiB (a copy per
+    /// level on each commit's path, and blocks the allocator recycles quickly), 8 at least.
+    static var fanout: Int {
+        let leafSlot = MemoryLayout<K>.stride + MemoryLayout<V>.stride
+        let innerSlot = MemoryLayout<K>.stride + 24
+        return min(32, max(8, (1024 - 16) / max(leafSlot, innerSlot) - 1))
+    }
     static var slots: Int { fanout + 1 }
     static var keys: Int { 16 }
     static var values: Int { keys + slots * MemoryLayout<K>.stride }
@@ -212,22 +217,24 @@ package struct DeltaTree<K: DeltaKey, V: DeltaValue>: Sendable {
     ///
     /// `@unchecked Sendable`: the root and totals change only while one tree holds the object
     /// and no version was derived from it (checked before every change), and nodes reachable
-    /// from a version that others can see are never written.
+    /// from a version that others can see are never written. `@exclusivity(unchecked)`: for the
+    /// same reason no access to its fields can overlap a write to them, and the run-time check
+    /// cost a commit about 300 instructions.
     package final class Version: @unchecked Sendable {
         let arena: NodeArena
         let number: UInt64
-        var root: UnsafeMutableRawPointer?
-        var height: Int
-        var count: Int
-        var net: Int
+        @exclusivity(unchecked) var root: UnsafeMutableRawPointer?
+        @exclusivity(unchecked) var height: Int
+        @exclusivity(unchecked) var count: Int
+        @exclusivity(unchecked) var net: Int
         /// The history's long-key bytes (``LongKey`` trees only).
         let heap: KeyHeap?
         /// Bytes of the keys the tree holds now (``LongKey`` trees: the heap's live part).
-        var liveKeyBytes: Int
+        @exclusivity(unchecked) var liveKeyBytes: Int
         /// Set once a version is derived from this one: it no longer owns its nodes.
         let frozen = Atomic<Bool>(false)
         /// Nodes replaced in this version, handed to the arena after each change.
-        var retired: [NodeArena.Retired] = []
+        @exclusivity(unchecked) var retired: [NodeArena.Retired] = []
 
         init(arena: NodeArena, root: UnsafeMutableRawPointer?, height: Int, count: Int, net: Int, heap: KeyHeap?, liveKeyBytes: Int) {
             self.arena = arena

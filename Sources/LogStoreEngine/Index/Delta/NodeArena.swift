@@ -34,10 +34,16 @@ package final class NodeArena: @unchecked Sendable {
 
     private struct State {
         var nextVersion: UInt64 = 1
-        var live: Set<UInt64> = []
+        /// Registered versions, ascending (new ones are the largest: appended).
+        var live: [UInt64] = []
         var retired: [Retired] = []
         var reclaimAt = 512
+        /// Freed blocks kept for reuse, per block size (few sizes: one per node shape).
+        var free: [(bytes: Int, blocks: [UnsafeMutableRawPointer])] = []
     }
+
+    /// Most blocks of one size kept for reuse (about 4 MiB of nodes); more go back to the system.
+    private static let keptBlocks = 4096
 
     private let state = Mutex(State())
     private let allocatedBytes = Atomic<Int>(0)
@@ -51,17 +57,23 @@ package final class NodeArena: @unchecked Sendable {
         state.withLock { s in
             let v = s.nextVersion
             s.nextVersion += 1
-            s.live.insert(v)
+            s.live.append(v)
             return v
         }
     }
 
     /// Version `v` is no longer in use; frees what only it kept alive once enough is retired.
     func unregister(_ v: UInt64, retiring nodes: [Retired] = []) {
-        let free = state.withLock { s -> [Retired] in
-            s.live.remove(v)
+        let free = state.withLock { s -> (freed: [Retired], toSystem: [Retired]) in
+            var lo = 0
+            var hi = s.live.count
+            while lo < hi {
+                let mid = (lo + hi) >> 1
+                if s.live[mid] < v { lo = mid + 1 } else { hi = mid }
+            }
+            if lo < s.live.count && s.live[lo] == v { s.live.remove(at: lo) }
             s.retired.append(contentsOf: nodes)
-            return s.retired.count >= s.reclaimAt ? Self.collect(&s) : []
+            return s.retired.count >= s.reclaimAt ? Self.collect(&s) : ([], [])
         }
         release(free)
     }
@@ -71,15 +83,19 @@ package final class NodeArena: @unchecked Sendable {
     func allocate(_ bytes: Int) -> UnsafeMutableRawPointer {
         allocatedBytes.add(bytes, ordering: .relaxed)
         allocatedNodes.add(1, ordering: .relaxed)
-        return .allocate(byteCount: bytes, alignment: 16)
+        let reused = state.withLock { s -> UnsafeMutableRawPointer? in
+            for i in s.free.indices where s.free[i].bytes == bytes { return s.free[i].blocks.popLast() }
+            return nil
+        }
+        return reused ?? .allocate(byteCount: bytes, alignment: 16)
     }
 
     /// Nodes replaced by a writer: freed once no registered version can reach them.
     func retire(_ nodes: [Retired]) {
         guard !nodes.isEmpty else { return }
-        let free = state.withLock { s -> [Retired] in
+        let free = state.withLock { s -> (freed: [Retired], toSystem: [Retired]) in
             s.retired.append(contentsOf: nodes)
-            return s.retired.count >= s.reclaimAt ? Self.collect(&s) : []
+            return s.retired.count >= s.reclaimAt ? Self.collect(&s) : ([], [])
         }
         release(free)
     }
@@ -90,12 +106,12 @@ package final class NodeArena: @unchecked Sendable {
     package func reclaim() -> Int {
         let free = state.withLock { Self.collect(&$0) }
         release(free)
-        return free.count
+        return free.freed.count
     }
 
     /// Takes the retired nodes that no live version lies in `[born, died)` of out of `s`.
-    private static func collect(_ s: inout State) -> [Retired] {
-        let versions = s.live.sorted()
+    private static func collect(_ s: inout State) -> (freed: [Retired], toSystem: [Retired]) {
+        let versions = s.live
         var keep: [Retired] = []
         var free: [Retired] = []
         for r in s.retired {
@@ -110,19 +126,32 @@ package final class NodeArena: @unchecked Sendable {
         }
         s.retired = keep
         s.reclaimAt = max(512, keep.count * 2)
-        return free
-    }
-
-    private func release(_ nodes: [Retired]) {
-        for r in nodes {
+        // Blocks for reuse first; what does not fit goes back to the system (`release`).
+        var rest: [Retired] = []
+        for r in free {
             #if LOGSTORE_CHECK_INVARIANTS
                 // Poisoned: a use after free reads 0xDB bytes (a born version no tree has).
                 r.node.initializeMemory(as: UInt8.self, repeating: 0xDB, count: r.bytes)
             #endif
-            r.node.deallocate()
-            allocatedBytes.subtract(r.bytes, ordering: .relaxed)
-            allocatedNodes.subtract(1, ordering: .relaxed)
+            if let i = s.free.firstIndex(where: { $0.bytes == r.bytes }) {
+                if s.free[i].blocks.count < keptBlocks {
+                    s.free[i].blocks.append(r.node)
+                } else {
+                    rest.append(r)
+                }
+            } else {
+                s.free.append((r.bytes, [r.node]))
+            }
         }
+        return (free, rest)
+    }
+
+    private func release(_ collected: (freed: [Retired], toSystem: [Retired])) {
+        for r in collected.toSystem { r.node.deallocate() }
+        var bytes = 0
+        for r in collected.freed { bytes += r.bytes }
+        allocatedBytes.subtract(bytes, ordering: .relaxed)
+        allocatedNodes.subtract(collected.freed.count, ordering: .relaxed)
     }
 
     /// What the arena holds now.
