@@ -232,9 +232,11 @@ final class SecondaryIndexTests: XCTestCase {
         try assertIndexesMatchRecords(e)
         try e.close()
         let bytes = try h.fs.readAll(_joinPath(dir, LogStoreFormat.checkpointFileName))
-        let cp = try bytes.withUnsafeBytes { buf in try CheckpointFile.decode(buf) }
-        XCTAssertEqual(cp.version, 3)
-        XCTAssertEqual(cp.index.secondaryIndexes(ofType: "User")["address.city,rating"]?.entries.count, 600)
+        let cp = try bytes.withUnsafeBytes { buf in try CheckpointFileV4.decode(buf) }
+        let byCity = cp.indexes.first { $0.type == "User" && $0.definition?.name == "address.city,rating" }
+        XCTAssertEqual(byCity?.definition, Self.byCity)
+        XCTAssertEqual(byCity?.entryCount, 600)
+        XCTAssertNotNil(byCity?.base)
         e = try h.open(dir, options: o)
         try assertIndexesMatchRecords(e)
         try e.close()

@@ -72,6 +72,10 @@ package struct CheckpointFile {
     package var index: IndexState
     /// Version 2: the store this checkpoint belongs to (nil in version 1 checkpoints).
     package var storeId: StoreID? = nil
+    /// Version 4: the runs it names (``CheckpointFileV4``), before they are opened.
+    package var runReferences: CheckpointFileV4? = nil
+    /// Version 4, once loaded: the opened runs by number.
+    package var runs: [UInt32: MappedRun] = [:]
 
     /// What the engine remembers about a checkpoint it wrote or loaded.
     func mark(fileBytes: UInt64) -> CheckpointMark {

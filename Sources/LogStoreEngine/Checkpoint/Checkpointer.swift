@@ -1,8 +1,16 @@
 import Foundation
 import Logging
+import Synchronization
 
-/// Writes checkpoints (Docs/FileFormat.md, "Checkpoint"): a snapshot of the index and of the log
-/// position it covers, so the next open replays only the log after it.
+/// Writes checkpoints (Docs/FileFormat.md, "Checkpoint"; Docs/Compaction.md, "Checkpoints"): the
+/// indexes as run files and a small `CHECKPOINT` naming them with the log position they cover,
+/// so the next open maps the runs and replays only the log after that position.
+///
+/// Per index it writes what changed since the runs it already has: nothing when its tree is
+/// empty, else a delta run (the tree merged over its delta run), or a new base run (a fold:
+/// every entry, by a sequential merge) when the changes outgrow a twentieth of the base or the
+/// index has no base yet. A run no checkpoint names any more is removed as soon as the new
+/// checkpoint is in place: views still reading it read its mapping, not its file.
 ///
 /// Owned by one ``LogEngine``; one checkpoint is written at a time (`lock`). Runs on the caller's
 /// thread: the background queue (``LogEngineOptions/checkpointInterval``), the end of a
@@ -10,20 +18,38 @@ import Logging
 final class Checkpointer: Sendable {
     /// Serializes checkpoint writes.
     private let lock = NSLock()
+    /// The next run number, and the runs the current CHECKPOINT names.
+    private let files = Mutex<(next: UInt32, current: [UInt32: MappedRun])>((1, [:]))
+
+    /// Takes over what recovery found: the runs the adopted checkpoint names and the next run
+    /// number.
+    func adopt(runs: [UInt32: MappedRun], nextRun: UInt32) {
+        files.withLock { $0 = (max(1, nextRun), runs) }
+    }
+
+    /// The runs the current CHECKPOINT names (tests, tools).
+    var currentRuns: [UInt32: MappedRun] { files.withLock { $0.current } }
+
+    struct Capture {
+        var index: IndexState
+        var segments: [UInt32: SegmentFile]
+        var log: LogState
+    }
 
     /// Writes a checkpoint of `engine`'s current head state, unless the newest checkpoint already
     /// covers it. Makes the tail durable first (a checkpoint must never cover bytes a power loss
-    /// could take; a failure poisons the store), then replaces `CHECKPOINT` atomically
-    /// (``AtomicFileReplace``). Takes the engine's state lock only to capture the state.
-    func write(_ engine: LogEngine) throws {
+    /// could take; a failure poisons the store), writes and syncs the runs, then replaces
+    /// `CHECKPOINT` atomically (``AtomicFileReplace``). Unless `closing`, it then gives the head
+    /// the runs in place of its trees (with what was appended meanwhile). Takes the engine's state
+    /// and writer locks only to capture and to install.
+    func write(_ engine: LogEngine, closing: Bool = false) throws {
         guard engine.options.recovery == .strict else { return }
         lock.lock()
         defer { lock.unlock() }
-        struct Capture {
-            var index: IndexState
-            var segments: [UInt32: SegmentFile]
-            var log: LogState
-        }
+        // Unless closing (close holds the writer lock), the capture and the start of the journal
+        // happen under the writer lock: a commit decides whether to journal its index changes
+        // under that lock, so none can fall between the capture and the journal.
+        if !closing { try engine.writer.acquire() }
         let capture = engine.state.withLock { s -> Capture? in
             if s.poisoned != nil { return nil }
             if let last = s.lastCheckpoint, last.generation == s.log.manifest.generation,
@@ -32,8 +58,11 @@ final class Checkpointer: Sendable {
                 return nil
             }
             s.log.bytesSinceCheckpoint = 0
+            if !closing { s.checkpointJournal = IndexJournal() }
             return Capture(index: s.views.head.index, segments: s.views.head.segments, log: s.log)
         }
+        if !closing { engine.writer.release() }
+        defer { if !closing { engine.state.withLock { $0.checkpointJournal = nil } } }
         // A writable store runs on a version 2 manifest (recovery upgrades older ones).
         guard let capture, let storeId = capture.log.manifest.storeId, let segments = Self.segments(of: capture.log) else { return }
         let tail = capture.log.tail
@@ -46,25 +75,182 @@ final class Checkpointer: Sendable {
                     .storePoisoned, "fdatasync of the tail failed while writing a checkpoint; reopen the store.", path: tail.path,
                     underlying: error))
         }
+        var writer = RunSetWriter(engine: engine, storeId: storeId, sequence: capture.index.sequence, next: files.withLock { $0.next })
+        let (runsIndex, references): (IndexState, [CheckpointFileV4.Index])
         let created = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
-        // The index keeps no frame lengths; the checkpoint format does: read them from the frame
-        // headers (in place in mapped segments).
-        let bytes = try CheckpointFile.encode(
-            generation: capture.log.manifest.generation, createdAtMillis: created, segments: segments, index: capture.index,
-            storeId: storeId
-        ) { loc in
-            guard let segment = capture.segments[loc.segment] else {
-                throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.")
-            }
-            return try segment.storedFrameLength(at: loc.frameOffset)
+        let bytes: [UInt8]
+        do {
+            (runsIndex, references) = try writer.write(capture.index)
+            if !writer.written.isEmpty { try engine.fileSystem.syncDirectory(atPath: engine.directory) }
+            bytes = CheckpointFileV4(
+                generation: capture.log.manifest.generation, sequence: capture.index.sequence, createdAtMillis: created, storeId: storeId,
+                segments: segments, indexes: references, nextRun: writer.next
+            ).encode()
+            try AtomicFileReplace.replaceOrThrow(
+                LogStoreFormat.checkpointFileName, in: engine.directory, with: bytes, fs: engine.fileSystem)
+        } catch {
+            files.withLock { $0.next = max($0.next, writer.next) }
+            // No CHECKPOINT names them for sure (if the replace failed after its rename, the new
+            // one names runs that are gone, and the next open replays the log instead).
+            for run in writer.written { try? engine.fileSystem.removeFile(atPath: run.path) }
+            throw error
         }
-        try AtomicFileReplace.replaceOrThrow(LogStoreFormat.checkpointFileName, in: engine.directory, with: bytes, fs: engine.fileSystem)
+        // The runs the old CHECKPOINT names and the new one does not go now: views that still
+        // search them read their mapping (or in-memory copy), never the file.
+        let named = Dictionary(
+            uniqueKeysWithValues: references.flatMap { [$0.base, $0.delta].compactMap { $0 } }.map { ($0.runNumber, ()) })
+        var now: [UInt32: MappedRun] = [:]
+        for run in writer.used where named[run.header.runNumber] != nil { now[run.header.runNumber] = run }
+        let old = files.withLock { f -> [MappedRun] in
+            defer { f = (max(f.next, writer.next), now) }
+            return f.current.values.filter { now[$0.header.runNumber] == nil }
+        }
+        for run in old { try? engine.fileSystem.removeFile(atPath: run.path) }
         let mark = CheckpointMark(
             generation: capture.log.manifest.generation, sequence: capture.index.sequence, createdAtMillis: created,
             segments: capture.log.manifest.segments, positionOffset: capture.log.tailOffset, fileBytes: UInt64(bytes.count))
         engine.state.withLock { $0.lastCheckpoint = mark }
         engine.logger?.debug(
-            "checkpoint written", metadata: ["store": "\(engine.directory)", "sequence": "\(mark.sequence)", "bytes": "\(bytes.count)"])
+            "checkpoint written",
+            metadata: [
+                "store": "\(engine.directory)", "sequence": "\(mark.sequence)", "bytes": "\(bytes.count)",
+                "runs": "\(writer.written.count)",
+            ])
+        if !closing { try install(runsIndex, capturedFrom: capture, engine: engine) }
+    }
+
+    /// Gives the head `runsIndex` (the captured index read from the runs just written) plus what
+    /// was appended since the capture, in place of its trees, under the writer lock. Skipped when
+    /// something other than appends changed the head meanwhile (a compaction switch, indexes
+    /// declared) or the journal overflowed: the head keeps its trees, and the next checkpoint
+    /// writes from them. Throws `.corruption` for a damaged run (the head is then unchanged).
+    private func install(_ runsIndex: IndexState, capturedFrom capture: Capture, engine: LogEngine) throws {
+        try engine.writer.acquire()
+        defer { engine.writer.release() }
+        let (head, journal, generation) = engine.state.withLock { ($0.views.head, $0.checkpointJournal, $0.log.manifest.generation) }
+        guard let journal, !journal.overflowed, generation == capture.log.manifest.generation,
+            Self.definitions(head.index) == Self.definitions(capture.index)
+        else { return }
+        var index = runsIndex
+        try journal.apply(to: &index, secondary: true)
+        index.sequence = head.index.sequence
+        var newHead = head
+        newHead.index = index
+        newHead.index._checkInvariants()
+        engine.state.withLock { s in
+            guard s.views.head.index.sequence == head.index.sequence, s.poisoned == nil else { return }
+            s.views.install(checkpointed: newHead)
+        }
+    }
+
+    /// Every secondary index's definition hash, by type and name.
+    private static func definitions(_ index: IndexState) -> [String: [String: UInt64]] {
+        index.secondary.mapValues { $0.mapValues(\.definition.definitionHash) }
+    }
+}
+
+/// Writes the runs of one checkpoint: per index, nothing, a delta run or a new base run.
+struct RunSetWriter {
+    let engine: LogEngine
+    let storeId: StoreID
+    let sequence: UInt64
+    /// The next run number.
+    private(set) var next: UInt32
+    /// Runs written by this checkpoint.
+    private(set) var written: [MappedRun] = []
+    /// Every run the new checkpoint names (written or kept).
+    private(set) var used: [MappedRun] = []
+
+    init(engine: LogEngine, storeId: StoreID, sequence: UInt64, next: UInt32) {
+        self.engine = engine
+        self.storeId = storeId
+        self.sequence = sequence
+        self.next = next
+    }
+
+    /// Whether an index with `changes` tree entries over `base` (and `delta`) gets a new base.
+    static func folds(changes: Int, base: MappedRun?, delta: MappedRun?) -> Bool {
+        guard let base else { return true }
+        return changes + (delta?.entryCount ?? 0) > max(65_536, base.entryCount / 20)
+    }
+
+    /// Writes the runs of every index of `index`; returns the index as read from its runs (empty
+    /// trees) and the checkpoint's references to them.
+    mutating func write(_ index: IndexState) throws -> (IndexState, [CheckpointFileV4.Index]) {
+        let (storeId, sequence) = (self.storeId, self.sequence)
+        var out = IndexState()
+        out.sequence = index.sequence
+        var refs: [CheckpointFileV4.Index] = []
+        for type in index.types.keys.sorted() {
+            guard let t = index.types[type], !t.isEmpty else { continue }
+            let (base, delta) = try runs(current: t.runs, changes: t.treeCount) { fold, number, sink in
+                try t.writeRun(delta: !fold, storeId: storeId, runNumber: number, sequence: sequence, sink: sink)
+            }
+            let rebuilt = TypeIndex(base: base, deltaRun: delta)
+            out.types[type] = rebuilt
+            refs.append(
+                .init(
+                    type: type, definition: nil, base: base.map { RunWitness($0.header) }, delta: delta.map { RunWitness($0.header) },
+                    entryCount: UInt64(rebuilt.count)))
+        }
+        for type in index.secondary.keys.sorted() {
+            for (name, s) in index.secondaryIndexes(ofType: type).sorted(by: { $0.key < $1.key }) {
+                var base: MappedRun? = nil
+                var delta: MappedRun? = nil
+                if s.entries.count > 0 {
+                    (base, delta) = try runs(current: s.entries.runs, changes: s.entries.treeCount) { fold, number, sink in
+                        try s.entries.writeRun(delta: !fold, storeId: storeId, runNumber: number, sequence: sequence, sink: sink)
+                    }
+                }
+                let entries = SecondaryEntries(base: base, deltaRun: delta)
+                out.secondary[type, default: [:]][name] = SecondaryIndex(definition: s.definition, entries: entries)
+                refs.append(
+                    .init(
+                        type: type, definition: s.definition, base: base.map { RunWitness($0.header) },
+                        delta: delta.map { RunWitness($0.header) },
+                        entryCount: UInt64(entries.count)))
+            }
+        }
+        return (out, refs)
+    }
+
+    /// The runs an index with runs `current` and `changes` tree entries is named with: its own
+    /// when nothing changed, else a new delta run over its base, or a new base (``folds``).
+    private mutating func runs(
+        current: (base: MappedRun?, delta: MappedRun?), changes: Int, _ body: (Bool, UInt32, any RunSink) throws -> RunHeader
+    ) throws -> (MappedRun?, MappedRun?) {
+        if changes == 0, current.base != nil {
+            used += [current.base, current.delta].compactMap { $0 }
+            return current
+        }
+        let fold = Self.folds(changes: changes, base: current.base, delta: current.delta)
+        let run = try writeRun { number, sink in try body(fold, number, sink) }
+        if fold { return (run, nil) }
+        if let b = current.base { used.append(b) }
+        return (current.base, run)
+    }
+
+    /// Writes one run file with the next number, syncs it and opens it.
+    private mutating func writeRun(_ body: (UInt32, any RunSink) throws -> RunHeader) throws -> MappedRun {
+        let number = next
+        guard number < UInt32.max else { throw LogStoreError(.corruption, "Run file numbers are exhausted.", path: engine.directory) }
+        next += 1
+        let fs = engine.fileSystem
+        let path = _joinPath(engine.directory, RunFile.fileName(number))
+        let file = try fs.open(path, mode: .createOrTruncate)
+        do {
+            _ = try body(number, RunFileSink(file: file))
+            try file.sync()
+            try file.close()
+        } catch {
+            try? file.close()
+            try? fs.removeFile(atPath: path)
+            throw error
+        }
+        let run = try MappedRun.open(path: path, fs: fs)
+        written.append(run)
+        used.append(run)
+        return run
     }
 }
 
@@ -85,7 +271,7 @@ extension Checkpointer {
 }
 
 extension LogEngine {
-    /// Writes a checkpoint now (see ``Checkpointer/write(_:)``).
+    /// Writes a checkpoint now (see ``Checkpointer/write(_:closing:)``).
     func writeCheckpoint() throws { try checkpointer.write(self) }
 
     /// Writes a checkpoint on the background queue (``LogEngineOptions/checkpointInterval``).

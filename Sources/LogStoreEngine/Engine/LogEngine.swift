@@ -61,6 +61,10 @@ public final class LogEngine: Sendable {
         /// the switch can replay them onto the re-pointed copy instead of re-pointing the head
         /// under the writer lock. Set and cleared under the writer lock.
         var compactionJournal: IndexJournal?
+        /// While a checkpoint writes its runs: the index changes appended since the state it
+        /// writes, so that its runs can take the place of the head's trees. Set and cleared by
+        /// the checkpointer.
+        var checkpointJournal: IndexJournal?
         /// Set once by ``LogEngine/poison(_:)``: every later write throws it.
         var poisoned: LogStoreError?
         var closed = false
@@ -95,6 +99,7 @@ public final class LogEngine: Sendable {
                     segmentInfo: recovered.segmentInfo, bytesSinceCheckpoint: recovered.bytesAfterCheckpoint),
                 lastCheckpoint: recovered.checkpoint))
         self.state = state
+        checkpointer.adopt(runs: recovered.runs, nextRun: recovered.nextRun)
         for (number, segment) in recovered.segments where segment !== recovered.tail {
             if let length = recovered.segmentInfo[number]?.length { segment.seal(length: length) }
         }
@@ -406,13 +411,14 @@ public final class LogEngine: Sendable {
         }
         // Index the new records, as one batch.
         var index = head.index
-        let journaling = state.withLock { $0.compactionJournal != nil }
+        let journaling = state.withLock { $0.compactionJournal != nil || $0.checkpointJournal != nil }
         var changes: [IndexJournal.Change] = []
         do {
             try Self.index(
                 ops, placements: &encoded.placements, at: offset, in: tail, sequence: seq, into: &index,
                 journaling: journaling, journal: &changes)
             try index.apply(secondaryChanges)
+            if journaling && !secondaryChanges.isEmpty { changes.append(.secondary(secondaryChanges)) }
         } catch {
             // The commit is in the log but not in the index: only a reopen can tell them apart.
             throw poison(Self.indexDamaged(error))
@@ -500,7 +506,10 @@ public final class LogEngine: Sendable {
         let checkpointDue = state.withLock { s -> Bool in
             s.views.append(head, visibleNow: visibleNow, changes: committed)
             s.announcePublished()
-            if let journal { s.compactionJournal?.record(journal) }
+            if let journal {
+                s.compactionJournal?.record(journal)
+                s.checkpointJournal?.record(journal)
+            }
             s.log.appended(bytes: bytes, rawBytes: rawBytes)
             return checkpointEvery > 0 && s.log.bytesSinceCheckpoint >= checkpointEvery
         }
@@ -595,7 +604,7 @@ public final class LogEngine: Sendable {
             do { try syncThrough(group.lastAppended) } catch { firstError = error }
         }
         if options.checkpointOnClose && firstError == nil && state.withLock({ $0.poisoned }) == nil {
-            do { try checkpointer.write(self) } catch let e as LogStoreError where e.code == .storePoisoned {
+            do { try checkpointer.write(self, closing: true) } catch let e as LogStoreError where e.code == .storePoisoned {
                 firstError = e
             } catch {
                 logger?.warning(

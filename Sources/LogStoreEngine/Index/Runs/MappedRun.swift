@@ -35,9 +35,9 @@ package final class RunBytes: @unchecked Sendable {
 /// result is remembered in a bitmap; a page that fails makes the read throw `.corruption`.
 ///
 /// Lookups, ranks and cursors (``RunCursor``) read the mapped pages directly. Immutable and
-/// `Sendable`: the mapping is read-only and the bitmap is only touched atomically. When the run is
-/// no longer named by any checkpoint (``markObsolete(removingThrough:)``), its file is removed
-/// once the last view that searches it lets go.
+/// `Sendable`: the mapping is read-only and the bitmap is only touched atomically. Once open, it
+/// never reads its file again, so the file may be removed (a newer checkpoint no longer names it)
+/// while views still search it.
 package final class MappedRun: @unchecked Sendable {
     /// The checked header.
     package let header: RunHeader
@@ -46,7 +46,6 @@ package final class MappedRun: @unchecked Sendable {
     let data: RunBytes
     private let words: Int
     private let verified: UnsafeMutablePointer<Atomic<UInt64>>
-    private let removal = Mutex<(any FileSystem)?>(nil)
 
     /// A run over `data`, whose header page must decode (``RunHeader/decode(_:)``) and whose
     /// length must be its page count times 4096. Throws `.corruption` otherwise.
@@ -99,12 +98,7 @@ package final class MappedRun: @unchecked Sendable {
     deinit {
         verified.deinitialize(count: words)
         verified.deallocate()
-        if let fs = removal.withLock({ $0 }) { try? fs.removeFile(atPath: path) }
     }
-
-    /// Removes the file once the last reference to this object goes away (a newer checkpoint
-    /// no longer names it).
-    package func markObsolete(removingThrough fs: any FileSystem) { removal.withLock { $0 = fs } }
 
     /// The number of entries.
     package var entryCount: Int { Int(header.entryCount) }
