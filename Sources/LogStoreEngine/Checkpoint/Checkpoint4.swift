@@ -3,7 +3,7 @@
 /// the runs it names and checks their header pages against it; nothing else of an index is read.
 ///
 ///     checkpoint-4 := magic:8 version:u16le=4 flags:u16le=0 generation:u64le sequence:u64le
-///                     createdAtMillis:u64le storeId:16 cipher:u8=0 reserved:u8{7} salt:16
+///                     createdAtMillis:u64le storeId:16 cipher:u8=0 reserved:u8{7}=0 salt:16=0
 ///                     bodyLength:u32le body crc:u32le            -- crc: masked CRC-32C of every byte before it
 ///     body         := segments meta indexes nextRun:u32le end:u8=0xFF
 ///     segments     := count:uvarint (segment:u32le length:u64le rawBytes:u64le refs){count}
@@ -147,7 +147,8 @@ package struct CheckpointFileV4: Equatable, Sendable {
         let storeId = StoreID(bytes: Array(try r.bytes(16)))
         let cipherAt = r.offset
         guard try r.u8() == 0 else { throw _DecodeError("an encrypted checkpoint; this build reads clear ones only", at: cipherAt) }
-        _ = try r.bytes(7 + 16)
+        let reservedAt = r.offset
+        guard try r.bytes(7 + 16).allSatisfy({ $0 == 0 }) else { throw _DecodeError("reserved bytes or salt are not zero", at: reservedAt) }
         let lengthAt = r.offset
         guard Int(try r.u32()) == r.remaining else { throw _DecodeError("body length disagrees with the file's", at: lengthAt) }
 

@@ -64,11 +64,15 @@ struct SeedCorpus {
         try write("manifest", "three-segments-fixcrc-rollover", 1 | 4, big.manifest)
         try write("manifest", "body-only", 2 | 1, Array(big.manifest.dropFirst(8)))
 
-        // checkpoint: real CHECKPOINT files (written on close), decoded alone and loaded by a store.
-        try write("checkpoint", "small", 0, small.checkpoint)
-        try write("checkpoint", "small-in-store", 2, small.checkpoint)
-        try write("checkpoint", "rolled-over", 0, big.checkpoint)
-        try write("checkpoint", "rolled-over-fixcrc-in-store", 3, big.checkpoint)
+        // checkpoint: real CHECKPOINT files (written on close, version 4), decoded alone and
+        // loaded by a store; the target's own store's, made to name that store (mode bit 2). The
+        // seeds without "v4" in their names are version 3 checkpoints of earlier builds, kept for
+        // the legacy decoder.
+        try write("checkpoint", "v4-small", 0, small.checkpoint)
+        try write("checkpoint", "v4-small-in-store", 2, small.checkpoint)
+        try write("checkpoint", "v4-rolled-over", 0, big.checkpoint)
+        try write("checkpoint", "v4-rolled-over-fixcrc-in-store", 3, big.checkpoint)
+        try write("checkpoint", "v4-own-store", 2 | 4, try FuzzEntryPoints.checkpointFuzzStoreCheckpoint())
 
         // value: encoded values (mode 0) and value recipes (mode 1).
         let values: [(String, AttributeValue)] = [
@@ -170,7 +174,7 @@ struct SeedCorpus {
         options.durability = .none
         options.segmentSize = 64 << 10
         let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
-        // A secondary index, so the checkpoint holds an index section (CHECKPOINT version 3).
+        // A secondary index, so the checkpoint names a secondary run.
         try engine.declareIndexes([IndexDefinition(attributes: [["rating"], ["name"]])], ofType: "Restaurant")
         try engine.commit([
             .put(
