@@ -77,7 +77,7 @@ final class BackupWriter {
     /// Whether a backup may have written `name`.
     static func isBackupFile(_ name: String) -> Bool {
         name.hasSuffix(".tmp") || LogStoreFormat.segmentNumber(fromFileName: name) != nil || name == LogStoreFormat.checkpointFileName
-            || name == LogStoreFormat.lockFileName
+            || name == LogStoreFormat.lockFileName || RunFile.number(fromFileName: name) != nil
     }
 
     /// Locks the destination against apps and other backups, and writes the marker: an earlier
