@@ -133,4 +133,35 @@ final class CheckpointRunsTests: XCTestCase {
         XCTAssertEqual(try r.snapshot().secondaryIndexProblems(), [])
         try r.close()
     }
+
+    func testACloseDuringACheckpointOnAnotherThreadWaitsForItAndNothingIsWrittenAfter() throws {
+        let fs = InMemoryFileSystem()
+        let e = try LogEngine.open(directory: dir, fileSystem: fs, options: CT.smallOptions())
+        try e.commit((0..<3_000).map { .put(type: "T", key: CT.key($0), value: Self.value($0, round: 0)) })
+        let other = DispatchGroup()
+        DispatchQueue.global().async(group: other) {
+            // Commits and checkpoints (a foreground compaction's, say) until the store is closed.
+            for i in 0..<200 {
+                do {
+                    try e.commit([.put(type: "T", key: CT.key(10_000 + i), value: Self.value(i, round: 1))])
+                    try e.writeCheckpoint()
+                } catch let error as LogStoreError {
+                    XCTAssertTrue(e.isClosed, "\(error)")
+                } catch {
+                    XCTFail("\(error)")
+                }
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.02)
+        try e.close()
+        let files = try fs.contentsOfDirectory(atPath: dir).sorted()
+        let checkpoint = try CT.readFile(fs, _joinPath(dir, LogStoreFormat.checkpointFileName))
+        XCTAssertEqual(other.wait(timeout: .now() + 60), .success, "close and a checkpoint deadlocked")
+        XCTAssertEqual(try fs.contentsOfDirectory(atPath: dir).sorted(), files, "files written after close")
+        XCTAssertEqual(try CT.readFile(fs, _joinPath(dir, LogStoreFormat.checkpointFileName)), checkpoint)
+        let r = try LogEngine.open(directory: dir, fileSystem: fs, options: CT.smallOptions())
+        XCTAssertTrue(r.recoveryReport.checkpointUsed)
+        XCTAssertEqual(r.recoveryReport.bytesReplayed, 0, "the close's checkpoint covers every commit")
+        try r.close()
+    }
 }

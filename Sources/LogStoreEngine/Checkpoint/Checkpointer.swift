@@ -44,14 +44,26 @@ final class Checkpointer: Sendable {
     /// and writer locks only to capture and to install.
     func write(_ engine: LogEngine, closing: Bool = false) throws {
         guard engine.options.recovery == .strict else { return }
-        lock.lock()
+        // The capture and the start of the journal happen under the writer lock (close holds it
+        // already): a commit decides whether to journal its index changes under that lock, so
+        // none can fall between the capture and the journal. Lock order: the writer lock, then
+        // `lock` (as in close); holding `lock`, this never waits for the writer lock.
+        if closing {
+            lock.lock()
+        } else {
+            while true {
+                try engine.writer.acquire()
+                if lock.try() { break }
+                engine.writer.release()
+                // Another checkpoint is being written: wait for it without the writer lock.
+                lock.lock()
+                lock.unlock()
+            }
+        }
         defer { lock.unlock() }
-        // Unless closing (close holds the writer lock), the capture and the start of the journal
-        // happen under the writer lock: a commit decides whether to journal its index changes
-        // under that lock, so none can fall between the capture and the journal.
-        if !closing { try engine.writer.acquire() }
         let capture = engine.state.withLock { s -> Capture? in
-            if s.poisoned != nil { return nil }
+            // A closed store's directory is no longer this engine's (its LOCK is released).
+            if s.poisoned != nil || (s.closed && !closing) { return nil }
             if let last = s.lastCheckpoint, last.generation == s.log.manifest.generation,
                 last.sequence == s.views.head.index.sequence, last.segments == s.log.manifest.segments
             {
@@ -124,10 +136,12 @@ final class Checkpointer: Sendable {
     /// Gives the head `runsIndex` (the captured index read from the runs just written) plus what
     /// was appended since the capture, in place of its trees, under the writer lock. Skipped when
     /// something other than appends changed the head meanwhile (a compaction switch, indexes
-    /// declared) or the journal overflowed: the head keeps its trees, and the next checkpoint
-    /// writes from them. Throws `.corruption` for a damaged run (the head is then unchanged).
+    /// declared), the journal overflowed, or the writer lock stays taken (a close or a compaction
+    /// switch holds it, and this must not wait for it while holding the checkpoint lock): the head
+    /// keeps its trees, and the next checkpoint writes from them. Throws `.corruption` for a
+    /// damaged run (the head is then unchanged).
     private func install(_ runsIndex: IndexState, capturedFrom capture: Capture, engine: LogEngine) throws {
-        try engine.writer.acquire()
+        guard engine.writer.tryAcquire() else { return }
         defer { engine.writer.release() }
         let (head, journal, generation) = engine.state.withLock { ($0.views.head, $0.checkpointJournal, $0.log.manifest.generation) }
         guard let journal, !journal.overflowed, generation == capture.log.manifest.generation,
