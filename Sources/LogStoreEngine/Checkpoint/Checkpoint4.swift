@@ -33,7 +33,9 @@ package struct CheckpointFileV4: Equatable, Sendable {
         package var type: String
         /// Nil for the type's primary index, else the secondary index's definition.
         package var definition: IndexDefinition?
+        /// The base run's witness; nil only for an index with no entries.
         package var base: RunWitness?
+        /// The delta run's witness (changes on top of the base), if any.
         package var delta: RunWitness?
         /// Entries of the index (base and delta together).
         package var entryCount: UInt64
@@ -48,12 +50,19 @@ package struct CheckpointFileV4: Equatable, Sendable {
         }
     }
 
+    /// MANIFEST's generation when it was written.
     package var generation: UInt64
+    /// The last transaction it covers.
     package var sequence: UInt64
+    /// When it was written (milliseconds since 1970).
     package var createdAtMillis: UInt64
+    /// The store it belongs to (MANIFEST's store id).
     package var storeId: StoreID
+    /// The prefix of MANIFEST's replay order it covers, each with its valid length.
     package var segments: [CheckpointFile.Segment]
+    /// Every index and the runs that hold it.
     package var indexes: [Index]
+    /// The number the next run file gets (above every run it names).
     package var nextRun: UInt32
 
     /// A checkpoint from its parts.
