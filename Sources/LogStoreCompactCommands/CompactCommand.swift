@@ -87,8 +87,9 @@ public struct CompactCommand: ParsableCommand {
         let compacted = scan.estimatedCompactedSegmentBytes()
         let segmentSize = UInt64(LogEngineOptions().segmentSize)
         let before = Sizes(bytes: scan.totalBytes, segments: scan.files.filter { $0.role == .segment }.count)
+        // The copy's checkpoint is written from scratch: runs of the live records.
         let after = Sizes(
-            bytes: scan.totalBytes - scan.segmentBytes - scan.strayBytes + compacted,
+            bytes: scan.totalBytes - scan.segmentBytes - scan.strayBytes - scan.checkpointBytes + compacted + scan.estimatedRunBytes(),
             segments: Int(max(1, (compacted + segmentSize - 1) / segmentSize)))
         output(
             dir, mode: "dryRun", into: nil, before: before, after: after, estimated: true,

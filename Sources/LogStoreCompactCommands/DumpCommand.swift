@@ -72,9 +72,9 @@ public struct DumpCommand: ParsableCommand {
         var done: UInt64 = 0
         var undecodable = 0
         for type in wanted {
-            let keys = snapshot.keys(ofType: type).sorted()
+            let keys = try snapshot.keys(ofType: type).sorted()
             for key in keys {
-                guard let loc = snapshot.location(type: type, key: key), let bytes = try snapshot.value(type: type, key: key) else {
+                guard let loc = try snapshot.location(type: type, key: key), let bytes = try snapshot.value(type: type, key: key) else {
                     continue
                 }
                 let value: JSON

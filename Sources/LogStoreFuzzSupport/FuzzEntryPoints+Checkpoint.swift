@@ -4,21 +4,27 @@ import LogStoreEngine
 extension FuzzEntryPoints {
     // MARK: Checkpoint
 
-    /// The checkpoint reader, `CheckpointFile.decode`, and the engine's use of a checkpoint file.
+    /// The checkpoint readers, `CheckpointFileV4.decode` (format 4: a small file naming run
+    /// files) and the legacy `CheckpointFile.decode` (versions 1 to 3), and the engine's use of a
+    /// checkpoint file.
     ///
     /// Input: `mode:u8 bytes`. Mode bits: 0 set = the last 4 bytes are replaced by the right
     /// checksum; 1 set = the bytes also become the CHECKPOINT file of a small store (one
-    /// segment, two committed transactions), which is then opened; 2 set = before that, if the
-    /// bytes hold a version 2 store section where a checkpoint puts it, it is set to that store's
-    /// id (and the checksum fixed again), so the checkpoint is checked against the store's files
-    /// instead of being refused as another store's.
+    /// segment, two committed transactions, closed with a checkpoint, so its run files are there),
+    /// which is then opened; 2 set = before that, the checkpoint is made to name that store: a
+    /// version 2 or 3 store section where a checkpoint puts it gets that store's id; a version 4
+    /// checkpoint that decodes gets the store's id and, for each run file it names that exists,
+    /// that run's header CRC in its witness (and the checksum is fixed again), so the checkpoint is
+    /// checked against the store's files instead of being refused as another store's.
     ///
-    /// Checks: decode fails only with a decode error (never traps); a decoded checkpoint has
-    /// every location inside the segments it lists and re-encodes to a checkpoint that decodes to
-    /// the same generation, sequence, segments and index (secondary indexes included: one
-    /// well-formed entry per record); a store with the checkpoint file opens or throws a
-    /// `LogStoreError`, every record it indexes reads back or throws a `LogStoreError`, and every
-    /// secondary-index entry it loaded can be walked. Throws ``FuzzPropertyViolation``.
+    /// Checks: decode fails only with a decode error (never traps); a decoded version 4
+    /// checkpoint names no run or index twice, has its next run number above every run, and
+    /// survives an encode/decode round trip; a decoded legacy checkpoint has every location inside the
+    /// segments it lists and re-encodes to a checkpoint that decodes to the same generation,
+    /// sequence, segments and index (secondary indexes included: one well-formed entry per
+    /// record); a store with the checkpoint file opens or throws a `LogStoreError`, every record
+    /// it indexes reads back or throws a `LogStoreError`, and every secondary-index entry it
+    /// loaded can be walked. Throws ``FuzzPropertyViolation``.
     public static func checkpoint(_ data: UnsafeRawBufferPointer) throws {
         guard let mode = data.first else { return }
         var bytes = Array(data.dropFirst())
@@ -26,18 +32,20 @@ extension FuzzEntryPoints {
             let crc = bytes.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)]))) }
             for i in 0..<4 { bytes[bytes.count - 4 + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
         }
-        let decoded: CheckpointFile? = bytes.withUnsafeBytes { try? CheckpointFile.decode($0) }
+        let isV4 = bytes.withUnsafeBytes { CheckpointFileV4.version(of: $0) } == CheckpointFileV4.version
+        if isV4 { try checkpoint4(bytes) }
+        let decoded: CheckpointFile? = isV4 ? nil : bytes.withUnsafeBytes { try? CheckpointFile.decode($0) }
         if let cp = decoded {
             let numbers = Set(cp.segments.map(\.number))
             for (type, d) in cp.index.types {
                 guard !d.isEmpty else { throw FuzzPropertyViolation("checkpoint decoded an empty type \(type)") }
-                for (_, loc) in d where !numbers.contains(loc.segment) || loc.sequence > cp.sequence {
+                for (_, loc) in try d.elements() where !numbers.contains(loc.segment) || loc.sequence > cp.sequence {
                     throw FuzzPropertyViolation("checkpoint decoded a location outside its segments or newer than its sequence: \(loc)")
                 }
             }
             let id = cp.storeId ?? StoreID(bytes: Array(repeating: 0, count: 16))
             // The decoded index keeps no frame lengths (RecordLocation); 0 lies inside any segment.
-            let again = CheckpointFile.encode(
+            let again = try CheckpointFile.encode(
                 generation: cp.generation, createdAtMillis: cp.createdAtMillis, segments: cp.segments, index: cp.index, storeId: id
             ) { _ in 0 }
             let back: CheckpointFile
@@ -60,7 +68,7 @@ extension FuzzEntryPoints {
                             "checkpoint decoded index \(name) of \(type) with \(index.entries.count) entries for \((cp.index.types[type]?.count ?? 0)) records"
                         )
                     }
-                    for entry in index.entries.keys
+                    for entry in try index.entries.keys()
                     where IndexKeyEncoding.recordKey(ofEntry: entry, componentCount: index.definition.attributes.count) == nil {
                         throw FuzzPropertyViolation("checkpoint decoded a malformed entry of index \(name) of \(type)")
                     }
@@ -77,14 +85,14 @@ extension FuzzEntryPoints {
         let fs = InMemoryFileSystem()
         var options = LogEngineOptions()
         options.durability = .none
-        options.checkpointOnClose = false
         do {
-            let engine = try LogEngine.open(directory: "/store", fileSystem: fs, options: options)
-            try engine.commit([.put(type: "a", key: RecordKey([1]), value: [1, 1]), .put(type: "b", key: RecordKey([2]), value: [2])])
-            try engine.commit([.put(type: "a", key: RecordKey([3]), value: [3]), .delete(type: "b", key: RecordKey([2]))])
+            let engine = try checkpointFuzzStore(fs)
             try engine.close()
+            options.checkpointOnClose = false
             let idAt = CheckpointFile.headerSize + 1
-            if mode & 4 != 0, bytes.count >= idAt + 16 + 4, bytes[idAt - 1] == CheckpointFile.Tag.store.rawValue {
+            if mode & 4 != 0, isV4 {
+                bytes = try namingTheStore(bytes, fs: fs)
+            } else if mode & 4 != 0, bytes.count >= idAt + 16 + 4, bytes[idAt - 1] == CheckpointFile.Tag.store.rawValue {
                 let manifestPath = _joinPath("/store", LogStoreFormat.manifestFileName)
                 let f = try fs.open(manifestPath, mode: .readOnly)
                 let m = try ManifestFile.decode(try f.read(at: 0, count: Int(try f.size())), path: manifestPath)
@@ -117,7 +125,7 @@ extension FuzzEntryPoints {
         let snap: EngineSnapshot
         do { snap = try engine.snapshot() } catch { throw FuzzPropertyViolation("snapshot of an open store failed: \(error)") }
         for type in snap.itemTypes {
-            for key in snap.keys(ofType: type) { try read { _ = try snap.value(type: type, key: key) } }
+            for key in try snap.keys(ofType: type) { try read { _ = try snap.value(type: type, key: key) } }
             try read { try snap.forEach(ofType: type) { _, _ in true } }
             for name in snap.secondaryIndexes(ofType: type).keys {
                 try read {
@@ -129,5 +137,65 @@ extension FuzzEntryPoints {
             }
         }
         try read { _ = try snap.secondaryIndexProblems() }
+    }
+
+    /// The small store of ``checkpoint(_:)``'s mode bit 1, in `/store` of `fs`: two types, two
+    /// transactions, open (closing it writes its checkpoint and runs).
+    static func checkpointFuzzStore(_ fs: InMemoryFileSystem) throws -> LogEngine {
+        var options = LogEngineOptions()
+        options.durability = .none
+        let engine = try LogEngine.open(directory: "/store", fileSystem: fs, options: options)
+        try engine.commit([.put(type: "a", key: RecordKey([1]), value: [1, 1]), .put(type: "b", key: RecordKey([2]), value: [2])])
+        try engine.commit([.put(type: "a", key: RecordKey([3]), value: [3]), .delete(type: "b", key: RecordKey([2]))])
+        return engine
+    }
+
+    /// The CHECKPOINT that closing ``checkpointFuzzStore(_:)`` writes (a seed for mode bits 1
+    /// and 2: its store id and run CRCs differ from run to run, and mode bit 2 puts them right).
+    public static func checkpointFuzzStoreCheckpoint() throws -> [UInt8] {
+        let fs = InMemoryFileSystem()
+        try checkpointFuzzStore(fs).close()
+        let f = try fs.open(_joinPath("/store", LogStoreFormat.checkpointFileName), mode: .readOnly)
+        defer { try? f.close() }
+        return try f.read(at: 0, count: Int(try f.size()))
+    }
+
+    /// CHECKPOINT 4 properties: the decoder never traps, and what it accepts is consistent and
+    /// survives an encode/decode round trip.
+    static func checkpoint4(_ bytes: [UInt8]) throws {
+        guard let cp = bytes.withUnsafeBytes({ try? CheckpointFileV4.decode($0) }) else { return }
+        let runs = cp.runNumbers
+        guard Set(runs).count == runs.count, runs.allSatisfy({ $0 < cp.nextRun }) else {
+            throw FuzzPropertyViolation("CHECKPOINT 4 decoded a run named twice or at or above its next run number")
+        }
+        var names = Set<String>()
+        for i in cp.indexes where !names.insert(i.type + "\u{0}" + (i.definition?.name ?? "")).inserted {
+            throw FuzzPropertyViolation("CHECKPOINT 4 decoded an index named twice")
+        }
+        let again = cp.encode()
+        guard again.withUnsafeBytes({ try? CheckpointFileV4.decode($0) }) == cp else {
+            throw FuzzPropertyViolation("CHECKPOINT 4 changed in an encode/decode round trip")
+        }
+    }
+
+    /// `bytes` (a version 4 checkpoint) with the store id of `/store` in `fs` and, for each run it
+    /// names whose file is there, that run's header CRC; unchanged if they do not decode.
+    static func namingTheStore(_ bytes: [UInt8], fs: InMemoryFileSystem) throws -> [UInt8] {
+        guard var cp = bytes.withUnsafeBytes({ try? CheckpointFileV4.decode($0) }) else { return bytes }
+        let manifestPath = _joinPath("/store", LogStoreFormat.manifestFileName)
+        let f = try fs.open(manifestPath, mode: .readOnly)
+        let m = try ManifestFile.decode(try f.read(at: 0, count: Int(try f.size())), path: manifestPath)
+        try f.close()
+        if let id = m.storeId { cp.storeId = id }
+        func fixed(_ w: RunWitness?) -> RunWitness? {
+            guard var w, let run = try? MappedRun.open(path: _joinPath("/store", RunFile.fileName(w.runNumber)), fs: fs) else { return w }
+            w.headerCrc = RunWitness(run.header).headerCrc
+            return w
+        }
+        for i in cp.indexes.indices {
+            cp.indexes[i].base = fixed(cp.indexes[i].base)
+            cp.indexes[i].delta = fixed(cp.indexes[i].delta)
+        }
+        return cp.encode()
     }
 }

@@ -80,7 +80,7 @@ extension GroupCommitWorkload {
     /// flight). Returns each writer's `n`. Throws ``GroupCommitViolation``, or the store's errors.
     public static func check(_ snapshot: EngineSnapshot, writers: Int, acknowledged: [Int], durable: [Int]) throws -> [Int] {
         var items = [Set<Int>](repeating: [], count: writers)
-        for (k, _) in snapshot.locations(ofType: type) {
+        for (k, _) in try snapshot.locations(ofType: type) {
             guard let (w, n) = parse(k), w < writers else { throw GroupCommitViolation("unexpected key \(k)") }
             items[w].insert(n)
             guard let v = try snapshot.value(type: type, key: k), Array(v) == value(w, n) else {

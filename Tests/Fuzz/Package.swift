@@ -12,6 +12,7 @@
 //   fuzz-value     AttributeValue codec round trips              FuzzEntryPoints.attributeValue
 //   fuzz-manifest  MANIFEST reader                               FuzzEntryPoints.manifest
 //   fuzz-checkpoint CHECKPOINT reader and loading                FuzzEntryPoints.checkpoint
+//   fuzz-run       run files: reader, cursors, validator, writer  FuzzEntryPoints.run
 //   fuzz-ops       DataStore scripts vs a model; engine crash scripts   StoreScriptFuzzing.run
 //   fuzz-json      LogStore JSON, the SQL backends' row format      FuzzEntryPoints.logStoreJSON
 // (all in the root package's LogStoreFuzzSupport module).
@@ -37,6 +38,7 @@ let package = Package(
         .executableTarget(name: "fuzz-value", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(name: "fuzz-manifest", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(name: "fuzz-checkpoint", dependencies: [fuzzSupport], swiftSettings: settings),
+        .executableTarget(name: "fuzz-run", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(name: "fuzz-json", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(
             name: "fuzz-ops",
@@ -45,7 +47,7 @@ let package = Package(
         .executableTarget(
             name: "fuzz-corpus-seed",
             dependencies: [
-                engine, .product(name: "LogStore", package: "LogStore"),
+                engine, fuzzSupport, .product(name: "LogStore", package: "LogStore"),
                 .product(name: "_LogStoreTestSupport", package: "LogStore"),
             ],
             swiftSettings: settings),

@@ -57,7 +57,7 @@ final class CompactCommandTests: XCTestCase {
         let sb = try b.snapshot()
         XCTAssertEqual(sb.itemTypes.sorted(), sa.itemTypes.sorted())
         for type in sa.itemTypes {
-            for key in sa.keys(ofType: type) {
+            for key in try sa.keys(ofType: type) {
                 XCTAssertEqual(try sb.value(type: type, key: key), try sa.value(type: type, key: key))
             }
         }
@@ -83,7 +83,7 @@ final class CompactCommandTests: XCTestCase {
         let s = try e.snapshot()
         var out: [String: [RecordKey: [UInt8]]] = [:]
         for t in s.itemTypes {
-            for k in s.keys(ofType: t) { out[t, default: [:]][k] = try s.value(type: t, key: k).map(Array.init) }
+            for k in try s.keys(ofType: t) { out[t, default: [:]][k] = try s.value(type: t, key: k).map(Array.init) }
         }
         return out
     }

@@ -165,6 +165,39 @@ final class VerifyCommandTests: XCTestCase {
         XCTAssertTrue(issues(try run.json()).contains { $0["kind"] as? String == "checkpoint" && $0["severity"] as? String == "damage" })
     }
 
+    func testVerifyChecksEveryPageOfTheRunsTheCheckpointNames() throws {
+        let store = try makeStore()
+        let e = try LogEngine.open(directory: store.dir)
+        try e.close()
+        let runs = try FileManager.default.contentsOfDirectory(atPath: store.dir).filter { $0.hasSuffix(".run") }.sorted()
+        XCTAssertFalse(runs.isEmpty)
+        let clean = runTool(["verify", store.dir, "--json", "--progress", "none"])
+        XCTAssertEqual(clean.code, 0, clean.stdout)
+        XCTAssertEqual(try clean.json()["checked"].flatMap { ($0 as? [String: Any])?["indexCompared"] as? Bool }, true)
+        // A byte of a leaf page (page 1, after its 16-byte header): a page no open reads.
+        let path = store.dir + "/" + runs[0]
+        try flipByte(path, at: 4096 + 40)
+        let run = runTool(["verify", store.dir, "--json", "--progress", "none"])
+        XCTAssertEqual(run.code, 1, run.stdout)
+        XCTAssertTrue(
+            issues(try run.json()).contains {
+                $0["kind"] as? String == "checkpoint" && ($0["path"] as? String)?.hasSuffix(runs[0]) == true
+                    && ($0["message"] as? String)?.contains("page 1") == true
+            }, run.stdout)
+        // Open does not read the page: it opens from the checkpoint, and a read of the page fails
+        // with a typed error, never a wrong answer.
+        let reopened = try LogEngine.open(directory: store.dir)
+        XCTAssertTrue(reopened.recoveryReport.checkpointUsed)
+        let snapshot = try reopened.snapshot()
+        var failures: [LogStoreError] = []
+        for type in snapshot.itemTypes {
+            do { _ = try snapshot.keys(ofType: type) } catch let e as LogStoreError { failures.append(e) }
+        }
+        XCTAssertEqual(failures.map(\.code), [.corruption])
+        XCTAssertEqual(failures.first?.path?.hasSuffix(runs[0]), true)
+        try reopened.close()
+    }
+
     /// A compacted segment's frame holds putAt records of many transactions, each with its own
     /// sequence number (the frame's is the largest): verify compares each record's own, as the
     /// engine's index holds it.

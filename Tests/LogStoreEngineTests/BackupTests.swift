@@ -27,6 +27,17 @@ final class BackupTests: XCTestCase {
         return model
     }
 
+    /// The run files in `dest`.
+    func backupRuns(_ harness: StoreHarness, _ dest: String) throws -> Set<UInt32> {
+        Set(try harness.fs.contentsOfDirectory(atPath: dest).compactMap(RunFile.number(fromFileName:)))
+    }
+
+    /// The run files the CHECKPOINT in `dest` names (format 4).
+    func namedRuns(_ harness: StoreHarness, _ dest: String) throws -> Set<UInt32> {
+        let bytes = try CT.readFile(harness.fs, _joinPath(dest, LogStoreFormat.checkpointFileName))
+        return Set(try bytes.withUnsafeBytes { try CheckpointFileV4.decode($0) }.runNumbers)
+    }
+
     func testABackupIsAStoreHoldingTheSnapshotOnDiskAndInMemoryWithEitherVerification() throws {
         for verification in BackupVerification.allCases {
             for harness in [StoreHarness.posix(self), StoreHarness.memory()] {
@@ -52,6 +63,9 @@ final class BackupTests: XCTestCase {
                 try write(e, workloadTransaction(100, puts: 3))
                 try e.close()
                 XCTAssertFalse(try harness.fs.contentsOfDirectory(atPath: dest).contains(LogEngine.backupMarkerFileName))
+                XCTAssertEqual(
+                    try backupRuns(harness, dest), try namedRuns(harness, dest),
+                    "\(harness.name) \(verification): the backup holds the run files its CHECKPOINT names")
                 let b = try harness.open(dest, options: Self.options())
                 XCTAssertTrue(b.recoveryReport.checkpointUsed, "\(harness.name) \(verification): opens from its checkpoint")
                 XCTAssertEqual(b.recoveryReport.lastSequence, report.sequence)
@@ -131,7 +145,9 @@ final class BackupTests: XCTestCase {
             XCTAssertEqual(fourth.segmentsReused, fourth.segments, harness.name)
             XCTAssertEqual(fourth.sequence, third.sequence)
             try e.close()
+            XCTAssertEqual(try backupRuns(harness, dest), try namedRuns(harness, dest), harness.name)
             let b = try harness.open(dest, options: Self.options())
+            XCTAssertTrue(b.recoveryReport.checkpointUsed, harness.name)
             XCTAssertEqual(b.recoveryReport.lastSequence, third.sequence)
             assertSameContents(try dump(b), model, harness.name)
             XCTAssertEqual(

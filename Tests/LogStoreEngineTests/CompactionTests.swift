@@ -295,11 +295,11 @@ final class CompactionTests: XCTestCase {
         let s = try e.snapshot()
         for i in 0..<20 {
             XCTAssertFalse(
-                report.newSegments.contains(s.location(type: "Item", key: CT.key(i))?.segment ?? 0),
+                report.newSegments.contains(try s.location(type: "Item", key: CT.key(i))?.segment ?? 0),
                 "overwritten record points at its stale copy")
         }
         XCTAssertTrue(
-            report.newSegments.contains(s.location(type: "Item", key: sealedKey)?.segment ?? 0), "untouched record not re-pointed")
+            report.newSegments.contains(try s.location(type: "Item", key: sealedKey)?.segment ?? 0), "untouched record not re-pointed")
         try e.close()
         try base.removeFile(atPath: _joinPath(dir, LogStoreFormat.checkpointFileName))
         let r = try LogEngine.open(directory: dir, fileSystem: base, options: CT.smallOptions())

@@ -18,6 +18,7 @@ final class FuzzFailCaseTests: XCTestCase {
         "value": { b in try b.withUnsafeBytes { try FuzzEntryPoints.attributeValue($0) } },
         "manifest": { b in try b.withUnsafeBytes { try FuzzEntryPoints.manifest($0) } },
         "checkpoint": { b in try b.withUnsafeBytes { try FuzzEntryPoints.checkpoint($0) } },
+        "run": { b in try b.withUnsafeBytes { try FuzzEntryPoints.run($0) } },
         "ops": { b in try StoreScriptFuzzing.run(b) },
         "json": { b in try b.withUnsafeBytes { try FuzzEntryPoints.logStoreJSON($0) } },
     ]

@@ -76,7 +76,7 @@ final class ReadPathTests: XCTestCase {
         // Damage one value in the first (sealed) segment after the store opened, as bit rot would.
         let snap = try e.snapshot()
         let k = key("k3")
-        guard let loc = snap.location(type: "T", key: k) else { return XCTFail("k3 missing") }
+        guard let loc = try snap.location(type: "T", key: k) else { return XCTFail("k3 missing") }
         XCTAssertEqual(loc.segment, 1)
         let header = UInt64(LogFrame.headerSizeV2)
         try h.fs.flipByte(segmentPath(dir, 1), at: UInt64(loc.frameOffset) + header + UInt64(loc.valueOffset), mask: 0x20)
@@ -84,7 +84,7 @@ final class ReadPathTests: XCTestCase {
         XCTAssertEqual(error?.path, segmentPath(dir, 1))
         XCTAssertEqual(error?.offset, UInt64(loc.frameOffset))
         // Records of other frames still read.
-        for (key, v) in model where snap.location(type: "T", key: key)?.frameID != loc.frameID {
+        for (key, v) in model where try snap.location(type: "T", key: key)?.frameID != loc.frameID {
             XCTAssertEqual(try snap.value(type: "T", key: key).map(Array.init), v)
         }
     }

@@ -232,9 +232,11 @@ final class SecondaryIndexTests: XCTestCase {
         try assertIndexesMatchRecords(e)
         try e.close()
         let bytes = try h.fs.readAll(_joinPath(dir, LogStoreFormat.checkpointFileName))
-        let cp = try bytes.withUnsafeBytes { buf in try CheckpointFile.decode(buf) }
-        XCTAssertEqual(cp.version, 3)
-        XCTAssertEqual(cp.index.secondaryIndexes(ofType: "User")["address.city,rating"]?.entries.count, 600)
+        let cp = try bytes.withUnsafeBytes { buf in try CheckpointFileV4.decode(buf) }
+        let byCity = cp.indexes.first { $0.type == "User" && $0.definition?.name == "address.city,rating" }
+        XCTAssertEqual(byCity?.definition, Self.byCity)
+        XCTAssertEqual(byCity?.entryCount, 600)
+        XCTAssertNotNil(byCity?.base)
         e = try h.open(dir, options: o)
         try assertIndexesMatchRecords(e)
         try e.close()
@@ -244,7 +246,7 @@ final class SecondaryIndexTests: XCTestCase {
         var index = IndexState()
         index.sequence = 1
         let loc = RecordLocation(segment: 1, frameOffset: 48, valueOffset: 0, sequence: 1, valueLength: 4)
-        index.put("User", key("a"), loc)
+        try index.put("User", key("a"), loc)
         index.secondary["User"] = [
             "address.city,rating": SecondaryIndex(
                 definition: Self.byCity,
@@ -253,16 +255,18 @@ final class SecondaryIndexTests: XCTestCase {
                     ?? OrderedTree())
         ]
         let segments = [CheckpointFile.Segment(number: 1, length: 200, rawBytes: 10)]
-        let good = CheckpointFile.encode(generation: 1, createdAtMillis: 0, segments: segments, index: index, storeId: StoreID.random()) {
+        let good = try CheckpointFile.encode(generation: 1, createdAtMillis: 0, segments: segments, index: index, storeId: StoreID.random())
+        {
             _ in 10
         }
         let decoded = try good.withUnsafeBytes { try CheckpointFile.decode($0) }
         XCTAssertEqual(decoded.index.secondaryIndexes(ofType: "User")["address.city,rating"]?.entries.count, 1)
         // An index with more entries than its type has records is refused.
         var wrong = index
-        wrong.secondary["User"]?["address.city,rating"]?.entries.updateValue(
-            IndexEntryMark(), forKey: IndexKeyEncoding.entry([.string("Rome"), .int(2)], key: key("b")))
-        let bad = CheckpointFile.encode(generation: 1, createdAtMillis: 0, segments: segments, index: wrong, storeId: StoreID.random()) {
+        try wrong.secondary["User"]?["address.city,rating"]?.entries.insert(
+            IndexKeyEncoding.entry([.string("Rome"), .int(2)], key: key("b")))
+        let bad = try CheckpointFile.encode(generation: 1, createdAtMillis: 0, segments: segments, index: wrong, storeId: StoreID.random())
+        {
             _ in 10
         }
         XCTAssertThrowsError(try bad.withUnsafeBytes { try CheckpointFile.decode($0) })

@@ -3,11 +3,14 @@ import XCTest
 
 @testable import LogStoreEngine
 
-/// ``TypeIndex``: a type's keys held as ``Key8``, ``Key16`` or ``RecordKey``,
-/// checked against a sorted-array model whatever the representation: lookups, key order, ranks and
-/// starts from keys of any length (which a fixed-width representation cannot hold), snapshots, and
-/// the conversion when a key of another length arrives.
+/// ``TypeIndex`` (a ``LayeredIndex`` of runs and a ``DeltaTree``) against ``OrderedTree``, the
+/// index it replaces, over random puts and removes with keys of every length, while it is
+/// written to runs now and then, as checkpoints do: a delta run over the base (a close), or a new
+/// base (a fold). Lookups, key order, ranks, starts from keys of any length and from offsets,
+/// and snapshots held across all of it must match.
 final class TypeIndexTests: XCTestCase {
+    static let store = StoreID(bytes: Array(repeating: 3, count: 16))
+
     func location(_ i: Int) -> RecordLocation {
         RecordLocation(segment: UInt32(i % 7), frameOffset: UInt32(i), valueOffset: 3, sequence: UInt64(i + 1), valueLength: 4)
     }
@@ -17,109 +20,117 @@ final class TypeIndexTests: XCTestCase {
         RecordKey((0..<width).map { i in i < width - 2 ? UInt8(rng.next() % 3) : UInt8(truncatingIfNeeded: rng.next()) })
     }
 
-    enum Representation { case key8, key16, bytes, empty }
-
-    func representation(_ t: TypeIndex) -> Representation {
-        switch t.storage {
-        case .empty: return .empty
-        case .key8: return .key8
-        case .key16: return .key16
-        case .bytes: return .bytes
-        }
-    }
-
-    func check(_ index: TypeIndex, _ model: [(RecordKey, RecordLocation)], _ what: String, rng: inout SplitMix64) {
+    func check(_ index: TypeIndex, _ oracle: OrderedTree<RecordKey, RecordLocation>, _ what: String, rng: inout SplitMix64) throws {
+        let model = Array(oracle)
         XCTAssertEqual(index.count, model.count, what)
         XCTAssertNil(index.validate(), what)
-        XCTAssertEqual(index.map(\.key), model.map(\.0), "\(what): key order")
-        XCTAssertEqual(index.map(\.value), model.map(\.1), "\(what): locations")
+        let elements = try index.elements()
+        XCTAssertEqual(elements.map(\.key), model.map(\.key), "\(what): key order")
+        XCTAssertEqual(elements.map(\.value), model.map(\.value), "\(what): locations")
         // Probes of every length, present or not.
         for width in [0, 1, 7, 8, 9, 15, 16, 17, 30] {
             let probe =
-                model.isEmpty || rng.next() % 2 == 0 ? randomKey(&rng, width: width) : model[Int(rng.next() % UInt64(model.count))].0
-            let rank = model.firstIndex { !($0.0 < probe) } ?? model.count
-            XCTAssertEqual(index.rank(of: probe), rank, "\(what): rank of \(probe)")
-            XCTAssertEqual(index[probe], rank < model.count && model[rank].0 == probe ? model[rank].1 : nil, "\(what): lookup \(probe)")
+                model.isEmpty || rng.next() % 2 == 0 ? randomKey(&rng, width: width) : model[Int(rng.next() % UInt64(model.count))].key
+            let rank = oracle.rank(of: probe)
+            XCTAssertEqual(try index.rank(of: probe), rank, "\(what): rank of \(probe)")
+            XCTAssertEqual(try index.location(probe), oracle[probe], "\(what): lookup \(probe)")
             var from: [RecordKey] = []
-            index.forEach(from: probe) { k, _ in
+            try index.forEach(from: probe) { k, _ in
                 from.append(k)
                 return from.count < 3
             }
-            XCTAssertEqual(from, model[rank..<min(rank + 3, model.count)].map(\.0), "\(what): from \(probe)")
+            XCTAssertEqual(from, model[rank..<min(rank + 3, model.count)].map(\.key), "\(what): from \(probe)")
         }
-        if !model.isEmpty {
-            let o = Int(rng.next() % UInt64(model.count))
+        for o in [0, model.count / 3, model.count - 1, model.count, Int(rng.next() % UInt64(model.count + 1))] where o >= 0 {
             var got: [RecordKey] = []
-            index.forEach(fromOffset: o) { k, _ in
+            try index.forEach(fromOffset: o) { k, _ in
                 got.append(k)
                 return got.count < 3
             }
-            XCTAssertEqual(got, model[o..<min(o + 3, model.count)].map(\.0), "\(what): from offset \(o)")
+            XCTAssertEqual(got, model[min(o, model.count)..<min(o + 3, model.count)].map(\.key), "\(what): from offset \(o)")
         }
     }
 
-    func run(width: Int, seed: UInt64) {
+    /// `index` written to runs, as a checkpoint does: a new base, or a delta run over its base.
+    func checkpoint(_ index: TypeIndex, fold: Bool, run: inout UInt32) throws -> TypeIndex {
+        let hasBase = index.runs.base != nil
+        run += 1
+        let sink = RunMemorySink()
+        let delta = hasBase && !fold
+        _ = try index.writeRun(delta: delta, storeId: Self.store, runNumber: run, sequence: UInt64(run), sink: sink)
+        let written = try MappedRun(data: RunBytes(copying: sink.bytes), path: "/run-\(run)")
+        _ = try RunValidator.validate(written)
+        return delta ? TypeIndex(base: index.runs.base, deltaRun: written) : TypeIndex(base: written, deltaRun: nil)
+    }
+
+    func run(width: Int, seed: UInt64, steps: Int = 3_000) throws {
         var rng = SplitMix64(seed: seed)
         var index = TypeIndex()
-        var model: [(RecordKey, RecordLocation)] = []
-        var snapshots: [(TypeIndex, [(RecordKey, RecordLocation)])] = []
-        for step in 0..<1_500 {
+        var oracle = OrderedTree<RecordKey, RecordLocation>()
+        var snapshots: [(TypeIndex, OrderedTree<RecordKey, RecordLocation>)] = []
+        var runNumber: UInt32 = 0
+        for step in 0..<steps {
             let what = "width \(width), seed \(seed), step \(step)"
-            // After step 1,000 a key of another length arrives now and then.
-            let k =
-                step > 1_000 && rng.next() % 50 == 0
-                ? randomKey(&rng, width: width + 1 + Int(rng.next() % 5)) : randomKey(&rng, width: width)
-            let i = model.firstIndex { !($0.0 < k) } ?? model.count
-            let present = i < model.count && model[i].0 == k
+            // Now and then a key of another length.
+            let k = rng.next() % 40 == 0 ? randomKey(&rng, width: 1 + Int(rng.next() % 24)) : randomKey(&rng, width: width)
             if rng.next() % 4 == 0 {
-                XCTAssertEqual(index.removeValue(forKey: k), present ? model[i].1 : nil, what)
-                if present { model.remove(at: i) }
+                XCTAssertEqual(try index.removeValue(forKey: k), oracle.removeValue(forKey: k), what)
             } else {
                 let loc = location(step)
-                XCTAssertEqual(index.updateValue(loc, forKey: k), present ? model[i].1 : nil, what)
-                if present { model[i].1 = loc } else { model.insert((k, loc), at: i) }
+                XCTAssertEqual(try index.updateValue(loc, forKey: k), oracle.updateValue(loc, forKey: k), what)
+            }
+            if step % 400 == 399 {
+                // A checkpoint: mostly a delta run over the base, sometimes a fold into a new base.
+                index = try checkpoint(index, fold: rng.next() % 3 == 0, run: &runNumber)
+                try check(index, oracle, "\(what) after a checkpoint", rng: &rng)
             }
             if step % 97 == 0 {
-                check(index, model, what, rng: &rng)
-                snapshots.append((index, model))
+                try check(index, oracle, what, rng: &rng)
+                snapshots.append((index, oracle))
             }
         }
-        check(index, model, "width \(width), end", rng: &rng)
-        for (i, (snap, m)) in snapshots.enumerated() { check(snap, m, "width \(width), snapshot \(i)", rng: &rng) }
-        // Built bottom-up from its own entries: the same index, in the narrowest representation.
+        try check(index, oracle, "width \(width), end", rng: &rng)
+        for (i, (snap, m)) in snapshots.enumerated() { try check(snap, m, "width \(width), snapshot \(i)", rng: &rng) }
+        // Built bottom-up from its own entries: the same index.
+        let model = Array(oracle).map { ($0.key, $0.value) }
         let rebuilt = TypeIndex(sortedElements: model)
         XCTAssertEqual(rebuilt, index)
-        if let rebuilt { check(rebuilt, model, "width \(width), rebuilt", rng: &rng) }
+        if let rebuilt { try check(rebuilt, oracle, "width \(width), rebuilt", rng: &rng) }
         XCTAssertNil(TypeIndex(sortedElements: model.reversed()), "unsorted input is refused")
     }
 
-    func testEightByteKeysAgainstAModel() { run(width: 8, seed: 1) }
-    func testSixteenByteKeysAgainstAModel() { run(width: 16, seed: 2) }
-    func testOtherKeysAgainstAModel() { run(width: 5, seed: 3) }
+    func testEightByteKeysAgainstOrderedTree() throws { try run(width: 8, seed: 1) }
+    func testSixteenByteKeysAgainstOrderedTree() throws { try run(width: 16, seed: 2) }
+    func testOtherKeysAgainstOrderedTree() throws { try run(width: 5, seed: 3) }
+    func testLongKeysAgainstOrderedTree() throws { try run(width: 40, seed: 4, steps: 1_500) }
 
-    func testTheFirstKeyPicksTheRepresentationAndAnotherLengthWidensIt() {
+    func testTheFirstKeyPicksTheTreeRepresentationAndAnotherLengthWidensIt() throws {
+        enum Representation { case key8, short, long }
+        func representation(_ t: TypeIndex) -> Representation {
+            switch t.storage {
+            case .key8: return .key8
+            case .short: return .short
+            case .long: return .long
+            }
+        }
         var index = TypeIndex()
-        XCTAssertEqual(representation(index), .empty)
-        index.updateValue(location(1), forKey: RecordKey([UInt8](repeating: 1, count: 8)))
+        try index.updateValue(location(1), forKey: RecordKey([UInt8](repeating: 1, count: 8)))
         XCTAssertEqual(representation(index), .key8)
         let copy = index
-        index.updateValue(location(2), forKey: RecordKey([1, 2, 3]))
-        XCTAssertEqual(representation(index), .bytes)
+        try index.updateValue(location(2), forKey: RecordKey([1, 2, 3]))
+        XCTAssertEqual(representation(index), .short)
         XCTAssertEqual(representation(copy), .key8, "a snapshot keeps its representation")
         XCTAssertEqual(index.count, 2)
         XCTAssertEqual(copy.count, 1)
-        index.removeValue(forKey: RecordKey([1, 2, 3]))
-        index.removeValue(forKey: RecordKey([UInt8](repeating: 1, count: 8)))
-        XCTAssertEqual(representation(index), .empty, "an emptied index keeps no tree")
-        index.updateValue(location(3), forKey: RecordKey([UInt8](repeating: 9, count: 16)))
-        XCTAssertEqual(representation(index), .key16)
+        try index.updateValue(location(3), forKey: RecordKey([UInt8](repeating: 9, count: 40)))
+        XCTAssertEqual(representation(index), .long)
+        XCTAssertEqual(try index.location(RecordKey([1, 2, 3])), location(2))
         XCTAssertEqual(representation(TypeIndex(sortedElements: [(RecordKey([UInt8](repeating: 1, count: 8)), location(1))])!), .key8)
+        XCTAssertEqual(representation(TypeIndex(sortedElements: [(RecordKey([UInt8](repeating: 1, count: 16)), location(1))])!), .short)
     }
 
-    func testEntriesTakeAtMostFortyBytesForIntegerAndUUIDKeys() {
-        XCTAssertEqual(MemoryLayout<RecordLocation>.stride, 24)
-        XCTAssertEqual(MemoryLayout<Key8>.stride + MemoryLayout<RecordLocation>.stride, 32)
-        XCTAssertEqual(MemoryLayout<Key16>.stride + MemoryLayout<RecordLocation>.stride, 40)
-        XCTAssertEqual(MemoryLayout<RecordKey>.stride + MemoryLayout<RecordLocation>.stride, 48)
+    func testTreeEntriesOfIntegerKeysTakeFortyBytes() {
+        XCTAssertEqual(MemoryLayout<Key8>.stride + MemoryLayout<PrimaryDelta>.stride, 40)
+        XCTAssertEqual(MemoryLayout<ShortKey>.stride + MemoryLayout<PrimaryDelta>.stride, 56)
     }
 }

@@ -72,8 +72,8 @@ extension Scenarios {
         }
         let s = try e.snapshot()
         XCTAssertEqual(s.sequence, 1)
-        XCTAssertTrue(s.contains(type: "Outer", key: key("o")))
-        XCTAssertFalse(s.contains(type: "Inner", key: key("i")))
+        XCTAssertTrue(try s.contains(type: "Outer", key: key("o")))
+        XCTAssertFalse(try s.contains(type: "Inner", key: key("i")))
         // A write from another thread inside a write body waits rather than failing.
         let done = DispatchSemaphore(value: 0)
         try e.write { t in

@@ -540,8 +540,9 @@ final class Bench {
 
     // MARK: Open
 
+    /// `CHECKPOINT*` and the run files a format 4 checkpoint names (`NNNNNN.run`).
     static func checkpointFiles(_ dir: String) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.hasPrefix("CHECKPOINT") }
+        ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.hasPrefix("CHECKPOINT") || $0.hasSuffix(".run") }
     }
 
     static func removeCheckpoints(_ dir: String) {

@@ -125,6 +125,6 @@ struct EngineStateSnapshot: DataStoreSnapshot {
     }
 
     func keys(ofType itemType: String, writtenAfter sequence: UInt64) throws -> [RecordKey]? {
-        snapshot.keys(ofType: itemType, writtenAfter: sequence)
+        try snapshot.keys(ofType: itemType, writtenAfter: sequence)
     }
 }

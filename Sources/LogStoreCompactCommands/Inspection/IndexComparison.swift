@@ -40,7 +40,14 @@ extension StoreScan {
                 add(nil, nil, "type \(type): the engine's index has \(theirs.count) records, the log replays to \(mine.count)")
             }
             for (key, entry) in mine.sorted(by: { $0.key < $1.key }) {
-                guard let loc = theirs[key] else {
+                let found: RecordLocation?
+                do {
+                    found = try theirs.location(key)
+                } catch {
+                    add(nil, nil, "\(type) key \(key): the engine's index cannot be read: \(error)")
+                    continue
+                }
+                guard let loc = found else {
                     add(
                         segmentPath(entry.location.segment), entry.location.frameOffset,
                         "\(type) key \(key) is live in the log but missing from the engine's index")
@@ -65,8 +72,17 @@ extension StoreScan {
                     add(segmentPath(loc.segment), loc.frameOffset, "\(type) key \(key): the engine cannot read the value: \(error)")
                 }
             }
-            for (key, loc) in theirs where mine[key] == nil {
-                add(segmentPath(loc.segment), loc.frameOffset, "\(type) key \(key) is in the engine's index but not live in the log")
+            do {
+                try theirs.forEach { key, loc in
+                    if mine[key] == nil {
+                        add(
+                            segmentPath(loc.segment), loc.frameOffset, "\(type) key \(key) is in the engine's index but not live in the log"
+                        )
+                    }
+                    return true
+                }
+            } catch {
+                add(nil, nil, "type \(type): the engine's index cannot be read: \(error)")
             }
         }
         if suppressed > 0 {
@@ -75,26 +91,79 @@ extension StoreScan {
         return issues
     }
 
-    /// Checks the secondary indexes the store's `CHECKPOINT` holds (the ones a store opens with;
-    /// salvage recovery, which `verify` uses, never loads them): they must equal a rebuild from
-    /// the records the checkpoint covers, read through `snapshot`'s segments. Nothing to check
-    /// without a valid checkpoint of this store. Returns `.index` damage issues; never throws.
-    public func checkpointIndexIssues(fileSystem: any FileSystem, snapshot: EngineSnapshot) -> [StoreIssue] {
+    /// Checks the indexes the store's `CHECKPOINT` holds or names (the ones a store opens with;
+    /// salvage recovery, which `verify` uses, never loads them): every secondary index must equal
+    /// a rebuild from the records the checkpoint covers, read through `snapshot`'s segments, and
+    /// the primary indexes of a format 4 checkpoint's runs must equal this scan's replay of the
+    /// log up to the checkpoint's sequence, key by key. Nothing to check without a valid
+    /// checkpoint of this store. Returns `.index` damage issues (at most `limit` per check plus
+    /// one that counts the rest); never throws.
+    public func checkpointIndexIssues(fileSystem: any FileSystem, snapshot: EngineSnapshot, limit: Int = 100) -> [StoreIssue] {
         let path = _joinPath(directory, LogStoreFormat.checkpointFileName)
         guard checkpoint != nil, let f = try? fileSystem.open(path, mode: .readOnly) else { return [] }
         defer { try? f.close() }
         guard let size = try? f.size(), let bytes = try? f.read(at: 0, count: Int(size)),
-            case .success(let cp) = bytes.withUnsafeBytes({ buf -> Result<CheckpointFile, _DecodeError> in
-                do throws(_DecodeError) { return .success(try CheckpointFile.decode(buf)) } catch { return .failure(error) }
-            }),
+            case .success(let cp) = CheckpointFile.read(bytes, directory: directory, fs: fileSystem, validatingRuns: false),
             cp.storeId?.description == manifest?.storeId
         else { return [] }
+        var issues: [StoreIssue] = []
+        if cp.runReferences != nil, let expected = indexAtCheckpoint {
+            issues += primaryRunIssues(cp, expected: expected, path: path, limit: limit)
+        }
         do {
-            return try cp.index.secondaryIndexProblems(read: { try snapshot.read($0) }).map {
+            issues += try cp.index.secondaryIndexProblems(read: { try snapshot.read($0) }).map {
                 StoreIssue(.damage, .index, path: path, offset: nil, "secondary index \($0) (checkpoint at sequence \(cp.sequence))")
             }
         } catch {
-            return [StoreIssue(.damage, .index, path: path, offset: nil, "the checkpoint's secondary indexes cannot be checked: \(error)")]
+            issues.append(
+                StoreIssue(.damage, .index, path: path, offset: nil, "the checkpoint's secondary indexes cannot be checked: \(error)"))
         }
+        return issues
+    }
+
+    /// The differences between the primary indexes `cp`'s runs hold and `expected` (the replay of
+    /// the log up to the checkpoint's sequence).
+    private func primaryRunIssues(_ cp: CheckpointFile, expected: [String: [RecordKey: ScanEntry]], path: String, limit: Int)
+        -> [StoreIssue]
+    {
+        var issues: [StoreIssue] = []
+        var suppressed = 0
+        func add(_ message: String) {
+            if issues.count < limit {
+                issues.append(StoreIssue(.damage, .index, path: path, offset: nil, message + " (checkpoint at sequence \(cp.sequence))"))
+            } else {
+                suppressed += 1
+            }
+        }
+        for type in Set(cp.index.types.keys).union(expected.keys).sorted() {
+            let want = expected[type] ?? [:]
+            let runs = cp.index.types[type] ?? TypeIndex()
+            if runs.count != want.count {
+                add("type \(type): the checkpoint's runs hold \(runs.count) records, the log replays to \(want.count)")
+            }
+            var seen = 0
+            do {
+                try runs.forEach { key, loc in
+                    guard let entry = want[key] else {
+                        add("\(type) key \(key) is in the checkpoint's runs but not live in the log at its sequence")
+                        return true
+                    }
+                    seen += 1
+                    if entry.location != loc { add("\(type) key \(key): the checkpoint's runs and the log disagree on its location") }
+                    return true
+                }
+            } catch {
+                add("type \(type): the checkpoint's runs cannot be read: \(error)")
+                continue
+            }
+            if seen < want.count {
+                add("type \(type): \(want.count - seen) records live in the log are missing from the checkpoint's runs")
+            }
+        }
+        if suppressed > 0 {
+            issues.append(
+                StoreIssue(.damage, .index, path: path, offset: nil, "\(suppressed) more checkpoint run disagreements not listed"))
+        }
+        return issues
     }
 }

@@ -23,6 +23,9 @@ public struct StoreScan: Sendable {
             case temporary
             /// A checkpoint file (name contains `checkpoint` or ends in `.ckpt`).
             case checkpoint
+            /// `NNNNNN.run`: an index run a format 4 checkpoint names (or left by an interrupted
+            /// checkpoint, which the next open removes).
+            case run
             /// Anything else (not LogStore's).
             case other
         }
@@ -144,6 +147,9 @@ public struct StoreScan: Sendable {
     public var rawPayloadBytes: UInt64 = 0
 
     var index: [String: [RecordKey: ScanEntry]] = [:]
+    /// ``index`` as of the checkpoint's sequence (nil without a valid checkpoint, or when the
+    /// log does not reach it).
+    var indexAtCheckpoint: [String: [RecordKey: ScanEntry]]? = nil
 
     /// Creates an empty scan of `directory` (``StoreScanner`` fills it in).
     public init(directory: String) { self.directory = directory }
@@ -184,6 +190,33 @@ public struct StoreScan: Sendable {
 
     /// Checkpoint files present (by name; see ``File/Role/checkpoint``).
     public var checkpointFiles: [File] { files.filter { $0.role == .checkpoint } }
+
+    /// Bytes of the checkpoint and the run files.
+    public var checkpointBytes: UInt64 { files.filter { $0.role == .checkpoint || $0.role == .run }.reduce(0) { $0 + $1.size } }
+
+    /// An estimate of the run files a checkpoint of the live records takes (4 KiB pages): per
+    /// type a header page, leaves of keys and 24-byte locations, and inner pages; per secondary
+    /// index the valid checkpoint lists, the same over its entry bytes. Pure; an estimate.
+    public func estimatedRunBytes() -> UInt64 {
+        let page = 4096
+        let usable = page - 32
+        func runBytes(entries: Int, bytes: Int) -> UInt64 {
+            guard entries > 0 else { return 0 }
+            let leaves = (bytes + usable - 1) / usable
+            let inner = max(1, (leaves + 100) / 101)
+            return UInt64((1 + leaves + (leaves > 1 ? inner : 0)) * page)
+        }
+        var total: UInt64 = 0
+        for (_, entries) in index {
+            let fixed = entries.keys.allSatisfy { $0.count == 8 || $0.count == 16 }
+            let keyBytes = entries.keys.reduce(0) { $0 + $1.count + (fixed ? 0 : 3) }
+            total += runBytes(entries: entries.count, bytes: keyBytes + entries.count * 24)
+        }
+        for summary in checkpointIndexes {
+            total += runBytes(entries: summary.entries, bytes: summary.entryBytes + 3 * summary.entries)
+        }
+        return total
+    }
 
     /// An estimate of the segment bytes after a full compaction that rewrites only the live
     /// records: segment headers, live records at the log's current compression ratio, and a frame

@@ -115,7 +115,7 @@ struct ScanRun {
                             ? .temporary
                             : (lower.contains("checkpoint") || lower.hasSuffix(".ckpt"))
                                 ? .checkpoint
-                                : .other
+                                : RunFile.number(fromFileName: name) != nil ? .run : .other
             scan.files.append(.init(name: name, size: size, role: role, segmentNumber: number, listed: false))
         }
 
@@ -185,10 +185,8 @@ struct ScanRun {
                     let f = try fs.open(path, mode: .readOnly)
                     defer { try? f.close() }
                     let bytes = try f.read(at: 0, count: Int(try f.size()))
-                    let decoded: Result<CheckpointFile, _DecodeError> = bytes.withUnsafeBytes { buf in
-                        do throws(_DecodeError) { return .success(try CheckpointFile.decode(buf)) } catch { return .failure(error) }
-                    }
-                    switch decoded {
+                    // Format 4: the run files it names are opened and checked page by page too.
+                    switch CheckpointFile.read(bytes, directory: directory, fs: fs, validatingRuns: true) {
                     case .success(let cp):
                         scan.checkpoint = (cp.sequence, cp.generation, cp.createdAtMillis)
                         scan.checkpointIndexes = cp.index.secondarySummaries
@@ -210,16 +208,16 @@ struct ScanRun {
                                 }
                             }
                         }
-                    case .failure(let error):
+                    case .failure(let problem):
                         issue(
-                            .damage, .checkpoint, path, error.offset,
-                            "checkpoint damaged: \(error.reason); open ignores it and replays the log, and the next clean close writes a new one"
+                            .damage, .checkpoint, problem.path, problem.offset.map { Int(clamping: $0) },
+                            "checkpoint damaged: \(problem.message); open ignores it and replays the log, and the next clean close writes a new one"
                         )
                     }
                 } catch {
                     issue(.damage, .checkpoint, path, nil, "checkpoint unreadable: \(error)")
                 }
-            case .manifest, .lock, .other:
+            case .manifest, .lock, .run, .other:
                 break
             }
         }
@@ -341,8 +339,12 @@ struct ScanRun {
                     self.scan.rawPayloadBytes += UInt64(f.header.rawLength)
                     self.scan.overheadBytes += UInt64(LogFrame.headerSize(version: version))
                 }
-                guard self.replayTransaction(frames, buf: buf, segment: number, path: path, apply: !damaged) else { return false }
                 let sequence = last.header.sequence
+                // The replay as of the checkpoint's sequence, which its runs must equal.
+                if !damaged, let covered = self.scan.checkpoint?.sequence, sequence > covered, self.scan.indexAtCheckpoint == nil {
+                    self.scan.indexAtCheckpoint = self.scan.index
+                }
+                guard self.replayTransaction(frames, buf: buf, segment: number, path: path, apply: !damaged) else { return false }
                 if damaged {
                     self.scan.transactionsAfterDamage += 1
                 } else {
@@ -491,6 +493,9 @@ struct ScanRun {
 
     /// Totals that need the final index.
     mutating func finish() {
+        if let covered = scan.checkpoint?.sequence, scan.indexAtCheckpoint == nil, scan.lastSequence == covered {
+            scan.indexAtCheckpoint = scan.index
+        }
         var bySegment: [UInt32: Int] = [:]
         for (i, s) in scan.segments.enumerated() { bySegment[s.number] = i }
         var live = 0.0

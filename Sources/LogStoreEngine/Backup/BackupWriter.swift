@@ -77,7 +77,7 @@ final class BackupWriter {
     /// Whether a backup may have written `name`.
     static func isBackupFile(_ name: String) -> Bool {
         name.hasSuffix(".tmp") || LogStoreFormat.segmentNumber(fromFileName: name) != nil || name == LogStoreFormat.checkpointFileName
-            || name == LogStoreFormat.lockFileName
+            || name == LogStoreFormat.lockFileName || RunFile.number(fromFileName: name) != nil
     }
 
     /// Locks the destination against apps and other backups, and writes the marker: an earlier
@@ -313,7 +313,7 @@ final class BackupWriter {
         let have = EngineSnapshot(index: expected, segments: [:], cache: FrameCache(capacity: 0))
         if Set(snapshot.itemTypes) != Set(have.itemTypes) { problems.append("its item types differ") }
         for type in have.itemTypes where problems.isEmpty {
-            if snapshot.locations(ofType: type).elementsEqual(
+            if try snapshot.locations(ofType: type).elementsEqual(
                 have.locations(ofType: type), by: { $0.key == $1.key && $0.location == $1.location })
             {
                 continue

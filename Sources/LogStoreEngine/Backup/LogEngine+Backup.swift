@@ -8,7 +8,8 @@ import Foundation
 /// are not in the backup. Sealed segments never change and are copied whole (through the open
 /// files the snapshot holds, so a compaction that deletes them meanwhile does not matter); the
 /// tail is copied up to the snapshot's offset. The backup gets the store's manifest and a
-/// checkpoint of the snapshot's index, so it opens without replaying.
+/// checkpoint of the snapshot's index (a base run file of each index, and a CHECKPOINT 4 naming
+/// them), so it opens without replaying.
 ///
 /// Crash safety in the destination (a `kill -9` or a power loss during a backup never leaves a
 /// half backup that opens as if complete, and never touches the store):
@@ -19,7 +20,8 @@ import Foundation
 ///    a file named like a segment is always whole (a lone, short `000001.log` would read as an
 ///    interrupted store creation).
 /// 3. MANIFEST is written last of the store files (atomically): it is what makes the directory a
-///    store. The checkpoint follows it (a checkpoint newer than the manifest is refused).
+///    store. The checkpoint follows it (a checkpoint newer than the manifest is refused); the run
+///    files it names are written and synced before it, and a failure before it removes them.
 /// 4. An incremental backup (into a backup of the same store) keeps the destination openable as
 ///    the previous backup until its new MANIFEST is in place: it reuses the sealed segments it
 ///    already holds, appends to its old tail in place (whole transactions, or a torn one that
@@ -100,31 +102,27 @@ extension LogEngine {
         manifest.generation = max(manifest.generation, (previous?.generation ?? 0) + 1)
         let gapped = manifest.nextSegment.addingReportingOverflow(Self.segmentNumberGap)
         manifest.nextSegment = max(gapped.overflow ? manifest.nextSegment : gapped.partialValue, previous?.nextSegment ?? 0)
-        // Its checkpoint (unless the replay writes one) is encoded on another thread while the
-        // segments are copied: both take about as long at a million records.
-        // The index keeps no frame lengths: the checkpoint reads them from the frames' headers
-        // (in place in mapped segments), as the store's own checkpoints do.
-        let checkpoint =
-            verification == .replay
-            ? nil
-            : BackgroundValue { [generation = manifest.generation, index = capture.view.index, segments = capture.view.segments] in
-                Result { () throws(any Error) -> [UInt8] in
-                    try CheckpointFile.encode(
-                        generation: generation, createdAtMillis: UInt64(max(0, Date().timeIntervalSince1970 * 1000)),
-                        segments: segmentList, index: index, storeId: storeId
-                    ) { loc in
-                        guard let segment = segments[loc.segment] else {
-                            throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.")
-                        }
-                        return try segment.storedFrameLength(at: loc.frameOffset)
-                    }
-                }
-            }
+        // Its checkpoint (unless the replay writes one): base runs of every index of the snapshot,
+        // written into the destination on another thread while the segments are copied (both take
+        // about as long at a million records), then a CHECKPOINT 4 naming them.
+        let fs = fileSystem
+        var checkpoint: BackgroundValue<Result<BackupCheckpoint, any Error>>? = nil
+        var checkpointInstalled = false
         let total = plan.reduce(UInt64(0)) { $0 + $1.bytesToCopy }
         var done: UInt64 = 0
         progress?(BackupProgress(phase: .copying, bytesDone: 0, bytesTotal: total, segmentsDone: 0, segmentsTotal: plan.count))
         do {
+            // (An earlier backup's CHECKPOINT goes first: the runs written next may reuse its
+            // runs' numbers.)
             try writer.removeCheckpoint()
+            if verification != .replay {
+                checkpoint = BackgroundValue { [generation = manifest.generation, index = capture.view.index] in
+                    Result { () throws(any Error) -> BackupCheckpoint in
+                        try BackupCheckpoint.write(
+                            index, fs: fs, directory: dest, generation: generation, storeId: storeId, segments: segmentList)
+                    }
+                }
+            }
             for (i, p) in plan.enumerated() {
                 try writer.copy(p) { n in
                     done += n
@@ -138,12 +136,19 @@ extension LogEngine {
 
             try writer.installManifest(manifest)
             try writer.removeUnlisted(keeping: Set(manifest.segments))
-            if let checkpoint { try writer.installCheckpoint(checkpoint.wait().get()) }
+            if let checkpoint {
+                try writer.installCheckpoint(checkpoint.wait().get().bytes)
+                checkpointInstalled = true
+            }
             lock.unlock()
             unlocked = true
             if verification != .readBack { try writer.verifyByOpening(expected: capture.view.index, replay: verification == .replay) }
             try writer.finish()
         } catch {
+            // Run files no CHECKPOINT names (best effort, like the rest of what abandon removes).
+            if !checkpointInstalled, case .success(let written)? = checkpoint?.wait() {
+                for path in written.runPaths { try? fs.removeFile(atPath: path) }
+            }
             writer.abandon()
             throw error
         }
@@ -162,5 +167,35 @@ extension LogEngine {
         var p = path
         while p.count > 1, p.hasSuffix("/") { p.removeLast() }
         return p
+    }
+}
+
+/// A backup's checkpoint: the CHECKPOINT 4 bytes and the run files they name, already written
+/// and synced in the backup's directory.
+struct BackupCheckpoint: Sendable {
+    var bytes: [UInt8]
+    var runPaths: [String]
+
+    /// Writes a base run of every index of `index` into `directory` (numbered from 1), syncs them
+    /// and the directory, and encodes the CHECKPOINT that names them. Reads every entry of the
+    /// index (runs included: `.corruption` for a damaged page); throws I/O errors, after removing
+    /// the runs it wrote.
+    static func write(
+        _ index: IndexState, fs: any FileSystem, directory: String, generation: UInt64, storeId: StoreID,
+        segments: [CheckpointFile.Segment]
+    ) throws -> BackupCheckpoint {
+        var runs = RunSetWriter(fs: fs, directory: directory, storeId: storeId, sequence: index.sequence, next: 1, fresh: true)
+        do {
+            let (_, references) = try runs.write(index)
+            if !runs.written.isEmpty { try fs.syncDirectory(atPath: directory) }
+            let bytes = CheckpointFileV4(
+                generation: generation, sequence: index.sequence, createdAtMillis: UInt64(max(0, Date().timeIntervalSince1970 * 1000)),
+                storeId: storeId, segments: segments, indexes: references, nextRun: runs.next
+            ).encode()
+            return BackupCheckpoint(bytes: bytes, runPaths: runs.written.map(\.path))
+        } catch {
+            for run in runs.written { try? fs.removeFile(atPath: run.path) }
+            throw error
+        }
     }
 }

@@ -72,6 +72,10 @@ package struct CheckpointFile {
     package var index: IndexState
     /// Version 2: the store this checkpoint belongs to (nil in version 1 checkpoints).
     package var storeId: StoreID? = nil
+    /// Version 4: the runs it names (``CheckpointFileV4``), before they are opened.
+    package var runReferences: CheckpointFileV4? = nil
+    /// Version 4, once loaded: the opened runs by number.
+    package var runs: [UInt32: MappedRun] = [:]
 
     /// What the engine remembers about a checkpoint it wrote or loaded.
     func mark(fileBytes: UInt64) -> CheckpointMark {
@@ -83,11 +87,11 @@ package struct CheckpointFile {
     /// Encodes a checkpoint of `index` (whose locations must all lie in `segments`). The index does
     /// not keep frame lengths (``RecordLocation``): `frameLength` gives the stored length of the
     /// frame a location points into (the engine reads it from the frame's header); its errors are
-    /// rethrown.
+    /// rethrown, as are `.corruption` errors of a damaged index run.
     package static func encode(
         generation: UInt64, createdAtMillis: UInt64, segments: [Segment], index: IndexState, storeId: StoreID,
         frameLength: (RecordLocation) throws -> UInt32
-    ) rethrows -> [UInt8] {
+    ) throws -> [UInt8] {
         let total = index.totalCount
         var w = _ByteWriter(capacity: 64 + segments.count * 20 + total * 24)
         w.append(contentsOf: magic)
@@ -114,7 +118,7 @@ package struct CheckpointFile {
             w.uvarint(UInt64(d.count))
             // Neighbouring keys usually share a frame: look each frame's length up once in a row.
             var lastFrame: (id: UInt64, length: UInt32) = (.max, 0)
-            for (key, loc) in d {
+            try d.forEach { key, loc in
                 if loc.frameID != lastFrame.id { lastFrame = (loc.frameID, try frameLength(loc)) }
                 key.withUnsafeBytes { w.lengthPrefixed($0) }
                 w.uvarint(position[loc.segment] ?? UInt64(segments.count))
@@ -123,6 +127,7 @@ package struct CheckpointFile {
                 w.uvarint(UInt64(loc.valueOffset))
                 w.uvarint(UInt64(loc.valueLength))
                 w.uvarint(loc.sequence)
+                return true
             }
         }
         for type in index.secondary.keys.sorted() {
@@ -133,7 +138,7 @@ package struct CheckpointFile {
                 secondary.definition.encode(into: &w)
                 w.u64(secondary.definition.definitionHash)
                 w.uvarint(UInt64(secondary.entries.count))
-                secondary.entries.forEach { entry in
+                try secondary.entries.forEach { entry in
                     entry.withUnsafeBytes { w.lengthPrefixed($0) }
                     return true
                 }
@@ -278,7 +283,7 @@ package struct CheckpointFile {
             let raw = try r.lengthPrefixed()
             // The record key is what follows the components (parsed in place: no key is made).
             guard let keyStart = IndexKeyEncoding.prefixLength(ofEntry: raw, componentCount: n),
-                keyStart < raw.count || index.location(type, RecordKey([UInt8]())) != nil
+                keyStart < raw.count || (try? index.location(type, RecordKey([UInt8]()))) != nil
             else {
                 throw _DecodeError("malformed entry in index \(definition.name) of \(type)", at: entryAt)
             }

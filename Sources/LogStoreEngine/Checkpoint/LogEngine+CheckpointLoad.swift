@@ -32,9 +32,9 @@ extension LogEngine {
             return .rejected("checkpoint unreadable: \(error)", witness: nil)
         }
         let decoded: Result<CheckpointFile, _DecodeError> = bytes.withUnsafeBytes { buf in
-            do throws(_DecodeError) { return .success(try CheckpointFile.decode(buf)) } catch { return .failure(error) }
+            do throws(_DecodeError) { return .success(try CheckpointFile.decodeAnyVersion(buf)) } catch { return .failure(error) }
         }
-        let cp: CheckpointFile
+        var cp: CheckpointFile
         switch decoded {
         case .success(let c): cp = c
         case .failure(let e): return .rejected("checkpoint damaged at offset \(e.offset): \(e.reason)", witness: nil)
@@ -100,6 +100,144 @@ extension LogEngine {
         }
         // Salvage replays every segment on its own terms; it only uses the checkpoint as a witness.
         guard options.recovery == .strict else { return .rejected("salvage mode replays the whole log", witness: witness) }
+        if let references = cp.runReferences {
+            switch openRuns(references, directory: directory, fs: fs) {
+            case .success(let (index, runs)):
+                cp.index = index
+                cp.runs = runs
+            case .failure(let reason):
+                return .rejected(reason.message, witness: witness)
+            }
+        }
         return .adopted(cp, opened: opened)
+    }
+}
+
+/// Why the runs a checkpoint names cannot be used.
+struct RunRejection: Error {
+    var message: String
+}
+
+extension LogEngine {
+    /// Maps the runs CHECKPOINT 4 names and builds the index from them: every run's header page
+    /// must equal its witness in the checkpoint and belong to this store, and every index must
+    /// hold the count the checkpoint recorded (and each secondary index one entry per record).
+    /// Reads the header page of each run, nothing else. Fails with the reason otherwise.
+    static func openRuns(_ cp: CheckpointFileV4, directory: String, fs: any FileSystem) -> Result<
+        (IndexState, [UInt32: MappedRun]), RunRejection
+    > {
+        var runs: [UInt32: MappedRun] = [:]
+        func open(_ w: RunWitness?, _ kind: RunKind) throws(RunRejection) -> MappedRun? {
+            guard let w else { return nil }
+            let path = _joinPath(directory, RunFile.fileName(w.runNumber))
+            guard fs.itemKind(atPath: path) == .file else {
+                throw RunRejection(message: "run file \(w.runNumber) the checkpoint names is missing")
+            }
+            let run: MappedRun
+            do { run = try MappedRun.open(path: path, fs: fs) } catch {
+                throw RunRejection(message: "run file \(w.runNumber) is unreadable: \(error)")
+            }
+            guard RunWitness(run.header) == w else {
+                throw RunRejection(message: "run file \(w.runNumber) is not the one the checkpoint names (its header differs)")
+            }
+            guard run.header.storeId == cp.storeId, run.header.kind == kind, run.header.sequence <= cp.sequence else {
+                throw RunRejection(message: "run file \(w.runNumber) belongs to another store or index, or is newer than the checkpoint")
+            }
+            runs[w.runNumber] = run
+            return run
+        }
+        var index = IndexState()
+        index.sequence = cp.sequence
+        do throws(RunRejection) {
+            for i in cp.indexes {
+                if let definition = i.definition {
+                    let entries = SecondaryEntries(base: try open(i.base, .secondaryBase), deltaRun: try open(i.delta, .secondaryDelta))
+                    guard entries.count == Int(clamping: i.entryCount) else {
+                        throw RunRejection(
+                            message:
+                                "index \(definition.name) of \(i.type): its runs hold \(entries.count) entries, the checkpoint \(i.entryCount)"
+                        )
+                    }
+                    index.secondary[i.type, default: [:]][definition.name] = SecondaryIndex(definition: definition, entries: entries)
+                } else {
+                    let t = TypeIndex(base: try open(i.base, .primaryBase), deltaRun: try open(i.delta, .primaryDelta))
+                    guard t.count == Int(clamping: i.entryCount), t.count > 0 else {
+                        throw RunRejection(message: "type \(i.type): its runs hold \(t.count) entries, the checkpoint \(i.entryCount)")
+                    }
+                    index.types[i.type] = t
+                }
+            }
+            for (type, indexes) in index.secondary {
+                for (name, s) in indexes where s.entries.count != index.count(type) {
+                    throw RunRejection(message: "index \(name) of \(type) has \(s.entries.count) entries for \(index.count(type)) records")
+                }
+            }
+        } catch {
+            return .failure(error)
+        }
+        return .success((index, runs))
+    }
+}
+
+extension CheckpointFile {
+    /// Decodes checkpoint bytes of any version this build reads: version 4 names run files
+    /// (``runReferences``; ``index`` stays empty until they are opened), versions 1 to 3 hold the
+    /// index itself (read only: format 3 stores). Throws `_DecodeError` for anything else.
+    package static func decodeAnyVersion(_ buf: UnsafeRawBufferPointer) throws(_DecodeError) -> CheckpointFile {
+        guard CheckpointFileV4.version(of: buf) == CheckpointFileV4.version else { return try decode(buf) }
+        let v4 = try CheckpointFileV4.decode(buf)
+        var c = CheckpointFile(
+            version: 4, generation: v4.generation, sequence: v4.sequence, createdAtMillis: v4.createdAtMillis, segments: v4.segments,
+            index: IndexState(), storeId: v4.storeId)
+        c.runReferences = v4
+        return c
+    }
+
+    /// What is wrong with a checkpoint a tool reads: the file (CHECKPOINT, or a run file it names)
+    /// and the offset in it, when known.
+    package struct Problem: Error, Sendable {
+        package var message: String
+        package var path: String
+        package var offset: UInt64?
+    }
+
+    /// Reads `CHECKPOINT` bytes as the tools do (`logstore-compact verify` and `stats`): any
+    /// version; for version 4 the run files it names in `directory` are opened, checked against
+    /// their witnesses and, with `validatingRuns`, checked page by page (``RunValidator``), and
+    /// ``index`` is read from them. Returns the checkpoint or its first problem; never throws.
+    /// The result's runs stay mapped while it is held.
+    package static func read(
+        _ bytes: [UInt8], directory: String, fs: any FileSystem, validatingRuns: Bool
+    ) -> Result<CheckpointFile, Problem> {
+        let path = _joinPath(directory, LogStoreFormat.checkpointFileName)
+        let decoded: Result<CheckpointFile, _DecodeError> = bytes.withUnsafeBytes { buf in
+            do throws(_DecodeError) { return .success(try decodeAnyVersion(buf)) } catch { return .failure(error) }
+        }
+        var cp: CheckpointFile
+        switch decoded {
+        case .success(let c): cp = c
+        case .failure(let e): return .failure(Problem(message: e.reason, path: path, offset: UInt64(e.offset)))
+        }
+        guard let references = cp.runReferences else { return .success(cp) }
+        switch LogEngine.openRuns(references, directory: directory, fs: fs) {
+        case .success(let (index, runs)):
+            cp.index = index
+            cp.runs = runs
+        case .failure(let rejection):
+            return .failure(Problem(message: rejection.message, path: path, offset: nil))
+        }
+        if validatingRuns {
+            for number in cp.runs.keys.sorted() {
+                guard let run = cp.runs[number] else { continue }
+                do {
+                    _ = try RunValidator.validate(run)
+                } catch let e as LogStoreError {
+                    return .failure(Problem(message: e.message, path: run.path, offset: e.offset))
+                } catch {
+                    return .failure(Problem(message: "\(error)", path: run.path, offset: nil))
+                }
+            }
+        }
+        return .success(cp)
     }
 }

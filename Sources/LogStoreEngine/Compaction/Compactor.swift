@@ -68,7 +68,7 @@ final class Compactor: Sendable {
         guard oldSegments.count == prefix.count else { return skipped("a sealed segment is not readable in the published state") }
 
         // The live records of the prefix, grouped by frame, frames in log order.
-        var live = LivePrefix(index: view.index, prefix: prefix, segments: oldSegments)
+        var live = try LivePrefix(index: view.index, prefix: prefix, segments: oldSegments)
         let info = engine.state.withLock { $0.log.segmentInfo }
         let rawBefore = prefix.reduce(UInt64(0)) { $0 + (info[$1]?.rawBytes ?? 0) }
         report.bytesBefore = prefix.reduce(UInt64(0)) { $0 + (info[$1]?.length ?? 0) }
@@ -129,14 +129,14 @@ final class Compactor: Sendable {
     /// since the copied state was taken (new writes never go to the prefix), so it is the record
     /// that was copied. For the head after a journal overflow, where writes during the copy
     /// changed the index: one walk, a lookup per moved entry, a bottom-up build per changed type.
-    static func repoint(_ head: inout IndexState, using remapped: IndexState, prefix: [UInt32]) {
+    static func repoint(_ head: inout IndexState, using remapped: IndexState, prefix: [UInt32]) throws {
         let inPrefix = Set(prefix)
         for (type, tree) in head.types {
             var elements: [(RecordKey, RecordLocation)] = []
             elements.reserveCapacity(tree.count)
             var changed = false
-            tree.forEach { key, loc in
-                if inPrefix.contains(loc.segment), let moved = remapped.types[type]?[key] {
+            try tree.forEach { key, loc in
+                if inPrefix.contains(loc.segment), let moved = try remapped.types[type]?.location(key) {
                     elements.append((key, moved))
                     changed = true
                 } else {
@@ -187,6 +187,22 @@ final class Compactor: Sendable {
                     .storePoisoned, "fdatasync of the tail failed before a compaction switch; reopen the store.", path: tail.path,
                     underlying: error))
         }
+        // The re-pointed head, before anything is switched (a damaged index run stops it here).
+        var newHead = head
+        do {
+            if let journal, !journal.overflowed {
+                newHead.index = remapped
+                try journal.apply(to: &newHead.index)
+                newHead.index.sequence = head.index.sequence
+            } else {
+                // Too many writes during the copy to journal: re-point the head itself.
+                try Self.repoint(&newHead.index, using: remapped, prefix: prefix)
+            }
+        } catch {
+            out.discard()
+            throw error
+        }
+        newHead.index._checkInvariants()
         var next = manifest
         next.generation += 1
         next.segments = out.segments.map(\.segment.number) + manifest.segments.dropFirst(prefix.count)
@@ -203,16 +219,6 @@ final class Compactor: Sendable {
         case .failure(.mayBeInstalled(let e)): notDurable = e
         }
 
-        var newHead = head
-        if let journal, !journal.overflowed {
-            newHead.index = remapped
-            journal.apply(to: &newHead.index)
-            newHead.index.sequence = head.index.sequence
-        } else {
-            // Too many writes during the copy to journal: re-point the head itself.
-            Self.repoint(&newHead.index, using: remapped, prefix: prefix)
-        }
-        newHead.index._checkInvariants()
         for n in prefix { newHead.segments[n] = nil }
         for o in out.segments { newHead.segments[o.segment.number] = o.segment }
         engine.state.withLock { s in

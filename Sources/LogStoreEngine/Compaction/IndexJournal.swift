@@ -1,10 +1,14 @@
-/// The index changes appended while a compaction copies (`EngineState.compactionJournal`), in
-/// order. Replaying them onto the copied state gives the head state.
+/// The index changes appended while a compaction copies (`EngineState.compactionJournal`) or a
+/// checkpoint writes its runs (`EngineState.checkpointJournal`), in order. Replaying them onto
+/// the copied state gives the head state.
 struct IndexJournal: Sendable {
     enum Change: Sendable {
         case put(String, RecordKey, RecordLocation)
         case delete(String, RecordKey)
         case deleteAll(String)
+        /// A commit's secondary-index changes (checkpoint journals replay them; compaction,
+        /// which keeps the head's secondary indexes, skips them).
+        case secondary(SecondaryChanges)
     }
     /// The default `limit`.
     static let defaultLimit = 1 << 22
@@ -25,11 +29,14 @@ struct IndexJournal: Sendable {
         changes.append(contentsOf: c)
     }
 
-    func apply(to index: inout IndexState) {
+    /// Replays the changes onto `index`, the secondary-index changes too with `secondary`.
+    /// Throws `.corruption` for a damaged index run.
+    func apply(to index: inout IndexState, secondary: Bool = false) throws {
         for c in changes {
             switch c {
-            case .put(let t, let k, let loc): index.put(t, k, loc)
-            case .delete(let t, let k): index.delete(t, k)
+            case .put(let t, let k, let loc): try index.put(t, k, loc)
+            case .delete(let t, let k): try index.delete(t, k)
+            case .secondary(let changes): if secondary { try index.apply(changes) }
             case .deleteAll(let t): index.deleteAll(t)
             }
         }

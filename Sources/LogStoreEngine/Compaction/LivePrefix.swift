@@ -50,8 +50,8 @@ struct LivePrefix: Sendable {
     var sequenceBytesInCompacted: UInt64 = 0
 
     /// Walks `index`, collecting the live records that lie in `prefix` (segment numbers in replay
-    /// order; `segments[i]` is segment `prefix[i]`).
-    init(index: IndexState, prefix: [UInt32], segments: [SegmentFile]) {
+    /// order; `segments[i]` is segment `prefix[i]`). Throws `.corruption` for a damaged index run.
+    init(index: IndexState, prefix: [UInt32], segments: [SegmentFile]) throws {
         var position: [UInt32: Int] = [:]
         for (i, n) in prefix.enumerated() { position[n] = i }
         var frameOf: [Int32] = []
@@ -65,7 +65,7 @@ struct LivePrefix: Sendable {
             let typeBytes = type.utf8.count
             var elements: [(RecordKey, RecordLocation)] = []
             elements.reserveCapacity(tree.count)
-            tree.forEach { key, loc in
+            try tree.forEach { key, loc in
                 defer { elements.append((key, loc)) }
                 guard let p = position[loc.segment] else { return true }
                 let id = loc.frameID

@@ -94,11 +94,14 @@ extension LogEngine {
         for (type, d) in view.index.types {
             perType[type] = d.count
             let typeBytes = type.utf8.count
-            for (key, loc) in d {
+            // A damaged index run leaves its entries out (the statistics are estimates; reads
+            // and verify report the damage).
+            try? d.forEach { key, loc in
                 oldest = min(oldest ?? loc.sequence, loc.sequence)
-                guard let i = position[loc.segment] else { continue }
+                guard let i = position[loc.segment] else { return true }
                 liveCount[i] += 1
                 liveRaw[i] += UInt64(Self.recordSize(typeBytes: typeBytes, keyBytes: key.count, location: loc, compacted: compacted[i]))
+                return true
             }
         }
         var segments: [StorageStats.Segment] = []

@@ -5,10 +5,11 @@
 extension EngineSnapshot {
     /// The keys of `type` whose record was written (inserted or replaced) by a commit with a
     /// sequence number above `sequence`, in key order. O(records of the type): walks the type's
-    /// index entries without reading any value. Any thread.
-    package func keys(ofType type: String, writtenAfter sequence: UInt64) -> [RecordKey] {
+    /// index entries without reading any value. Any thread. Throws `.corruption` for a damaged
+    /// index run.
+    package func keys(ofType type: String, writtenAfter sequence: UInt64) throws -> [RecordKey] {
         var out: [RecordKey] = []
-        index.types[type]?.forEach { key, location in
+        try index.types[type]?.forEach { key, location in
             if location.sequence > sequence { out.append(key) }
             return true
         }

@@ -40,8 +40,8 @@ extension IndexState {
     func countIndexEntries(ofType type: String, index name: String, in range: IndexEntryRange) throws -> Int {
         guard let index = secondary[type]?[name] else { throw LogStoreError.noSuchIndex(type, name) }
         let lower = IndexEntry(range.lower)
-        let below = range.upper.map { index.entries.rank(of: IndexEntry($0)) } ?? index.entries.count
-        return Swift.max(0, below - index.entries.rank(of: lower))
+        let below = try range.upper.map { try index.entries.rank(of: IndexEntry($0)) } ?? index.entries.count
+        return Swift.max(0, below - (try index.entries.rank(of: lower)))
     }
 }
 

@@ -22,15 +22,15 @@ public struct EngineSnapshot: RecordReader, Sendable {
     /// The total number of records of every type.
     public var totalCount: Int { index.totalCount }
 
-    /// See ``RecordReader/contains(type:key:)``.
-    public func contains(type: String, key: RecordKey) -> Bool { index.location(type, key) != nil }
+    /// See ``RecordReader/contains(type:key:)``. Throws `.corruption` for a damaged index run.
+    public func contains(type: String, key: RecordKey) throws -> Bool { try index.location(type, key) != nil }
 
-    /// Where the record is stored, or nil.
-    public func location(type: String, key: RecordKey) -> RecordLocation? { index.location(type, key) }
+    /// Where the record is stored, or nil. Throws `.corruption` for a damaged index run.
+    public func location(type: String, key: RecordKey) throws -> RecordLocation? { try index.location(type, key) }
 
     /// See ``RecordReader/value(type:key:)``.
     public func value(type: String, key: RecordKey) throws -> ArraySlice<UInt8>? {
-        guard let loc = index.location(type, key) else { return nil }
+        guard let loc = try index.location(type, key) else { return nil }
         return try read(loc)
     }
 
@@ -43,7 +43,7 @@ public struct EngineSnapshot: RecordReader, Sendable {
     /// place); the bytes are valid only inside `body`. Throws `.corruption` like
     /// ``value(type:key:)``; rethrows what `body` throws.
     public func withValue<R>(type: String, key: RecordKey, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
-        guard let loc = index.location(type, key) else { return try body(nil) }
+        guard let loc = try index.location(type, key) else { return try body(nil) }
         return try segment(loc).withValue(loc, cache: cache) { try body($0) }
     }
 
@@ -55,14 +55,15 @@ public struct EngineSnapshot: RecordReader, Sendable {
         return seg
     }
 
-    /// See ``RecordReader/keys(ofType:)``. In key order.
-    public func keys(ofType type: String) -> [RecordKey] {
-        index.types[type]?.keys ?? []
+    /// See ``RecordReader/keys(ofType:)``. In key order. Throws `.corruption` for a damaged
+    /// index run.
+    public func keys(ofType type: String) throws -> [RecordKey] {
+        try index.types[type]?.keys() ?? []
     }
 
     /// See ``RecordReader/forEachKeyInOrder(ofType:fromOffset:_:)``: walks the ordered index from
     /// `offset` (whole subtrees before it are skipped by their counts).
-    public func forEachKeyInOrder(ofType type: String, fromOffset offset: Int, _ body: (RecordKey) throws -> Bool) rethrows {
+    public func forEachKeyInOrder(ofType type: String, fromOffset offset: Int, _ body: (RecordKey) throws -> Bool) throws {
         try index.types[type]?.forEach(fromOffset: offset) { k, _ in try body(k) }
     }
 
@@ -73,21 +74,21 @@ public struct EngineSnapshot: RecordReader, Sendable {
         ofType type: String, after key: RecordKey?, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool
     ) throws {
         guard let t = index.types[type] else { return }
-        let offset = key.map { k in t.rank(of: k) + (t[k] == nil ? 0 : 1) } ?? 0
+        let offset = try key.map { k in try t.rank(of: k) + (try t.location(k) == nil ? 0 : 1) } ?? 0
         try t.forEach(fromOffset: offset) { k, loc in try body(k, try read(loc)) }
     }
 
-    /// Every (key, location) of `type`, in key order.
-    public func locations(ofType type: String) -> [(key: RecordKey, location: RecordLocation)] {
+    /// Every (key, location) of `type`, in key order. Throws `.corruption` for a damaged index run.
+    public func locations(ofType type: String) throws -> [(key: RecordKey, location: RecordLocation)] {
         guard let d = index.types[type] else { return [] }
-        return d.map { ($0.key, $0.value) }
+        return try d.elements().map { ($0.key, $0.value) }
     }
 
     /// See ``RecordReader/forEach(ofType:_:)``. Reads in file order, each frame once.
     public func forEach(ofType type: String, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
         guard let d = index.types[type] else { return }
-        var entries = d.map { ($0.key, $0.value) }
-        entries.sort { $0.1.frameID < $1.1.frameID }
+        var entries = try d.elements()
+        entries.sort { $0.value.frameID < $1.value.frameID }
         var currentFrame: UInt64 = .max
         var raw: [UInt8] = []
         for (key, loc) in entries {

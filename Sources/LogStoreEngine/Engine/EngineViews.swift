@@ -90,6 +90,17 @@ struct EngineViews: Sendable {
         head = newHead
     }
 
+    /// A checkpoint wrote the head's indexes as runs: `newHead` is the head with the same content
+    /// (and sequence), its indexes read from the runs and trees holding only what was appended
+    /// since. States equal to the head switch to it; older ones keep their trees until replaced.
+    mutating func install(checkpointed newHead: ViewState) {
+        let sequence = head.index.sequence
+        assert(newHead.index.sequence == sequence, "a checkpoint must install a head at the same sequence")
+        if published.index.sequence == sequence { published = newHead }
+        for i in pending.indices where pending[i].sequence == sequence { pending[i].view = newHead }
+        head = newHead
+    }
+
     /// Indexes were declared for `type`: `indexes` replace its secondary indexes in the head and
     /// the published state, which must be the same state (the caller flushed under the writer
     /// lock, so nothing is pending).

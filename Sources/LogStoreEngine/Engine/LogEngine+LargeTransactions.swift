@@ -56,7 +56,7 @@ extension LogEngine {
         // only: they are in memory for the whole commit anyway).
         var committed = observed ? CommitChanges(sequence: seq, types: [:]) : nil
         let keysBefore = Self.keysBefore(head.index)
-        let journaling = state.withLock { $0.compactionJournal != nil }
+        let journaling = state.withLock { $0.compactionJournal != nil || $0.checkpointJournal != nil }
         var journal: [IndexJournal.Change] = []
         var written = 0
         var rawBytes: UInt64 = 0
@@ -84,7 +84,7 @@ extension LogEngine {
                         throw TornChunk(error: e, undo: undo)
                     }
                 }
-                Self.index(
+                try Self.index(
                     ops, placements: &encoded.placements, at: at, in: tail, sequence: seq, into: &index,
                     journaling: journaling, journal: &journal)
                 committed?.add(operations: ops, keysBefore: keysBefore)
@@ -110,7 +110,8 @@ extension LogEngine {
             }
             throw error
         }
-        index.apply(secondary)
+        do { try index.apply(secondary) } catch { throw poison(Self.indexDamaged(error)) }
+        if journaling && !secondary.isEmpty { journal.append(.secondary(secondary)) }
         finishAppend(
             head: head, index: index, sequence: seq, bytes: written, rawBytes: rawBytes,
             journal: journaling ? journal : nil, committed: committed, tail: tail, end: offset + UInt64(written),

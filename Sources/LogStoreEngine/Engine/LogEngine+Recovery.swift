@@ -13,6 +13,10 @@ struct Recovered {
     var checkpoint: CheckpointMark?
     /// Log bytes replayed (after the checkpoint, if one was used).
     var bytesAfterCheckpoint: UInt64
+    /// The run files the adopted checkpoint names (format 4), opened.
+    var runs: [UInt32: MappedRun] = [:]
+    /// The number the next run file gets: above every run file in the directory.
+    var nextRun: UInt32 = 1
 }
 
 /// One open's recovery once its manifest is chosen: the context every phase reads and the state
@@ -45,6 +49,11 @@ struct Recovery {
     var witness: UInt64? = nil
     /// The adopted checkpoint's index, for bringing its secondary indexes up to date.
     var checkpointIndex: IndexState? = nil
+    /// The run files the adopted checkpoint names (format 4), and the next run number.
+    var checkpointRuns: [UInt32: MappedRun] = [:]
+    var nextRun: UInt32 = 1
+    /// Set when an earlier attempt found a run damaged: the checkpoint's runs are not used.
+    var runsRejected: String? = nil
 
     init(found: RecoveryDirectory, fs: any FileSystem, options: LogEngineOptions, manifest: ManifestFile, report: RecoveryReport) {
         self.found = found
@@ -170,7 +179,7 @@ extension LogEngine {
     /// Strict mode refuses any damage to durable data before the first phase that changes a file
     /// (strays, a torn tail) runs on it; salvage mode only reads, reports what it skips in
     /// ``RecoveryReport/dropped`` and opens with what is left.
-    static func recover(directory: String, fs: any FileSystem, options: LogEngineOptions) throws -> Recovered {
+    static func recover(directory: String, fs: any FileSystem, options: LogEngineOptions, runsRejected: String? = nil) throws -> Recovered {
         let found = try RecoveryDirectory(directory: directory, fs: fs)
         var report = RecoveryReport()
         let manifest: ManifestFile
@@ -188,12 +197,24 @@ extension LogEngine {
             return try createStore(found, fs: fs, report: report)
         }
         var recovery = Recovery(found: found, fs: fs, options: options, manifest: manifest, report: report)
+        recovery.runsRejected = runsRejected
         try recovery.startFromCheckpoint()
         try recovery.checkSealedSizes()
         try recovery.checkManifestIsCurrent()
         try recovery.removeStrays()
-        var tail = try recovery.replay()
-        try recovery.catchUpSecondaryIndexes()
+        var tail: SegmentFile
+        do {
+            tail = try recovery.replay()
+            try recovery.catchUpSecondaryIndexes()
+        } catch let e as LogStoreError
+            where e.code == .corruption && !recovery.checkpointRuns.isEmpty && (e.path?.hasSuffix(".run") ?? false)
+        {
+            // A run page the checkpoint named is damaged: open again from the log alone (what
+            // replay changed on disk so far, a cut torn tail, holds either way).
+            options.logger?.warning(
+                "an index run is damaged; replaying the whole log", metadata: ["store": "\(directory)", "error": "\(e)"])
+            return try recover(directory: directory, fs: fs, options: options, runsRejected: "\(e.message) [\(e.path ?? "")]")
+        }
         try recovery.makeDurable(tail)
         try recovery.checkWitness()
         tail = try recovery.upgradeFormat(tail)

@@ -16,7 +16,11 @@ extension Recovery {
     /// reports it and replays. Changes nothing on disk.
     mutating func startFromCheckpoint() throws {
         guard found.hasCheckpoint else { return }
-        switch LogEngine.loadCheckpoint(directory: found.path, fs: fs, manifest: manifest, options: options) {
+        var load = LogEngine.loadCheckpoint(directory: found.path, fs: fs, manifest: manifest, options: options)
+        if let reason = runsRejected, case .adopted(let cp, _) = load, cp.runReferences != nil {
+            load = .rejected(reason, witness: cp.sequence)
+        }
+        switch load {
         case .adopted(let cp, let opened):
             index = cp.index
             checkpointIndex = cp.index
@@ -25,6 +29,8 @@ extension Recovery {
             first = cp.segments.count - 1
             resumeAt = cp.segments[first].length
             checkpoint = cp.mark(fileBytes: 0)
+            checkpointRuns = cp.runs
+            nextRun = max(nextRun, cp.runReferences?.nextRun ?? 1)
             report.checkpointUsed = true
             report.checkpointSequence = cp.sequence
             // The checkpoint's secondary indexes are right for its records: note what replay
@@ -126,10 +132,15 @@ extension Recovery {
     /// between its rename and the directory's fsync; a power loss could otherwise bring back the
     /// older MANIFEST that still lists them) and after. Throws I/O errors.
     mutating func removeStrays() throws {
+        // Run numbers stay above every run file there is, removed or not.
+        for name in found.names { if let n = RunFile.number(fromFileName: name), n < UInt32.max { nextRun = max(nextRun, n + 1) } }
         guard options.recovery == .strict else { return }
         let listed = Set(manifest.segments)
         let strays = found.names.filter { name in
             if let n = LogStoreFormat.segmentNumber(fromFileName: name) { return !listed.contains(n) }
+            // Run files the adopted checkpoint does not name: a checkpoint written after them
+            // replaced it, or one was being written when the process stopped.
+            if let n = RunFile.number(fromFileName: name) { return checkpointRuns[n] == nil }
             return name.hasSuffix(".tmp")
         }
         if !strays.isEmpty { try fs.syncDirectory(atPath: found.path) }

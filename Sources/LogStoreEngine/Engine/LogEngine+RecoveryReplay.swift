@@ -237,6 +237,6 @@ extension Recovery {
         }
         return Recovered(
             index: index, segments: segments, manifest: manifest, tail: tail, tailOffset: tailOffset, report: report,
-            segmentInfo: info, checkpoint: checkpoint, bytesAfterCheckpoint: report.bytesReplayed)
+            segmentInfo: info, checkpoint: checkpoint, bytesAfterCheckpoint: report.bytesReplayed, runs: checkpointRuns, nextRun: nextRun)
     }
 }

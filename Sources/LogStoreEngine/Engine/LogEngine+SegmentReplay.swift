@@ -223,7 +223,7 @@ extension LogEngine {
                     }
                     switch rec.op {
                     case .put:
-                        index.put(
+                        try index.put(
                             rec.type, rec.key,
                             RecordLocation(
                                 segment: segment, frameOffset: frameOffset,
@@ -234,12 +234,12 @@ extension LogEngine {
                                 .corruption, "A putAt record's sequence \(rec.sequence) is newer than its frame's \(seq).",
                                 offset: UInt64(rec.valueOffset))
                         }
-                        index.put(
+                        try index.put(
                             rec.type, rec.key,
                             RecordLocation(
                                 segment: segment, frameOffset: frameOffset,
                                 valueOffset: UInt32(rec.valueOffset), sequence: rec.sequence, valueLength: UInt32(rec.valueLength)))
-                    case .delete: index.delete(rec.type, rec.key)
+                    case .delete: try index.delete(rec.type, rec.key)
                     case .deleteAll: index.deleteAll(rec.type)
                     }
                 }

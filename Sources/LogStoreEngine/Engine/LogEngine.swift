@@ -61,6 +61,10 @@ public final class LogEngine: Sendable {
         /// the switch can replay them onto the re-pointed copy instead of re-pointing the head
         /// under the writer lock. Set and cleared under the writer lock.
         var compactionJournal: IndexJournal?
+        /// While a checkpoint writes its runs: the index changes appended since the state it
+        /// writes, so that its runs can take the place of the head's trees. Set and cleared by
+        /// the checkpointer.
+        var checkpointJournal: IndexJournal?
         /// Set once by ``LogEngine/poison(_:)``: every later write throws it.
         var poisoned: LogStoreError?
         var closed = false
@@ -95,6 +99,7 @@ public final class LogEngine: Sendable {
                     segmentInfo: recovered.segmentInfo, bytesSinceCheckpoint: recovered.bytesAfterCheckpoint),
                 lastCheckpoint: recovered.checkpoint))
         self.state = state
+        checkpointer.adopt(runs: recovered.runs, nextRun: recovered.nextRun)
         for (number, segment) in recovered.segments where segment !== recovered.tail {
             if let length = recovered.segmentInfo[number]?.length { segment.seal(length: length) }
         }
@@ -407,12 +412,18 @@ public final class LogEngine: Sendable {
         }
         // Index the new records, as one batch.
         var index = head.index
-        let journaling = state.withLock { $0.compactionJournal != nil }
+        let journaling = state.withLock { $0.compactionJournal != nil || $0.checkpointJournal != nil }
         var changes: [IndexJournal.Change] = []
-        Self.index(
-            ops, placements: &encoded.placements, at: offset, in: tail, sequence: seq, into: &index,
-            journaling: journaling, journal: &changes)
-        index.apply(secondaryChanges)
+        do {
+            try Self.index(
+                ops, placements: &encoded.placements, at: offset, in: tail, sequence: seq, into: &index,
+                journaling: journaling, journal: &changes)
+            try index.apply(secondaryChanges)
+            if journaling && !secondaryChanges.isEmpty { changes.append(.secondary(secondaryChanges)) }
+        } catch {
+            // The commit is in the log but not in the index: only a reopen can tell them apart.
+            throw poison(Self.indexDamaged(error))
+        }
         // What the commit changed, for the publication observer (a delete-all's keys are read
         // from the type's tree before the commit, only if someone asks).
         let committed = observed ? CommitChanges(sequence: seq, operations: ops, keysBefore: Self.keysBefore(head.index)) : nil
@@ -442,7 +453,7 @@ public final class LogEngine: Sendable {
     static func index(
         _ ops: [RecordOperation], placements: inout [RecordLocation], at offset: UInt64, in tail: SegmentFile,
         sequence seq: UInt64, into index: inout IndexState, journaling: Bool, journal: inout [IndexJournal.Change]
-    ) {
+    ) throws {
         for i in ops.indices {
             if case .put = ops[i] {
                 placements[i].segment = tail.number
@@ -450,7 +461,7 @@ public final class LogEngine: Sendable {
                 placements[i].sequence = seq
             }
         }
-        index.apply(ops, placements: placements)
+        try index.apply(ops, placements: placements)
         if journaling {
             for i in ops.indices {
                 switch ops[i] {
@@ -462,12 +473,19 @@ public final class LogEngine: Sendable {
         }
     }
 
+    /// `.storePoisoned` for an index run found damaged after a commit was appended (the commit
+    /// is durable in the log; the next open rebuilds the index from it).
+    static func indexDamaged(_ error: any Error) -> LogStoreError {
+        LogStoreError(.storePoisoned, "An index file was found damaged while a commit was indexed; reopen the store.", underlying: error)
+    }
+
     /// For ``CommitChanges``: the keys a delete-all of a type removes, read from `before` (the
     /// state the commit started from) only when someone asks.
     static func keysBefore(_ before: IndexState) -> (String) -> CommitChanges.ClearedKeys {
         { t in
             let tree = before.types[t]
-            return CommitChanges.ClearedKeys(count: tree?.count ?? 0, keys: { tree?.keys ?? [] })
+            // A damaged index run leaves its keys out of the list (reads report the damage).
+            return CommitChanges.ClearedKeys(count: tree?.count ?? 0, keys: { (try? tree?.keys()) ?? [] })
         }
     }
 
@@ -489,7 +507,10 @@ public final class LogEngine: Sendable {
         let checkpointDue = state.withLock { s -> Bool in
             s.views.append(head, visibleNow: visibleNow, changes: committed)
             s.announcePublished()
-            if let journal { s.compactionJournal?.record(journal) }
+            if let journal {
+                s.compactionJournal?.record(journal)
+                s.checkpointJournal?.record(journal)
+            }
             s.log.appended(bytes: bytes, rawBytes: rawBytes)
             return checkpointEvery > 0 && s.log.bytesSinceCheckpoint >= checkpointEvery
         }
@@ -584,7 +605,7 @@ public final class LogEngine: Sendable {
             do { try syncThrough(group.lastAppended) } catch { firstError = error }
         }
         if options.checkpointOnClose && firstError == nil && state.withLock({ $0.poisoned }) == nil {
-            do { try checkpointer.write(self) } catch let e as LogStoreError where e.code == .storePoisoned {
+            do { try checkpointer.write(self, closing: true) } catch let e as LogStoreError where e.code == .storePoisoned {
                 firstError = e
             } catch {
                 logger?.warning(

@@ -52,6 +52,22 @@ package final class WriterLock: Sendable {
         owner.withLock { $0 = me }
     }
 
+    /// Takes the lock if it comes free within about `withinMicroseconds`, polling; returns
+    /// whether it did (false, too, when this thread holds it). For a caller that holds another
+    /// lock a writer may wait for, and so must never sleep on this one.
+    package func tryAcquire(withinMicroseconds: Int = 20_000) -> Bool {
+        let me = Self.currentThread()
+        if owner.withLock({ $0 == me }) { return false }
+        var waited = 0
+        while !lock.try() {
+            if waited >= withinMicroseconds { return false }
+            if waited < 8 { sched_yield() } else { usleep(50) }
+            waited += waited < 8 ? 1 : 50
+        }
+        owner.withLock { $0 = me }
+        return true
+    }
+
     /// Releases the lock taken by ``acquire()`` on this thread.
     package func release() {
         owner.withLock { $0 = nil }

@@ -5,8 +5,9 @@ extension IndexState {
     /// in place) and put back once, instead of a dictionary access per record. A commit's
     /// operations come per type, sorted by key, so a transaction's records touch neighbouring
     /// leaves. Does not change ``sequence``; secondary entries other than a delete-all's are the
-    /// caller's (``secondaryChanges(for:readOld:)``).
-    mutating func apply(_ ops: [RecordOperation], placements: [RecordLocation]) {
+    /// caller's (``secondaryChanges(for:readOld:)``). Throws `.corruption` when a run it must
+    /// consult (is the key below the tree?) is damaged; the state is then partly changed.
+    mutating func apply(_ ops: [RecordOperation], placements: [RecordLocation]) throws {
         var i = 0
         while i < ops.count {
             let type = ops[i].type
@@ -15,9 +16,9 @@ extension IndexState {
                 switch ops[i] {
                 case .put(_, let k, _):
                     if tree == nil { tree = .init() }
-                    tree?.updateValue(placements[i], forKey: k)
+                    try tree?.updateValue(placements[i], forKey: k)
                 case .delete(_, let k):
-                    tree?.removeValue(forKey: k)
+                    try tree?.removeValue(forKey: k)
                 case .deleteAll:
                     // (Also empties the type's secondary indexes.)
                     deleteAll(type)

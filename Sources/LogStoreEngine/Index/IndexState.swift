@@ -1,6 +1,6 @@
 /// The in-memory indexes at one sequence number: per item type, key → location, in key order.
 ///
-/// A value type built on persistent B+trees (``TypeIndex``, ``OrderedTree``): copying it is O(1)
+/// A value type built on layered indexes (``TypeIndex``: mapped runs under a ``DeltaTree``): copying it is O(1)
 /// and a copy is never affected by later changes to the original, which is how readers get
 /// snapshots while the writer appends; each type's keys iterate in byte order, so requests page
 /// through them without sorting.
@@ -17,19 +17,19 @@ package struct IndexState: Sendable {
     /// so their secondary entries can be brought up to date afterwards. Nil otherwise.
     package var replayTouches: SecondaryReplayTouches? = nil
 
-    func location(_ type: String, _ key: RecordKey) -> RecordLocation? { types[type]?[key] }
+    func location(_ type: String, _ key: RecordKey) throws -> RecordLocation? { try types[type]?.location(key) }
 
     func count(_ type: String) -> Int { types[type]?.count ?? 0 }
 
-    mutating func put(_ type: String, _ key: RecordKey, _ loc: RecordLocation) {
-        types[type, default: TypeIndex()].updateValue(loc, forKey: key)
+    mutating func put(_ type: String, _ key: RecordKey, _ loc: RecordLocation) throws {
+        try types[type, default: TypeIndex()].updateValue(loc, forKey: key)
         if replayTouches != nil, secondary[type] != nil { replayTouches?.touch(type, key) }
     }
 
-    mutating func delete(_ type: String, _ key: RecordKey) {
+    mutating func delete(_ type: String, _ key: RecordKey) throws {
         if replayTouches != nil, secondary[type] != nil { replayTouches?.touch(type, key) }
         guard types[type] != nil else { return }
-        types[type]?.removeValue(forKey: key)
+        try types[type]?.removeValue(forKey: key)
         if types[type]?.isEmpty == true { types[type] = nil }
     }
 
@@ -51,7 +51,10 @@ package struct IndexState: Sendable {
         func _checkInvariants() {
             for (t, d) in types {
                 precondition(!d.isEmpty, "empty index kept for type \(t)")
-                for (_, loc) in d { precondition(loc.sequence <= sequence, "location newer than the state") }
+                try? d.forEach { _, loc in
+                    precondition(loc.sequence <= sequence, "location newer than the state")
+                    return true
+                }
             }
         }
     #else

@@ -45,163 +45,266 @@ package struct IndexEntry24: Comparable, Hashable, Sendable {
     }
 }
 
-/// The entries of one secondary index, in the narrowest form that holds them all, as the primary
-/// index's ``TypeIndex`` does for keys: entries of up to 24 bytes (one number or date and an
-/// integer id) in 32-byte slots, any other in ``IndexEntry``'s 64 (or a heap array past 56
-/// bytes). An index starts narrow and is widened, once, by the first entry that does not fit.
-/// Every operation takes and gives ``IndexEntry``s, in the same byte order whatever the form.
-package enum SecondaryEntries: Sendable, Equatable {
-    case narrow(OrderedTree<IndexEntry24, IndexEntryMark>)
-    case wide(OrderedTree<IndexEntry, IndexEntryMark>)
+/// The entries of one secondary index: a ``LayeredIndex`` of entry bytes (base run, delta run,
+/// and a ``DeltaTree`` of the changes since), whose tree holds entries in the narrowest form that
+/// fits them all, as the primary index's ``TypeIndex`` does for keys: up to 24 bytes (one number
+/// or date and an integer id) in 32-byte slots, up to 56 in 64, any other length in a key heap.
+/// The tree is widened, once, by the first entry that does not fit. Every operation takes and
+/// gives ``IndexEntry``s, in the same byte order whatever the form. Reads that reach a run throw
+/// `.corruption` for a damaged page.
+package enum SecondaryEntries: Sendable {
+    case narrow(LayeredIndex<IndexEntry24, SecondaryDelta>)
+    case wide(LayeredIndex<InlineEntry, SecondaryDelta>)
+    case long(LayeredIndex<LongKey, SecondaryDelta>)
 
     /// No entries.
-    package init() { self = .narrow(OrderedTree()) }
+    package init() { self = .narrow(LayeredIndex()) }
+
+    /// The entries of `base` (a secondary base run) and `deltaRun` (a secondary delta run over
+    /// it), with no changes since.
+    package init(base: MappedRun?, deltaRun: MappedRun?) { self = .narrow(LayeredIndex(base: base, deltaRun: deltaRun)) }
 
     /// The entries `keys`, which must ascend strictly (else nil); built bottom-up in O(n).
     package init?(sortedKeys keys: [IndexEntry]) {
-        var narrow: [IndexEntry24] = []
-        narrow.reserveCapacity(keys.count)
-        for k in keys {
-            guard let n = IndexEntry24(k) else {
-                guard let t = OrderedTree(sortedKeys: keys, values: Array(repeating: IndexEntryMark(), count: keys.count)) else {
-                    return nil
+        func build<K: DeltaKey>(_: K.Type) -> LayeredIndex<K, SecondaryDelta>? {
+            DeltaTree<K, SecondaryDelta>.build(
+                arena: .shared,
+                { b in
+                    for e in keys { e.withUnsafeBytes { _ = b.append(bytes: $0, SecondaryDelta(change: RunChange.newKey)) } }
                 }
-                self = .wide(t)
-                return
-            }
-            narrow.append(n)
+            ).map { LayeredIndex(tree: $0) }
         }
-        self.init(sortedNarrow: narrow)
+        let longest = keys.reduce(0) { max($0, $1.count) }
+        if longest <= IndexEntry24.capacity {
+            guard let l = build(IndexEntry24.self) else { return nil }
+            self = .narrow(l)
+        } else if longest <= IndexEntry.inlineCapacity {
+            guard let l = build(InlineEntry.self) else { return nil }
+            self = .wide(l)
+        } else {
+            guard let l = build(LongKey.self) else { return nil }
+            self = .long(l)
+        }
     }
 
     /// The narrow entries `keys`, which must ascend strictly (else nil); built bottom-up in O(n).
     package init?(sortedNarrow keys: [IndexEntry24]) {
-        guard let t = OrderedTree(sortedKeys: keys, values: Array(repeating: IndexEntryMark(), count: keys.count)) else { return nil }
-        self = .narrow(t)
+        guard
+            let t = DeltaTree<IndexEntry24, SecondaryDelta>.build(
+                arena: .shared,
+                { b in
+                    for k in keys { b.append(k, SecondaryDelta(change: RunChange.newKey)) }
+                })
+        else { return nil }
+        self = .narrow(LayeredIndex(tree: t))
     }
 
-    /// A wide tree, as it is (tests and tools build trees of entries directly).
-    package init(_ tree: OrderedTree<IndexEntry, IndexEntryMark>) { self = .wide(tree) }
+    /// The entries of `tree` (tests and tools build trees of entries directly).
+    package init(_ tree: OrderedTree<IndexEntry, IndexEntryMark>) { self = SecondaryEntries(sortedKeys: tree.keys) ?? SecondaryEntries() }
 
-    /// The number of entries.
+    /// The number of entries. O(1).
     package var count: Int {
         switch self {
-        case .narrow(let t): return t.count
-        case .wide(let t): return t.count
+        case .narrow(let l): return l.count
+        case .wide(let l): return l.count
+        case .long(let l): return l.count
         }
     }
 
     /// Whether `entry` is one of the entries.
-    package func contains(_ entry: IndexEntry) -> Bool {
-        switch self {
-        case .narrow(let t): return IndexEntry24(entry).map { t[$0] != nil } ?? false
-        case .wide(let t): return t[entry] != nil
+    package func contains(_ entry: IndexEntry) throws -> Bool {
+        try entry.withUnsafeBytes { b in
+            switch self {
+            case .narrow(let l): return try l.find(b) != nil
+            case .wide(let l): return try l.find(b) != nil
+            case .long(let l): return try l.find(b) != nil
+            }
         }
     }
 
-    /// How many entries are smaller than `entry`. O(log n).
-    package func rank(of entry: IndexEntry) -> Int {
-        switch self {
-        case .wide(let t): return t.rank(of: entry)
-        case .narrow(let t):
-            if let k = IndexEntry24(entry) { return t.rank(of: k) }
-            // Longer than any entry here: every entry up to and including its first 24 bytes
-            // is smaller, and no entry lies between those bytes and it.
-            let prefix = IndexEntry24(truncating: entry)
-            return t.rank(of: prefix) + (t[prefix] == nil ? 0 : 1)
+    /// How many entries are smaller than `entry`. O(log n) per layer.
+    package func rank(of entry: IndexEntry) throws -> Int {
+        try entry.withUnsafeBytes { b in
+            switch self {
+            case .narrow(let l): return try l.rank(b)
+            case .wide(let l): return try l.rank(b)
+            case .long(let l): return try l.rank(b)
+            }
         }
     }
 
     /// Calls `body` with the entries from the first `>= start` (all if nil) in order, until it
     /// returns false.
-    package func forEach(from start: IndexEntry? = nil, _ body: (IndexEntry) throws -> Bool) rethrows {
-        switch self {
-        case .wide(let t): try t.forEach(from: start) { e, _ in try body(e) }
-        case .narrow(let t):
-            guard let start else { return try t.forEach { e, _ in try body(e.entry) } }
-            if let k = IndexEntry24(start) { return try t.forEach(from: k) { e, _ in try body(e.entry) } }
-            try t.forEach(fromOffset: rank(of: start)) { e, _ in try body(e.entry) }
-        }
+    package func forEach(from start: IndexEntry? = nil, _ body: (IndexEntry) throws -> Bool) throws {
+        try walk(start, reverse: false, body)
     }
 
     /// Calls `body` with the entries below `end` (all if nil) in descending order, until it
     /// returns false.
-    package func forEachReversed(below end: IndexEntry? = nil, _ body: (IndexEntry) throws -> Bool) rethrows {
+    package func forEachReversed(below end: IndexEntry? = nil, _ body: (IndexEntry) throws -> Bool) throws {
+        try walk(end, reverse: true, body)
+    }
+
+    private func walk(_ bound: IndexEntry?, reverse: Bool, _ body: (IndexEntry) throws -> Bool) throws {
+        func run<K>(_ l: LayeredIndex<K, SecondaryDelta>) throws {
+            if let bound {
+                try bound.withUnsafeBytes { b in try l.forEach(from: b, reverse: reverse) { e, _ in try body(IndexEntry(e)) } }
+            } else {
+                try l.forEach(from: nil, reverse: reverse) { e, _ in try body(IndexEntry(e)) }
+            }
+        }
         switch self {
-        case .wide(let t): try t.forEachReversed(below: end) { e, _ in try body(e) }
-        case .narrow(let t):
-            guard let end else { return try t.forEachReversed { e, _ in try body(e.entry) } }
-            if let k = IndexEntry24(end) { return try t.forEachReversed(below: k) { e, _ in try body(e.entry) } }
-            // Below a longer entry: its first 24 bytes (if an entry), then everything below them.
-            let prefix = IndexEntry24(truncating: end)
-            if t[prefix] != nil, try !body(prefix.entry) { return }
-            try t.forEachReversed(below: prefix) { e, _ in try body(e.entry) }
+        case .narrow(let l): try run(l)
+        case .wide(let l): try run(l)
+        case .long(let l): try run(l)
         }
     }
 
     /// Held by the enum while its tree is out being changed, so that the tree is uniquely
     /// referenced and changed in place.
-    private static let placeholder = SecondaryEntries.narrow(OrderedTree())
+    private static let placeholder = SecondaryEntries()
 
     /// Removes the entries of `removing` that are here, then adds those of `inserting`, widening
-    /// the tree first (once) if one of them does not fit the narrow form.
-    package mutating func apply(removing: [IndexEntry], inserting: [IndexEntry]) {
-        switch self {
-        case .wide(var t):
-            self = Self.placeholder
-            for e in removing { t.removeValue(forKey: e) }
-            for e in inserting { t.updateValue(IndexEntryMark(), forKey: e) }
-            self = .wide(t)
-        case .narrow(var t):
-            guard inserting.allSatisfy({ IndexEntry24($0) != nil }) else {
-                let all = t.keys.map(\.entry)
-                self = .wide(OrderedTree(sortedKeys: all, values: Array(repeating: IndexEntryMark(), count: all.count)) ?? OrderedTree())
-                return apply(removing: removing, inserting: inserting)
+    /// the tree first (once) if one of them does not fit its form.
+    package mutating func apply(removing: [IndexEntry], inserting: [IndexEntry]) throws {
+        let longest = inserting.reduce(0) { max($0, $1.count) }
+        widen(toHold: longest)
+        func change<K>(_ l: inout LayeredIndex<K, SecondaryDelta>) throws {
+            for e in removing {
+                try e.withUnsafeBytes { b in
+                    if let k = K(probe: b) { try l.remove(b, key: k) }
+                }
             }
+            for e in inserting {
+                try e.withUnsafeBytes { b in
+                    if let k = K(probe: b) { try l.insert(b, key: k) }
+                }
+            }
+        }
+        // A removed entry too long for the tree's form is not in the tree; a run may hold it.
+        for e in removing where e.count > longest {
+            if try contains(e) { widen(toHold: e.count) }
+        }
+        switch self {
+        case .narrow(var l):
             self = Self.placeholder
-            for e in removing { if let k = IndexEntry24(e) { t.removeValue(forKey: k) } }
-            for e in inserting { if let k = IndexEntry24(e) { t.updateValue(IndexEntryMark(), forKey: k) } }
-            self = .narrow(t)
+            defer { self = .narrow(l) }
+            try change(&l)
+        case .wide(var l):
+            self = Self.placeholder
+            defer { self = .wide(l) }
+            try change(&l)
+        case .long(var l):
+            self = Self.placeholder
+            defer { self = .long(l) }
+            try change(&l)
+        }
+    }
+
+    /// Converts the tree to a form that holds entries of `length` bytes, keeping the runs.
+    private mutating func widen(toHold length: Int) {
+        switch self {
+        case .narrow(let l) where length > IndexEntry24.capacity:
+            self = length <= IndexEntry.inlineCapacity ? .wide(l.converted()) : .long(l.converted())
+        case .wide(let l) where length > IndexEntry.inlineCapacity:
+            self = .long(l.converted())
+        default: break
         }
     }
 
     /// Adds `entry`.
-    package mutating func insert(_ entry: IndexEntry) { apply(removing: [], inserting: [entry]) }
+    package mutating func insert(_ entry: IndexEntry) throws { try apply(removing: [], inserting: [entry]) }
 
     /// Removes `entry` if it is one of the entries.
-    package mutating func remove(_ entry: IndexEntry) { apply(removing: [entry], inserting: []) }
-
-    /// ``insert(_:)``, with the signature of ``OrderedTree/updateValue(_:forKey:)``.
-    package mutating func updateValue(_ mark: IndexEntryMark, forKey entry: IndexEntry) { insert(entry) }
-
-    /// ``remove(_:)``, with the signature of ``OrderedTree/removeValue(forKey:)``.
-    package mutating func removeValue(forKey entry: IndexEntry) { remove(entry) }
+    package mutating func remove(_ entry: IndexEntry) throws { try apply(removing: [entry], inserting: []) }
 
     /// The entries in order.
-    package var keys: [IndexEntry] {
+    package func keys() throws -> [IndexEntry] {
         var out: [IndexEntry] = []
         out.reserveCapacity(count)
-        forEach { e in
+        try forEach { e in
             out.append(e)
             return true
         }
         return out
     }
 
-    /// The form's bytes per entry slot (for memory estimates).
+    /// The form's bytes per entry slot in the tree (for memory estimates).
     package var slotBytes: Int {
         switch self {
-        case .narrow: return MemoryLayout<IndexEntry24>.stride
-        case .wide: return MemoryLayout<IndexEntry>.stride
+        case .narrow: return MemoryLayout<IndexEntry24>.stride + 1
+        case .wide: return MemoryLayout<InlineEntry>.stride + 1
+        case .long: return MemoryLayout<LongKey>.stride + 1
         }
     }
 
-    /// Equal entries, whatever the forms.
+    /// The runs under the tree.
+    package var runs: (base: MappedRun?, delta: MappedRun?) {
+        switch self {
+        case .narrow(let l): return (l.base, l.deltaRun)
+        case .wide(let l): return (l.base, l.deltaRun)
+        case .long(let l): return (l.base, l.deltaRun)
+        }
+    }
+
+    /// Entries in the tree (changes since the runs, tombstones included).
+    package var treeCount: Int {
+        switch self {
+        case .narrow(let l): return l.tree.count
+        case .wide(let l): return l.tree.count
+        case .long(let l): return l.tree.count
+        }
+    }
+
+    /// Calls `body` with every entry of the tree (entry bytes, change) in order.
+    package func forEachChange(_ body: (UnsafeRawBufferPointer, SecondaryDelta) throws -> Bool) rethrows {
+        switch self {
+        case .narrow(let l): try l.tree.forEach { k, v in try k.withBytes { try body($0, v) } }
+        case .wide(let l): try l.tree.forEach { k, v in try k.withBytes { try body($0, v) } }
+        case .long(let l): try l.tree.forEach { k, v in try k.withBytes { try body($0, v) } }
+        }
+    }
+}
+
+extension SecondaryEntries: Equatable {
+    /// Equal entries, whatever the forms and layers. A damaged run makes them unequal.
     package static func == (a: SecondaryEntries, b: SecondaryEntries) -> Bool {
-        switch (a, b) {
-        case (.narrow(let x), .narrow(let y)): return x == y
-        case (.wide(let x), .wide(let y)): return x == y
-        default: return a.count == b.count && a.keys == b.keys
+        guard a.count == b.count, let x = try? a.keys(), let y = try? b.keys() else { return false }
+        return x == y
+    }
+}
+
+extension LayeredIndex where V == SecondaryDelta {
+    /// Adds the entry with `bytes` (`key` in the tree's form).
+    mutating func insert(_ bytes: UnsafeRawBufferPointer, key: K) throws {
+        if !hasRuns {
+            tree.set(SecondaryDelta(change: RunChange.newKey), for: key)
+            return
+        }
+        let (base, deltaRun) = (self.base, self.deltaRun)
+        try tree.update(key) { v in
+            if let e = v {
+                if e.isTombstone { v = nil }
+                return
+            }
+            if try Self.find(bytes, base: base, deltaRun: deltaRun) != nil { return }
+            v = SecondaryDelta(change: RunChange.newKey)
+        }
+    }
+
+    /// Removes the entry with `bytes` if it is there.
+    mutating func remove(_ bytes: UnsafeRawBufferPointer, key: K) throws {
+        if !hasRuns {
+            tree.remove(key)
+            return
+        }
+        let (base, deltaRun) = (self.base, self.deltaRun)
+        try tree.update(key) { v in
+            if let e = v {
+                if !e.isTombstone { v = nil }
+                return
+            }
+            if try Self.find(bytes, base: base, deltaRun: deltaRun) != nil { v = SecondaryDelta(change: RunChange.tombstone) }
         }
     }
 }

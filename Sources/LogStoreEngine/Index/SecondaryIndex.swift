@@ -172,7 +172,7 @@ extension IndexState {
                     seen[prefix] = entry
                     guard !cleared else { continue }
                     var clash: IndexEntry? = nil
-                    index.entries.forEach(from: IndexEntry(prefix)) { existing in
+                    try index.entries.forEach(from: IndexEntry(prefix)) { existing in
                         let starts = existing.withUnsafeBytes { $0.starts(with: prefix) }
                         guard starts else { return false }
                         if !removed.contains(existing) {
@@ -198,8 +198,9 @@ extension IndexState {
         )
     }
 
-    /// Applies changes from ``secondaryChanges(for:readOld:)``.
-    package mutating func apply(_ changes: SecondaryChanges) {
+    /// Applies changes from ``secondaryChanges(for:readOld:)``. Throws `.corruption` when a run
+    /// it must consult is damaged (the state is then partly changed).
+    package mutating func apply(_ changes: SecondaryChanges) throws {
         guard !changes.isEmpty else { return }
         for type in changes.cleared {
             guard var indexes = secondary[type] else { continue }
@@ -211,7 +212,7 @@ extension IndexState {
             for name in Set((changes.removals[type] ?? [:]).keys).union((changes.insertions[type] ?? [:]).keys) {
                 // Out of the dictionary while it changes: one lookup per index, not per entry.
                 guard var index = indexes.removeValue(forKey: name) else { continue }
-                index.entries.apply(removing: changes.removals[type]?[name] ?? [], inserting: changes.insertions[type]?[name] ?? [])
+                try index.entries.apply(removing: changes.removals[type]?[name] ?? [], inserting: changes.insertions[type]?[name] ?? [])
                 indexes[name] = index
             }
             secondary[type] = indexes
@@ -228,8 +229,10 @@ extension IndexState {
         entries.reserveCapacity(count(type))
         if let tree = types[type] {
             // Read in file order, each frame's neighbours together.
-            var locations = tree.map { ($0.key, $0.value) }
-            locations.sort { $0.1.frameID < $1.1.frameID || ($0.1.frameID == $1.1.frameID && $0.1.valueOffset < $1.1.valueOffset) }
+            var locations = try tree.elements()
+            locations.sort {
+                $0.value.frameID < $1.value.frameID || ($0.value.frameID == $1.value.frameID && $0.value.valueOffset < $1.value.valueOffset)
+            }
             let paths = IndexKeyEncoding.paths(of: definition)
             for (key, loc) in locations { entries.append(try Self.entry(paths, key: key, value: try read(loc))) }
         }
@@ -293,8 +296,8 @@ extension IndexState {
                     let before = try start.location(type, key).map { try Self.entry(paths, key: key, value: try read($0)) }
                     let after = try location(type, key).map { try Self.entry(paths, key: key, value: try read($0)) }
                     if before == after { continue }
-                    if let before { tree.remove(before) }
-                    if let after { tree.insert(after) }
+                    if let before { try tree.remove(before) }
+                    if let after { try tree.insert(after) }
                 }
                 secondary[type]?[name]?.entries = tree
             }
@@ -319,8 +322,8 @@ extension IndexState {
                     continue
                 }
                 guard rebuilt.entries != index.entries else { continue }
-                let have = Set(index.entries.keys)
-                let want = Set(rebuilt.entries.keys)
+                let have = Set(try index.entries.keys())
+                let want = Set(try rebuilt.entries.keys())
                 problems.append(
                     "\(type).\(name): \(index.entries.count) entries, a rebuild from the records has \(rebuilt.entries.count) (\(have.subtracting(want).count) extra, \(want.subtracting(have).count) missing)"
                 )
@@ -348,8 +351,9 @@ public struct SecondaryIndexSummary: Sendable, Equatable {
     public var entries: Int
     /// Bytes of its entries (indexed values, encoded, plus record keys).
     public var entryBytes: Int
-    /// An estimate of its heap memory: each entry's slot in a tree node (nodes about three
-    /// quarters full), plus a heap buffer for each entry too long to be stored inline.
+    /// An estimate of its heap memory: a slot in a tree node for each entry changed since the
+    /// last checkpoint (nodes about three quarters full). The checkpoint's runs are mapped
+    /// files, not heap.
     public var estimatedMemoryBytes: Int
 }
 
@@ -357,16 +361,16 @@ extension SecondaryIndex {
     /// ``SecondaryIndexSummary`` of this index of `type`. O(entries).
     package func summary(type: String) -> SecondaryIndexSummary {
         var bytes = 0
-        var heap = 0
-        entries.forEach { entry in
+        // Entries of a damaged run are left out of the byte count (verify reports the damage).
+        try? entries.forEach { entry in
             bytes += entry.count
-            // A heap array: its 32-byte header plus its bytes, rounded to 16.
-            if !entry.isInline { heap += 32 + (entry.count + 15) / 16 * 16 }
             return true
         }
-        let slots = entries.count * entries.slotBytes * 4 / 3
+        // Only the changes since the last checkpoint are in memory (tree slots, nodes about
+        // three quarters full); the runs are mapped, and paged in by the system on demand.
+        let slots = entries.treeCount * entries.slotBytes * 4 / 3
         return SecondaryIndexSummary(
-            type: type, definition: definition.description, entries: entries.count, entryBytes: bytes, estimatedMemoryBytes: slots + heap)
+            type: type, definition: definition.description, entries: entries.count, entryBytes: bytes, estimatedMemoryBytes: slots)
     }
 }
 

@@ -130,7 +130,7 @@ extension XCTestCase {
         defer { try? e.close() }
         let last = e.manifestInfo.segments.last
         let s = try e.snapshot()
-        let candidates = s.locations(ofType: "User").map(\.location).filter { $0.segment != last }.sorted {
+        let candidates = try s.locations(ofType: "User").map(\.location).filter { $0.segment != last }.sorted {
             ($0.segment, $0.frameOffset) < ($1.segment, $1.frameOffset)
         }
         return try XCTUnwrap(candidates.first, "fixture has no live record outside its last segment")

@@ -7,6 +7,7 @@
 // Every seed starts with the target's mode byte (see FuzzEntryPoints and StoreScriptFuzzing).
 import Foundation
 import LogStoreEngine
+import LogStoreFuzzSupport
 import _LogStoreTestSupport
 
 @main
@@ -63,11 +64,15 @@ struct SeedCorpus {
         try write("manifest", "three-segments-fixcrc-rollover", 1 | 4, big.manifest)
         try write("manifest", "body-only", 2 | 1, Array(big.manifest.dropFirst(8)))
 
-        // checkpoint: real CHECKPOINT files (written on close), decoded alone and loaded by a store.
-        try write("checkpoint", "small", 0, small.checkpoint)
-        try write("checkpoint", "small-in-store", 2, small.checkpoint)
-        try write("checkpoint", "rolled-over", 0, big.checkpoint)
-        try write("checkpoint", "rolled-over-fixcrc-in-store", 3, big.checkpoint)
+        // checkpoint: real CHECKPOINT files (written on close, version 4), decoded alone and
+        // loaded by a store; the target's own store's, made to name that store (mode bit 2). The
+        // seeds without "v4" in their names are version 3 checkpoints of earlier builds, kept for
+        // the legacy decoder.
+        try write("checkpoint", "v4-small", 0, small.checkpoint)
+        try write("checkpoint", "v4-small-in-store", 2, small.checkpoint)
+        try write("checkpoint", "v4-rolled-over", 0, big.checkpoint)
+        try write("checkpoint", "v4-rolled-over-fixcrc-in-store", 3, big.checkpoint)
+        try write("checkpoint", "v4-own-store", 2 | 4, try FuzzEntryPoints.checkpointFuzzStoreCheckpoint())
 
         // value: encoded values (mode 0) and value recipes (mode 1).
         let values: [(String, AttributeValue)] = [
@@ -119,6 +124,8 @@ struct SeedCorpus {
         for i in 0..<4 { try write("ops", "crash-random-\(i)", UInt8(i % 2 == 0 ? 1 : 3), rng.bytes(96 + 32 * i)) }
         try write(
             "ops", "crash-armed", 1, [0, 1, 2, 0, 5, 0, 1, 9, 0, 0, 1, 2, 0, 0, 0, 1, 8, 3, 1, 17, 0, 0, 2, 0, 200, 1, 2, 3, 7, 10, 1, 5])
+        // run: run files of every kind and layout, and key lists for the writer.
+        for seed in try FuzzEntryPoints.runSeeds() { try write("run", seed.name, seed.mode, seed.bytes) }
         print("wrote \(written) seed files under \(corpus.path)")
     }
 
@@ -167,7 +174,7 @@ struct SeedCorpus {
         options.durability = .none
         options.segmentSize = 64 << 10
         let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
-        // A secondary index, so the checkpoint holds an index section (CHECKPOINT version 3).
+        // A secondary index, so the checkpoint names a secondary run.
         try engine.declareIndexes([IndexDefinition(attributes: [["rating"], ["name"]])], ofType: "Restaurant")
         try engine.commit([
             .put(
