@@ -116,7 +116,7 @@ extension LogEngine {
                         guard let segment = segments[loc.segment] else {
                             throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.")
                         }
-                        return try segment.storedFrameLength(at: loc.frameOffset)
+                        return try segment.storedFrameLength(at: loc.offset)
                     }
                 }
             }
