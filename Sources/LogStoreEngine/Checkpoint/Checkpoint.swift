@@ -15,11 +15,23 @@ import Synchronization
 ///                 | 0x03 store             -- version 2: exactly once, first
 ///                 | 0x04 index             -- version 3: once per secondary index, after every
 ///                                          -- type section
+///                 | 0x05 meta              -- version 4: exactly once, after the segments section
 ///     store      := storeId:16             -- the store's id (MANIFEST, segment headers)
-///     segments   := count:uvarint (segment:u32le length:u64le rawBytes:u64le) * count
+///     segments   := count:uvarint (segment:u32le length:u64le rawBytes:u64le [refs]) * count
+///     refs       := version 4: known:u8 [types:idSet dictionaries:idSet] pending:uvarint   (known 1:
+///                   the ids the segment's records use; pending: bytes of records the
+///                   recompression pass has not tried)      idSet := count:uvarint id:uvarint * count
+///     meta       := typeCount:uvarint (id:uvarint name:string) * typeCount
+///                   dictCount:uvarint (id:uvarint typeId:uvarint current:u8 location dictionary:bytes) * dictCount
+///                   -- the store's defines (format 4), as replay of the log up to `sequence` leaves them
+///     location   := segmentIndex:uvarint offset:uvarint length:uvarint sequence:uvarint  -- a define record
 ///     type       := name:string count:uvarint entry * count            (count >= 1)
-///     entry      := key:bytes segmentIndex:uvarint frameOffset:uvarint frameLength:uvarint
-///                   valueOffset:uvarint valueLength:uvarint sequence:uvarint
+///     entry      := versions 1-3: key:bytes segmentIndex:uvarint frameOffset:uvarint frameLength:uvarint
+///                                 valueOffset:uvarint valueLength:uvarint sequence:uvarint
+///                   version 4:    key:bytes segmentIndex:uvarint offset:uvarint length:uvarint legacy:uvarint
+///                                 [frameLength:uvarint  -- legacy != 0] sequence:uvarint
+///                   -- legacy = 0: the format 4 record at offset of length bytes; otherwise
+///                   -- 0x8000_0000 | valueOffset of a version 1 or 2 frame at offset (RecordLocation)
 ///     index      := type:string definition hash:u64le count:uvarint entry:bytes * count
 ///     definition := name:string unique:u8 attributeCount:uvarint (keyCount:uvarint key:string*)*
 ///                   -- count = the type's records; entries strictly ascending (IndexKeyEncoding);
@@ -45,22 +57,29 @@ package struct CheckpointFile {
         case type = 0x02
         case store = 0x03
         case index = 0x04
+        case meta = 0x05
         case end = 0xFF
     }
 
     /// The version this build writes: 3, whose index sections hold the secondary indexes. Stores
     /// read checkpoints of versions 1 to 3; an older build refuses a version-3 checkpoint and
     /// replays the log instead (a checkpoint is only an accelerator).
-    package static let currentVersion: UInt16 = 3
+    package static let currentVersion: UInt16 = 4
 
     package struct Segment: Equatable, Sendable {
         package var number: UInt32
         package var length: UInt64
         package var rawBytes: UInt64
-        package init(number: UInt32, length: UInt64, rawBytes: UInt64) {
+        /// Version 4: the defines the segment's records use, when known.
+        package var refs: DefineRefs? = nil
+        /// Version 4: bytes of its records the recompression pass has not tried yet.
+        package var pendingBytes: UInt64 = 0
+        package init(number: UInt32, length: UInt64, rawBytes: UInt64, refs: DefineRefs? = nil, pendingBytes: UInt64 = 0) {
             self.number = number
             self.length = length
             self.rawBytes = rawBytes
+            self.refs = refs
+            self.pendingBytes = pendingBytes
         }
     }
 
@@ -105,8 +124,17 @@ package struct CheckpointFile {
             w.u32(s.number)
             w.u64(s.length)
             w.u64(s.rawBytes)
+            w.u8(s.refs == nil ? 0 : 1)
+            if let refs = s.refs {
+                for set in [refs.types, refs.dictionaries] {
+                    w.uvarint(UInt64(set.count))
+                    for id in set.sorted() { w.uvarint(UInt64(id)) }
+                }
+            }
+            w.uvarint(s.pendingBytes)
             position[s.number] = UInt64(i)
         }
+        encodeMeta(index.meta, position: position, segmentCount: segments.count, into: &w)
         for type in index.types.keys.sorted() {
             guard let d = index.types[type], !d.isEmpty else { continue }
             w.u8(Tag.type.rawValue)
@@ -115,13 +143,15 @@ package struct CheckpointFile {
             // Neighbouring keys usually share a frame: look each frame's length up once in a row.
             var lastFrame: (id: UInt64, length: UInt32) = (.max, 0)
             for (key, loc) in d {
-                if loc.frameID != lastFrame.id { lastFrame = (loc.frameID, try frameLength(loc)) }
                 key.withUnsafeBytes { w.lengthPrefixed($0) }
                 w.uvarint(position[loc.segment] ?? UInt64(segments.count))
-                w.uvarint(UInt64(loc.frameOffset))
-                w.uvarint(UInt64(lastFrame.length))
-                w.uvarint(UInt64(loc.valueOffset))
-                w.uvarint(UInt64(loc.valueLength))
+                w.uvarint(UInt64(loc.offset))
+                w.uvarint(UInt64(loc.length))
+                w.uvarint(UInt64(loc.legacy))
+                if loc.isLegacy {
+                    if loc.frameID != lastFrame.id { lastFrame = (loc.frameID, try frameLength(loc)) }
+                    w.uvarint(UInt64(lastFrame.length))
+                }
                 w.uvarint(loc.sequence)
             }
         }
@@ -172,6 +202,7 @@ package struct CheckpointFile {
         var segments: [Segment] = []
         var storeId: StoreID? = nil
         var sawSegments = false
+        var sawMeta = false
         var index = IndexState()
         index.sequence = sequence
         var entries: UInt64 = 0
@@ -195,7 +226,11 @@ package struct CheckpointFile {
                 var seen = Set<UInt32>()
                 for _ in 0..<Int(count) {
                     let at = r.offset
-                    let s = Segment(number: try r.u32(), length: try r.u64(), rawBytes: try r.u64())
+                    var s = Segment(number: try r.u32(), length: try r.u64(), rawBytes: try r.u64())
+                    if version >= 4 {
+                        s.refs = try decodeRefs(&r)
+                        s.pendingBytes = try r.uvarint()
+                    }
                     guard seen.insert(s.number).inserted else { throw _DecodeError("segment \(s.number) listed twice", at: at) }
                     guard s.length >= UInt64(SegmentHeader.sizeV1), s.length <= UInt64(UInt32.max) + UInt64(LogFrame.maxPayload) else {
                         throw _DecodeError("segment \(s.number) length \(s.length) is implausible", at: at)
@@ -203,7 +238,7 @@ package struct CheckpointFile {
                     segments.append(s)
                 }
             case .type:
-                guard sawSegments else { throw _DecodeError("type section before the segments section", at: tagAt) }
+                guard sawSegments, version < 4 || sawMeta else { throw _DecodeError("type section before the segments section", at: tagAt) }
                 guard index.secondary.isEmpty else { throw _DecodeError("type section after an index section", at: tagAt) }
                 let nameAt = r.offset
                 let name = try r.string()
@@ -211,8 +246,8 @@ package struct CheckpointFile {
                 guard index.types[name] == nil else { throw _DecodeError("type \(name) appears twice", at: nameAt) }
                 let countAt = r.offset
                 let count = try r.uvarint()
-                // An entry takes at least 7 bytes: this bounds the loop by the file's size.
-                guard count >= 1, count <= UInt64(r.remaining / 7) else {
+                // An entry takes at least 6 bytes: this bounds the loop by the file's size.
+                guard count >= 1, count <= UInt64(r.remaining / 6) else {
                     throw _DecodeError("entry count \(count) of type \(name) is zero or exceeds the file", at: countAt)
                 }
                 var keys = DecodedKeys()
@@ -222,11 +257,20 @@ package struct CheckpointFile {
                 for _ in 0..<Int(count) {
                     let at = r.offset
                     keys.append(try r.lengthPrefixed())
-                    locations.append(try decodeLocation(&r, segments: segments, sequence: sequence, at: at))
+                    locations.append(
+                        version >= 4
+                            ? try decodeLocationV4(&r, segments: segments, sequence: sequence, at: at)
+                            : try decodeLocation(&r, segments: segments, sequence: sequence, at: at))
                 }
                 guard let d = keys.index(locations) else { throw _DecodeError("a key of type \(name) appears twice", at: countAt) }
                 index.types[name] = d
                 entries += count
+            case .meta:
+                guard version >= 4, sawSegments, !sawMeta, index.types.isEmpty else {
+                    throw _DecodeError("meta section out of place", at: tagAt)
+                }
+                sawMeta = true
+                index.meta = try decodeMeta(&r, segments: segments, sequence: sequence)
             case .index:
                 guard version >= 3, sawSegments else { throw _DecodeError("index section out of place", at: tagAt) }
                 let secondary = try decodeIndexSection(&r, index: index)
@@ -239,6 +283,7 @@ package struct CheckpointFile {
                 }
                 guard r.isAtEnd else { throw _DecodeError("bytes after the end section", at: r.offset) }
                 guard sawSegments else { throw _DecodeError("no segments section", at: tagAt) }
+                guard version < 4 || sawMeta else { throw _DecodeError("no meta section", at: tagAt) }
                 return CheckpointFile(
                     version: version, generation: generation, sequence: sequence, createdAtMillis: createdAt,
                     segments: segments, index: index, storeId: storeId)
@@ -327,8 +372,8 @@ package struct CheckpointFile {
         else { throw _DecodeError("value \(valueOffset)+\(valueLength) is implausible", at: at) }
         guard seq >= 1, seq <= sequence else { throw _DecodeError("record sequence \(seq) is outside 1...\(sequence)", at: at) }
         return RecordLocation(
-            segment: segment.number, frameOffset: UInt32(frameOffset), valueOffset: UInt32(valueOffset), sequence: seq,
-            valueLength: UInt32(valueLength))
+            segment: segment.number, frameOffset: UInt32(frameOffset), valueOffset: UInt32(valueOffset), valueLength: UInt32(valueLength),
+            sequence: seq)
     }
 }
 

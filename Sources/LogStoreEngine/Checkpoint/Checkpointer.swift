@@ -56,7 +56,7 @@ final class Checkpointer: Sendable {
             guard let segment = capture.segments[loc.segment] else {
                 throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.")
             }
-            return try segment.storedFrameLength(at: loc.frameOffset)
+            return try segment.storedFrameLength(at: loc.offset)
         }
         try AtomicFileReplace.replaceOrThrow(LogStoreFormat.checkpointFileName, in: engine.directory, with: bytes, fs: engine.fileSystem)
         let mark = CheckpointMark(
@@ -77,7 +77,9 @@ extension Checkpointer {
         for n in log.manifest.segments {
             guard var info = log.segmentInfo[n] else { return nil }
             if n == log.tail.number { info.length = log.tailOffset }
-            segments.append(CheckpointFile.Segment(number: n, length: info.length, rawBytes: info.rawBytes))
+            segments.append(
+                CheckpointFile.Segment(
+                    number: n, length: info.length, rawBytes: info.rawBytes, refs: info.refs, pendingBytes: info.pendingBytes))
         }
         guard segments.last?.number == log.tail.number else { return nil }
         return segments

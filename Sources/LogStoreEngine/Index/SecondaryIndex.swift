@@ -229,7 +229,7 @@ extension IndexState {
         if let tree = types[type] {
             // Read in file order, each frame's neighbours together.
             var locations = tree.map { ($0.key, $0.value) }
-            locations.sort { $0.1.frameID < $1.1.frameID || ($0.1.frameID == $1.1.frameID && $0.1.valueOffset < $1.1.valueOffset) }
+            locations.sort { ($0.1.logPosition, $0.1.legacy) < ($1.1.logPosition, $1.1.legacy) }
             let paths = IndexKeyEncoding.paths(of: definition)
             for (key, loc) in locations { entries.append(try Self.entry(paths, key: key, value: try read(loc))) }
         }
