@@ -81,15 +81,15 @@ extension LogEngine {
 
     /// Whether background recompression should run: ``LogEngineOptions/autoRecompression`` and
     /// compression on, sealed segments holding at least ``LogEngineOptions/compactionMinimumDeadBytes``
-    /// (and more than nothing) of records the pass has not tried, and either no commit for
-    /// ``LogEngineOptions/recompressionIdleDelay`` or those records making up half the store.
+    /// (and more than nothing) of records the pass has not tried, and no commit for
+    /// ``LogEngineOptions/recompressionIdleDelay``. Only a quiet store: the pass spends spare CPU
+    /// (training, LZ4HC), never the writers'.
     func recompressionDue() -> RecompressionDue {
         guard options.autoRecompression, options.compression else { return .notDue }
         let (info, segments, lastCommit) = state.withLock { ($0.log.segmentInfo, $0.log.manifest.segments, $0.lastCommit) }
         let pending = segments.dropLast().reduce(UInt64(0)) { $0 + (info[$1]?.pendingBytes ?? 0) }
-        let total = segments.reduce(UInt64(0)) { $0 + (info[$1]?.length ?? 0) }
         guard pending > 0, pending >= UInt64(options.compactionMinimumDeadBytes) else { return .notDue }
-        if 2 * pending >= total || ContinuousClock.now - lastCommit >= options.recompressionIdleDelay { return .due }
+        if ContinuousClock.now - lastCommit >= options.recompressionIdleDelay { return .due }
         return .waitingForQuiet
     }
 }

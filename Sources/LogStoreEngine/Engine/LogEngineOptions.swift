@@ -57,8 +57,8 @@ public struct LogEngineOptions: Sendable {
     /// to compress). Default 3 (Docs/Performance.md). Values outside 0...12 are clamped.
     public var recompressionLevel: Int = 3
     /// Whether the store recompresses in the background (on a utility-QoS queue): once sealed
-    /// segments hold at least ``compactionMinimumDeadBytes`` of values stored raw and either the
-    /// store has had no commit for ``recompressionIdleDelay`` or they make up half the store, the
+    /// segments hold at least ``compactionMinimumDeadBytes`` of values stored raw and the
+    /// store has had no commit for ``recompressionIdleDelay``, the
     /// recompression pass (``LogEngine/recompress(includingTail:)``) compresses them with their
     /// types' dictionaries, training them as needed. Default true.
     public var autoRecompression: Bool = true
