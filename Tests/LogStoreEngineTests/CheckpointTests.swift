@@ -329,7 +329,7 @@ final class CheckpointTests: XCTestCase {
         let n = 70_000  // above the thresholds for sorted and multi-part building
         let keys = (0..<n).map { CT.key($0) }
         let locations = (0..<n).map {
-            RecordLocation(segment: 1, frameOffset: 32, valueOffset: 0, sequence: UInt64($0 + 1), valueLength: 1)
+            RecordLocation(segment: 1, frameOffset: 32, valueOffset: 0, valueLength: 1, sequence: UInt64($0 + 1))
         }
         func build(_ keys: [RecordKey], _ locations: [RecordLocation]) -> TypeIndex? {
             var decoded = CheckpointFile.DecodedKeys()
@@ -353,7 +353,7 @@ final class CheckpointTests: XCTestCase {
         XCTAssertEqual(m.map(\.key), mixed)
     }
 
-    func testACheckpointRecordsEachFrameLengthFromTheFrameHeader() throws {
+    func testEveryCheckpointEntryNamesItsWholeRecord() throws {
         for harness in [StoreHarness.posix(self), StoreHarness.memory()] {
             let dir = harness.newStorePath()
             var o = options()
@@ -362,37 +362,21 @@ final class CheckpointTests: XCTestCase {
             var model: CT.Model = [:]
             try churn(e, seed: 9, model: &model)
             try e.close()
-            // Walk the entries of CHECKPOINT (FileFormat.md §"Checkpoint") and compare each frame
-            // length with the header of the frame it names.
+            // Every entry of CHECKPOINT names the whole format 4 put record of its key.
             let cp = try harness.fs.readAll(_joinPath(dir, LogStoreFormat.checkpointFileName))
             var checked = 0
-            try cp.withUnsafeBytes { buf in
-                var r = _ByteReader(UnsafeRawBufferPointer(rebasing: buf[0..<(buf.count - 4)]), offset: CheckpointFile.headerSize)
-                var segments: [UInt32] = []
-                while true {
-                    switch CheckpointFile.Tag(rawValue: try r.u8()) {
-                    case .store: _ = try r.bytes(16)
-                    case .segments:
-                        for _ in 0..<Int(try r.uvarint()) {
-                            segments.append(try r.u32())
-                            _ = try r.u64()
-                            _ = try r.u64()
-                        }
-                    case .type:
-                        _ = try r.string()
-                        for _ in 0..<Int(try r.uvarint()) {
-                            _ = try r.lengthPrefixed()
-                            let segment = segments[Int(try r.uvarint())]
-                            let offset = Int(try r.uvarint())
-                            let length = Int(try r.uvarint())
-                            for _ in 0..<3 { _ = try r.uvarint() }
-                            let bytes = try harness.fs.readAll(segmentPath(dir, segment))
-                            let stored = bytes.withUnsafeBytes { LogFrame.announcedLength($0, at: offset, version: 2) }
-                            XCTAssertEqual(stored, length, "\(harness.name): frame at \(offset) of segment \(segment)")
-                            checked += 1
-                        }
-                    case .index, .end, nil: return  // index sections follow the type sections
-                    }
+            let file = try cp.withUnsafeBytes { b throws(_DecodeError) in try CheckpointFile.decode(b) }
+            for (type, tree) in file.index.types {
+                for (key, loc) in tree {
+                    XCTAssertFalse(loc.isLegacy)
+                    let bytes = try harness.fs.readAll(segmentPath(dir, loc.segment))
+                    let record = Array(bytes[Int(loc.offset)..<Int(loc.offset + loc.length)])
+                    let fields = try record.withUnsafeBytes { b throws(_DecodeError) in try RecordCodec.parse(b, at: 0) }
+                    XCTAssertEqual(fields.length, Int(loc.length), "\(harness.name): record at \(loc.offset) of segment \(loc.segment)")
+                    XCTAssertEqual(fields.op, .put)
+                    XCTAssertEqual(file.index.meta.typeName(fields.typeID), type)
+                    XCTAssertEqual(Array(record[fields.key]), key.withUnsafeBytes { Array($0) })
+                    checked += 1
                 }
             }
             XCTAssertGreaterThan(checked, 100, harness.name)

@@ -72,22 +72,26 @@ final class FuzzFailCaseTests: XCTestCase {
         let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
         try engine.commit([.put(type: "t", key: RecordKey([1]), value: [1])])
         try engine.close()
-        // Append a commit frame (sequence 2): 10 stored bytes claiming 512 MiB of raw payload.
-        var frame: [UInt8] = [0, 0, 0, 0]
-        // (Format v2 frame header: ... rawLength, syncedThrough.)
-        frame +=
-            le(UInt32(10), 4) + [0x02, 0x01, 0, 0] + le(UInt64(2), 8) + le(UInt32(512 << 20), 4) + le(UInt32(0), 4)
-            + [UInt8](repeating: 0x1F, count: 10)
-        let crc = frame.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[4...]))) }
-        frame.replaceSubrange(0..<4, with: le(crc, 4))
+        // Append a commit frame (sequence 2) whose one record stores 10 LZ4 bytes claiming 512 MiB
+        // of value (format 4 compresses records, not frames; the same check guards them).
+        var record: [UInt8] = []
+        [UInt8]([2]).withUnsafeBytes { k in
+            [UInt8](repeating: 0x1F, count: 10).withUnsafeBytes {
+                _ = RecordCodec.appendPut(into: &record, typeID: 1, key: k, stored: $0, codec: .lz4, rawLength: 512 << 20)
+            }
+        }
+        var frame: [UInt8] = []
+        record.withUnsafeBytes {
+            _ = LogFrame.appendV4(into: &frame, records: $0, recordCount: 1, kind: .commit, sequence: 2, syncedThrough: 48)
+        }
         let f = try fs.open("/s/" + LogStoreFormat.segmentFileName(1), mode: .readWrite)
         try f.write(frame, at: try f.size())
         try f.close()
 
         let reopened = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
         defer { try? reopened.close() }
-        let cut = try XCTUnwrap(reopened.recoveryReport.truncatedTail, "the impossible frame is a damaged tail, cut")
-        XCTAssertTrue(cut.reason.contains("more than LZ4 can expand"), cut.reason)
+        let cut = try XCTUnwrap(reopened.recoveryReport.truncatedTail, "the impossible record is a damaged tail, cut")
+        XCTAssertTrue(cut.reason.contains("more than its 10 compressed bytes can hold"), cut.reason)
         XCTAssertEqual(try reopened.snapshot().value(type: "t", key: RecordKey([1])), [1])
     }
 

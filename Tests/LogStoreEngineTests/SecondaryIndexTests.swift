@@ -233,7 +233,7 @@ final class SecondaryIndexTests: XCTestCase {
         try e.close()
         let bytes = try h.fs.readAll(_joinPath(dir, LogStoreFormat.checkpointFileName))
         let cp = try bytes.withUnsafeBytes { buf in try CheckpointFile.decode(buf) }
-        XCTAssertEqual(cp.version, 3)
+        XCTAssertEqual(cp.version, CheckpointFile.currentVersion)
         XCTAssertEqual(cp.index.secondaryIndexes(ofType: "User")["address.city,rating"]?.entries.count, 600)
         e = try h.open(dir, options: o)
         try assertIndexesMatchRecords(e)
@@ -243,7 +243,7 @@ final class SecondaryIndexTests: XCTestCase {
     func testCheckpointIndexSectionsAreCheckedWhenDecoded() throws {
         var index = IndexState()
         index.sequence = 1
-        let loc = RecordLocation(segment: 1, frameOffset: 48, valueOffset: 0, sequence: 1, valueLength: 4)
+        let loc = RecordLocation(segment: 1, frameOffset: 48, valueOffset: 0, valueLength: 4, sequence: 1)
         index.put("User", key("a"), loc)
         index.secondary["User"] = [
             "address.city,rating": SecondaryIndex(
