@@ -140,7 +140,8 @@ final class CompactCommandTests: XCTestCase {
             try e.write { t in
                 for i in start..<(start + 100) {
                     let text = (0..<40).map { words[($0 * 7 + i * 3) % words.count] }.joined(separator: " ")
-                    try t.put(type: "Note", key: RecordKey(Array("n\(i)".utf8)), value: AttributeValue.map(["text": .string(text)]).encoded())
+                    try t.put(
+                        type: "Note", key: RecordKey(Array("n\(i)".utf8)), value: AttributeValue.map(["text": .string(text)]).encoded())
                 }
             }
         }

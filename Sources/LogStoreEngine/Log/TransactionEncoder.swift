@@ -128,7 +128,8 @@ enum TransactionEncoder {
         if frameStart < 0 { openFrame() }
         closeFrame(last: commit)
         return Output(
-            bytes: out, rawBytes: rawBytes - UInt64(defineBytes), placements: placements, meta: meta, refs: refs, pendingBytes: pendingBytes)
+            bytes: out, rawBytes: rawBytes - UInt64(defineBytes), placements: placements, meta: meta, refs: refs, pendingBytes: pendingBytes
+        )
     }
 }
 
