@@ -14,6 +14,8 @@ final class FuzzFailCaseTests: XCTestCase {
 
     static let targets: [String: @Sendable ([UInt8]) throws -> Void] = [
         "frame": { b in try b.withUnsafeBytes { try FuzzEntryPoints.frames($0) } },
+        "record": { b in try b.withUnsafeBytes { try FuzzEntryPoints.record($0) } },
+        "dict": { b in try b.withUnsafeBytes { try FuzzEntryPoints.dictionary($0) } },
         "segment": { b in try b.withUnsafeBytes { try FuzzEntryPoints.segmentRecovery($0) } },
         "value": { b in try b.withUnsafeBytes { try FuzzEntryPoints.attributeValue($0) } },
         "manifest": { b in try b.withUnsafeBytes { try FuzzEntryPoints.manifest($0) } },
@@ -50,6 +52,34 @@ final class FuzzFailCaseTests: XCTestCase {
     func testEverySeedOfTheFuzzCorporaPasses() throws {
         let n = try replay("Corpus")
         XCTAssertGreaterThan(n, 20, "the seed corpora are missing (run fuzz-corpus-seed)")
+    }
+
+    /// The format 4 seeds (version 4 frames, records, dictionaries) pass their targets. With
+    /// LOGSTORE_WRITE_FUZZ_SEEDS=1 they are written into Tests/Fuzz/Corpus as well (the seed
+    /// corpus tool writes the same files).
+    func testFormat4SeedsPass() throws {
+        let seeds = try FuzzEntryPoints.format4Seeds()
+        XCTAssertGreaterThan(seeds.count, 20)
+        let write = ProcessInfo.processInfo.environment["LOGSTORE_WRITE_FUZZ_SEEDS"] == "1"
+        for seed in seeds {
+            let bytes = [seed.mode] + seed.bytes
+            XCTAssertNoThrow(try Self.targets[seed.target]?(bytes), "\(seed.target)/\(seed.name)")
+            // The seeds reach the decoders: a frame or a record the parser accepts.
+            seed.bytes.withUnsafeBytes { b in
+                if seed.target == "frame" && seed.mode & 3 == 0 {
+                    guard case .frame = LogFrame.parse(b, at: 0, version: 4, compacted: seed.mode & 16 != 0) else {
+                        return XCTFail("\(seed.name): the first frame does not parse")
+                    }
+                } else if seed.target == "frame" && seed.mode & 2 != 0 || seed.target == "record" && seed.mode & 1 == 0 {
+                    XCTAssertNotNil(try? RecordCodec.parse(b, at: 0), "\(seed.name): the first record does not parse")
+                }
+            }
+            if write {
+                let dir = Self.fuzzDirectory.appendingPathComponent("Corpus").appendingPathComponent(seed.target)
+                try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+                try Data(bytes).write(to: dir.appendingPathComponent("seed-" + seed.name))
+            }
+        }
     }
 
     func run(_ target: String, _ name: String, file: StaticString = #filePath, line: UInt = #line) throws {

@@ -7,6 +7,7 @@
 // Every seed starts with the target's mode byte (see FuzzEntryPoints and StoreScriptFuzzing).
 import Foundation
 import LogStoreEngine
+import LogStoreFuzzSupport
 import _LogStoreTestSupport
 
 @main
@@ -56,6 +57,9 @@ struct SeedCorpus {
         let compacted = try makeCompactedSegment()
         try write("segment", "compacted-copied-and-repacked", 0, compacted)
         try write("segment", "compacted-sealed", 1, compacted)
+
+        // Format 4 records, frames and dictionaries (built where the engine's package API is).
+        for seed in try FuzzEntryPoints.format4Seeds() { try write(seed.target, seed.name, seed.mode, seed.bytes) }
 
         // manifest: real manifests (one and three segments), with and without CRC fixing.
         try write("manifest", "one-segment", 0, small.manifest)
