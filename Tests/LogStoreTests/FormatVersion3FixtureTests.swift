@@ -185,4 +185,45 @@ final class FormatVersion3FixtureTests: XCTestCase {
         try expected.check(store)
         try store.tearDown()
     }
+
+    /// The version of a store file's header (MANIFEST, segment: a u16 after the 8 magic bytes).
+    func headerVersion(_ url: URL) throws -> UInt16 {
+        let bytes = [UInt8](try Data(contentsOf: url).prefix(10))
+        return UInt16(bytes[8]) | UInt16(bytes[9]) << 8
+    }
+
+    /// A format 3 store's first writable open upgrades it to format 4 (MANIFEST 4 and a version 4
+    /// tail; the version 2 segments stay, read by their own rules), and a compaction re-encodes
+    /// their records as format 4 records: every item and index answer stays the same through each
+    /// step and the reopens after them.
+    func testFormatVersion3StoreIsUpgradedAndCompactedIntoFormat4() throws {
+        let expected = try FormatVersion3Fixture.expected()
+        let dir = try copyOfFixture()
+        let segment = { (n: UInt32) in dir.appendingPathComponent(LogStoreFormat.segmentFileName(n)) }
+        XCTAssertEqual(try headerVersion(dir.appendingPathComponent(LogStoreFormat.manifestFileName)), 2)
+        let store = LogDataStore(directory: dir, options: FormatVersion3Fixture.options)
+        try store.setup()
+        XCTAssertNotNil(store.recoveryReport?.upgradedFromVersion, "the first writable open upgrades the store")
+        try expected.check(store)
+        try store.tearDown()
+        XCTAssertEqual(try headerVersion(dir.appendingPathComponent(LogStoreFormat.manifestFileName)), 4)
+
+        var options = FormatVersion3Fixture.options.engine
+        options.autoCompaction = false
+        options.autoRecompression = false
+        let engine = try LogEngine.open(directory: dir.path, options: options)
+        let before = engine.manifestInfo.segments
+        XCTAssertTrue(try before.contains { try headerVersion(segment($0)) == 2 }, "version 2 segments are still listed")
+        let report = try engine.compact()
+        XCTAssertTrue(report.performed)
+        let after = engine.manifestInfo.segments
+        try engine.close()
+        for n in after { XCTAssertEqual(try headerVersion(segment(n)), 4, "segment \(n) after the compaction") }
+
+        let again = LogDataStore(directory: dir, options: FormatVersion3Fixture.options)
+        try again.setup()
+        XCTAssertNil(again.recoveryReport?.upgradedFromVersion)
+        try expected.check(again)
+        try again.tearDown()
+    }
 }
