@@ -69,6 +69,57 @@ final class FileFormatExampleTests: XCTestCase {
         ).bytes
     }
 
+    /// Docs/FileFormat.md's worked example (section 12), read from the document itself: each
+    /// byte listing equals what the engine writes, so the text cannot drift from the code.
+    func testTheDocumentsWorkedExampleIsWhatTheEngineWrites() throws {
+        let doc = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Docs/FileFormat.md")
+        let text = try String(contentsOf: doc, encoding: .utf8)
+        guard let start = text.range(of: "## 12. Worked example"),
+            let end = text.range(of: "## 13.", range: start.upperBound..<text.endIndex)
+        else { return XCTFail("FileFormat.md has no section 12 followed by section 13") }
+        let section = String(text[start.upperBound..<end.lowerBound])
+        // Listings: a line ending in ":" names one; its indented lines start with hex bytes.
+        var listings: [String: [UInt8]] = [:]
+        var current: String? = nil
+        for line in section.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("    "), let name = current {
+                listings[name, default: []] += leadingHex(line)
+            } else if !line.isEmpty {
+                current = line.hasSuffix(":") ? String(line.dropLast()) : nil
+            }
+        }
+        let out = encodedExample()
+        XCTAssertEqual(listings["Value (18 bytes)"], Self.value)
+        XCTAssertEqual(listings["Type define record (14 bytes)"], Array(out[28..<42]))
+        XCTAssertEqual(listings["Put record (29 bytes)"].map { $0 + Self.value }, Array(out[42...]))
+        XCTAssertEqual(listings["Frame (28 + 43 bytes)"], Array(out[0..<28]))
+        // The segment header and MANIFEST's CRC, quoted in the prose.
+        let id = StoreID(bytes: Array(0..<16))
+        let prose = section.replacingOccurrences(of: "\n", with: " ")
+        XCTAssertEqual(quoted(prose, after: "= header `"), SegmentHeader(segment: 1, baseSequence: 1, storeId: id).encoded())
+        let manifest = ManifestFile(generation: 1, nextSegment: 2, segments: [1], storeId: id).encoded()
+        XCTAssertTrue(prose.contains("`MANIFEST` (\(manifest.count) bytes"), "MANIFEST's size")
+        XCTAssertEqual(quoted(prose, after: "ends with the CRC `"), Array(manifest.suffix(4)))
+        XCTAssertTrue(prose.contains("48 + 28 + 14 = 90, length 29"), "the put's location")
+    }
+
+    /// The hex bytes at the start of `line` (two hex digits each, up to the first other word).
+    func leadingHex<S: StringProtocol>(_ line: S) -> [UInt8] {
+        var out: [UInt8] = []
+        for word in line.split(separator: " ") {
+            guard word.count == 2, let b = UInt8(word, radix: 16) else { break }
+            out.append(b)
+        }
+        return out
+    }
+
+    /// The hex bytes quoted between `marker` and the next backquote of `text`.
+    func quoted(_ text: String, after marker: String) -> [UInt8]? {
+        guard let m = text.range(of: marker), let close = text.range(of: "`", range: m.upperBound..<text.endIndex) else { return nil }
+        return leadingHex(text[m.upperBound..<close.lowerBound])
+    }
+
     func hex<C: Collection>(_ b: C) -> String where C.Element == UInt8 {
         b.map { String(format: "%02x", $0) }.joined(separator: " ")
     }
