@@ -346,7 +346,8 @@ extension FuzzEntryPoints {
         var seeds: [(target: String, name: String, mode: UInt8, bytes: [UInt8])] = []
         func write(_ target: String, _ name: String, _ mode: UInt8, _ bytes: [UInt8]) { seeds.append((target, name, mode, bytes)) }
         let headerV4 = SegmentHeader.sizeV2
-        let (frames, compactedSegment) = try seedSegments()
+        let (segment, compactedSegment, compactedNumber) = try seedSegments()
+        let frames = Array(segment.dropFirst(headerV4))
         write("frame", "v4-frames", 0x40, frames)
         write("frame", "v4-frames-fixcrc", 0x41, frames)
         // The first frame's records (after its 28-byte header) as a run of records.
@@ -413,12 +414,24 @@ extension FuzzEntryPoints {
             Array("{\"id\":\(i),\"name\":\"dish \(i)\",\"price\":\(100 + i)}".utf8) + [0]
         }
         write("dict", "train", 2, le16(0) + le16(512) + samples)
+
+        // segment4: whole segment files as the last and as a sealed segment, strict and salvage.
+        write("segment4", "last-strict", 0, segment)
+        write("segment4", "sealed-strict", 1, segment)
+        write("segment4", "last-salvage", 2, segment)
+        write("segment4", "sealed-salvage", 3, segment)
+        write("segment4", "torn-tail", 0, Array(segment.prefix(segment.count - 7)))
+        write("segment4", "body-with-header-fixcrc", 4 | 8, frames)
+        // (Mode bit 5: the segment's number, little-endian, first.)
+        let number = withUnsafeBytes(of: compactedNumber.littleEndian) { Array($0) }
+        write("segment4", "compacted", 64 | 32, number + compactedSegment)
+        write("segment4", "compacted-sealed", 1 | 64 | 32, number + compactedSegment)
         return seeds
     }
 
-    /// The frames (after the header) of a small store's one segment, and the compacted segment
-    /// (header included) of a store whose frames were partly live.
-    static func seedSegments() throws -> ([UInt8], [UInt8]) {
+    /// A small store's one segment, and the compacted segment of the same store after a
+    /// compaction (and its number), both with the store id the segment targets give their stores.
+    static func seedSegments() throws -> ([UInt8], [UInt8], UInt32) {
         let fs = InMemoryFileSystem()
         var options = LogEngineOptions()
         options.durability = .none
@@ -441,7 +454,18 @@ extension FuzzEntryPoints {
         let report = try engine.compact(includingTail: true)
         let compacted = try read(report.newSegments[0])
         try engine.close()
-        return (Array(before.dropFirst(SegmentHeader.sizeV2)), compacted)
+        return (withFuzzStoreID(before), withFuzzStoreID(compacted), report.newSegments[0])
+    }
+
+    /// `segment` (version 2 or 4: the same header layout) with the store id the segment targets
+    /// give their store (`0x5A` sixteen times) and its header checksum made right again.
+    static func withFuzzStoreID(_ segment: [UInt8]) -> [UInt8] {
+        guard segment.count >= SegmentHeader.sizeV2 else { return segment }
+        var s = segment
+        for i in 24..<40 { s[i] = 0x5A }
+        let crc = CRC32C.mask(CRC32C.checksum(Array(s[0..<44])))
+        for i in 0..<4 { s[44 + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
+        return s
     }
 
 }

@@ -12,6 +12,7 @@
 //   fuzz-record    one format 4 record and its value             FuzzEntryPoints.record
 //   fuzz-dict      LZ4 with dictionaries, the trainer            FuzzEntryPoints.dictionary
 //   fuzz-segment   segment scanner of recovery (strict/salvage)  FuzzEntryPoints.segmentRecovery
+//   fuzz-segment4  the same for format 4 segments               FuzzEntryPoints.segmentRecovery4
 //   fuzz-value     AttributeValue codec round trips              FuzzEntryPoints.attributeValue
 //   fuzz-manifest  MANIFEST reader                               FuzzEntryPoints.manifest
 //   fuzz-checkpoint CHECKPOINT reader and loading                FuzzEntryPoints.checkpoint
@@ -39,6 +40,7 @@ let package = Package(
         .executableTarget(name: "fuzz-record", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(name: "fuzz-dict", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(name: "fuzz-segment", dependencies: [fuzzSupport], swiftSettings: settings),
+        .executableTarget(name: "fuzz-segment4", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(name: "fuzz-value", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(name: "fuzz-manifest", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(name: "fuzz-checkpoint", dependencies: [fuzzSupport], swiftSettings: settings),

@@ -17,6 +17,7 @@ final class FuzzFailCaseTests: XCTestCase {
         "record": { b in try b.withUnsafeBytes { try FuzzEntryPoints.record($0) } },
         "dict": { b in try b.withUnsafeBytes { try FuzzEntryPoints.dictionary($0) } },
         "segment": { b in try b.withUnsafeBytes { try FuzzEntryPoints.segmentRecovery($0) } },
+        "segment4": { b in try b.withUnsafeBytes { try FuzzEntryPoints.segmentRecovery4($0) } },
         "value": { b in try b.withUnsafeBytes { try FuzzEntryPoints.attributeValue($0) } },
         "manifest": { b in try b.withUnsafeBytes { try FuzzEntryPoints.manifest($0) } },
         "checkpoint": { b in try b.withUnsafeBytes { try FuzzEntryPoints.checkpoint($0) } },
