@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// An item stored in a ``DataStore``: a Codable value type (JustPersist's `DataStoreItem`, Core
 /// Data's managed object), safe to pass between threads.
@@ -28,9 +29,26 @@ public protocol DataStoreItem: Codable, Sendable, Identifiable where ID: Codable
 }
 
 extension DataStoreItem {
-    /// The type's name, e.g. `"Restaurant"` for `struct Restaurant`.
-    public static var itemType: String { String(describing: Self.self) }
+    /// The type's name, e.g. `"Restaurant"` for `struct Restaurant`. Computed once per type and
+    /// process (``DefaultItemTypeNames``): `String(describing:)` walks the type's metadata, about
+    /// 13,000 instructions, which every read and write would otherwise pay.
+    public static var itemType: String { DefaultItemTypeNames.name(of: Self.self) }
 
     /// No secondary index.
     public static var indexes: [DataStoreIndex<Self>] { [] }
+}
+
+/// The default ``DataStoreItem/itemType`` of each type, by metatype, computed on first use. Any
+/// thread: a lock guards the table (a lookup is a hash of the metatype's address).
+enum DefaultItemTypeNames {
+    private static let names = Mutex<[ObjectIdentifier: String]>([:])
+
+    /// `String(describing: type)`, from the table after its first use.
+    static func name(of type: Any.Type) -> String {
+        let id = ObjectIdentifier(type)
+        if let known = names.withLock({ $0[id] }) { return known }
+        let name = String(describing: type)
+        names.withLock { $0[id] = name }
+        return name
+    }
 }
