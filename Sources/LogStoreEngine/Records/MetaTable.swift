@@ -8,15 +8,54 @@
 /// anything in the log refers to it (``apply(_:record:location:)`` refuses a second define of an
 /// id with another content as corruption).
 package struct MetaTable: Sendable, Equatable {
-    /// Type names by id: `smallNames[id]` for ids below ``smallIDs`` (a read compares a record's
-    /// type id with its type through one array access), `largeNames` above.
-    private var smallNames: [String?] = []
-    private var largeNames: [UInt32: String] = [:]
-    private var ids: [String: UInt32] = [:]
-    /// Dictionaries by id.
-    private var dictionaries: [UInt32: DictionaryRef] = [:]
-    /// Per type id: the dictionary new compression of the type uses.
-    private var current: [UInt32: UInt32] = [:]
+    /// The tables, behind one immutable reference: every snapshot copies its state's meta table,
+    /// and one retain is cheaper than one per table. A change builds a new box (defines are rare).
+    private struct Tables: Sendable {
+        /// Type names by id: `smallNames[id]` for ids below ``smallIDs`` (a read compares a
+        /// record's type id with its type through one array access), `largeNames` above.
+        var smallNames: [String?] = []
+        var largeNames: [UInt32: String] = [:]
+        var ids: [String: UInt32] = [:]
+        /// Dictionaries by id.
+        var dictionaries: [UInt32: DictionaryRef] = [:]
+        /// Per type id: the dictionary new compression of the type uses.
+        var current: [UInt32: UInt32] = [:]
+    }
+
+    private final class Box: Sendable {
+        let tables: Tables
+        init(_ tables: Tables) { self.tables = tables }
+    }
+
+    private static let empty = Box(Tables())
+    private var box = MetaTable.empty
+
+    private var smallNames: [String?] {
+        get { box.tables.smallNames }
+        set { change { $0.smallNames = newValue } }
+    }
+    private var largeNames: [UInt32: String] {
+        get { box.tables.largeNames }
+        set { change { $0.largeNames = newValue } }
+    }
+    private var ids: [String: UInt32] {
+        get { box.tables.ids }
+        set { change { $0.ids = newValue } }
+    }
+    private var dictionaries: [UInt32: DictionaryRef] {
+        get { box.tables.dictionaries }
+        set { change { $0.dictionaries = newValue } }
+    }
+    private var current: [UInt32: UInt32] {
+        get { box.tables.current }
+        set { change { $0.current = newValue } }
+    }
+
+    private mutating func change(_ body: (inout Tables) -> Void) {
+        var t = box.tables
+        body(&t)
+        box = Box(t)
+    }
 
     private static let smallIDs: UInt32 = 4096
 
