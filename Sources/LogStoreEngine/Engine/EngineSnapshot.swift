@@ -92,9 +92,37 @@ public struct EngineSnapshot: RecordReader, Sendable {
     }
 
     /// See ``RecordReader/forEach(ofType:_:)``. Reads in file order: each format 4 record alone,
-    /// each legacy frame once for all its records.
+    /// each legacy frame once for all its records. The values are copied into shared buffers of
+    /// about 64 KiB and handed out as slices of them, one allocation per buffer rather than per
+    /// value (a slice the caller keeps keeps its buffer alive). A buffer is filled before any of
+    /// its slices is handed out, so no slice is ever copied again.
     public func forEach(ofType type: String, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
-        try forEachValue(ofType: type) { key, value in try body(key, ArraySlice(value)) }
+        let capacity = 64 << 10
+        var batch: [UInt8] = []
+        var pending: [(key: RecordKey, range: Range<Int>)] = []
+        var stopped = false
+        func flush() throws {
+            defer {
+                batch = []
+                pending.removeAll(keepingCapacity: true)
+            }
+            for p in pending where try !body(p.key, batch[p.range]) {
+                stopped = true
+                return
+            }
+        }
+        try forEachValue(ofType: type) { key, value in
+            if !pending.isEmpty && batch.count + value.count > capacity {
+                try flush()
+                if stopped { return false }
+            }
+            if batch.isEmpty { batch.reserveCapacity(max(capacity, value.count)) }
+            let start = batch.count
+            batch.append(contentsOf: value)
+            pending.append((key, start..<batch.count))
+            return true
+        }
+        if !stopped { try flush() }
     }
 
     /// ``forEach(ofType:_:)`` without copying values: `body` gets each value's bytes in place
