@@ -40,6 +40,8 @@ public struct DataStorePowerLossConfiguration: PowerLossConfiguring, Sendable {
         o.childSpillThreshold = 2 << 10
         o.autoCompaction = false
         o.autoRecompression = false
+        // Small stores: recompression steps train dictionaries from 4 KiB of values.
+        o.engine.dictionaryTrainingMinimumBytes = 4 << 10
         o.checkpointInterval = 0
         o.compactionThreshold = 0.3
         o.compactionMinimumDeadBytes = 8 << 10
