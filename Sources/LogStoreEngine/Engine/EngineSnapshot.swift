@@ -93,11 +93,12 @@ public struct EngineSnapshot: RecordReader, Sendable {
 
     /// See ``RecordReader/forEach(ofType:_:)``. Reads in file order: each format 4 record alone,
     /// each legacy frame once for all its records. The values are copied into shared buffers of
-    /// about 64 KiB and handed out as slices of them, one allocation per buffer rather than per
-    /// value (a slice the caller keeps keeps its buffer alive). A buffer is filled before any of
-    /// its slices is handed out, so no slice is ever copied again.
+    /// about 8 KiB and handed out as slices of them, one allocation per buffer rather than per
+    /// value. A slice the caller keeps keeps its buffer alive: 8 KiB, the default frame size,
+    /// bounds that as a format 3 frame did. A buffer is filled before any of its slices is handed
+    /// out, so no slice is ever copied again.
     public func forEach(ofType type: String, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws {
-        let capacity = 64 << 10
+        let capacity = 8 << 10
         var batch: [UInt8] = []
         var pending: [(key: RecordKey, range: Range<Int>)] = []
         var stopped = false
