@@ -47,6 +47,36 @@ final class ReadPathTests: XCTestCase {
         e.state.withLock { s in s.log.manifest.segments.compactMap { s.views.head.segments[$0] } }
     }
 
+    /// `forEach` hands out values as slices of shared buffers: slices kept past many buffers
+    /// (values large and small, one larger than a buffer) still hold their own value, and a body
+    /// that stops stops the walk.
+    func testKeptForEachSlicesHoldTheirValuesAcrossBuffers() throws {
+        let e = try LogEngine.open(directory: "/s", fileSystem: InMemoryFileSystem(), options: .replayOnly)
+        defer { try? e.close() }
+        var expected: [RecordKey: [UInt8]] = [:]
+        for i in 0..<600 {
+            let size = i == 300 ? 20_000 : 1 + (i * 37) % 700
+            let value = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) }
+            let key = RecordKey(Array("k\(i)".utf8))
+            expected[key] = value
+            try e.commit([.put(type: "T", key: key, value: value)])
+        }
+        let snap = try e.snapshot()
+        var kept: [(RecordKey, ArraySlice<UInt8>)] = []
+        try snap.forEach(ofType: "T") { k, v in
+            kept.append((k, v))
+            return true
+        }
+        XCTAssertEqual(kept.count, expected.count)
+        for (k, v) in kept { XCTAssertEqual(Array(v), expected[k], "\(k)") }
+        var seen = 0
+        try snap.forEach(ofType: "T") { _, _ in
+            seen += 1
+            return seen < 250
+        }
+        XCTAssertEqual(seen, 250)
+    }
+
     func testSealedSegmentsAndTheTailAreReadThroughAMapping() throws {
         for compression in [true, false] {
             let h = StoreHarness.posix(self)
