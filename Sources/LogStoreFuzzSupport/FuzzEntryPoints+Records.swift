@@ -135,7 +135,8 @@ extension FuzzEntryPoints {
     /// ``record(_:)`` checks one; 4 set = the frames are a compacted segment's (sequence tables).
     ///
     /// Checks: parsing stays inside the buffer; an accepted frame's records fill its payload and
-    /// decode (each as ``record(_:)`` checks), their sequences between 1 and the frame's; the
+    /// decode (each as ``record(_:)`` checks), each with its frame's sequence (a compacted
+    /// frame's puts: from the table, between 1 and the frame's); the
     /// next-valid-frame search finds an accepted frame where it starts.
     static func framesV4(_ mode: UInt8, _ input: [UInt8]) throws {
         var bytes = input
@@ -185,8 +186,12 @@ extension FuzzEntryPoints {
                         guard at + fields.length <= payload.count else {
                             throw FuzzPropertyViolation("forEachRecord reported a record outside its frame's payload")
                         }
-                        guard sequence >= 1 || fields.op == .define, sequence <= header.sequence else {
-                            throw FuzzPropertyViolation("a record's sequence \(sequence) lies outside 1...\(header.sequence)")
+                        // A normal frame's records take its sequence (whether it follows the log's
+                        // is replay's check); a compacted frame's puts get theirs from the table,
+                        // at least 1.
+                        let fromTable = header.sequenceTableLength > 0 && fields.op != .define
+                        guard sequence <= header.sequence, fromTable ? sequence >= 1 : sequence == header.sequence else {
+                            throw FuzzPropertyViolation("a record's sequence \(sequence) is not one its frame (\(header.sequence)) allows")
                         }
                         try checkRecord(
                             UnsafeRawBufferPointer(rebasing: payload[at..<(at + fields.length)]), fields, meta: meta,
