@@ -17,6 +17,8 @@ public struct CompactCommand: ParsableCommand {
               logstore-compact <store> --into <dir>   write a compacted copy to a new directory
               logstore-compact <store>                compact the store itself (online engine compaction: \
             a crash leaves the old or the new generation, never a mix)
+              logstore-compact <store> --recompress   compact, and compress every record that compresses better \
+            with its type's dictionary (trained as needed)
 
             \(exitCodesHelp)
             """)
@@ -32,6 +34,10 @@ public struct CompactCommand: ParsableCommand {
     /// Copy target.
     @Option(name: .long, help: "Write the compacted store into this new or empty directory instead of compacting in place.")
     public var into: String?
+
+    /// Recompress as well (in place only).
+    @Flag(name: .long, help: "Also compress the records that compress better with their item type's dictionary (trained as needed).")
+    public var recompress = false
 
     /// Segment size of the copy.
     @Option(
@@ -52,6 +58,7 @@ public struct CompactCommand: ParsableCommand {
     public func validate() throws {
         if dryRun && into != nil { throw ValidationError("--dry-run and --into cannot be combined: a dry run writes nothing.") }
         if segmentSize != nil && into == nil { throw ValidationError("--segment-size applies only to --into.") }
+        if recompress && (dryRun || into != nil) { throw ValidationError("--recompress applies only to compacting the store in place.") }
     }
 
     /// Compacts (or estimates) and prints sizes. Runs on the calling thread. Throws a failure
@@ -139,12 +146,13 @@ public struct CompactCommand: ParsableCommand {
         guard backend.isAvailable else { throw ToolFailure.compactionUnavailable }
         var options = LogEngineOptions()
         options.autoCompaction = false  // this command compacts, once, in the foreground
+        options.autoRecompression = false
         let engine = try StoreAccess.openEngine(dir, options: options, encryption: encryption)
         let measured = StoreAccess.measure(dir)
-        progress.phase("compacting")
+        progress.phase(recompress ? "recompressing" : "compacting")
         let outcome: CompactionOutcome
         do {
-            outcome = try backend.compact(engine)
+            outcome = try recompress ? backend.recompress(engine) : backend.compact(engine)
             try engine.close()
         } catch {
             try? engine.close()

@@ -32,7 +32,7 @@ extension FuzzEntryPoints {
             return
         }
         guard !m.segments.isEmpty, Set(m.segments).count == m.segments.count, m.segments.allSatisfy({ $0 < m.nextSegment }),
-            m.version >= 1, m.version <= LogStoreFormat.version
+            m.version >= 1, m.version <= ManifestFile.newestReadable
         else {
             throw FuzzPropertyViolation("decode accepted a malformed manifest: \(m)")
         }
@@ -62,13 +62,14 @@ extension FuzzEntryPoints {
         } catch {
             throw FuzzPropertyViolation("setting up the in-memory store failed: \(error)")
         }
-        // Version 2 records each sealed segment's length and last sequence: header-only files match
-        // only a manifest that says so; any other claim is damage the open must report.
+        // Versions 2 and 4 record each sealed segment's length and last sequence: header-only files
+        // match only a manifest that says so; any other claim is damage the open must report.
         let consistent = m.version < 2 || m.sealed.values.allSatisfy { $0.length == UInt64(SegmentHeader.sizeV2) && $0.lastSequence == 0 }
-        // A version 1 store is upgraded at open: one more segment (unless its counters are at
-        // their limit, which the open must report as damage).
+        // A store of an older format is upgraded at open: one more segment (unless its counters
+        // are at their limit, which the open must report as damage).
+        let upgrades = m.version < ManifestFile.currentVersion
         let upgradable = m.nextSegment < UInt32.max && m.generation < UInt64.max
-        if !consistent || (m.version < 2 && !upgradable) {
+        if !consistent || (upgrades && !upgradable) {
             do {
                 let e = try LogEngine.open(directory: dir, fileSystem: fs, options: options)
                 try? e.close()
@@ -80,7 +81,7 @@ extension FuzzEntryPoints {
                 return
             }
         }
-        let expected = m.version < 2 ? m.segments + [m.nextSegment] : m.segments
+        let expected = upgrades ? m.segments + [m.nextSegment] : m.segments
         do {
             let engine = try LogEngine.open(directory: dir, fileSystem: fs, options: options)
             guard engine.manifestInfo.segments == expected else {

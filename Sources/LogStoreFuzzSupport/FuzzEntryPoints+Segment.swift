@@ -12,7 +12,7 @@ extension FuzzEntryPoints {
     /// (last) segment; 1 set = salvage mode, else strict; 2 set = a valid header for segment N is
     /// put before the bytes; 3 set = frame CRCs in the bytes are recomputed (after the header);
     /// 4 set = no MANIFEST (recovery must rebuild it or refuse); 5 set = N is read from the first
-    /// four bytes (big-endian), else N = 1; 6 set = format version 1 (v1 MANIFEST, header and
+    /// four bytes (little-endian), else N = 1; 6 set = format version 1 (v1 MANIFEST, header and
     /// frames; a strict open upgrades it), else version 2 (MANIFEST records the store id and, with
     /// bit 0, segment N's length as sealed); 7 set = the relationship between the files is fuzzed
     /// too: the input's last 9 bytes (taken off the segment) give a signed change to the sealed
@@ -23,6 +23,19 @@ extension FuzzEntryPoints {
     /// mode, reopening gives the same records with nothing more cut, and a commit appended after
     /// recovery survives a further reopen. Throws ``FuzzPropertyViolation``.
     public static func segmentRecovery(_ data: UnsafeRawBufferPointer) throws {
+        try segmentRecovery(data, format4: false)
+    }
+
+    /// ``segmentRecovery(_:)`` for a format 4 store: MANIFEST 4, version 4 segment headers,
+    /// frames and records (the `segment4` target). The mode bits mean what they mean there,
+    /// except bit 6: set = the segment's header has the compacted flag (its frames carry
+    /// sequence tables), else a normal segment. CRC fixing (bit 3) fixes record checksums too.
+    /// Throws ``FuzzPropertyViolation``.
+    public static func segmentRecovery4(_ data: UnsafeRawBufferPointer) throws {
+        try segmentRecovery(data, format4: true)
+    }
+
+    static func segmentRecovery(_ data: UnsafeRawBufferPointer, format4: Bool) throws {
         guard let mode = data.first else { return }
         let sealed = mode & 1 != 0
         let salvage = mode & 2 != 0
@@ -42,10 +55,22 @@ extension FuzzEntryPoints {
             lengthDelta = Int(Int8(bitPattern: tail[0]))
             recordedLast = tail[1...].reversed().reduce(0) { $0 << 8 | UInt64($1) }
         }
-        let version: UInt16 = mode & 64 != 0 ? 1 : 2
+        let version: UInt16 = format4 ? 4 : mode & 64 != 0 ? 1 : 2
+        let compacted = format4 && mode & 64 != 0
         let storeId: StoreID? = version >= 2 ? StoreID(bytes: Array(repeating: 0x5A, count: 16)) : nil
-        if mode & 4 != 0 { bytes = SegmentHeader(version: version, segment: number, baseSequence: 1, storeId: storeId).encoded() + bytes }
-        if mode & 8 != 0 { fixFrameChecksums(&bytes, from: SegmentHeader.size(version: version), version: version) }
+        if mode & 4 != 0 {
+            bytes =
+                SegmentHeader(
+                    version: version, flags: compacted ? SegmentHeader.flagCompacted : 0, segment: number, baseSequence: 1, storeId: storeId
+                ).encoded() + bytes
+        }
+        if mode & 8 != 0 {
+            if format4 {
+                fixFrameChecksumsV4(&bytes, from: SegmentHeader.size(version: version), compacted: compacted)
+            } else {
+                fixFrameChecksums(&bytes, from: SegmentHeader.size(version: version), version: version)
+            }
+        }
 
         let fs = InMemoryFileSystem()
         let dir = "/store"
@@ -68,10 +93,26 @@ extension FuzzEntryPoints {
                 // Segment 2: one committed transaction with a high sequence number, so that it
                 // follows whatever segment 1 holds unless segment 1 claims even higher ones.
                 var seg2 = SegmentHeader(version: version, segment: next, baseSequence: 1 << 40, storeId: storeId).encoded()
-                var payload = _ByteWriter(capacity: 64)
-                RecordOperation.put(type: "sealed-check", key: RecordKey([2]), value: [0x02, 0x03]).encode(into: &payload)
-                LogFrame.append(
-                    into: &seg2, raw: payload.bytes, kind: .commit, sequence: 1 << 40, compress: false, threshold: 0, version: version)
+                if format4 {
+                    // Its type gets an id no small fuzzed store defines.
+                    var records: [UInt8] = []
+                    RecordCodec.appendTypeDefine(into: &records, id: 0x7FFF_FFF0, name: "sealed-check")
+                    let key: [UInt8] = [2]
+                    let value: [UInt8] = [0x02, 0x03]
+                    _ = key.withUnsafeBytes { k in
+                        value.withUnsafeBytes { RecordCodec.appendPut(into: &records, typeID: 0x7FFF_FFF0, key: k, stored: $0) }
+                    }
+                    _ = records.withUnsafeBytes {
+                        LogFrame.appendV4(
+                            into: &seg2, records: $0, recordCount: 2, kind: .commit, sequence: 1 << 40,
+                            syncedThrough: UInt32(SegmentHeader.sizeV2))
+                    }
+                } else {
+                    var payload = _ByteWriter(capacity: 64)
+                    RecordOperation.put(type: "sealed-check", key: RecordKey([2]), value: [0x02, 0x03]).encode(into: &payload)
+                    LogFrame.append(
+                        into: &seg2, raw: payload.bytes, kind: .commit, sequence: 1 << 40, compress: false, threshold: 0, version: version)
+                }
                 try writeFile(fs, _joinPath(dir, LogStoreFormat.segmentFileName(next)), seg2)
             }
         } catch {

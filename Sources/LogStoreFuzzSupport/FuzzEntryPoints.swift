@@ -33,7 +33,9 @@ public enum FuzzEntryPoints {
 
     /// The frame decoder: `LogFrame.parse`, `LogFrame.rawPayload` and `DecodedRecord.decodeAll`.
     ///
-    /// Input: `mode:u8 bytes`. Mode bit 2 set: frames of format version 1, else 2. Mode bits 0-1:
+    /// Input: `mode:u8 bytes`. Mode bit 6 set: version 4 frames and records (``framesV4(_:_:)``
+    /// says what the other bits mean). Mode bit 2 set: frames of format version 1, else 2. Mode
+    /// bits 0-1:
     /// - 0: `bytes` is a run of frames, parsed one after the other as recovery does;
     /// - 1: the same, but each frame's CRC is recomputed first, so the fuzzer gets past the
     ///   checksum to the LZ4 and record decoders;
@@ -47,6 +49,10 @@ public enum FuzzEntryPoints {
     public static func frames(_ data: UnsafeRawBufferPointer) throws {
         guard let mode = data.first else { return }
         var bytes = Array(data.dropFirst())
+        if mode & 64 != 0 {
+            try framesV4(mode, bytes)
+            return
+        }
         if mode & 2 != 0 {
             try checkPayload(bytes, context: "raw payload")
             return

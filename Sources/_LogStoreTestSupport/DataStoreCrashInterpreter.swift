@@ -159,6 +159,9 @@ public final class DataStoreCrashInterpreter: CrashInterpreter {
         case .compact(let includingTail):
             let r = try store.engineForTesting().compact(includingTail: includingTail)
             if r.performed { compactionsPerformed += 1 }
+        case .recompress(let includingTail):
+            let r = try store.engineForTesting().recompress(includingTail: includingTail)
+            if r.performed { compactionsPerformed += 1 }
         case .migrate(let type):
             let ops = model.migrationOperations(type: type)
             try close()

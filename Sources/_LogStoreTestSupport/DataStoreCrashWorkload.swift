@@ -247,6 +247,9 @@ public enum DataStoreCrashStep: Sendable, Equatable {
     /// `LogEngine.compact(includingTail:)` on the store's engine (which also writes a
     /// checkpoint). Changes no contents.
     case compact(includingTail: Bool)
+    /// `LogEngine.recompress(includingTail:)`: a compaction that also trains dictionaries and
+    /// recompresses records (and writes a checkpoint). Changes no contents.
+    case recompress(includingTail: Bool)
     /// `tearDown()`, then a new store object with the migration ``DataStoreCrashMigration`` of
     /// the next transaction over the item type registered, and `setup()`: the migration is one
     /// parent transaction (its operations: ``DataStoreCrashModel/migrationOperations(type:)``).
@@ -265,6 +268,7 @@ public enum DataStoreCrashStep: Sendable, Equatable {
         case .verify: return "verify"
         case .reopen: return "reopen"
         case .compact: return "compact"
+        case .recompress: return "recompress"
         case .migrate: return "migrate"
         }
     }
@@ -394,7 +398,7 @@ public struct DataStoreCrashModel: Sendable, Equatable {
             child = nil
         case .discardChild, .reopen:
             child = nil
-        case .abortedWrite, .verify, .compact:
+        case .abortedWrite, .verify, .compact, .recompress:
             break
         }
     }
@@ -414,6 +418,8 @@ public struct DataStoreCrashWorkloadGenerator: Sendable {
     public var verifyProbability = 0.05
     /// Probability that a step is a compaction (of the tail too, or of the sealed segments only).
     public var compactProbability = 0.03
+    /// Share of those compactions that are recompression passes.
+    public var recompressShare = 0.5
     /// Probability that a parent transaction goes through `writeAsync`.
     public var asyncWriteProbability = 0.15
     /// Probability that a parent transaction's block throws instead of committing.
@@ -447,7 +453,10 @@ public struct DataStoreCrashWorkloadGenerator: Sendable {
             if !types.isEmpty { return .migrate(types[rng.int(in: 0..<types.count)]) }
         }
         // Mostly with the tail: the stores are small, often a single segment with nothing sealed.
-        if rng.chance(compactProbability) { return .compact(includingTail: rng.chance(0.75)) }
+        if rng.chance(compactProbability) {
+            let tail = rng.chance(0.75)
+            return rng.chance(recompressShare) ? .recompress(includingTail: tail) : .compact(includingTail: tail)
+        }
         if rng.chance(verifyProbability) { return .verify }
         let next = model.lastTransaction + 1
         if let child = model.child {

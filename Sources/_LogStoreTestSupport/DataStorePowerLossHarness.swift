@@ -39,6 +39,9 @@ public struct DataStorePowerLossConfiguration: PowerLossConfiguring, Sendable {
         o.cacheSize = 256 << 10
         o.childSpillThreshold = 2 << 10
         o.autoCompaction = false
+        o.autoRecompression = false
+        // Small stores: recompression steps train dictionaries from 4 KiB of values.
+        o.engine.dictionaryTrainingMinimumBytes = 4 << 10
         o.checkpointInterval = 0
         o.compactionThreshold = 0.3
         o.compactionMinimumDeadBytes = 8 << 10
@@ -48,10 +51,12 @@ public struct DataStorePowerLossConfiguration: PowerLossConfiguring, Sendable {
     }
 
     /// `options` with background compaction (once 30% and 8 KiB of the sealed segments are
-    /// dead), background checkpoints (every 48 KiB of log) and background preallocation on.
+    /// dead), background recompression (after 20 ms without a commit), background checkpoints (every 48 KiB of log) and background preallocation on.
     public static func withBackgroundMaintenance(_ options: LogStoreOptions) -> LogStoreOptions {
         var o = options
         o.autoCompaction = true
+        o.autoRecompression = true
+        o.recompressionIdleDelay = .milliseconds(20)
         o.compactionThreshold = 0.3
         o.compactionMinimumDeadBytes = 8 << 10
         o.checkpointInterval = 48 << 10

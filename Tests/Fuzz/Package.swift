@@ -8,7 +8,11 @@
 // Targets (each defines LLVMFuzzerTestOneInput and calls one entry point that replays the same
 // way in the root package's FuzzFailCaseTests):
 //   fuzz-frame     frame parser, LZ4 payloads, record decoding   FuzzEntryPoints.frames
+//                  (mode bit 6: version 4 frames and records)
+//   fuzz-record    one format 4 record and its value             FuzzEntryPoints.record
+//   fuzz-dict      LZ4 with dictionaries, the trainer            FuzzEntryPoints.dictionary
 //   fuzz-segment   segment scanner of recovery (strict/salvage)  FuzzEntryPoints.segmentRecovery
+//   fuzz-segment4  the same for format 4 segments               FuzzEntryPoints.segmentRecovery4
 //   fuzz-value     AttributeValue codec round trips              FuzzEntryPoints.attributeValue
 //   fuzz-manifest  MANIFEST reader                               FuzzEntryPoints.manifest
 //   fuzz-checkpoint CHECKPOINT reader and loading                FuzzEntryPoints.checkpoint
@@ -34,7 +38,10 @@ let package = Package(
     ],
     targets: [
         .executableTarget(name: "fuzz-frame", dependencies: [fuzzSupport], swiftSettings: settings),
+        .executableTarget(name: "fuzz-record", dependencies: [fuzzSupport], swiftSettings: settings),
+        .executableTarget(name: "fuzz-dict", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(name: "fuzz-segment", dependencies: [fuzzSupport], swiftSettings: settings),
+        .executableTarget(name: "fuzz-segment4", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(name: "fuzz-value", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(name: "fuzz-manifest", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(name: "fuzz-checkpoint", dependencies: [fuzzSupport], swiftSettings: settings),

@@ -41,7 +41,7 @@ final class BinaryExitCodeTests: XCTestCase {
         XCTAssertEqual(try dump.jsonLines().count, 310)
 
         let loc = try locationOutsideLastSegment(store)
-        try flipByte(store.dir + "/" + LogStoreFormat.segmentFileName(loc.segment), at: Int(loc.frameOffset) + 24)
+        try flipByte(store.dir + "/" + LogStoreFormat.segmentFileName(loc.segment), at: Int(loc.offset) + 24)
         let damaged = try runBinary(["verify", store.dir, "--json", "--progress", "none"])
         XCTAssertEqual(damaged.code, 1)
         XCTAssertEqual(try damaged.json()["ok"] as? Bool, false)

@@ -127,8 +127,34 @@ final class CompactCommandTests: XCTestCase {
     func testCompactOfADamagedStoreExitsOne() throws {
         let store = try makeStore()
         let loc = try locationOutsideLastSegment(store)
-        try flipByte(store.dir + "/" + LogStoreFormat.segmentFileName(loc.segment), at: Int(loc.frameOffset) + 40)
+        try flipByte(store.dir + "/" + LogStoreFormat.segmentFileName(loc.segment), at: Int(loc.offset) + 40)
         XCTAssertEqual(runTool([store.dir, "--dry-run"]).code, 1)
         XCTAssertEqual(runTool([store.dir, "--into", temporaryPath("copy")]).code, 1)
+    }
+
+    func testRecompressCompressesTextHeavyRecordsWithADictionaryAndVerifies() throws {
+        let dir = temporaryPath("recompress")
+        let words = ["the", "kitchen", "serves", "fresh", "pasta", "with", "basil", "and", "wine", "every", "evening", "harbour"]
+        let e = try LogEngine.open(directory: dir, options: StoreFixture.options())
+        for start in stride(from: 0, to: 3000, by: 100) {
+            try e.write { t in
+                for i in start..<(start + 100) {
+                    let text = (0..<40).map { words[($0 * 7 + i * 3) % words.count] }.joined(separator: " ")
+                    try t.put(
+                        type: "Note", key: RecordKey(Array("n\(i)".utf8)), value: AttributeValue.map(["text": .string(text)]).encoded())
+                }
+            }
+        }
+        try e.close()
+        let before = StoreAccess.measure(dir).bytes
+        let run = runTool([dir, "--recompress", "--json", "--progress", "none"])
+        XCTAssertEqual(run.code, 0, run.stdout + run.stderr)
+        let json = try run.json()
+        let engine = try XCTUnwrap(json["engine"] as? [String: Any])
+        XCTAssertEqual(engine["dictionariesTrained"] as? String, "1")
+        XCTAssertEqual(engine["recordsRecompressed"] as? String, "3000")
+        XCTAssertLessThan(StoreAccess.measure(dir).bytes * 2, before)
+        XCTAssertEqual(runTool(["verify", dir, "--progress", "none"]).code, 0)
+        XCTAssertEqual(runTool([dir, "--recompress", "--into", temporaryPath("x")]).code, 2, "--recompress applies in place only")
     }
 }

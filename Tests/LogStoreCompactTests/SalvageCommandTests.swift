@@ -26,7 +26,8 @@ final class SalvageCommandTests: XCTestCase {
         let store = try makeStore()
         let loc = try locationOutsideLastSegment(store)
         let file = LogStoreFormat.segmentFileName(loc.segment)
-        try flipByte(store.dir + "/" + file, at: Int(loc.frameOffset) + 30)
+        let frame = try StoreFixture.frameStart(ofRecordAt: loc.offset, in: store.dir + "/" + file)
+        try flipByte(store.dir + "/" + file, at: Int(loc.offset) + 30)
         let before = try snapshotFiles(store.dir)
         let target = temporaryPath("salvaged")
 
@@ -36,7 +37,7 @@ final class SalvageCommandTests: XCTestCase {
         let dropped = try XCTUnwrap(json["dropped"] as? [[String: Any]])
         XCTAssertEqual(dropped.count, 1)
         XCTAssertEqual(dropped.first?["path"] as? String, store.dir + "/" + file)
-        XCTAssertEqual(dropped.first?["offset"] as? UInt64, UInt64(loc.frameOffset))
+        XCTAssertEqual(dropped.first?["offset"] as? UInt64, frame, "the damaged record's frame")
         let copied = try XCTUnwrap(json["records"] as? Int)
         XCTAssertGreaterThan(copied, 0)
         XCTAssertLessThanOrEqual(copied, 310)

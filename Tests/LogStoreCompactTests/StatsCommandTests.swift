@@ -38,7 +38,9 @@ final class StatsCommandTests: XCTestCase {
         XCTAssertEqual(sequence["last"] as? UInt64, store.lastSequence)
         XCTAssertTrue(json["checkpoint"] is NSNull)
         let ratio = try XCTUnwrap((json["compression"] as? [String: Any])?["ratio"] as? Double)
-        XCTAssertGreaterThan(ratio, 1.0, "the fixture's text compresses")
+        // (Each record compresses alone: without a dictionary the fixture's records, each with
+        // 300 random bytes, do not shrink.)
+        XCTAssertGreaterThanOrEqual(ratio, 1.0)
         XCTAssertEqual((json["issues"] as? [Any])?.count, 0)
     }
 

@@ -22,9 +22,12 @@ final class VerifyCommandTests: XCTestCase {
 
     func testVerifyReportsTheFileAndOffsetOfAFlippedFrameByteThatTheEngineRefuses() throws {
         let store = try makeStore()
-        let loc = try locationOutsideLastSegment(store)
+        // (Nothing of its segment after the damage: salvage, which the engine's side of the
+        // comparison uses, keeps later transactions that the scan does not replay.)
+        let loc = try locationInTheLastFrameOfASealedSegment(store)
         let file = LogStoreFormat.segmentFileName(loc.segment)
-        try flipByte(store.dir + "/" + file, at: Int(loc.frameOffset) + 24 + 5)
+        let frame = try StoreFixture.frameStart(ofRecordAt: loc.offset, in: store.dir + "/" + file)
+        try flipByte(store.dir + "/" + file, at: Int(loc.offset) + 24 + 5)
         XCTAssertThrowsError(try LogEngine.open(directory: store.dir, options: StoreFixture.options()).close()) { error in
             XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "precondition: strict open refuses the store")
         }
@@ -37,7 +40,7 @@ final class VerifyCommandTests: XCTestCase {
         XCTAssertEqual(damage.count, 1, "\(damage)")
         XCTAssertEqual(damage.first?["kind"] as? String, "frame")
         XCTAssertEqual(damage.first?["file"] as? String, file)
-        XCTAssertEqual(damage.first?["offset"] as? UInt64, UInt64(loc.frameOffset))
+        XCTAssertEqual(damage.first?["offset"] as? UInt64, frame, "the frame that holds the damaged record")
         XCTAssertTrue((damage.first?["message"] as? String ?? "").contains("checksum mismatch"))
         // The engine, opened read-only in salvage mode, agrees with the independent replay.
         XCTAssertFalse(issues(json).contains { $0["kind"] as? String == "index" })
@@ -132,13 +135,14 @@ final class VerifyCommandTests: XCTestCase {
         let dir = temporaryPath()
         let e = try LogEngine.open(directory: dir, options: StoreFixture.options())
         try e.commit([.put(type: "Raw", key: RecordKey([1]), value: [0xFF, 0x00])])
+        let record = try XCTUnwrap(e.snapshot().location(type: "Raw", key: RecordKey([1])))
         try e.close()
 
         let run = runTool(["verify", dir, "--json", "--progress", "none"])
         XCTAssertEqual(run.code, 1)
         let issue = try XCTUnwrap(issues(try run.json()).first)
         XCTAssertEqual(issue["kind"] as? String, "value")
-        XCTAssertEqual(issue["offset"] as? UInt64, UInt64(SegmentHeader.sizeV2), "the frame right after the segment header")
+        XCTAssertEqual(issue["offset"] as? UInt64, UInt64(record.offset), "the put record, after the frame header and the type's define")
         XCTAssertEqual(runTool(["verify", dir, "--no-values", "--progress", "none"]).code, 0)
     }
 

@@ -348,7 +348,7 @@ final class CheckpointTests: XCTestCase {
         let n = 70_000  // above the thresholds for sorted and multi-part building
         let keys = (0..<n).map { CT.key($0) }
         let locations = (0..<n).map {
-            RecordLocation(segment: 1, frameOffset: 32, valueOffset: 0, sequence: UInt64($0 + 1), valueLength: 1)
+            RecordLocation(segment: 1, frameOffset: 32, valueOffset: 0, valueLength: 1, sequence: UInt64($0 + 1))
         }
         func build(_ keys: [RecordKey], _ locations: [RecordLocation]) -> TypeIndex? {
             var decoded = CheckpointFile.DecodedKeys()
@@ -404,6 +404,36 @@ final class CheckpointTests: XCTestCase {
             XCTAssertEqual(try CT.contents(r), model, harness.name)
             XCTAssertTrue(runs.values.contains { run in (1..<run.header.pageCount).contains { run.isChecked(page: $0) } }, harness.name)
             try r.close()
+        }
+    }
+
+    func testEveryCheckpointEntryNamesItsWholeRecord() throws {
+        for harness in [StoreHarness.posix(self), StoreHarness.memory()] {
+            let dir = harness.newStorePath()
+            var o = options()
+            o.segmentSize = 64 << 10
+            let e = try LogEngine.open(directory: dir, fileSystem: harness.fs, options: o)
+            var model: CT.Model = [:]
+            try churn(e, seed: 9, model: &model)
+            try e.close()
+            // Every entry of the runs CHECKPOINT names is the whole format 4 put record of its key.
+            let bytes = try harness.fs.readAll(_joinPath(dir, LogStoreFormat.checkpointFileName))
+            let file = try CheckpointFile.read(bytes, directory: dir, fs: harness.fs, validatingRuns: true).get()
+            var checked = 0
+            for (type, tree) in file.index.types {
+                for (key, loc) in try tree.elements() {
+                    XCTAssertFalse(loc.isLegacy)
+                    let segment = try harness.fs.readAll(segmentPath(dir, loc.segment))
+                    let record = Array(segment[Int(loc.offset)..<Int(loc.offset + loc.length)])
+                    let fields = try record.withUnsafeBytes { b throws(_DecodeError) in try RecordCodec.parse(b, at: 0) }
+                    XCTAssertEqual(fields.length, Int(loc.length), "\(harness.name): record at \(loc.offset) of segment \(loc.segment)")
+                    XCTAssertEqual(fields.op, .put)
+                    XCTAssertEqual(file.index.meta.typeName(fields.typeID), type)
+                    XCTAssertEqual(Array(record[fields.key]), key.withUnsafeBytes { Array($0) })
+                    checked += 1
+                }
+            }
+            XCTAssertGreaterThan(checked, 100, harness.name)
         }
     }
 

@@ -4,9 +4,10 @@ import _LogStoreTestSupport
 
 @testable import LogStoreEngine
 
-/// Compaction copies a frame whose records are all live as it is, and re-packs
-/// the live records of the others; either way the store reads the same before and after, after a
-/// reopen from a checkpoint and after a full replay, and nothing deleted comes back.
+/// Compaction copies every live format 4 record byte for byte (its checksum with it) into
+/// compacted frames with sequence tables, and writes each define before its first use; the store
+/// reads the same before and after, after a reopen from a checkpoint and after a full replay, and
+/// nothing deleted comes back.
 final class CompactionCopyTests: XCTestCase {
     static func options() -> LogEngineOptions {
         var o = CT.smallOptions()
@@ -22,7 +23,7 @@ final class CompactionCopyTests: XCTestCase {
         try bytes.withUnsafeBytes { buf in
             var at = SegmentHeader.sizeV2
             while at < buf.count {
-                guard case .frame(let h, let payload) = LogFrame.parse(buf, at: at, version: 2) else {
+                guard case .frame(let h, let payload) = LogFrame.parse(buf, at: at, version: 4, compacted: true) else {
                     throw LogStoreError(.corruption, "bad frame in test", path: path, offset: UInt64(at))
                 }
                 let end = payload + h.storedLength
@@ -63,31 +64,45 @@ final class CompactionCopyTests: XCTestCase {
         return model
     }
 
-    func testFramesWhoseRecordsAreAllLiveAreCopiedAsTheyAreAndTheOthersRepacked() throws {
+    /// The bytes of the record at `loc`.
+    func recordBytes(_ fs: any FileSystem, _ dir: String, _ loc: RecordLocation) throws -> [UInt8] {
+        Array(try CT.readFile(fs, segmentPath(dir, loc.segment))[Int(loc.offset)..<Int(loc.offset + loc.length)])
+    }
+
+    func testLiveRecordsAreCopiedByteForByteWithTheirSequences() throws {
         let fs = InMemoryFileSystem()
         let dir = "/store"
         let e = try LogEngine.open(directory: dir, fileSystem: fs, options: Self.options())
-        // Keys 0..<40 (the first transaction's frames) are overwritten or deleted in part; the
-        // later transactions' frames are all live.
         let model = try fill(
             e, transactions: 6, perTransaction: 40, overwrite: { $0 < 40 && $0 % 3 == 0 }, delete: { $0 < 40 && $0 % 7 == 1 })
-        var before: [UInt8] = []
-        for n in e.manifestInfo.segments { before += try CT.readFile(fs, segmentPath(dir, n)) }
+        let before = try e.snapshot()
+        var old: [RecordKey: (RecordLocation, [UInt8])] = [:]
+        for (k, loc) in before.locations(ofType: "T") { old[k] = (loc, try recordBytes(fs, dir, loc)) }
         let report = try e.compact()
         XCTAssertTrue(report.performed)
-        XCTAssertGreaterThan(report.framesCopied, 0, "\(report)")
-        XCTAssertGreaterThan(report.framesRepacked, 0, "\(report)")
+        XCTAssertEqual(report.recordsCopied, old.count)
+        XCTAssertEqual(report.recordsReencoded, 0)
+        XCTAssertEqual(report.definesWritten, 1, "the one type's define")
         XCTAssertEqual(try CT.contents(e), model)
-        // A copied frame (syncedThrough not 0) is byte for byte a frame of the old log; a
-        // re-packed one (syncedThrough 0) holds putAt records.
-        var copied = 0
+        let after = try e.snapshot()
+        for (k, loc) in after.locations(ofType: "T") {
+            let (oldLoc, bytes) = try XCTUnwrap(old[k])
+            XCTAssertTrue(report.newSegments.contains(loc.segment))
+            XCTAssertEqual(loc.length, oldLoc.length)
+            XCTAssertEqual(loc.sequence, oldLoc.sequence, "a record keeps its sequence")
+            XCTAssertEqual(try recordBytes(fs, dir, loc), bytes, "a record moves unchanged")
+        }
+        // Every frame of the output is a compacted commit frame with a sequence table, and frame
+        // sequences never go backwards.
+        var last: UInt64 = 0
         for n in report.newSegments {
-            for (_, header, bytes) in try Self.frames(fs, segmentPath(dir, n)) where header.syncedThrough != 0 {
-                XCTAssertNotNil(before.firstRange(of: bytes), "a copied frame must be unchanged")
-                copied += 1
+            for (_, header, _) in try Self.frames(fs, segmentPath(dir, n)) {
+                XCTAssertEqual(header.kind, .commit)
+                XCTAssertEqual(header.syncedThrough, 0)
+                XCTAssertGreaterThanOrEqual(header.sequence, last)
+                last = header.sequence
             }
         }
-        XCTAssertEqual(copied, report.framesCopied)
         // Reopen from the compaction's checkpoint, then from a full replay.
         try e.close()
         let o = Self.options()
@@ -99,30 +114,30 @@ final class CompactionCopyTests: XCTestCase {
         let replayed = try LogEngine.open(directory: dir, fileSystem: fs, options: o)
         XCTAssertFalse(replayed.recoveryReport.checkpointUsed)
         XCTAssertEqual(try CT.contents(replayed), model)
-        // Locations survive: a point read of every key agrees with the scan.
         let snap = try replayed.snapshot()
-        for (k, v) in model["T"] ?? [:] { XCTAssertEqual(try snap.value(type: "T", key: k).map(Array.init), v) }
+        for (k, v) in model["T"] ?? [:] {
+            XCTAssertEqual(try snap.value(type: "T", key: k).map(Array.init), v)
+            XCTAssertEqual(snap.location(type: "T", key: k), after.location(type: "T", key: k), "replay finds the same locations")
+        }
         try replayed.close()
     }
 
-    /// A frame holding a delete is never copied as it is (the delete is not live), so a compaction
-    /// that drops the delete never brings its key back.
-    func testFrameWithADeleteIsRepackedAndTheDeletedKeyStaysDeleted() throws {
+    /// A delete is never live, so a compaction drops it and its key stays deleted.
+    func testADroppedDeleteNeverBringsItsKeyBack() throws {
         let fs = InMemoryFileSystem()
         let e = try LogEngine.open(directory: "/store", fileSystem: fs, options: Self.options())
         try e.commit([.put(type: "T", key: CT.key(1), value: [1])])
-        // One frame: a put that stays live and the delete of key 1.
         try e.commit([.put(type: "T", key: CT.key(2), value: [2]), .delete(type: "T", key: CT.key(1))])
         let report = try e.compact()
-        XCTAssertEqual(report.framesCopied, 0, "\(report)")
+        XCTAssertEqual(report.recordsCopied, 1, "\(report)")
         try e.close()
         let again = try LogEngine.open(directory: "/store", fileSystem: fs, options: Self.options())
         XCTAssertEqual(try CT.contents(again), ["T": [CT.key(2): [2]]])
         try again.close()
     }
 
-    /// A compacted store compacted again: its copied frames (put records) and re-packed ones
-    /// (putAt records) are copied or re-packed in turn, and every sequence number survives.
+    /// A compacted store compacted again keeps every record and sequence; with nothing dead it
+    /// is left alone.
     func testCompactingCompactedSegmentsAgainKeepsRecordsAndSequences() throws {
         let fs = InMemoryFileSystem()
         let dir = "/store"
@@ -134,14 +149,12 @@ final class CompactionCopyTests: XCTestCase {
         // Nothing changed: a second compaction has nothing dead to drop.
         let second = try e.compact()
         XCTAssertFalse(second.performed, "\(second)")
-        // Overwrite a few keys of the copied frames and compact again.
         for n in [61, 95, 140] {
             try e.commit([.put(type: "T", key: CT.key(n), value: [9])])
             model["T"]?[CT.key(n)] = [9]
         }
         let third = try e.compact()
         XCTAssertTrue(third.performed)
-        XCTAssertGreaterThan(third.framesCopied, 0, "\(third)")
         XCTAssertEqual(try CT.contents(e), model)
         for n in 0..<150 where ![61, 95, 140].contains(n) {
             XCTAssertEqual(try e.snapshot().index.location("T", CT.key(n))?.sequence, sequences[n], "key \(n) keeps its sequence")
@@ -157,48 +170,54 @@ final class CompactionCopyTests: XCTestCase {
         try replayed.close()
     }
 
-    /// In a compacted segment a frame's syncedThrough says what it holds (FileFormat.md §7a): a
-    /// put in a frame compaction wrote (syncedThrough 0), or a putAt in a copied one, is corruption.
-    func testRecordKindThatContradictsTheFrameIsCorruption() throws {
-        for copiedFrame in [false, true] {
+    /// A compacted frame whose sequence table gives a record a sequence below 1, and a compacted
+    /// segment that holds a delete, are corruption (both with valid checksums).
+    func testACompactedFrameThatContradictsItsRulesIsCorruption() throws {
+        for damage in ["delta", "delete"] {
             let fs = InMemoryFileSystem()
             let dir = "/store"
-            var o = Self.options()
-            o.compression = false
-            let e = try LogEngine.open(directory: dir, fileSystem: fs, options: o)
-            // A frame copied (key 3) and one re-packed (key 2 deleted). (A frame that follows a
-            // pending re-packed one is re-packed too, rather than leave a runt frame.)
+            let e = try LogEngine.open(directory: dir, fileSystem: fs, options: Self.options())
             try e.commit([.put(type: "T", key: CT.key(3), value: [3])])
-            try e.commit([.put(type: "T", key: CT.key(1), value: [1]), .put(type: "T", key: CT.key(2), value: [2])])
-            try e.commit([.delete(type: "T", key: CT.key(2))])
+            try e.commit([.put(type: "T", key: CT.key(1), value: [1])])
             let report = try e.compact()
-            XCTAssertEqual(report.framesCopied, 1, "\(report)")
-            XCTAssertEqual(report.framesRepacked, 1, "\(report)")
+            XCTAssertTrue(report.performed)
             try e.close()
             try fs.removeFile(atPath: _joinPath(dir, LogStoreFormat.checkpointFileName))
-            let path = segmentPath(dir, try XCTUnwrap(report.newSegments.first))
+            let segment = try XCTUnwrap(report.newSegments.first)
+            let path = segmentPath(dir, segment)
             var bytes = try CT.readFile(fs, path)
-            let frames = try Self.frames(fs, path)
-            let (at, _, _) = try XCTUnwrap(frames.first { ($0.1.syncedThrough != 0) == copiedFrame })
-            // Flip the record's op tag between put and putAt, or the frame's syncedThrough
-            // between 0 and not 0, and fix the checksum: the frame is intact, its meaning not.
-            if copiedFrame {
-                bytes[at + LogFrame.headerSizeV2] = RecordOperation.Tag.putAt.rawValue
-            } else {
-                bytes[at + 24] = 1
+            let (at, header, _) = try XCTUnwrap(Self.frames(fs, path).first)
+            XCTAssertEqual(header.recordCount, 3, "a define and two puts")
+            // The frame rebuilt: the define, a put, then either a put whose sequence delta reaches
+            // 0, or a delete.
+            var records: [UInt8] = []
+            RecordCodec.appendTypeDefine(into: &records, id: 1, name: "T")
+            CT.key(3).withUnsafeBytes { k in
+                [UInt8]([3]).withUnsafeBytes { _ = RecordCodec.appendPut(into: &records, typeID: 1, key: k, stored: $0) }
             }
-            fixFrameChecksum(&bytes, at: at)
+            var deltas: [UInt64] = [0, header.sequence - 1]
+            if damage == "delta" {
+                CT.key(1).withUnsafeBytes { k in
+                    [UInt8]([1]).withUnsafeBytes { _ = RecordCodec.appendPut(into: &records, typeID: 1, key: k, stored: $0) }
+                }
+                deltas.append(header.sequence)
+            } else {
+                CT.key(1).withUnsafeBytes { _ = RecordCodec.appendDelete(into: &records, typeID: 1, key: $0) }
+                deltas.append(0)
+            }
+            var frame: [UInt8] = []
+            records.withUnsafeBytes {
+                _ = LogFrame.appendV4(
+                    into: &frame, records: $0, recordCount: 3, kind: .commit, sequence: header.sequence, syncedThrough: 0,
+                    sequenceDeltas: deltas)
+            }
+            bytes.replaceSubrange(at..<(at + 28 + header.storedLength), with: frame)
             try CT.writeFile(fs, path, bytes)
-            XCTAssertThrowsError(try LogEngine.open(directory: dir, fileSystem: fs, options: o)) { error in
-                XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "copied frame \(copiedFrame): \(error)")
+            let length = UInt64(bytes.count)
+            try rewriteManifest(fs, dir) { m in m.sealed[segment]?.length = length }
+            XCTAssertThrowsError(try LogEngine.open(directory: dir, fileSystem: fs, options: Self.options())) { error in
+                XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "\(damage): \(error)")
             }
         }
-    }
-
-    func fixFrameChecksum(_ bytes: inout [UInt8], at offset: Int) {
-        let stored = Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]) << 16 | Int(bytes[offset + 7]) << 24
-        let end = offset + LogFrame.headerSizeV2 + stored
-        let crc = bytes.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[(offset + 4)..<end]))) }
-        withUnsafeBytes(of: crc.littleEndian) { for i in 0..<4 { bytes[offset + i] = $0[i] } }
     }
 }

@@ -3,15 +3,18 @@ import XCTest
 
 @testable import LogStoreEngine
 
-/// LZ4 frame compression: used when it pays, invisible to readers.
+/// Per-record LZ4 compression: used when it pays, invisible to readers. By default writes store
+/// values raw (compression is deferred to the recompression pass); with `compressOnWrite` a commit
+/// compresses each value alone.
 final class CompressionTests: XCTestCase {
     func testTextHeavyTransactionIsCompressed() throws { try Scenarios.textHeavyTransactionIsCompressed(.posix(self)) }
     func testIncompressibleAndSmallFramesAreStoredRaw() throws { try Scenarios.incompressibleFramesAreStoredRaw(.posix(self)) }
 
-    func testWritesLeftUncompressedAreCompressedByCompaction() throws {
+    func testWritesStoreValuesRawByDefaultAndCompactionCopiesThemAsTheyAre() throws {
         let h = StoreHarness.posix(self)
-        var o = LogEngineOptions.replayOnly
-        o.compressOnWrite = false
+        let o = LogEngineOptions.replayOnly
+        XCTAssertTrue(o.compression)
+        XCTAssertFalse(o.compressOnWrite, "compression is on, deferred to recompression")
         let dir = h.newStorePath()
         let e = try h.open(dir, options: o)
         defer { try? e.close() }
@@ -19,73 +22,32 @@ final class CompressionTests: XCTestCase {
         var model = Contents()
         apply(ops, to: &model)
         try write(e, ops)
-        let written = frames(ofSegment: try h.fs.readAll(segmentPath(dir, 1)))
-        XCTAssertGreaterThan(written.count, 1)
-        XCTAssertFalse(written.contains { $0.header.compressed }, "a write left its frames uncompressed")
+        let written = putRecords(ofSegment: try h.fs.readAll(segmentPath(dir, 1)))
+        XCTAssertEqual(written.count, ops.count)
+        XCTAssertTrue(written.allSatisfy { $0.codec == .raw }, "a write left its values raw")
         assertSameContents(try dump(e), model)
         let report = try e.compact()
-        let copied = try report.newSegments.flatMap { frames(ofSegment: try h.fs.readAll(segmentPath(dir, $0))) }
-        XCTAssertTrue(copied.contains { $0.header.compressed }, "compaction compressed what it copied")
+        let copied = try report.newSegments.flatMap { putRecords(ofSegment: try h.fs.readAll(segmentPath(dir, $0))) }
+        XCTAssertEqual(copied.count, ops.count)
+        XCTAssertTrue(copied.allSatisfy { $0.codec == .raw }, "compaction copies records as they are")
         assertSameContents(try dump(e), model)
     }
+}
 
-    func testCompactionWithLZ4HCLevelWritesFramesNoLargerThanFastLZ4() throws {
-        let h = StoreHarness.posix(self)
-        let ops = Scenarios.textHeavyOps()
-        var model = Contents()
-        apply(ops, to: &model)
-        var stored: [Int: Int] = [:]
-        for level in [0, 9] {
-            var o = LogEngineOptions.replayOnly
-            o.compressOnWrite = false
-            o.compactionCompressionLevel = level
-            let dir = h.newStorePath("level\(level)")
-            let e = try h.open(dir, options: o)
-            try write(e, ops)
-            let report = try e.compact()
-            let copied = try report.newSegments.flatMap { frames(ofSegment: try h.fs.readAll(segmentPath(dir, $0))) }
-            XCTAssertTrue(copied.contains { $0.header.compressed }, "level \(level): compaction compressed what it copied")
-            stored[level] = copied.reduce(0) { $0 + $1.header.storedLength }
-            assertSameContents(try dump(e), model)
-            try e.close()
-            // LZ4HC output is the same block format: a cold reopen reads it back.
-            let e2 = try h.open(dir, options: o)
-            assertSameContents(try dump(e2), model)
-            try e2.close()
-        }
-        XCTAssertLessThanOrEqual(stored[9] ?? .max, stored[0] ?? 0, "LZ4HC frames are no larger than fast LZ4's")
-    }
-
-    func testSealedSegmentsWrittenUncompressedMakeCompactionDueWhenWritersLeaveCompressionToCompaction() throws {
-        let h = StoreHarness.posix(self)
-        for compressOnWrite in [false, true] {
-            var o = LogEngineOptions.replayOnly
-            o.compressOnWrite = compressOnWrite
-            o.segmentSize = 64 << 10
-            o.compactionMinimumDeadBytes = 0
-            let e = try h.open(h.newStorePath(compressOnWrite ? "compressing" : "lazy"), options: o)
-            defer { try? e.close() }
-            // Only inserts: no dead bytes at all, several sealed segments.
-            for round in 0..<8 {
-                try write(
-                    e,
-                    Scenarios.textHeavyOps().enumerated().map { i, op in
-                        guard case .put(let t, _, let v) = op else { return op }
-                        return .put(type: t, key: key("r\(round)-\(i)"), value: v)
-                    })
-            }
-            let stats = e.storageStats()
-            if !compressOnWrite {
-                XCTAssertGreaterThan(stats.segments.filter(\.isSealed).count, 1, "several sealed segments, written uncompressed")
-            }
-            XCTAssertEqual(stats.reclaimableBytes, 0, "nothing was overwritten")
-            XCTAssertEqual(e.compactionDue(), !compressOnWrite, "compressOnWrite \(compressOnWrite)")
-            if !compressOnWrite {
-                _ = try e.compact()
-                XCTAssertFalse(e.compactionDue(), "compacted segments are not counted again")
+/// The put records of a well-formed format 4 segment, in log order.
+func putRecords(ofSegment bytes: [UInt8], file: StaticString = #filePath, line: UInt = #line) -> [RecordCodec.Fields] {
+    var out: [RecordCodec.Fields] = []
+    bytes.withUnsafeBytes { buf in
+        for f in frames(ofSegment: bytes, file: file, line: line) {
+            let payload = UnsafeRawBufferPointer(rebasing: buf[(f.offset + LogFrame.headerSizeV4)..<f.end])
+            do {
+                try LogFrame.forEachRecord(payload, f.header) { fields, _, _ in if fields.op == .put { out.append(fields) } }
+            } catch {
+                XCTFail("undecodable record: \(error)", file: file, line: line)
             }
         }
     }
+    return out
 }
 
 extension Scenarios {
@@ -107,6 +69,7 @@ extension Scenarios {
         for compression in [true, false] {
             var o = LogEngineOptions.replayOnly
             o.compression = compression
+            o.compressOnWrite = true
             let dir = h.newStorePath(compression ? "lz4" : "raw")
             let e = try h.open(dir, options: o)
             try write(e, ops)
@@ -114,14 +77,13 @@ extension Scenarios {
             try e.close()
             let bytes = try h.fs.readAll(segmentPath(dir, 1))
             sizes[compression] = UInt64(bytes.count)
-            let fs = frames(ofSegment: bytes)
-            XCTAssertGreaterThan(fs.count, 1)
+            let records = putRecords(ofSegment: bytes)
+            XCTAssertEqual(records.count, ops.count)
             if compression {
-                XCTAssertTrue(fs.allSatisfy { $0.header.compressed }, "every text frame should carry the LZ4 flag")
-                for f in fs { XCTAssertEqual(bytes[f.offset + 9] & LogFrame.flagLZ4, LogFrame.flagLZ4) }
-                XCTAssertTrue(fs.allSatisfy { $0.header.rawLength > $0.header.storedLength })
+                XCTAssertTrue(records.allSatisfy { $0.codec == .lz4 }, "every text value is stored LZ4-compressed")
+                XCTAssertTrue(records.allSatisfy { $0.rawLength > $0.content.count })
             } else {
-                XCTAssertTrue(fs.allSatisfy { !$0.header.compressed })
+                XCTAssertTrue(records.allSatisfy { $0.codec == .raw })
             }
             // Reads after reopen (cold cache) return identical bytes.
             let e2 = try h.open(dir, options: o)
@@ -142,13 +104,16 @@ extension Scenarios {
                 value: AttributeValue.bytes((0..<4000).map { _ in UInt8.random(in: 0...255, using: &rng) }).encoded())
         ]
         let dir = h.newStorePath("noise")
-        let e = try h.open(dir)
+        var o = LogEngineOptions.replayOnly
+        o.compressOnWrite = true
+        let e = try h.open(dir, options: o)
         try write(e, noise)
-        // A frame under compressionThreshold stays raw even if it would compress.
+        // A value under compressionThreshold stays raw even if it would compress.
         try write(e, [.put(type: "Tiny", key: key("t"), value: [UInt8](repeating: 0x41, count: 100))])
         try e.close()
-        let fs = frames(ofSegment: try h.fs.readAll(segmentPath(dir, 1)))
-        XCTAssertTrue(fs.allSatisfy { !$0.header.compressed })
+        let records = putRecords(ofSegment: try h.fs.readAll(segmentPath(dir, 1)))
+        XCTAssertEqual(records.count, 2)
+        XCTAssertTrue(records.allSatisfy { $0.codec == .raw })
         var model = Contents()
         apply(noise, to: &model)
         apply([.put(type: "Tiny", key: key("t"), value: [UInt8](repeating: 0x41, count: 100))], to: &model)

@@ -32,11 +32,14 @@ final class CorruptionTests: XCTestCase {
         let e = try h.open(dir, options: o)
         for n in 0..<4 { try writeRecording(e, workloadTransaction(n), into: &history) }
         let target = history.entries[1]
-        try h.fs.flipByte(segmentPath(dir, 1), at: (target.start + target.end) / 2)
-        guard case .put(let type, let k, _) = target.ops[1] else { return XCTFail() }
+        guard case .put(let type, let k, _) = target.ops[1], let loc = try e.snapshot().location(type: type, key: k) else {
+            return XCTFail()
+        }
+        // A byte in the middle of that put's record.
+        try h.fs.flipByte(segmentPath(dir, 1), at: UInt64(loc.offset + loc.length / 2))
         let err = assertThrowsLogStoreError(.corruption) { try e.snapshot().value(type: type, key: k) }
         XCTAssertEqual(err?.path, segmentPath(dir, 1))
-        XCTAssertEqual(err?.offset, target.start)
+        XCTAssertEqual(err?.offset, UInt64(loc.offset), "the damaged record's offset")
         assertThrowsLogStoreError(.corruption, "scan") { try e.snapshot().forEach(ofType: type) { _, _ in true } }
         // Other transactions still read fine.
         guard case .put(let type3, let k3, let v3) = history.entries[3].ops[1] else { return XCTFail() }
@@ -162,47 +165,82 @@ extension Scenarios {
         }
     }
 
-    /// A frame whose checksum is right but whose contents are not (a broken or foreign writer)
-    /// is corruption even at the very end of the log: it is not a torn write.
+    /// A frame whose checksums are right but whose records are not (a broken or foreign writer)
+    /// is corruption even at the very end of the log: it is not a torn write. Salvage drops that
+    /// transaction and keeps every other.
     static func undecodableCommittedFrameIsCorruption(_ h: StoreHarness) throws {
+        func record(_ body: [UInt8]) -> [UInt8] {
+            var r: [UInt8] = []
+            r.appendUVarint(UInt64(body.count))
+            withUnsafeBytes(of: CRC32C.mask(CRC32C.checksum(body)).littleEndian) { r.append(contentsOf: $0) }
+            return r + body
+        }
+        func put(typeID: UInt32, codec: RecordCodec.Codec, dictionary: UInt32 = 0, stored: [UInt8], rawLength: Int) -> [UInt8] {
+            var r: [UInt8] = []
+            [UInt8]([0x67]).withUnsafeBytes { k in
+                stored.withUnsafeBytes {
+                    _ = RecordCodec.appendPut(
+                        into: &r, typeID: typeID, key: k, stored: $0, codec: codec, dictionaryID: dictionary, rawLength: rawLength)
+                }
+            }
+            return r
+        }
+        // (what, records, whether the damage shows only when the value is decompressed: then the
+        // frame counts as damaged, cut at the end of an unsynced tail and refused when a later
+        // frame vouches it was synced).
         let garbage: [(String, [UInt8], Bool)] = [
-            ("unknown record operation", [0x09, 0x01, 0x41], false),
-            ("record cut short", [0x01, 0x01, 0x41, 0x05, 0x01], false),
-            ("invalid UTF-8 type name", [0x03, 0x02, 0xC3, 0x28], false),
-            ("LZ4 flag on bytes that are not LZ4", [UInt8](repeating: 0xFF, count: 64), true),
+            ("unknown record operation", record([0x09, 0x00, 0x01]), false),
+            ("a record of a type no define names", put(typeID: 99, codec: .raw, stored: [1, 2], rawLength: 2), false),
+            (
+                "an LZ4 value that does not decompress to its length",
+                put(typeID: 1, codec: .lz4, stored: [0xFF, 0xFF, 0xFF], rawLength: 100), true
+            ),
+            (
+                "a value compressed with a dictionary no define names",
+                put(typeID: 1, codec: .lz4Dictionary, dictionary: 77, stored: [0x10, 0x41], rawLength: 1), true
+            ),
         ]
-        for (what, payload, lz4) in garbage {
+        for (what, records, valueDamage) in garbage {
             for atEnd in [true, false] {
                 let (dir, history) = try smallStore(h)
                 guard let last = history.entries.last else { return XCTFail() }
-                var frame: [UInt8] = []
-                LogFrame.append(into: &frame, raw: payload, kind: .commit, sequence: last.sequence + 1, compress: false, threshold: 0)
-                if lz4 {
-                    // Set the flag and a raw length, then fix the checksum.
-                    frame[9] = LogFrame.flagLZ4
-                    frame[20] = 0x00
-                    frame[21] = 0x10
-                    let crc = CRC32C.mask(CRC32C.checksum(Array(frame[4...])))
-                    withUnsafeBytes(of: crc.littleEndian) { frame.replaceSubrange(0..<4, with: $0) }
-                }
-                try h.fs.appendBytes(segmentPath(dir, 1), frame)
+                let probe = try h.open(dir)
+                let meta = try probe.snapshot().index.meta
+                try probe.close()
+                let bad = testFrame(records: records, count: 1, kind: .commit, sequence: last.sequence + 1)
+                try h.fs.appendBytes(segmentPath(dir, 1), bad)
                 if !atEnd {
-                    var next: [UInt8] = []
-                    var w = _ByteWriter()
-                    RecordOperation.put(type: "After", key: key("a"), value: [1]).encode(into: &w)
-                    LogFrame.append(into: &next, raw: w.bytes, kind: .commit, sequence: last.sequence + 2, compress: false, threshold: 0)
+                    let next = testFrame(
+                        [.put(type: "After", key: key("a"), value: [1])], kind: .commit, sequence: last.sequence + 2,
+                        syncedThrough: UInt32(last.end) + UInt32(bad.count), meta: meta)
                     try h.fs.appendBytes(segmentPath(dir, 1), next)
                 }
                 let label = "\(what), \(atEnd ? "at the end" : "mid-log") on \(h.name)"
+                if valueDamage && atEnd {
+                    // Nothing vouches that the frame was synced: a torn tail, cut and reported.
+                    let e = try h.open(dir)
+                    XCTAssertEqual(e.recoveryReport.truncatedTail?.offset, last.end, label)
+                    assertSameContents(try dump(e), history.model, label)
+                    try e.close()
+                    continue
+                }
                 let e = assertThrowsLogStoreError(.corruption, label) { try h.open(dir) }
                 XCTAssertEqual(e?.path, segmentPath(dir, 1), label)
                 XCTAssertNotNil(e?.offset, label)
                 var salvage = LogEngineOptions.replayOnly
                 salvage.recovery = .salvage
                 let s = try h.open(dir, options: salvage)
-                XCTAssertEqual(s.recoveryReport.dropped.first?.offset, last.end, label)
+                // Salvage drops a record whose value is damaged alone (its offset: after the
+                // frame's header), and a frame that does not decode whole.
+                let droppedAt = valueDamage ? last.end + UInt64(LogFrame.headerSizeV4) : last.end
+                XCTAssertEqual(s.recoveryReport.dropped.first?.offset, droppedAt, label)
                 var expected = history.model
                 if !atEnd { apply([.put(type: "After", key: key("a"), value: [1])], to: &expected) }
+                if what.contains("no define names") && !valueDamage {
+                    // Salvage keeps a record whose type's define is lost, under a reserved name.
+                    XCTAssertEqual(s.recoveryReport.dropped.first?.bytes, 0, label)
+                    apply([.put(type: "\(LogEngine.salvagedTypePrefix)99", key: RecordKey([0x67]), value: [1, 2])], to: &expected)
+                }
                 assertSameContents(try dump(s), expected, label)
                 try s.close()
             }
@@ -230,7 +268,11 @@ extension Scenarios {
             let what = "byte \(offset) (last transaction at \(last.start)..<\(last.end)) on \(h.name)"
             try h.fs.writeAll(path, bytes)
             let s = try h.open(copy, options: salvage)
-            XCTAssertTrue(s.recoveryReport.dropped.count + (s.recoveryReport.truncatedTail == nil ? 0 : 1) == 1, what)
+            // One damaged range; a define lost with it adds a note of 0 bytes for each type whose
+            // later records salvage keeps under a reserved name.
+            let damaged = s.recoveryReport.dropped.filter { $0.bytes > 0 }
+            XCTAssertEqual(damaged.count + (s.recoveryReport.truncatedTail == nil ? 0 : 1), 1, what)
+            XCTAssertTrue(s.recoveryReport.dropped.allSatisfy { $0.bytes > 0 || $0.reason.contains("is lost") }, what)
             _ = try dump(s)
             try s.close()
             if UInt64(offset) < last.start {

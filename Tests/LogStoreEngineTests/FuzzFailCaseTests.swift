@@ -14,7 +14,10 @@ final class FuzzFailCaseTests: XCTestCase {
 
     static let targets: [String: @Sendable ([UInt8]) throws -> Void] = [
         "frame": { b in try b.withUnsafeBytes { try FuzzEntryPoints.frames($0) } },
+        "record": { b in try b.withUnsafeBytes { try FuzzEntryPoints.record($0) } },
+        "dict": { b in try b.withUnsafeBytes { try FuzzEntryPoints.dictionary($0) } },
         "segment": { b in try b.withUnsafeBytes { try FuzzEntryPoints.segmentRecovery($0) } },
+        "segment4": { b in try b.withUnsafeBytes { try FuzzEntryPoints.segmentRecovery4($0) } },
         "value": { b in try b.withUnsafeBytes { try FuzzEntryPoints.attributeValue($0) } },
         "manifest": { b in try b.withUnsafeBytes { try FuzzEntryPoints.manifest($0) } },
         "checkpoint": { b in try b.withUnsafeBytes { try FuzzEntryPoints.checkpoint($0) } },
@@ -53,6 +56,34 @@ final class FuzzFailCaseTests: XCTestCase {
         XCTAssertGreaterThan(n, 20, "the seed corpora are missing (run fuzz-corpus-seed)")
     }
 
+    /// The format 4 seeds (version 4 frames, records, dictionaries) pass their targets. With
+    /// LOGSTORE_WRITE_FUZZ_SEEDS=1 they are written into Tests/Fuzz/Corpus as well (the seed
+    /// corpus tool writes the same files).
+    func testFormat4SeedsPass() throws {
+        let seeds = try FuzzEntryPoints.format4Seeds()
+        XCTAssertGreaterThan(seeds.count, 20)
+        let write = ProcessInfo.processInfo.environment["LOGSTORE_WRITE_FUZZ_SEEDS"] == "1"
+        for seed in seeds {
+            let bytes = [seed.mode] + seed.bytes
+            XCTAssertNoThrow(try Self.targets[seed.target]?(bytes), "\(seed.target)/\(seed.name)")
+            // The seeds reach the decoders: a frame or a record the parser accepts.
+            seed.bytes.withUnsafeBytes { b in
+                if seed.target == "frame" && seed.mode & 3 == 0 {
+                    guard case .frame = LogFrame.parse(b, at: 0, version: 4, compacted: seed.mode & 16 != 0) else {
+                        return XCTFail("\(seed.name): the first frame does not parse")
+                    }
+                } else if seed.target == "frame" && seed.mode & 2 != 0 || seed.target == "record" && seed.mode & 1 == 0 {
+                    XCTAssertNotNil(try? RecordCodec.parse(b, at: 0), "\(seed.name): the first record does not parse")
+                }
+            }
+            if write {
+                let dir = Self.fuzzDirectory.appendingPathComponent("Corpus").appendingPathComponent(seed.target)
+                try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+                try Data(bytes).write(to: dir.appendingPathComponent("seed-" + seed.name))
+            }
+        }
+    }
+
     func run(_ target: String, _ name: String, file: StaticString = #filePath, line: UInt = #line) throws {
         let url = Self.fuzzDirectory.appendingPathComponent("FailCases/\(target)/\(name)")
         let bytes = [UInt8](try Data(contentsOf: url))
@@ -73,22 +104,26 @@ final class FuzzFailCaseTests: XCTestCase {
         let engine = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
         try engine.commit([.put(type: "t", key: RecordKey([1]), value: [1])])
         try engine.close()
-        // Append a commit frame (sequence 2): 10 stored bytes claiming 512 MiB of raw payload.
-        var frame: [UInt8] = [0, 0, 0, 0]
-        // (Format v2 frame header: ... rawLength, syncedThrough.)
-        frame +=
-            le(UInt32(10), 4) + [0x02, 0x01, 0, 0] + le(UInt64(2), 8) + le(UInt32(512 << 20), 4) + le(UInt32(0), 4)
-            + [UInt8](repeating: 0x1F, count: 10)
-        let crc = frame.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[4...]))) }
-        frame.replaceSubrange(0..<4, with: le(crc, 4))
+        // Append a commit frame (sequence 2) whose one record stores 10 LZ4 bytes claiming 512 MiB
+        // of value (format 4 compresses records, not frames; the same check guards them).
+        var record: [UInt8] = []
+        [UInt8]([2]).withUnsafeBytes { k in
+            [UInt8](repeating: 0x1F, count: 10).withUnsafeBytes {
+                _ = RecordCodec.appendPut(into: &record, typeID: 1, key: k, stored: $0, codec: .lz4, rawLength: 512 << 20)
+            }
+        }
+        var frame: [UInt8] = []
+        record.withUnsafeBytes {
+            _ = LogFrame.appendV4(into: &frame, records: $0, recordCount: 1, kind: .commit, sequence: 2, syncedThrough: 48)
+        }
         let f = try fs.open("/s/" + LogStoreFormat.segmentFileName(1), mode: .readWrite)
         try f.write(frame, at: try f.size())
         try f.close()
 
         let reopened = try LogEngine.open(directory: "/s", fileSystem: fs, options: options)
         defer { try? reopened.close() }
-        let cut = try XCTUnwrap(reopened.recoveryReport.truncatedTail, "the impossible frame is a damaged tail, cut")
-        XCTAssertTrue(cut.reason.contains("more than LZ4 can expand"), cut.reason)
+        let cut = try XCTUnwrap(reopened.recoveryReport.truncatedTail, "the impossible record is a damaged tail, cut")
+        XCTAssertTrue(cut.reason.contains("more than its 10 compressed bytes can hold"), cut.reason)
         XCTAssertEqual(try reopened.snapshot().value(type: "t", key: RecordKey([1])), [1])
     }
 

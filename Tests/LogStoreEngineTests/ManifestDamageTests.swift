@@ -148,9 +148,9 @@ final class ManifestDamageTests: XCTestCase {
         let loc = try XCTUnwrap(snapshot.location(type: "Item", key: key))
         let path = dir + "/" + LogStoreFormat.segmentFileName(loc.segment)
         let h = try FileHandle(forUpdating: URL(fileURLWithPath: path))
-        try h.seek(toOffset: UInt64(loc.frameOffset) + 40)
+        try h.seek(toOffset: UInt64(loc.offset) + 40)
         let byte = try XCTUnwrap(try h.read(upToCount: 1)).first ?? 0
-        try h.seek(toOffset: UInt64(loc.frameOffset) + 40)
+        try h.seek(toOffset: UInt64(loc.offset) + 40)
         try h.write(contentsOf: Data([byte ^ 0x01]))
         try h.close()
         XCTAssertThrowsError(try snapshot.value(type: "Item", key: key)) { error in

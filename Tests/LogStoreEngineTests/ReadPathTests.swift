@@ -47,6 +47,36 @@ final class ReadPathTests: XCTestCase {
         e.state.withLock { s in s.log.manifest.segments.compactMap { s.views.head.segments[$0] } }
     }
 
+    /// `forEach` hands out values as slices of shared buffers: slices kept past many buffers
+    /// (values large and small, one larger than a buffer) still hold their own value, and a body
+    /// that stops stops the walk.
+    func testKeptForEachSlicesHoldTheirValuesAcrossBuffers() throws {
+        let e = try LogEngine.open(directory: "/s", fileSystem: InMemoryFileSystem(), options: .replayOnly)
+        defer { try? e.close() }
+        var expected: [RecordKey: [UInt8]] = [:]
+        for i in 0..<600 {
+            let size = i == 300 ? 20_000 : 1 + (i * 37) % 700
+            let value = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) }
+            let key = RecordKey(Array("k\(i)".utf8))
+            expected[key] = value
+            try e.commit([.put(type: "T", key: key, value: value)])
+        }
+        let snap = try e.snapshot()
+        var kept: [(RecordKey, ArraySlice<UInt8>)] = []
+        try snap.forEach(ofType: "T") { k, v in
+            kept.append((k, v))
+            return true
+        }
+        XCTAssertEqual(kept.count, expected.count)
+        for (k, v) in kept { XCTAssertEqual(Array(v), expected[k], "\(k)") }
+        var seen = 0
+        try snap.forEach(ofType: "T") { _, _ in
+            seen += 1
+            return seen < 250
+        }
+        XCTAssertEqual(seen, 250)
+    }
+
     func testSealedSegmentsAndTheTailAreReadThroughAMapping() throws {
         for compression in [true, false] {
             let h = StoreHarness.posix(self)
@@ -79,12 +109,12 @@ final class ReadPathTests: XCTestCase {
         guard let loc = try snap.location(type: "T", key: k) else { return XCTFail("k3 missing") }
         XCTAssertEqual(loc.segment, 1)
         let header = UInt64(LogFrame.headerSizeV2)
-        try h.fs.flipByte(segmentPath(dir, 1), at: UInt64(loc.frameOffset) + header + UInt64(loc.valueOffset), mask: 0x20)
+        try h.fs.flipByte(segmentPath(dir, 1), at: UInt64(loc.offset) + header + UInt64(loc.legacy & 0x7fff_ffff), mask: 0x20)
         let error = assertThrowsLogStoreError(.corruption) { try snap.value(type: "T", key: k) }
         XCTAssertEqual(error?.path, segmentPath(dir, 1))
-        XCTAssertEqual(error?.offset, UInt64(loc.frameOffset))
+        XCTAssertEqual(error?.offset, UInt64(loc.offset))
         // Records of other frames still read.
-        for (key, v) in model where try snap.location(type: "T", key: key)?.frameID != loc.frameID {
+        for (key, v) in model where try snap.location(type: "T", key: key)?.offset != loc.offset {
             XCTAssertEqual(try snap.value(type: "T", key: key).map(Array.init), v)
         }
     }
@@ -108,20 +138,46 @@ final class ReadPathTests: XCTestCase {
         try assertReads(e, model)
     }
 
-    func testCompressedFramesReadFromAnyOffsetWithAndWithoutTheCache() throws {
+    /// A store upgraded from format 3 (the committed format 2 fixture, upgraded when it opens)
+    /// keeps its compressed version 2 frames until compaction: their records are read through the
+    /// frame, decompressed up to the value, with and without the frame cache, and give the same
+    /// bytes as a scan that decompresses whole frames.
+    func testLegacyCompressedFramesReadFromAnyOffsetWithAndWithoutTheCache() throws {
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/format-v2")
         for cacheSize in [0, 1 << 20] {
             let h = StoreHarness.posix(self)
             let dir = h.newStorePath()
-            let e = try h.open(dir, options: options(compression: true, cacheSize: cacheSize))
+            try FileManager.default.copyItem(atPath: fixture.path, toPath: dir)
+            var o = options(cacheSize: cacheSize)
+            o.segmentSize = 64 << 20
+            let e = try h.open(dir, options: o)
             defer { try? e.close() }
-            let model = try fill(e, count: 300, size: 120)
-            // Twice: the first reads decompress prefixes, the second finds admitted frames cached.
-            try assertReads(e, model)
-            try assertReads(e, model)
-            let compressedFrames = try segments(e).reduce(0) { n, s in
+            XCTAssertEqual(e.recoveryReport.upgradedFromVersion, 3)
+            let legacy = segments(e).filter { $0.version == 2 }
+            XCTAssertGreaterThan(legacy.count, 1, "the fixture's segments stay version 2")
+            let compressed = try legacy.reduce(0) { n, s in
                 n + frames(ofSegment: try h.fs.readAll(s.path)).filter(\.header.compressed).count
             }
-            XCTAssertGreaterThan(compressedFrames, 10, "the test needs compressed frames")
+            XCTAssertGreaterThan(compressed, 10, "the test needs compressed frames")
+            let snap = try e.snapshot()
+            var checked = 0
+            for type in snap.itemTypes {
+                var scanned: [RecordKey: [UInt8]] = [:]
+                try snap.forEachValue(ofType: type) { k, v in
+                    scanned[k] = Array(v)
+                    return true
+                }
+                // Twice: the first reads decompress prefixes, the second finds admitted frames cached.
+                for _ in 0..<2 {
+                    for (k, v) in scanned {
+                        XCTAssertTrue(try XCTUnwrap(snap.location(type: type, key: k)).isLegacy)
+                        XCTAssertEqual(try snap.withValue(type: type, key: k) { $0.map(Array.init) }, v)
+                        checked += 1
+                    }
+                }
+            }
+            XCTAssertGreaterThan(checked, 1000)
             XCTAssertLessThanOrEqual(e.cache.bytesHeld, cacheSize)
         }
     }

@@ -130,11 +130,10 @@ extension Scenarios {
         do {
             let (dir, history) = try smallStore(h)
             guard let last = history.entries.last else { return XCTFail() }
-            var w = _ByteWriter()
-            RecordOperation.put(type: "Ghost", key: key("g"), value: [1, 2, 3]).encode(into: &w)
+            let ghost: [RecordOperation] = [.put(type: "Ghost", key: key("g"), value: [1, 2, 3])]
             var bytes: [UInt8] = []
-            LogFrame.append(into: &bytes, raw: w.bytes, kind: .data, sequence: last.sequence + 1, compress: false, threshold: 0)
-            LogFrame.append(into: &bytes, raw: w.bytes, kind: .data, sequence: last.sequence + 1, compress: false, threshold: 0)
+            bytes += testFrame(ghost, kind: .data, sequence: last.sequence + 1)
+            bytes += testFrame(ghost, kind: .data, sequence: last.sequence + 1)
             try h.fs.appendBytes(segmentPath(dir, 1), bytes)
             let e = try h.open(dir)
             assertSameContents(try dump(e), history.model)
@@ -148,16 +147,13 @@ extension Scenarios {
     static func frameOfAnotherTransactionAfterMissingCommitIsCorruption(_ h: StoreHarness) throws {
         let (dir, history) = try smallStore(h)
         guard let last = history.entries.last else { return XCTFail() }
-        var w = _ByteWriter()
-        RecordOperation.put(type: "Ghost", key: key("g"), value: [1]).encode(into: &w)
+        let ghost: [RecordOperation] = [.put(type: "Ghost", key: key("g"), value: [1])]
         var bytes: [UInt8] = []
-        LogFrame.append(into: &bytes, raw: w.bytes, kind: .data, sequence: last.sequence + 1, compress: false, threshold: 0)
+        bytes += testFrame(ghost, kind: .data, sequence: last.sequence + 1)
         let second = UInt64(bytes.count)
-        // Format v2: the later frame vouches that the unfinished transaction's bytes were synced
-        // (without that, it would be an unsynced tail and cut; see the next test).
-        LogFrame.append(
-            into: &bytes, raw: w.bytes, kind: .commit, sequence: last.sequence + 2, compress: false, threshold: 0,
-            syncedThrough: UInt32(last.end + 1))
+        // The later frame vouches that the unfinished transaction's bytes were synced (without
+        // that, it would be an unsynced tail and cut; see the next test).
+        bytes += testFrame(ghost, kind: .commit, sequence: last.sequence + 2, syncedThrough: UInt32(last.end + 1))
         try h.fs.appendBytes(segmentPath(dir, 1), bytes)
         let e = assertThrowsLogStoreError(.corruption, h.name) { try h.open(dir) }
         XCTAssertEqual(e?.path, segmentPath(dir, 1))
@@ -165,10 +161,7 @@ extension Scenarios {
         // A commit frame that repeats an old sequence number is not a torn write either.
         let (dir2, history2) = try smallStore(h)
         guard let last2 = history2.entries.last else { return XCTFail() }
-        var replay: [UInt8] = []
-        LogFrame.append(
-            into: &replay, raw: w.bytes, kind: .commit, sequence: last2.sequence, compress: false, threshold: 0,
-            syncedThrough: UInt32(last2.end + 1))
+        let replay = testFrame(ghost, kind: .commit, sequence: last2.sequence, syncedThrough: UInt32(last2.end + 1))
         try h.fs.appendBytes(segmentPath(dir2, 1), replay)
         let e2 = assertThrowsLogStoreError(.corruption, h.name) { try h.open(dir2) }
         XCTAssertEqual(e2?.offset, last2.end)
@@ -179,15 +172,10 @@ extension Scenarios {
     static func frameOfAnotherTransactionAfterMissingCommitWithoutSyncClaimIsCut(_ h: StoreHarness) throws {
         let (dir, history) = try smallStore(h)
         guard let last = history.entries.last else { return XCTFail() }
-        var w = _ByteWriter()
-        RecordOperation.put(type: "Ghost", key: key("g"), value: [1]).encode(into: &w)
+        let ghost: [RecordOperation] = [.put(type: "Ghost", key: key("g"), value: [1])]
         var bytes: [UInt8] = []
-        LogFrame.append(
-            into: &bytes, raw: w.bytes, kind: .data, sequence: last.sequence + 1, compress: false, threshold: 0,
-            syncedThrough: UInt32(last.end))
-        LogFrame.append(
-            into: &bytes, raw: w.bytes, kind: .commit, sequence: last.sequence + 2, compress: false, threshold: 0,
-            syncedThrough: UInt32(last.end))
+        bytes += testFrame(ghost, kind: .data, sequence: last.sequence + 1, syncedThrough: UInt32(last.end))
+        bytes += testFrame(ghost, kind: .commit, sequence: last.sequence + 2, syncedThrough: UInt32(last.end))
         try h.fs.appendBytes(segmentPath(dir, 1), bytes)
         let e = try h.open(dir)
         assertSameContents(try dump(e), history.model)
@@ -368,7 +356,7 @@ extension Scenarios {
         do {
             let (dir, _) = try smallStore(h)
             var bytes = try h.fs.readAll(manifestPath(dir))
-            let newer = LogStoreFormat.version + 1
+            let newer = max(5, ManifestFile.currentVersion + 1)
             bytes[8] = UInt8(newer & 0xFF)
             bytes[9] = UInt8(newer >> 8)
             let crc = CRC32C.mask(CRC32C.checksum(Array(bytes.dropLast(4))))
@@ -382,7 +370,7 @@ extension Scenarios {
             let (dir, _) = try smallStore(h)
             var bytes = try h.fs.readAll(segmentPath(dir, 1))
             var header = SegmentHeader(segment: 1, baseSequence: 1)
-            header.version = LogStoreFormat.version + 1
+            header.version = max(5, SegmentHeader.currentVersion + 1)
             bytes.replaceSubrange(0..<SegmentHeader.sizeV2, with: header.encoded())
             try h.fs.writeAll(segmentPath(dir, 1), bytes)
             let e = assertThrowsLogStoreError(.unsupportedFormatVersion, h.name) { try h.open(dir) }

@@ -245,7 +245,7 @@ final class SecondaryIndexTests: XCTestCase {
     func testCheckpointIndexSectionsAreCheckedWhenDecoded() throws {
         var index = IndexState()
         index.sequence = 1
-        let loc = RecordLocation(segment: 1, frameOffset: 48, valueOffset: 0, sequence: 1, valueLength: 4)
+        let loc = RecordLocation(segment: 1, frameOffset: 48, valueOffset: 0, valueLength: 4, sequence: 1)
         try index.put("User", key("a"), loc)
         index.secondary["User"] = [
             "address.city,rating": SecondaryIndex(

@@ -236,13 +236,18 @@ struct FrameInfo {
     var end: Int { offset + LogFrame.headerSizeV2 + header.storedLength }
 }
 
-/// Walks the frames of a well-formed segment; fails the test on anything unparsable.
+/// Walks the frames of a well-formed segment (of the version and kind its header says); fails
+/// the test on anything unparsable.
 func frames(ofSegment bytes: [UInt8], file: StaticString = #filePath, line: UInt = #line) -> [FrameInfo] {
     var out: [FrameInfo] = []
     bytes.withUnsafeBytes { buf in
+        guard case .ok(let header) = SegmentHeader.decode(buf) else {
+            XCTFail("unparsable segment header", file: file, line: line)
+            return
+        }
         var offset = SegmentHeader.sizeV2
         while offset < buf.count {
-            guard case .frame(let h, _) = LogFrame.parse(buf, at: offset, version: 2) else {
+            guard case .frame(let h, _) = LogFrame.parse(buf, at: offset, version: header.version, compacted: header.isCompacted) else {
                 XCTFail("unparsable frame at \(offset)", file: file, line: line)
                 return
             }
@@ -414,4 +419,24 @@ final class FailingSyncFileSystem: WrappingFileSystem, @unchecked Sendable {
     override func willSync(_ path: String) throws {
         if failing.withLock({ $0 }) { throw LogStoreError(.io, "Simulated fdatasync failure (EIO).", path: path) }
     }
+}
+
+/// A hand-made format 4 frame holding `ops` (their types defined in it, ids from `meta` on), of
+/// `kind`, for tests that append frames a writer did not write.
+func testFrame(
+    _ ops: [RecordOperation], kind: LogFrame.Kind, sequence: UInt64, syncedThrough: UInt32 = 0, meta: MetaTable = MetaTable()
+) -> [UInt8] {
+    var o = LogEngineOptions.replayOnly
+    o.maxFramePayload = 1 << 20
+    return TransactionEncoder.encode(ops, sequence: sequence, meta: meta, options: o, syncedThrough: syncedThrough, commit: kind == .commit)
+        .bytes
+}
+
+/// A format 4 frame whose payload is exactly `records` (`count` of them).
+func testFrame(records: [UInt8], count: Int, kind: LogFrame.Kind, sequence: UInt64, syncedThrough: UInt32 = 0) -> [UInt8] {
+    var out: [UInt8] = []
+    records.withUnsafeBytes {
+        _ = LogFrame.appendV4(into: &out, records: $0, recordCount: count, kind: kind, sequence: sequence, syncedThrough: syncedThrough)
+    }
+    return out
 }

@@ -12,7 +12,7 @@ final class TypeIndexTests: XCTestCase {
     static let store = StoreID(bytes: Array(repeating: 3, count: 16))
 
     func location(_ i: Int) -> RecordLocation {
-        RecordLocation(segment: UInt32(i % 7), frameOffset: UInt32(i), valueOffset: 3, sequence: UInt64(i + 1), valueLength: 4)
+        RecordLocation(segment: UInt32(i % 7), frameOffset: UInt32(i), valueOffset: 3, valueLength: 4, sequence: UInt64(i + 1))
     }
 
     /// A random key: mostly `width` bytes, with a few bytes shared so that keys interleave.

@@ -92,6 +92,9 @@ final class DataStorePowerLossTests: XCTestCase {
     func options() -> LogStoreOptions {
         var o = DataStorePowerLossConfiguration(seed: 0, cycles: 0).options
         if !preallocate { o.preallocationSize = 0 }
+        // The merges below are sized (with values compressed as they commit) to roll the tail
+        // over inside the merge's commit.
+        o.compressOnWrite = true
         return o
     }
 

@@ -212,7 +212,7 @@ final class FormatVersion1FixtureTests: XCTestCase {
         try again.tearDown()
     }
 
-    func testFirstOpenUpgradesToFormatVersion2OnceAndKeepsEveryItem() throws {
+    func testFirstOpenUpgradesToFormat4OnceAndKeepsEveryItem() throws {
         let expected = try FormatVersion1Fixture.expected()
         let dir = try copyOfFixture()
         let store = LogDataStore(directory: dir, options: FormatVersion1Fixture.options)
@@ -222,13 +222,13 @@ final class FormatVersion1FixtureTests: XCTestCase {
         try store.tearDown()
         let m = try ManifestFile.decode(
             [UInt8](try Data(contentsOf: dir.appendingPathComponent("MANIFEST"))), path: "MANIFEST")
-        XCTAssertEqual(m.version, 2)
+        XCTAssertEqual(m.version, ManifestFile.currentVersion)
         XCTAssertNotNil(m.storeId)
         XCTAssertEqual(m.sealed.count, m.segments.count - 1, "every segment but the new tail is sealed")
         let again = LogDataStore(directory: dir, options: FormatVersion1Fixture.options)
         try again.setup()
         XCTAssertNil(again.recoveryReport?.upgradedFromVersion, "upgraded once")
-        XCTAssertTrue(again.recoveryReport?.checkpointUsed ?? false, "the close after the upgrade wrote a v2 checkpoint")
+        XCTAssertTrue(again.recoveryReport?.checkpointUsed ?? false, "the close after the upgrade wrote a current checkpoint")
         try expected.check(again)
         try again.tearDown()
     }

@@ -155,7 +155,8 @@ final class Bench {
         switch key {
         case "logstore": return try LogStoreDataStore(path: freshDir(key), mode: mode)
         case "logstore-engine": return try LogStoreEngineStore(path: freshDir(key), mode: mode)
-        // Writers leave frames uncompressed (compaction compresses them).
+        // Writers store values raw (the default since store format 4; kept as its own key so
+        // that runs before and after the format change compare).
         case "logstore-lazy":
             return try LogStoreDataStore(path: freshDir(key), mode: mode, key: key) { o in
                 o.compressOnWrite = false
@@ -390,7 +391,7 @@ final class Bench {
             name: "bulk-insert", title: "bulk insert of \(cfg.n) items in transactions of \(cfg.batch), durable",
             op: "one durable transaction of \(cfg.batch) inserts", unit: "item")
         closeAll()
-        // And with writers leaving frames uncompressed (compressOnWrite false).
+        // And with writers storing values raw (compressOnWrite false, the default in format 4).
         for key in selected(Self.loadedKeys + ["logstore-lazy", "logstore-engine-lazy"]) {
             let s = try makeStore(key)
             let run = try load(s, n: cfg.n)
@@ -422,8 +423,8 @@ final class Bench {
         var rng = SplitMix64(seed: 7)
         let ids = (0..<cfg.readOps).map { _ in Int(rng.next() % UInt64(cfg.n)) }
         var cs: [Contender] = []
-        // The engine with writers leaving their frames uncompressed (compressOnWrite
-        // false: reads use the record in place), beside the defaults.
+        // The engine with writers storing values raw (compressOnWrite false, the default in format
+        // 4: reads use the record in place), beside the defaults.
         for key in selected(Self.loadedKeys + ["logstore-lazy", "logstore-engine-lazy"]) {
             let s = try loadedStore(key)
             for id in [0, cfg.n / 2, cfg.n - 1] {
@@ -706,8 +707,8 @@ final class Bench {
             let (report, secs) = try timeOnce { try store.engine.compact() }
             let cpu = processCPUSeconds() - cpu0
             let after = Double(apparentBytes(dir))
-            extra["frames_copied"] = Double(report.framesCopied)
-            extra["frames_repacked"] = Double(report.framesRepacked)
+            extra["records_copied"] = Double(report.recordsCopied)
+            extra["records_reencoded"] = Double(report.recordsReencoded)
             extra["bytes_after"] = after
             extra["size_after_vs_live"] = after / live
             extra["written_mb_per_second"] = after / secs / 1e6
@@ -795,21 +796,26 @@ final class Bench {
         var w = WorkloadResult(
             name: "lz4", title: "LZ4 on text-heavy items (\(cfg.lz4TextBytes)-byte text), \(n) items in transactions of \(cfg.batch)",
             op: "one transaction of \(cfg.batch) inserts (durability .none, so CPU is what is measured)", unit: "item")
-        // (key, DataStore or engine, LZ4, options): the defaults, no LZ4, and frames left
-        // uncompressed by writers for compaction to compress (fast LZ4 or LZ4HC).
+        // (key, DataStore or engine, LZ4, options): the defaults (values stored raw, compressed
+        // later by the recompression pass at LZ4HC 3), no LZ4, the pass at other levels, and
+        // writers compressing each value as they commit (compressOnWrite).
         typealias Tune = (inout LogStoreOptions) -> String
         let lazy: (Int) -> Tune = { level in
             { o in
                 o.compressOnWrite = false
-                o.compactionCompressionLevel = level
-                return ", compressOnWrite false, compaction " + (level == 0 ? "LZ4" : "LZ4HC \(level)")
+                o.recompressionLevel = level
+                return ", recompression " + (level == 0 ? "LZ4" : "LZ4HC \(level)")
             }
+        }
+        let eager: Tune = { o in
+            o.compressOnWrite = true
+            return ", compressOnWrite true"
         }
         let cases: [(String, Bool, Bool, Tune?)] = [
             ("logstore", true, true, nil), ("logstore-nolz4", true, false, nil),
-            ("logstore-lazy", true, true, lazy(0)), ("logstore-lazy-hc4", true, true, lazy(4)), ("logstore-lazy-hc9", true, true, lazy(9)),
+            ("logstore-lazy", true, true, lazy(0)), ("logstore-lazy-hc9", true, true, lazy(9)), ("logstore-eager", true, true, eager),
             ("logstore-engine", false, true, nil), ("logstore-engine-nolz4", false, false, nil),
-            ("logstore-engine-lazy", false, true, lazy(0)),
+            ("logstore-engine-eager", false, true, eager),
         ]
         for (key, dataStore, lz4, tune) in cases where systems?.contains(key) ?? true {
             let path = freshDir(key)
@@ -837,12 +843,27 @@ final class Bench {
             run.cpuSeconds = cpu
             let bytes = Double(apparentBytes(store.path))
             var extra = ["log_bytes": bytes, "cpu_seconds": cpu, "bytes_per_item": bytes / Double(n)]
-            // Then a full compaction, as `logstore-compact` runs it: the size a store settles at.
+            // Then a full compaction (a verbatim copy) and the recompression pass, each timed, as
+            // `logstore-compact compact` and `compact --recompress` run them: the size a store
+            // settles at.
             try store.close()
-            let engine = try LogEngine.open(directory: path, fileSystem: POSIXFileSystem(), options: options.engine)
-            let c0 = processCPUSeconds()
+            var engineOptions = options.engine
+            engineOptions.autoCompaction = false
+            engineOptions.autoRecompression = false
+            let engine = try LogEngine.open(directory: path, fileSystem: POSIXFileSystem(), options: engineOptions)
+            var c0 = processCPUSeconds()
+            var t0 = nowNanos()
             _ = try engine.compact()
             extra["compaction_cpu_seconds"] = processCPUSeconds() - c0
+            extra["compaction_seconds"] = Double(nowNanos() - t0) / 1e9
+            extra["log_bytes_compacted_only"] = Double(apparentBytes(path))
+            c0 = processCPUSeconds()
+            t0 = nowNanos()
+            let recompressed = try engine.recompress()
+            extra["recompression_cpu_seconds"] = processCPUSeconds() - c0
+            extra["recompression_seconds"] = Double(nowNanos() - t0) / 1e9
+            extra["records_recompressed"] = Double(recompressed.recordsRecompressed)
+            extra["dictionaries_trained"] = Double(recompressed.dictionariesTrained)
             try engine.close()
             extra["log_bytes_compacted"] = Double(apparentBytes(path))
             w.rows.append(
@@ -852,7 +873,7 @@ final class Bench {
             try? FileManager.default.removeItem(atPath: path)
         }
         w.notes.append(
-            "cpu_seconds: process user+system CPU during the write calls. log_bytes: the store's files after writing; log_bytes_compacted: after closing it and running one full LogEngine.compact() (compaction_cpu_seconds). Item text: 3 words in 4 from a 75-word vocabulary, 1 in 4 random letters."
+            "cpu_seconds: process user+system CPU during the write calls. log_bytes: the store's files after writing; log_bytes_compacted_only: after closing it and running one full LogEngine.compact(), a verbatim copy (compaction_cpu_seconds, compaction_seconds); log_bytes_compacted: after LogEngine.recompress() then ran too (recompression_cpu_seconds, recompression_seconds). Item text: 3 words in 4 from a 75-word vocabulary, 1 in 4 random letters."
         )
         return w
     }

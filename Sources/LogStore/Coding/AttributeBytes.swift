@@ -458,4 +458,18 @@ package enum AttributeCoding {
             throw CodingErrors.decodingFailed(error, type: T.self, malformedIsCorruption: true)
         }
     }
+
+    /// ``decode(_:fromBytes:userInfo:)`` from bytes it does not own (a record in a mapped segment,
+    /// or a scratch buffer): the decoder reads them in place, only during the call (its input is
+    /// invalidated when the call returns), and the decoded value owns all its storage.
+    package static func decode<T: Decodable>(
+        _ type: T.Type, fromRaw bytes: UnsafeRawBufferPointer,
+        userInfo: [CodingUserInfoKey: any Sendable] = [:]
+    ) throws -> T {
+        do {
+            return try ByteDecoder.decode(T.self, fromRaw: bytes, userInfo: userInfo)
+        } catch {
+            throw CodingErrors.decodingFailed(error, type: T.self, malformedIsCorruption: true)
+        }
+    }
 }

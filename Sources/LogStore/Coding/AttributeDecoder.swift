@@ -33,7 +33,7 @@ public struct AttributeDecoder: Sendable {
         let w = ValueWriter(capacity: 256)
         do {
             try w.value(value, depth: 0)
-            return try ByteDecoder.decode(T.self, from: w.bytes[...], userInfo: userInfo)
+            return try w.bytes.withUnsafeBytes { try ByteDecoder.decode(T.self, fromRaw: $0, userInfo: userInfo) }
         } catch {
             throw CodingErrors.decodingFailed(error, type: T.self, malformedIsCorruption: false)
         }
@@ -44,18 +44,29 @@ public struct AttributeDecoder: Sendable {
 
 /// One item's bytes and the user info, shared by every decoder of one `decode` call (on the
 /// caller's thread, for the duration of the call).
+///
+/// The bytes are not the input's own: they may be a record in a mapped segment, valid only while
+/// the read that found it lasts. So the input is invalidated when the decode call returns
+/// (``invalidate()``): a `Decodable` whose `init(from:)` keeps its `Decoder` and uses it later
+/// reads an empty buffer (a "truncated value" error), never memory that was unmapped or reused.
 final class DecodingInput {
-    let bytes: ArraySlice<UInt8>
+    /// The item's bytes, valid for the duration of the one decode call that made this input;
+    /// empty after it. (Written once more, by ``invalidate()``, on the decoding thread after the
+    /// last read: no access overlaps another.)
+    @exclusivity(unchecked) private(set) var bytes: UnsafeRawBufferPointer
     let userInfo: [CodingUserInfoKey: Any]
     /// Coding paths of decoders for absent values (`superDecoder` of a missing key), which have
     /// no offset in `bytes`: decoder offset -(i + 1) stands for `absentPaths[i]`. Only touched on
     /// that rare path, never while another access to it is in progress.
     @exclusivity(unchecked) var absentPaths: [[any CodingKey]] = []
 
-    init(bytes: ArraySlice<UInt8>, userInfo: [CodingUserInfoKey: Any]) {
+    init(bytes: UnsafeRawBufferPointer, userInfo: [CodingUserInfoKey: Any]) {
         self.bytes = bytes
         self.userInfo = userInfo
     }
+
+    /// Makes the bytes empty: the decode call is over (the lifetime rule above).
+    func invalidate() { bytes = UnsafeRawBufferPointer(start: nil, count: 0) }
 }
 
 /// A value that does not decode as the requested type; turned into a `DecodingError` with the

@@ -16,11 +16,10 @@ struct KeyedByteDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     var codingPath: [any CodingKey] { decoder.codingPath }
 
     var allKeys: [Key] {
-        decoder.input.bytes.withUnsafeBytes { b in
-            core.entries.compactMap { e in
-                BoundedRead.string(UnsafeRawBufferPointer(rebasing: b[e.keyStart..<(e.keyStart + e.keyCount)]))
-                    .flatMap { Key(stringValue: $0) }
-            }
+        let b = decoder.input.bytes
+        return core.entries.compactMap { e in
+            BoundedRead.string(UnsafeRawBufferPointer(rebasing: b[e.keyStart..<(e.keyStart + e.keyCount)]))
+                .flatMap { Key(stringValue: $0) }
         }
     }
 

@@ -22,7 +22,17 @@ struct ByteDecoder: Decoder {
     static func decode<T: Decodable>(
         _ type: T.Type, from bytes: ArraySlice<UInt8>, userInfo: [CodingUserInfoKey: any Sendable]
     ) throws -> T {
+        try bytes.withUnsafeBytes { try decode(T.self, fromRaw: $0, userInfo: userInfo) }
+    }
+
+    /// Decodes a `T` from `bytes` in place (mapped or owned). The decoders of this call read
+    /// `bytes` only until it returns: then their input is invalidated (``DecodingInput``), so one
+    /// that a `Decodable` kept reads nothing, never the bytes after their owner let them go.
+    static func decode<T: Decodable>(
+        _ type: T.Type, fromRaw bytes: UnsafeRawBufferPointer, userInfo: [CodingUserInfoKey: any Sendable]
+    ) throws -> T {
         let input = DecodingInput(bytes: bytes, userInfo: userInfo.isEmpty ? [:] : userInfo.mapValues { $0 as Any })
+        defer { input.invalidate() }
         return try ByteDecoder(input: input, offset: 0, nesting: 0).decodeValue(T.self, at: 0)
     }
 
@@ -168,10 +178,10 @@ extension DecodingInput {
     /// path of the value at `pathOffset`.
     @inline(__always)
     func read<R>(_ pathOffset: Int, _ body: (UnsafeRawBufferPointer) throws(DecodeProblem) -> R) throws -> R {
-        do {
-            return try bytes.withUnsafeBytes { b throws(DecodeProblem) in try body(b) }
-        } catch let p as DecodeProblem {
-            throw error(p, codingPath: path(to: pathOffset))
+        do throws(DecodeProblem) {
+            return try body(bytes)
+        } catch {
+            throw self.error(error, codingPath: path(to: pathOffset))
         }
     }
 
@@ -189,8 +199,8 @@ extension DecodingInput {
     @inline(__always)
     func array<E>(at off: Int, _ element: (UnsafeRawBufferPointer, Int) throws(DecodeProblem) -> (E, Int)) throws -> [E] {
         var at = off
-        do {
-            return try bytes.withUnsafeBytes { b throws(DecodeProblem) -> [E] in
+        do throws(DecodeProblem) {
+            return try { (b: UnsafeRawBufferPointer) throws(DecodeProblem) -> [E] in
                 let t = try ScalarReads.tag(b, off)
                 guard t == TagByte.array else {
                     if t == TagByte.null { throw .null([E].self) }
@@ -208,9 +218,9 @@ extension DecodingInput {
                     o = next
                 }
                 return out
-            }
-        } catch let p as DecodeProblem {
-            throw error(p, codingPath: path(to: at))
+            }(bytes)
+        } catch {
+            throw self.error(error, codingPath: path(to: at))
         }
     }
 
@@ -243,7 +253,7 @@ extension DecodingInput {
             let i = -target - 1
             return i < absentPaths.count ? absentPaths[i] : []
         }
-        return bytes.withUnsafeBytes { b in
+        return { (b: UnsafeRawBufferPointer) -> [any CodingKey] in
             var path: [any CodingKey] = []
             var off = 0
             descend: while off < target {
@@ -273,6 +283,6 @@ extension DecodingInput {
                 }
             }
             return path
-        }
+        }(bytes)
     }
 }

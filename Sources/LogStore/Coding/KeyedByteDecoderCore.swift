@@ -19,8 +19,9 @@ struct KeyedByteDecoderCore {
         let n = entries.count
         if n == 0 { return nil }
         var k = name
-        return k.withUTF8 { kb in
-            decoder.input.bytes.withUnsafeBytes { b -> Int? in
+        let b = decoder.input.bytes
+        return k.withUTF8 { kb -> Int? in
+            do {
                 if n <= 12 {
                     for e in entries where BoundedRead.equal(b, e.keyStart, e.keyCount, kb) { return e.value }
                     return nil

@@ -342,10 +342,15 @@ package enum QueryExecutor {
         return (n, plan)
     }
 
+    /// The item `id`, decoded in place from the reader's bytes (no copy of a record stored raw in
+    /// a mapped segment: the decoder reads it there, within the read, and the item owns its
+    /// storage).
     static func item<Item: DataStoreItem>(_ type: Item.Type, id: Item.ID, in view: any RecordReader) throws -> Item? {
         let key = try ItemKey.make(id)
-        guard let bytes = try view.value(type: Item.itemType, key: key) else { return nil }
-        return try decode(Item.self, bytes)
+        return try view.withValue(type: Item.itemType, key: key) { bytes in
+            guard let bytes else { return nil }
+            return try AttributeCoding.decode(Item.self, fromRaw: bytes)
+        }
     }
 }
 

@@ -25,7 +25,9 @@ extension StoreScan {
         }
         func segmentPath(_ n: UInt32) -> String { _joinPath(directory, LogStoreFormat.segmentFileName(n)) }
         func describe(_ l: RecordLocation) -> String {
-            "segment \(l.segment) frame @\(l.frameOffset) value \(l.valueOffset)+\(l.valueLength) seq \(l.sequence)"
+            l.isLegacy
+                ? "segment \(l.segment) frame @\(l.offset) value \(l.legacy & 0x7fff_ffff)+\(l.length) seq \(l.sequence)"
+                : "segment \(l.segment) record @\(l.offset)+\(l.length) seq \(l.sequence)"
         }
 
         if snapshot.index.sequence != lastSequence {
@@ -49,13 +51,13 @@ extension StoreScan {
                 }
                 guard let loc = found else {
                     add(
-                        segmentPath(entry.location.segment), entry.location.frameOffset,
+                        segmentPath(entry.location.segment), entry.location.offset,
                         "\(type) key \(key) is live in the log but missing from the engine's index")
                     continue
                 }
                 guard loc == entry.location else {
                     add(
-                        segmentPath(entry.location.segment), entry.location.frameOffset,
+                        segmentPath(entry.location.segment), entry.location.offset,
                         "\(type) key \(key): the engine's index says \(describe(loc)), the log says \(describe(entry.location))")
                     continue
                 }
@@ -65,18 +67,18 @@ extension StoreScan {
                     let crc = value.withUnsafeBytes { CRC32C.checksum($0) }
                     if crc != entry.valueCRC {
                         add(
-                            segmentPath(loc.segment), loc.frameOffset,
+                            segmentPath(loc.segment), loc.offset,
                             "\(type) key \(key): the value the engine reads differs from the bytes in the log")
                     }
                 } catch {
-                    add(segmentPath(loc.segment), loc.frameOffset, "\(type) key \(key): the engine cannot read the value: \(error)")
+                    add(segmentPath(loc.segment), loc.offset, "\(type) key \(key): the engine cannot read the value: \(error)")
                 }
             }
             do {
                 try theirs.forEach { key, loc in
                     if mine[key] == nil {
                         add(
-                            segmentPath(loc.segment), loc.frameOffset, "\(type) key \(key) is in the engine's index but not live in the log"
+                            segmentPath(loc.segment), loc.offset, "\(type) key \(key) is in the engine's index but not live in the log"
                         )
                     }
                     return true

@@ -71,6 +71,8 @@ struct ScanRun {
     var applied: UInt64 = 0
     /// MANIFEST as decoded (for the version 2 checks: store id, sealed lengths).
     var manifestFile: ManifestFile? = nil
+    /// The defines replayed so far (format 4 segments: type ids, dictionaries).
+    var meta = MetaTable()
     var bytesDone: UInt64 = 0
     var bytesTotal: UInt64 = 0
 
@@ -297,7 +299,7 @@ struct ScanRun {
         case .newerVersion(let v):
             issue(
                 .damage, .unsupportedVersion, path, 8,
-                "segment written by format version \(v); this build reads up to \(LogStoreFormat.version)")
+                "segment written by format version \(v); this build reads up to \(SegmentHeader.currentVersion)")
             seg.damaged = true
             return
         case .notASegment(let why):
@@ -344,7 +346,11 @@ struct ScanRun {
                 if !damaged, let covered = self.scan.checkpoint?.sequence, sequence > covered, self.scan.indexAtCheckpoint == nil {
                     self.scan.indexAtCheckpoint = self.scan.index
                 }
-                guard self.replayTransaction(frames, buf: buf, segment: number, path: path, apply: !damaged) else { return false }
+                let replayed =
+                    version >= 4
+                    ? self.replayRecords(frames, buf: buf, segment: number, path: path, apply: !damaged, seg: &seg)
+                    : self.replayTransaction(frames, buf: buf, segment: number, path: path, apply: !damaged)
+                guard replayed else { return false }
                 if damaged {
                     self.scan.transactionsAfterDamage += 1
                 } else {
@@ -359,6 +365,10 @@ struct ScanRun {
                 return true
             },
             onDamage: { d in
+                if version >= 4 {
+                    LogEngine.harvestDefines(
+                        buf, from: d.offset, to: d.resumeAt ?? buf.count, base: 0, segment: number, into: &self.meta)
+                }
                 var message = d.reason
                 if d.kind == .frame, let lost = d.lostTransaction { message += "; transaction \(lost) is lost with it" }
                 self.issue(.damage, d.kind == .frame ? .frame : .transaction, path, d.offset, message)
@@ -430,9 +440,8 @@ struct ScanRun {
                             // A compacted segment's frame holds records of many transactions: each
                             // putAt carries its own (the frame's sequence is only the largest).
                             let loc = RecordLocation(
-                                segment: segment, frameOffset: UInt32(f.frameOffset),
-                                valueOffset: UInt32(rec.valueOffset), sequence: rec.op == .putAt ? rec.sequence : sequence,
-                                valueLength: UInt32(rec.valueLength))
+                                segment: segment, frameOffset: UInt32(f.frameOffset), valueOffset: UInt32(rec.valueOffset),
+                                valueLength: UInt32(rec.valueLength), sequence: rec.op == .putAt ? rec.sequence : sequence)
                             ops.append(
                                 Op(
                                     tag: rec.op, type: rec.type, key: rec.key,
@@ -455,6 +464,98 @@ struct ScanRun {
             if !ok { return false }
         }
         guard apply else { return true }
+        applyOps(ops)
+        return true
+    }
+
+    /// Decodes one committed transaction of format 4 frames and, when `apply`, replays it into
+    /// the index and its defines into ``meta``. Each put's value is decompressed (with its
+    /// dictionary) to check its length and checksum it, and decoded when ``decodeValues``. Returns
+    /// false (after recording an issue naming the record's offset) if a record does not decode, names a
+    /// type or dictionary no define before it names, or its value does not decompress to its
+    /// length. Counts what compression saved in `seg` and the scan's raw bytes.
+    mutating func replayRecords(
+        _ frames: [SegmentReader.Frame], buf: UnsafeRawBufferPointer, segment: UInt32, path: String, apply: Bool,
+        seg: inout StoreScan.Segment
+    ) -> Bool {
+        var ops: [Op] = []
+        var next = meta
+        var expansion: UInt64 = 0
+        let transaction = frames[frames.count - 1].header.sequence
+        for f in frames {
+            let payload = UnsafeRawBufferPointer(rebasing: buf[f.payloadOffset..<(f.payloadOffset + f.header.storedLength)])
+            var failure: String? = nil
+            var failedAt = f.payloadOffset
+            do {
+                try LogFrame.forEachRecord(payload, f.header) { fields, at, sequence in
+                    let offset = f.payloadOffset + at
+                    failedAt = offset
+                    let record = UnsafeRawBufferPointer(rebasing: payload[at..<(at + fields.length)])
+                    let location = RecordLocation(
+                        segment: segment, offset: UInt32(offset), length: UInt32(fields.length), sequence: sequence)
+                    scan.records += 1
+                    if fields.op == .define {
+                        try next.apply(fields, record: record, location: location)
+                        return
+                    }
+                    if (!apply || scan.hasDamage) && next.typeName(fields.typeID) == nil {
+                        // After damage (which may have taken the define), as salvage does: the
+                        // type keeps a reserved name that says its define was lost.
+                        try? next.defineType(fields.typeID, name: "\(LogEngine.salvagedTypePrefix)\(fields.typeID)")
+                    }
+                    guard let type = next.typeName(fields.typeID) else {
+                        throw LogStoreError(.corruption, "a record of type id \(fields.typeID), which no define before it names")
+                    }
+                    let key = RecordKey(UnsafeRawBufferPointer(rebasing: record[fields.key]))
+                    var crc: UInt32 = 0
+                    if fields.op == .put {
+                        crc = try RecordCodec.withValue(record, fields, meta: next, path: path, offset: UInt64(offset)) { value in
+                            if decodeValues {
+                                do {
+                                    _ = try AttributeValue.decode(value)
+                                    scan.valuesDecoded += 1
+                                } catch let e as LogStoreError {
+                                    issue(
+                                        .damage, .value, path, offset,
+                                        "the value of \(type) key \(key) (transaction \(sequence)) is not a valid attribute value: \(e.message)"
+                                    )
+                                }
+                            }
+                            return CRC32C.checksum(value)
+                        }
+                        expansion += UInt64(fields.rawLength) - UInt64(min(fields.rawLength, fields.content.count))
+                    }
+                    let tag: RecordOperation.Tag = fields.op == .put ? .put : fields.op == .delete ? .delete : .deleteAll
+                    ops.append(
+                        Op(
+                            tag: tag, type: type, key: key,
+                            entry: ScanEntry(location: location, valueCRC: crc, rawSize: fields.length, storedShare: Double(fields.length)))
+                    )
+                }
+            } catch let e as _DecodeError {
+                failedAt = f.payloadOffset + e.offset
+                failure = "malformed record: \(e.reason)"
+            } catch let e as LogStoreError {
+                failure = e.message
+            } catch {
+                failure = "\(error)"
+            }
+            if let failure {
+                issue(.damage, .record, path, failedAt, "\(failure); transaction \(transaction) is unusable")
+                return false
+            }
+        }
+        seg.rawPayloadBytes += expansion
+        scan.rawPayloadBytes += expansion
+        // Defines count even after damage (the records that use them come later).
+        meta = next
+        guard apply else { return true }
+        applyOps(ops)
+        return true
+    }
+
+    /// Replays decoded operations into the scan's index and per-type counts.
+    mutating func applyOps(_ ops: [Op]) {
         for op in ops {
             switch op.tag {
             case .put, .putAt:
@@ -469,7 +570,6 @@ struct ScanRun {
                 scan.types[op.type, default: .init()].deleteAlls += 1
             }
         }
-        return true
     }
 
     /// The size of a record as the engine encodes it (minimal varints).
@@ -504,7 +604,7 @@ struct ScanRun {
             var typeLive = 0.0
             for (_, e) in entries {
                 t.liveRecords += 1
-                t.liveValueBytes += UInt64(e.location.valueLength)
+                t.liveValueBytes += UInt64(e.location.length)
                 scan.liveRawBytes += UInt64(e.rawSize)
                 typeLive += e.storedShare
                 if let i = bySegment[e.location.segment] {

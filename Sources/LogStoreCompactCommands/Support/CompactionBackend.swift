@@ -11,6 +11,14 @@ protocol CompactionBackend: Sendable {
     /// Compacts the store of `engine` (opened by the command, holding the lock). Runs on the
     /// calling thread; throws what the engine throws.
     func compact(_ engine: LogEngine) throws -> CompactionOutcome
+    /// Runs the recompression pass on the store of `engine` (`compact --recompress`). Runs on the
+    /// calling thread; throws what the engine throws.
+    func recompress(_ engine: LogEngine) throws -> CompactionOutcome
+}
+
+extension CompactionBackend {
+    /// See ``CompactionBackend/recompress(_:)``: a backend that cannot recompress compacts.
+    func recompress(_ engine: LogEngine) throws -> CompactionOutcome { try compact(engine) }
 }
 
 /// What a backend says it did, beyond the sizes the command measures itself.
@@ -25,8 +33,19 @@ struct CompactionOutcome: Sendable {
 struct EngineCompaction: CompactionBackend {
     var isAvailable: Bool { true }
 
-    func compact(_ engine: LogEngine) throws -> CompactionOutcome {
-        let r = try engine.compact()
+    func compact(_ engine: LogEngine) throws -> CompactionOutcome { Self.outcome(try engine.compact()) }
+
+    func recompress(_ engine: LogEngine) throws -> CompactionOutcome {
+        let r = try engine.recompress()
+        var outcome = Self.outcome(r)
+        outcome.details += [
+            ("recordsRecompressed", String(r.recordsRecompressed)), ("recompressedBytesBefore", String(r.recompressedBytesBefore)),
+            ("recompressedBytesAfter", String(r.recompressedBytesAfter)), ("dictionariesTrained", String(r.dictionariesTrained)),
+        ]
+        return outcome
+    }
+
+    static func outcome(_ r: CompactionReport) -> CompactionOutcome {
         var details: [(String, String)] = [("performed", r.performed ? "true" : "false")]
         if let why = r.skippedReason { details.append(("skipped", why)) }
         details.append(("replacedSegments", r.replacedSegments.map(String.init).joined(separator: ",")))

@@ -190,7 +190,7 @@ struct BackupCheckpoint: Sendable {
             if !runs.written.isEmpty { try fs.syncDirectory(atPath: directory) }
             let bytes = CheckpointFileV4(
                 generation: generation, sequence: index.sequence, createdAtMillis: UInt64(max(0, Date().timeIntervalSince1970 * 1000)),
-                storeId: storeId, segments: segments, indexes: references, nextRun: runs.next
+                storeId: storeId, segments: segments, indexes: references, nextRun: runs.next, meta: index.meta
             ).encode()
             return BackupCheckpoint(bytes: bytes, runPaths: runs.written.map(\.path))
         } catch {

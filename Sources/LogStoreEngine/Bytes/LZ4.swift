@@ -12,7 +12,7 @@ package enum LZ4 {
 
     /// The output buffer (uninitialized, of LZ4's worst-case size, so that LZ4 runs its faster
     /// unbounded loop) and the call of one compressor; nil unless the result is smaller.
-    private static func compressed(
+    fileprivate static func compressed(
         _ input: UnsafeRawBufferPointer, _ call: (UnsafePointer<CChar>, UnsafeMutablePointer<CChar>, Int32, Int32) -> Int32
     ) -> [UInt8]? {
         guard input.count > 0, input.count <= Int(LZ4_MAX_INPUT_SIZE), let src = input.baseAddress else { return nil }
@@ -32,7 +32,7 @@ package enum LZ4 {
     /// LZ4's fast mode (a 16 KiB hash table, `LZ4_resetStream_fast`) or, with a `level` from 1 to
     /// 12, LZ4HC (about 256 KiB of state, `LZ4_resetStreamHC_fast`): same block format and the same
     /// decompression speed, smaller output, several times slower to compress (compaction output,
-    /// ``LogEngineOptions/compactionCompressionLevel``). Each block is still compressed on its own
+    /// ``LogEngineOptions/recompressionLevel``). Each block is still compressed on its own
     /// (no dictionary), so ``decompress(_:rawLength:)`` reads it alone. For callers that compress
     /// many frames: the committing writer, a compaction's two threads.
     ///
@@ -111,5 +111,105 @@ package enum LZ4 {
         }
         guard n == Int32(rawLength) else { return nil }
         return out
+    }
+}
+
+extension LZ4 {
+    /// Decompresses the LZ4 block `input` into `out`, with `dictionary` (up to its last 64 KiB) as
+    /// the history the block was compressed against, or none. True only when the block decodes to
+    /// exactly `out.count` bytes. Safe on any input: `LZ4_decompress_safe_usingDict` never reads
+    /// or writes outside the buffers it is given.
+    package static func decompress(
+        _ input: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, dictionary: UnsafeRawBufferPointer? = nil
+    ) -> Bool {
+        guard input.count > 0, input.count <= Int(Int32.max), out.count <= Int(Int32.max), let src = input.baseAddress else {
+            return false
+        }
+        guard let dst = out.baseAddress else { return false }
+        let s = src.assumingMemoryBound(to: CChar.self)
+        let d = dst.assumingMemoryBound(to: CChar.self)
+        let n: Int32
+        if let dictionary, let dict = dictionary.baseAddress, dictionary.count > 0 {
+            n = LZ4_decompress_safe_usingDict(
+                s, d, Int32(input.count), Int32(out.count), dict.assumingMemoryBound(to: CChar.self), Int32(dictionary.count))
+        } else {
+            n = LZ4_decompress_safe(s, d, Int32(input.count), Int32(out.count))
+        }
+        return n >= 0 && Int(n) == out.count
+    }
+
+    /// Compression of single blocks against one dictionary (a type's, ``DictionaryRef``): LZ4's
+    /// fast mode or LZ4HC at a level, each block alone but with the dictionary as its history, so
+    /// that ``decompress(_:into:dictionary:)`` reads it with the same dictionary. The dictionary is
+    /// loaded once into a template state per mode, which each block starts from by copying it
+    /// (16 KiB for the fast mode, 256 KiB for LZ4HC): much cheaper than loading the dictionary
+    /// again. States are built on first use.
+    ///
+    /// Any thread; calls are serialized by its own lock.
+    package final class DictionaryCompressor: @unchecked Sendable {
+        // @unchecked Sendable: every state below is used only while `lock` is held; `dictionary`
+        // is written once, in init.
+        private let lock = NSLock()
+        private let dictionary: UnsafeMutableRawBufferPointer
+        private var fastTemplate: UnsafeMutablePointer<LZ4_stream_t>? = nil
+        private var fastWork: UnsafeMutablePointer<LZ4_stream_t>? = nil
+        private var highTemplate: UnsafeMutablePointer<LZ4_streamHC_t>? = nil
+        private var highWork: UnsafeMutablePointer<LZ4_streamHC_t>? = nil
+        private var highLevel = 0
+
+        /// A compressor for `dictionary` (empty: no history; only its last 64 KiB count).
+        package init(dictionary bytes: [UInt8]) {
+            let kept = bytes.suffix(64 << 10)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(kept.count, 1), alignment: 16)
+            kept.withUnsafeBytes { buffer.copyMemory(from: $0) }
+            dictionary = buffer
+            count = kept.count
+        }
+
+        private let count: Int
+
+        deinit {
+            if let fastTemplate { _ = LZ4_freeStream(fastTemplate) }
+            if let fastWork { _ = LZ4_freeStream(fastWork) }
+            if let highTemplate { _ = LZ4_freeStreamHC(highTemplate) }
+            if let highWork { _ = LZ4_freeStreamHC(highWork) }
+            dictionary.deallocate()
+        }
+
+        /// The dictionary's bytes (valid while this object lives).
+        package var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: dictionary[0..<count]) }
+
+        /// `input` compressed against the dictionary: LZ4's fast mode with `level` 0, LZ4HC at
+        /// `level` (1...12) otherwise; nil unless the block is smaller than `input`.
+        package func compress(_ input: UnsafeRawBufferPointer, level: Int = 0) -> [UInt8]? {
+            lock.lock()
+            defer { lock.unlock() }
+            let dict = dictionary.baseAddress?.assumingMemoryBound(to: CChar.self)
+            if level <= 0 {
+                if fastTemplate == nil {
+                    fastTemplate = LZ4_createStream()
+                    fastWork = LZ4_createStream()
+                    if let t = fastTemplate { _ = LZ4_loadDict(t, dict, Int32(count)) }
+                }
+                guard let t = fastTemplate, let w = fastWork else { return LZ4.compress(input) }
+                UnsafeMutableRawPointer(w).copyMemory(from: t, byteCount: MemoryLayout<LZ4_stream_t>.size)
+                return LZ4.compressed(input) { src, dst, n, capacity in LZ4_compress_fast_continue(w, src, dst, n, capacity, 1) }
+            }
+            let level = min(level, 12)
+            if highTemplate == nil || highLevel != level {
+                if highTemplate == nil {
+                    highTemplate = LZ4_createStreamHC()
+                    highWork = LZ4_createStreamHC()
+                }
+                if let t = highTemplate {
+                    LZ4_resetStreamHC_fast(t, Int32(level))
+                    _ = LZ4_loadDictHC(t, dict, Int32(count))
+                }
+                highLevel = level
+            }
+            guard let t = highTemplate, let w = highWork else { return LZ4.compress(input) }
+            UnsafeMutableRawPointer(w).copyMemory(from: t, byteCount: MemoryLayout<LZ4_streamHC_t>.size)
+            return LZ4.compressed(input) { src, dst, n, capacity in LZ4_compress_HC_continue(w, src, dst, n, capacity) }
+        }
     }
 }

@@ -53,14 +53,25 @@ package struct CheckpointFile {
     /// replays the log instead (a checkpoint is only an accelerator).
     package static let currentVersion: UInt16 = 3
 
+    /// One segment a checkpoint covers.
     package struct Segment: Equatable, Sendable {
+        /// The segment's number.
         package var number: UInt32
+        /// Its valid length when the checkpoint was taken.
         package var length: UInt64
+        /// Raw (uncompressed) payload bytes of its frames.
         package var rawBytes: UInt64
-        package init(number: UInt32, length: UInt64, rawBytes: UInt64) {
+        /// Version 4: the defines the segment's records use, when known.
+        package var refs: DefineRefs? = nil
+        /// Version 4: bytes of its records the recompression pass has not tried yet.
+        package var pendingBytes: UInt64 = 0
+        /// A segment entry.
+        package init(number: UInt32, length: UInt64, rawBytes: UInt64, refs: DefineRefs? = nil, pendingBytes: UInt64 = 0) {
             self.number = number
             self.length = length
             self.rawBytes = rawBytes
+            self.refs = refs
+            self.pendingBytes = pendingBytes
         }
     }
 
@@ -84,7 +95,9 @@ package struct CheckpointFile {
             segments: segments.map(\.number), positionOffset: segments.last?.length ?? 0, fileBytes: fileBytes)
     }
 
-    /// Encodes a checkpoint of `index` (whose locations must all lie in `segments`). The index does
+    /// Encodes a version 3 checkpoint of `index` (whose locations must all lie in `segments` and be
+    /// legacy ones, in version 1 or 2 frames: tests and fuzz targets forge format 3 stores' files
+    /// with it; stores write ``CheckpointFileV4``). The index does
     /// not keep frame lengths (``RecordLocation``): `frameLength` gives the stored length of the
     /// frame a location points into (the engine reads it from the frame's header); its errors are
     /// rethrown, as are `.corruption` errors of a damaged index run.
@@ -122,10 +135,10 @@ package struct CheckpointFile {
                 if loc.frameID != lastFrame.id { lastFrame = (loc.frameID, try frameLength(loc)) }
                 key.withUnsafeBytes { w.lengthPrefixed($0) }
                 w.uvarint(position[loc.segment] ?? UInt64(segments.count))
-                w.uvarint(UInt64(loc.frameOffset))
+                w.uvarint(UInt64(loc.offset))
                 w.uvarint(UInt64(lastFrame.length))
-                w.uvarint(UInt64(loc.valueOffset))
-                w.uvarint(UInt64(loc.valueLength))
+                w.uvarint(UInt64(loc.legacyValueOffset))
+                w.uvarint(UInt64(loc.length))
                 w.uvarint(loc.sequence)
                 return true
             }
@@ -332,8 +345,8 @@ package struct CheckpointFile {
         else { throw _DecodeError("value \(valueOffset)+\(valueLength) is implausible", at: at) }
         guard seq >= 1, seq <= sequence else { throw _DecodeError("record sequence \(seq) is outside 1...\(sequence)", at: at) }
         return RecordLocation(
-            segment: segment.number, frameOffset: UInt32(frameOffset), valueOffset: UInt32(valueOffset), sequence: seq,
-            valueLength: UInt32(valueLength))
+            segment: segment.number, frameOffset: UInt32(frameOffset), valueOffset: UInt32(valueOffset), valueLength: UInt32(valueLength),
+            sequence: seq)
     }
 }
 

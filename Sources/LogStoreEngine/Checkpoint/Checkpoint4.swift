@@ -7,15 +7,17 @@
 ///                     bodyLength:u32le body crc:u32le            -- crc: masked CRC-32C of every byte before it
 ///     body         := segments meta indexes nextRun:u32le end:u8=0xFF
 ///     segments     := count:uvarint (segment:u32le length:u64le rawBytes:u64le refs){count}
-///     refs         := length:uvarint bytes{length}               -- the defines the segment's records use (reserved: empty)
-///     meta         := length:uvarint bytes{length}               -- the table of defines (reserved: empty)
+///     refs         := length:uvarint bytes{length}               -- the defines the segment's records use
+///     meta         := length:uvarint bytes{length}               -- the store's table of defines
 ///     indexes      := count:uvarint index{count}
 ///     index        := type:string kind:u8 [definition hash:u64le] base:runRef? delta:runRef? entryCount:u64le
 ///                     -- kind 0: the type's primary index; 1: a secondary index (definition as in CHECKPOINT 3)
 ///     runRef?      := 0x00 | 0x01 runNumber:u32le pageCount:u32le rootPage:u32le entryCount:u64le headerCrc:u32le
 ///
-/// `refs` and `meta` are reserved for the define records of format 4's record layer: this build
-/// writes them empty and skips their bytes when reading. A run reference is a witness: the run's
+/// `refs` holds a segment's define references and the bytes the recompression pass has not tried
+/// (``CheckpointFile/encodeRefs(_:into:)``); `meta` the type and dictionary defines as replay of
+/// the log up to `sequence` leaves them (``CheckpointFile/encodeMeta(_:position:segmentCount:into:)``;
+/// a dictionary's define location names a segment by its index in `segments`). A run reference is a witness: the run's
 /// header page must show the same numbers and CRC, or the checkpoint is not used. `entryCount` is
 /// the count of the index its runs make together. `nextRun` is above every run number it names.
 ///
@@ -64,11 +66,13 @@ package struct CheckpointFileV4: Equatable, Sendable {
     package var indexes: [Index]
     /// The number the next run file gets (above every run it names).
     package var nextRun: UInt32
+    /// The store's type and dictionary defines at ``sequence``.
+    package var meta: MetaTable
 
     /// A checkpoint from its parts.
     package init(
         generation: UInt64, sequence: UInt64, createdAtMillis: UInt64, storeId: StoreID, segments: [CheckpointFile.Segment],
-        indexes: [Index], nextRun: UInt32
+        indexes: [Index], nextRun: UInt32, meta: MetaTable = MetaTable()
     ) {
         self.generation = generation
         self.sequence = sequence
@@ -77,6 +81,7 @@ package struct CheckpointFileV4: Equatable, Sendable {
         self.segments = segments
         self.indexes = indexes
         self.nextRun = nextRun
+        self.meta = meta
     }
 
     /// Every run it names.
@@ -86,13 +91,19 @@ package struct CheckpointFileV4: Equatable, Sendable {
     package func encode() -> [UInt8] {
         var body = _ByteWriter(capacity: 64 + indexes.count * 64)
         body.uvarint(UInt64(segments.count))
-        for s in segments {
+        var position: [UInt32: UInt64] = [:]
+        for (i, s) in segments.enumerated() {
             body.u32(s.number)
             body.u64(s.length)
             body.u64(s.rawBytes)
-            body.uvarint(0)
+            var refs = _ByteWriter(capacity: 16)
+            CheckpointFile.encodeRefs(s, into: &refs)
+            body.lengthPrefixed(refs.bytes)
+            position[s.number] = UInt64(i)
         }
-        body.uvarint(0)
+        var metaBytes = _ByteWriter(capacity: 64)
+        CheckpointFile.encodeMeta(meta, position: position, segmentCount: segments.count, into: &metaBytes)
+        body.lengthPrefixed(metaBytes.bytes)
         body.uvarint(UInt64(indexes.count))
         for i in indexes {
             body.string(i.type)
@@ -170,15 +181,31 @@ package struct CheckpointFileV4: Equatable, Sendable {
         var seen = Set<UInt32>()
         for _ in 0..<Int(count) {
             let at = r.offset
-            let s = CheckpointFile.Segment(number: try r.u32(), length: try r.u64(), rawBytes: try r.u64())
-            _ = try r.lengthPrefixed()
+            var s = CheckpointFile.Segment(number: try r.u32(), length: try r.u64(), rawBytes: try r.u64())
+            let refsAt = r.offset
+            var rr = _ByteReader(try r.lengthPrefixed())
+            do throws(_DecodeError) {
+                s.refs = try CheckpointFile.decodeRefs(&rr)
+                s.pendingBytes = try rr.uvarint()
+            } catch {
+                throw _DecodeError("segment \(s.number)'s define references: \(error.reason)", at: refsAt)
+            }
+            guard rr.isAtEnd else { throw _DecodeError("bytes after segment \(s.number)'s define references", at: refsAt) }
             guard seen.insert(s.number).inserted else { throw _DecodeError("segment \(s.number) listed twice", at: at) }
             guard s.length >= UInt64(SegmentHeader.sizeV1), s.length <= UInt64(UInt32.max) + UInt64(LogFrame.maxPayload) else {
                 throw _DecodeError("segment \(s.number) length \(s.length) is implausible", at: at)
             }
             segments.append(s)
         }
-        _ = try r.lengthPrefixed()
+        let metaAt = r.offset
+        var mr = _ByteReader(try r.lengthPrefixed())
+        let meta: MetaTable
+        do throws(_DecodeError) {
+            meta = try CheckpointFile.decodeMeta(&mr, segments: segments, sequence: sequence)
+        } catch {
+            throw _DecodeError("meta: \(error.reason)", at: metaAt)
+        }
+        guard mr.isAtEnd else { throw _DecodeError("bytes after the meta section", at: metaAt) }
         let indexCountAt = r.offset
         let indexCount = try r.uvarint()
         guard indexCount <= UInt64(r.remaining / 12) else {
@@ -234,7 +261,7 @@ package struct CheckpointFileV4: Equatable, Sendable {
         guard try r.u8() == 0xFF, r.isAtEnd else { throw _DecodeError("no end marker, or bytes after it", at: endAt) }
         return CheckpointFileV4(
             generation: generation, sequence: sequence, createdAtMillis: createdAt, storeId: storeId, segments: segments, indexes: indexes,
-            nextRun: nextRun)
+            nextRun: nextRun, meta: meta)
     }
 
     /// The version field of checkpoint bytes (nil when too short): which decoder reads them.

@@ -98,7 +98,7 @@ final class Checkpointer: Sendable {
             if !writer.written.isEmpty { try engine.fileSystem.syncDirectory(atPath: engine.directory) }
             bytes = CheckpointFileV4(
                 generation: capture.log.manifest.generation, sequence: capture.index.sequence, createdAtMillis: created, storeId: storeId,
-                segments: segments, indexes: references, nextRun: writer.next
+                segments: segments, indexes: references, nextRun: writer.next, meta: capture.index.meta
             ).encode()
             try AtomicFileReplace.replaceOrThrow(
                 LogStoreFormat.checkpointFileName, in: engine.directory, with: bytes, fs: engine.fileSystem)
@@ -174,7 +174,9 @@ extension Checkpointer {
         for n in log.manifest.segments {
             guard var info = log.segmentInfo[n] else { return nil }
             if n == log.tail.number { info.length = log.tailOffset }
-            segments.append(CheckpointFile.Segment(number: n, length: info.length, rawBytes: info.rawBytes))
+            segments.append(
+                CheckpointFile.Segment(
+                    number: n, length: info.length, rawBytes: info.rawBytes, refs: info.refs, pendingBytes: info.pendingBytes))
         }
         guard segments.last?.number == log.tail.number else { return nil }
         return segments

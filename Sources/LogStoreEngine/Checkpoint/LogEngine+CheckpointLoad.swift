@@ -148,6 +148,7 @@ extension LogEngine {
         }
         var index = IndexState()
         index.sequence = cp.sequence
+        index.meta = cp.meta
         do throws(RunRejection) {
             for i in cp.indexes {
                 if let definition = i.definition {
@@ -189,6 +190,7 @@ extension CheckpointFile {
         var c = CheckpointFile(
             version: 4, generation: v4.generation, sequence: v4.sequence, createdAtMillis: v4.createdAtMillis, segments: v4.segments,
             index: IndexState(), storeId: v4.storeId)
+        c.index.meta = v4.meta
         c.runReferences = v4
         return c
     }

@@ -8,117 +8,168 @@ struct CompactedSegment {
     var lastSequence: UInt64
 }
 
-/// A run of frames for ``CompactionOutput``, in output order, built by the thread that reads the
-/// prefix and written by the one that writes the output (``CompactionPipeline``).
-///
-///     item := copied    frame bytes (header and stored payload, unchanged) + the ordinals of
-///                       its records, whose locations move with the frame
-///           | repacked  a raw payload of `putAt` records + each record's ordinal and place
+/// Finished compacted frames for ``CompactionOutput``, in output order, built by the thread that
+/// reads the prefix and written by the one that writes the output (``CompactionPipeline``).
 struct CopyBatch: Sendable {
-    /// A record of a re-packed frame: its ordinal (``LivePrefix/records``) and its value's place in
-    /// the frame's raw payload.
-    struct Repacked: Sendable {
+    /// A record of a frame: where it is in the frame's bytes, and whose it is.
+    struct Placed: Sendable {
+        /// The record's ordinal (``LivePrefix/records``), or -1 for a define.
         var ordinal: Int32
-        var valueOffset: UInt32
-        var valueLength: UInt32
-        var sequence: UInt64
+        /// A dictionary define: the dictionary's id (0 otherwise).
+        var dictionary: UInt32
+        /// Offset of the record in the frame's bytes (header included).
+        var offset: UInt32
+        var length: UInt32
     }
 
-    enum Item: Sendable {
-        /// A frame copied as it was: `bytes[range]`; its records are `order[records]` of the prefix.
-        case copied(range: Range<Int>, sequence: UInt64, rawLength: Int, records: Range<Int>)
-        /// A re-packed frame, records `repacked[records]`: its raw payload of `rawLength` bytes in
-        /// `bytes[range]`, or, when `stored` is set, the whole frame already built (header and a
-        /// payload of `stored` bytes), by a reader that had time to spare.
-        case repacked(range: Range<Int>, records: Range<Int>, rawLength: Int, stored: Int?)
+    /// A compacted frame: `bytes[range]`, its records `placed[records]`, its header's sequence,
+    /// and the defines its records use.
+    struct Frame: Sendable {
+        var range: Range<Int>
+        var records: Range<Int>
+        var sequence: UInt64
+        var recordBytes: Int
+        var refs: DefineRefs
+        /// Bytes of its records the recompression pass has not tried yet.
+        var pendingBytes: Int
     }
 
     var bytes: [UInt8] = []
-    var items: [Item] = []
-    var repacked: [Repacked] = []
+    var frames: [Frame] = []
+    var placed: [Placed] = []
 }
 
-/// Writes compacted segments, frames in non-decreasing sequence order: frames copied unchanged
-/// from the compacted segments, and frames of re-packed `putAt` records (compressed with LZ4
-/// when that is smaller, checksummed here), each such frame's sequence the largest of its records.
-/// Segments roll over at `segmentSize`. Not thread-safe; used by one thread at a time.
+/// The compacted frame being filled on the reading thread: records copied verbatim (or re-encoded
+/// from a legacy frame) with their sequences, then closed into a version 4 compacted frame
+/// (header, sequence table, records; Docs/FileFormat.md, "Frames") whose header sequence is the
+/// largest of its records' and of the frames before it. Only the header and the table are
+/// checksummed: each record keeps its own checksum.
+struct CompactedFrameBuilder {
+    private var records: [UInt8] = []
+    /// Per record: its sequence (nil: a define, which takes the frame's) and its placement.
+    private var sequences: [UInt64?] = []
+    private var placed: [CopyBatch.Placed] = []
+    private var refs = DefineRefs()
+    /// Bytes of the pending defines (overhead, not counted in ``SegmentInfo/rawBytes``).
+    private var defineBytes = 0
+    /// Bytes of pending records the recompression pass has not tried yet.
+    private var untriedBytes = 0
+    /// The sequence of the last frame built (frames never go backwards).
+    private(set) var lastSequence: UInt64 = 0
+    let maxPayload: Int
+
+    init(maxPayload: Int) {
+        self.maxPayload = maxPayload
+        records.reserveCapacity(min(maxPayload, 64 << 10) + 256)
+    }
+
+    /// Bytes of records pending (0: nothing).
+    var count: Int { records.count }
+
+    /// Whether a record of `length` bytes starts a new frame.
+    func wouldOverflow(_ length: Int) -> Bool { !records.isEmpty && records.count + length > maxPayload }
+
+    /// Appends a copied record's bytes (`ordinal`, sequence `sequence`) or a define (`ordinal`
+    /// -1, `sequence` nil; `dictionary` its id for a dictionary define), flushing the pending
+    /// frame into `batch` first when the record would overflow it.
+    mutating func add(
+        _ record: UnsafeRawBufferPointer, ordinal: Int32, sequence: UInt64?, dictionary: UInt32 = 0, refs used: DefineRefs,
+        untried: Bool = false, into batch: inout CopyBatch
+    ) {
+        if wouldOverflow(record.count) { flush(into: &batch) }
+        placed.append(
+            CopyBatch.Placed(ordinal: ordinal, dictionary: dictionary, offset: UInt32(records.count), length: UInt32(record.count)))
+        records.append(contentsOf: record)
+        sequences.append(sequence)
+        refs.formUnion(used)
+        if ordinal < 0 { defineBytes += record.count }
+        if untried { untriedBytes += record.count }
+    }
+
+    /// Closes the pending frame (if any) into `batch`.
+    mutating func flush(into batch: inout CopyBatch) {
+        guard !placed.isEmpty else { return }
+        let sequence = sequences.reduce(lastSequence) { max($0, $1 ?? 0) }
+        let deltas = sequences.map { sequence - ($0 ?? sequence) }
+        let start = batch.bytes.count
+        let recordsAt = records.withUnsafeBytes {
+            LogFrame.appendV4(
+                into: &batch.bytes, records: $0, recordCount: placed.count, kind: .commit, sequence: sequence, syncedThrough: 0,
+                sequenceDeltas: deltas)
+        }
+        let shift = UInt32(recordsAt - start)
+        let first = batch.placed.count
+        for var p in placed {
+            p.offset += shift
+            batch.placed.append(p)
+        }
+        batch.frames.append(
+            CopyBatch.Frame(
+                range: start..<batch.bytes.count, records: first..<batch.placed.count, sequence: sequence,
+                recordBytes: records.count - defineBytes, refs: refs, pendingBytes: untriedBytes))
+        lastSequence = sequence
+        records.removeAll(keepingCapacity: true)
+        sequences.removeAll(keepingCapacity: true)
+        placed.removeAll(keepingCapacity: true)
+        refs = DefineRefs()
+        defineBytes = 0
+        untriedBytes = 0
+    }
+}
+
+/// Writes compacted segments (version 4), frames in non-decreasing sequence order, each placed
+/// whole in a segment; segments roll over at `segmentSize`. Records where each copied record
+/// and each dictionary define landed. Not thread-safe; used by one thread at a time.
 struct CompactionOutput {
     let engine: LogEngine
-    /// The records copied (for the locations of copied frames' records).
+    /// The records copied (their old locations: lengths and sequences carry over).
     let live: LivePrefix
     /// Finished segments with their info and the log's last sequence at their end, in order.
     var segments: [CompactedSegment] = []
     /// New location per copied record (by ordinal).
     var locations: [RecordLocation]
+    /// Where each dictionary define was written.
+    var dictionaryDefines: [UInt32: RecordLocation] = [:]
     private var current: SegmentFile? = nil
-    private var currentInfo = SegmentInfo(length: 0, rawBytes: 0)
+    private var currentInfo = SegmentInfo(length: 0, rawBytes: 0, refs: DefineRefs())
     private var buffer: [UInt8] = []
     private var bufferStart: UInt64 = 0
     private var lastFrameSequence: UInt64 = 0
     private var created: [SegmentFile] = []
-    private var frameBytes: [UInt8] = []
-    private let compressor: LZ4.Compressor
 
     init(engine: LogEngine, live: LivePrefix) {
         self.engine = engine
-        compressor = LZ4.Compressor(level: engine.options.compactionCompressionLevel)
         self.live = live
         locations = live.records.indices.map(live.location)
     }
 
-    /// Writes the items of `batch`, in order.
+    /// Writes the frames of `batch`, in order.
     mutating func write(_ batch: CopyBatch) throws {
         try batch.bytes.withUnsafeBytes { bytes in
-            for item in batch.items {
-                switch item {
-                case .copied(let range, let sequence, let rawLength, let records):
-                    let (segment, offset) = try place(
-                        UnsafeRawBufferPointer(rebasing: bytes[range]), rawBytes: rawLength, baseSequence: sequence)
-                    lastFrameSequence = max(lastFrameSequence, sequence)
-                    for r in live.order[records] {
-                        locations[Int(r)].segment = segment
-                        locations[Int(r)].frameOffset = offset
+            for frame in batch.frames {
+                let (segment, offset) = try place(
+                    UnsafeRawBufferPointer(rebasing: bytes[frame.range]), rawBytes: frame.recordBytes, baseSequence: frame.sequence,
+                    refs: frame.refs, pending: frame.pendingBytes)
+                lastFrameSequence = max(lastFrameSequence, frame.sequence)
+                for p in batch.placed[frame.records] {
+                    if p.ordinal >= 0 {
+                        let old = locations[Int(p.ordinal)]
+                        locations[Int(p.ordinal)] = RecordLocation(
+                            segment: segment, offset: offset + p.offset, length: p.length, sequence: old.sequence)
+                    } else if p.dictionary != 0 {
+                        dictionaryDefines[p.dictionary] = RecordLocation(
+                            segment: segment, offset: offset + p.offset, length: p.length, sequence: frame.sequence)
                     }
-                case .repacked(let range, let records, let rawLength, let built):
-                    let recs = batch.repacked[records]
-                    guard let first = recs.first else { continue }
-                    let sequence = recs.reduce(0) { max($0, $1.sequence) }
-                    let placed: (UInt32, UInt32)
-                    if built != nil {
-                        placed = try place(
-                            UnsafeRawBufferPointer(rebasing: bytes[range]), rawBytes: rawLength, baseSequence: first.sequence)
-                    } else {
-                        frameBytes.removeAll(keepingCapacity: true)
-                        Self.frame(
-                            UnsafeRawBufferPointer(rebasing: bytes[range]), sequence: sequence, into: &frameBytes, options: engine.options,
-                            compressor: compressor)
-                        placed = try frameBytes.withUnsafeBytes { try place($0, rawBytes: rawLength, baseSequence: first.sequence) }
-                    }
-                    for r in recs {
-                        locations[Int(r.ordinal)] = RecordLocation(
-                            segment: placed.0, frameOffset: placed.1, valueOffset: r.valueOffset,
-                            sequence: r.sequence, valueLength: r.valueLength)
-                    }
-                    lastFrameSequence = max(lastFrameSequence, sequence)
                 }
             }
         }
     }
 
-    /// Appends to `out` the commit frame of a re-packed raw payload (compressed when that is
-    /// smaller); returns its stored payload length. Either thread of a compaction may build one.
-    @discardableResult
-    static func frame(
-        _ raw: UnsafeRawBufferPointer, sequence: UInt64, into out: inout [UInt8], options: LogEngineOptions, compressor: LZ4.Compressor
-    ) -> Int {
-        LogFrame.append(
-            into: &out, raw: raw, kind: .commit, sequence: sequence, compress: options.compression, threshold: options.compressionThreshold,
-            compressor: compressor)
-    }
-
     /// Appends a frame to the current segment (starting a new one when it would pass the
     /// segment size); returns where it landed.
-    private mutating func place(_ bytes: UnsafeRawBufferPointer, rawBytes: Int, baseSequence: UInt64) throws -> (UInt32, UInt32) {
+    private mutating func place(_ bytes: UnsafeRawBufferPointer, rawBytes: Int, baseSequence: UInt64, refs: DefineRefs, pending: Int = 0)
+        throws -> (UInt32, UInt32)
+    {
         if let current, currentInfo.length > UInt64(current.headerSize),
             currentInfo.length + UInt64(bytes.count) > UInt64(engine.options.segmentSize)
         {
@@ -133,13 +184,15 @@ struct CompactionOutput {
             segment = try engine.log.createSegment(number, baseSequence: baseSequence, storeId: storeId, flags: SegmentHeader.flagCompacted)
             created.append(segment)
             current = segment
-            currentInfo = SegmentInfo(length: UInt64(segment.headerSize), rawBytes: 0)
+            currentInfo = SegmentInfo(length: UInt64(segment.headerSize), rawBytes: 0, refs: DefineRefs())
             bufferStart = UInt64(segment.headerSize)
         }
         let offset = currentInfo.length
         buffer.append(contentsOf: bytes)
         currentInfo.length += UInt64(bytes.count)
         currentInfo.rawBytes += UInt64(rawBytes)
+        currentInfo.refs?.formUnion(refs)
+        currentInfo.pendingBytes += UInt64(pending)
         if buffer.count >= 1 << 20 { try flushBuffer() }
         return (segment.number, UInt32(offset))
     }
@@ -160,14 +213,16 @@ struct CompactionOutput {
         current = nil
     }
 
-    /// Writes, if the records do not reach it, an empty commit frame carrying `marker` (the last
+    /// Writes, if the records do not reach it, an empty frame carrying `marker` (the last
     /// sequence number the replaced segments covered, so that recovery's sequence never goes
     /// backwards even when every record was dead); syncs the last segment.
     mutating func finish(marker: UInt64) throws {
         if marker > lastFrameSequence {
             var bytes: [UInt8] = []
-            LogFrame.append(into: &bytes, raw: [], kind: .commit, sequence: marker, compress: false, threshold: 0)
-            _ = try bytes.withUnsafeBytes { try place($0, rawBytes: 0, baseSequence: marker) }
+            LogFrame.appendV4(
+                into: &bytes, records: UnsafeRawBufferPointer(start: nil, count: 0), recordCount: 0, kind: .commit, sequence: marker,
+                syncedThrough: 0, sequenceDeltas: [])
+            _ = try bytes.withUnsafeBytes { try place($0, rawBytes: 0, baseSequence: marker, refs: DefineRefs()) }
             lastFrameSequence = marker
         }
         try finishSegment()

@@ -17,13 +17,24 @@ public struct CompactionReport: Sendable, Equatable {
     public var bytesBefore: UInt64 = 0
     /// Bytes of the new segments.
     public var bytesAfter: UInt64 = 0
-    /// Live records copied.
+    /// Live records moved into the new segments: copied byte for byte (format 4 records: no
+    /// decompression, recompression or new checksum), or re-encoded (``recordsReencoded``).
     public var recordsCopied = 0
-    /// Frames whose records were all live, copied as they were (no decompression, recompression
-    /// or new checksum).
-    public var framesCopied = 0
-    /// Frames that also held dead records: their live records were re-packed into new frames.
-    public var framesRepacked = 0
+    /// Of ``recordsCopied``, the records of version 1 or 2 segments (a store upgraded from an
+    /// older format), encoded once as format 4 records.
+    public var recordsReencoded = 0
+    /// Define records (item types, dictionaries) written into the new segments.
+    public var definesWritten = 0
+    /// A recompression pass (``LogEngine/recompress(includingTail:)``): records re-encoded
+    /// because they compress better than they were stored, and the bytes they took before and
+    /// after.
+    public var recordsRecompressed = 0
+    /// See ``recordsRecompressed``.
+    public var recompressedBytesBefore: UInt64 = 0
+    /// See ``recordsRecompressed``.
+    public var recompressedBytesAfter: UInt64 = 0
+    /// A recompression pass: new dictionaries trained and written.
+    public var dictionariesTrained = 0
     /// The manifest generation after the switch.
     public var generation: UInt64 = 0
     /// Whether the checkpoint written after the switch succeeded (if not, the next open replays

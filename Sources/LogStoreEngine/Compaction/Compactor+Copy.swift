@@ -1,173 +1,207 @@
 import Dispatch
 
-/// The copy step of a compaction (Docs/Compaction.md, "Copy"): the frames of the prefix that hold
-/// live records, in log order, into the output. A frame whose records are all live is copied as
-/// it is (no decompression, recompression or new checksum); the live records of the others are
-/// re-packed into new frames as `putAt` records. The calling thread reads and decides; a second
-/// thread (``CompactionPipeline``) compresses, checksums and writes, in order.
+/// The copy step of a compaction (Docs/Compaction.md, "Copy"): the live records of the prefix, in
+/// log order, into compacted frames. A format 4 record is copied byte for byte: no
+/// decompression, no recompression, no new checksum (its checksum travels with it), and its
+/// sequence goes into its frame's sequence table. The live records of a legacy (version 1 or 2)
+/// frame are re-encoded once as format 4 records. Before the first record that uses a define
+/// (its type, its dictionary), the define is written into the output, so replay always meets a
+/// define before its use. The calling thread reads and builds frames; a second thread
+/// (``CompactionPipeline``) writes them, in order.
 extension Compactor {
     /// What the copy did, for the report.
     struct CopyCounts {
-        var framesCopied = 0
-        var framesRepacked = 0
+        /// Format 4 records copied as they were.
+        var recordsCopied = 0
+        /// Legacy records re-encoded.
+        var recordsReencoded = 0
+        /// Define records written.
+        var defines = 0
+        /// The defines the output holds.
+        var emitted = DefineRefs()
     }
 
     /// Reads the live records of `live` from `segments` (the prefix, in replay order) and hands
-    /// them to `pipeline` in batches. Checks for `close()` every 256 frames and stops early if
-    /// the pipeline failed (``CompactionPipeline/finish(marker:)`` then throws its error).
-    static func copy(_ live: LivePrefix, from segments: [SegmentFile], to pipeline: CompactionPipeline, engine: LogEngine) throws
-        -> CopyCounts
-    {
+    /// the frames to `pipeline` in batches of about 1 MiB. `meta` (the copied view's) supplies
+    /// the defines; after the last record, every define of `keep` not written yet follows (those
+    /// the segments after the prefix may still need). Checks for `close()` every 256 units and
+    /// stops early if the pipeline failed (``CompactionPipeline/finish(marker:)`` then throws
+    /// its error). Throws `.corruption` naming the file and offset when an indexed record or
+    /// frame is unreadable, or names a define `meta` does not hold.
+    static func copy(
+        _ live: LivePrefix, from segments: [SegmentFile], meta: MetaTable, keep: DefineRefs, recompressing plan: inout RecompressionPlan?,
+        untried: Set<Int32> = [], to pipeline: CompactionPipeline, engine: LogEngine
+    ) throws -> CopyCounts {
+        let meta = plan?.meta ?? meta
+        let recompressing = plan != nil
         var counts = CopyCounts()
         var reader: SegmentWindow? = nil
-        let maxFrame = engine.options.maxFramePayload
         var batch = CopyBatch()
-        var repack = RepackedFrame(capacity: maxFrame)
-        let options = engine.options
-        // Builds re-packed frames on this thread too while the writing thread is behind.
-        let compressor = LZ4.Compressor(level: options.compactionCompressionLevel)
-        func flushRepacked() { repack.flush(into: &batch, building: pipeline.isBehind ? compressor : nil, options: options) }
+        var frame = CompactedFrameBuilder(maxPayload: engine.options.maxFramePayload)
+        var emitted = DefineRefs()
+        var scratch: [UInt8] = []
+        var recoded: [UInt8] = []
         func submitIfFull() {
             if batch.bytes.count >= 1 << 20 {
                 pipeline.submit(batch)
                 batch = CopyBatch()
             }
         }
-        for (n, frame) in live.frames.enumerated() {
+        func defineType(_ id: UInt32, path: String, offset: UInt64) throws {
+            guard !emitted.types.contains(id) else { return }
+            guard let name = meta.typeName(id) else {
+                throw LogStoreError(.corruption, "A record of type id \(id), which no define names.", path: path, offset: offset)
+            }
+            scratch.removeAll(keepingCapacity: true)
+            RecordCodec.appendTypeDefine(into: &scratch, id: id, name: name)
+            scratch.withUnsafeBytes { frame.add($0, ordinal: -1, sequence: nil, refs: DefineRefs(), into: &batch) }
+            emitted.types.insert(id)
+            counts.defines += 1
+        }
+        func defineDictionary(_ id: UInt32, path: String, offset: UInt64) throws {
+            guard !emitted.dictionaries.contains(id) else { return }
+            guard let d = meta.dictionary(id) else {
+                throw LogStoreError(
+                    .corruption, "A record compressed with dictionary \(id), which no define names.", path: path, offset: offset)
+            }
+            try defineType(d.typeID, path: path, offset: offset)
+            scratch.removeAll(keepingCapacity: true)
+            d.bytes.withUnsafeBytes { _ = RecordCodec.appendDictionaryDefine(into: &scratch, id: id, typeID: d.typeID, dictionary: $0) }
+            scratch.withUnsafeBytes {
+                frame.add($0, ordinal: -1, sequence: nil, dictionary: id, refs: DefineRefs(types: [d.typeID]), into: &batch)
+            }
+            emitted.dictionaries.insert(id)
+            counts.defines += 1
+        }
+        for (n, unit) in live.units.enumerated() {
             if n & 255 == 0 {
                 if engine.background.isClosing { throw LogEngine.closedError() }
                 if pipeline.hasFailed { break }
             }
-            let segment = segments[frame.segmentPosition]
+            let segment = segments[Int(unit.segmentPosition)]
             if reader?.segment !== segment { reader = SegmentWindow(segment) }
-            // The index keeps no frame lengths (RecordLocation): the header says how long it is.
-            let headerSize = LogFrame.headerSize(version: segment.version)
-            let stored = try reader!.withBytes(at: UInt64(frame.offset), count: headerSize) { bytes in
-                LogFrame.peekHeader(bytes, version: segment.version)?.storedLength
-            }
-            guard let stored, stored <= LogFrame.maxPayload else {
-                throw LogStoreError(
-                    .corruption, "Indexed frame has an unreadable header.", path: segment.path, offset: UInt64(frame.offset))
-            }
-            let total = headerSize + stored
-            let records = frame.recordStart..<frame.recordEnd
-            try reader!.withBytes(at: UInt64(frame.offset), count: total) { bytes in
-                guard let header = LogFrame.peekHeader(bytes, version: segment.version) else {
-                    throw LogStoreError(
-                        .corruption, "Indexed frame has an unreadable header.", path: segment.path, offset: UInt64(frame.offset))
-                }
-                // Which records the frame holds: `putAt` when compaction wrote it (compacted
-                // segment, syncedThrough 0, or any frame of a version 1 compacted segment), else `put`.
-                let putAt = segment.compacted && (segment.version < 2 || header.syncedThrough == 0)
-                var liveBytes = 0
-                for r in live.order[records] {
-                    let i = Int(r)
-                    liveBytes += LogEngine.recordSize(
-                        typeBytes: live.type(i).utf8.count, keyBytes: live.key(i).count, location: live.location(i), compacted: putAt)
-                }
-                // Copied as it is when every record is live (their exact sizes fill the payload;
-                // deletes are never live), it is a version 2 frame (the output's header layout),
-                // it will read as what it holds (in a compacted segment a frame holds putAt records
-                // if and only if its syncedThrough is 0, FileFormat.md §7a: every frame this engine
-                // writes to a normal segment claims a synced offset), and no small re-packed frame
-                // is pending (it would have to be written first, as a runt).
-                let allLive = liveBytes == header.rawLength
-                // A writer's frame left uncompressed (compressOnWrite false) is re-packed once to
-                // be compressed; a compacted segment's frames already had their chance.
-                let compressLater =
-                    options.compression && !header.compressed && !segment.compacted
-                    && header.rawLength >= options.compressionThreshold
-                if allLive && !compressLater && segment.version >= 2 && putAt == (header.syncedThrough == 0)
-                    && (repack.count == 0 || repack.count >= maxFrame / 2)
-                {
-                    flushRepacked()
-                    let start = batch.bytes.count
-                    batch.bytes.append(contentsOf: bytes)
-                    batch.items.append(
-                        .copied(range: start..<batch.bytes.count, sequence: header.sequence, rawLength: header.rawLength, records: records))
-                    counts.framesCopied += 1
+            if unit.isLegacy {
+                try reencodeLegacyFrame(unit, live: live, segment: segment, reader: &reader!, meta: meta, plan: &plan) {
+                    record, ordinal, sequence, typeID, dictionary in
+                    try defineType(typeID, path: segment.path, offset: UInt64(unit.offset))
+                    var used = DefineRefs(types: [typeID])
+                    if let dictionary {
+                        try defineDictionary(dictionary.id, path: segment.path, offset: UInt64(unit.offset))
+                        used.dictionaries.insert(dictionary.id)
+                    }
+                    frame.add(record, ordinal: ordinal, sequence: sequence, refs: used, untried: !recompressing, into: &batch)
+                    counts.recordsReencoded += 1
                     submitIfFull()
-                    return
                 }
-                guard case .frame(let checked, let payloadOffset) = LogFrame.parse(bytes, at: 0, version: segment.version) else {
+                continue
+            }
+            let ordinal = live.order[unit.recordStart]
+            let loc = live.location(Int(ordinal))
+            try reader!.withBytes(at: UInt64(loc.offset), count: Int(loc.length)) { bytes in
+                // The clear head only (no checksum: the record moves unchanged, and a read or
+                // `verify` checks it): which defines it uses.
+                let fields: RecordCodec.Fields
+                do throws(_DecodeError) {
+                    fields = try RecordCodec.parse(bytes, at: 0, checkingCRC: false)
+                    guard fields.length == bytes.count, fields.op == .put else {
+                        throw _DecodeError("the index points at something other than a put of its length", at: 0)
+                    }
+                } catch {
                     throw LogStoreError(
-                        .corruption, "Frame unreadable (checksum or header).", path: segment.path, offset: UInt64(frame.offset))
+                        .corruption, "Indexed record unreadable: \(error.reason).", path: segment.path, offset: UInt64(loc.offset))
                 }
-                let raw: [UInt8]
-                do {
-                    raw = try LogFrame.rawPayload(
-                        checked, UnsafeRawBufferPointer(rebasing: bytes[payloadOffset..<(payloadOffset + checked.storedLength)]))
-                } catch var e as LogStoreError {
-                    e.path = segment.path
-                    e.offset = UInt64(frame.offset)
-                    throw e
-                }
-                try raw.withUnsafeBytes { payload in
-                    for r in live.order[records] {
-                        let i = Int(r)
-                        let (type, key, loc) = (live.type(i), live.key(i), live.location(i))
-                        let start = Int(loc.valueOffset)
-                        let end = start + Int(loc.valueLength)
-                        guard end <= payload.count else {
-                            throw LogStoreError(
-                                .corruption, "Record value lies outside its frame.", path: segment.path, offset: UInt64(frame.offset))
+                try defineType(fields.typeID, path: segment.path, offset: UInt64(loc.offset))
+                var used = DefineRefs(types: [fields.typeID])
+                if plan != nil {
+                    recoded.removeAll(keepingCapacity: true)
+                    let (dictionary, done) = try plan!.reencode(bytes, fields, into: &recoded)
+                    if done {
+                        if let dictionary {
+                            try defineDictionary(dictionary.id, path: segment.path, offset: UInt64(loc.offset))
+                            used.dictionaries.insert(dictionary.id)
                         }
-                        let size = CompactedRecord.size(
-                            typeBytes: type.utf8.count, keyBytes: key.count, sequence: loc.sequence, valueBytes: end - start)
-                        if repack.count > 0 && repack.count + size > maxFrame {
-                            flushRepacked()
-                            submitIfFull()
-                        }
-                        repack.add(
-                            ordinal: r, type: type, key: key, sequence: loc.sequence,
-                            value: UnsafeRawBufferPointer(rebasing: payload[start..<end]))
+                        recoded.withUnsafeBytes { frame.add($0, ordinal: ordinal, sequence: loc.sequence, refs: used, into: &batch) }
+                        return
                     }
                 }
-                counts.framesRepacked += 1
+                if fields.codec == .lz4Dictionary {
+                    try defineDictionary(fields.dictionaryID, path: segment.path, offset: UInt64(loc.offset))
+                    used.dictionaries.insert(fields.dictionaryID)
+                }
+                // Not tried by a recompression pass yet: counts towards the next one.
+                let pending = plan == nil && fields.codec != .lz4Dictionary && untried.contains(unit.segmentPosition)
+                frame.add(bytes, ordinal: ordinal, sequence: loc.sequence, refs: used, untried: pending, into: &batch)
             }
+            counts.recordsCopied += 1
+            submitIfFull()
         }
-        flushRepacked()
-        if !batch.items.isEmpty { pipeline.submit(batch) }
+        // The defines later segments may use that the copy has not written (their define may be
+        // in the prefix: replay reads the output first).
+        for id in keep.types.sorted() where meta.typeName(id) != nil { try defineType(id, path: engine.directory, offset: 0) }
+        for id in keep.dictionaries.sorted() where meta.dictionary(id) != nil {
+            try defineDictionary(id, path: engine.directory, offset: 0)
+        }
+        frame.flush(into: &batch)
+        if !batch.frames.isEmpty { pipeline.submit(batch) }
+        counts.emitted = emitted
         return counts
     }
-}
 
-/// The re-packed frame being filled: `putAt` records of live records from frames that also held
-/// dead ones.
-struct RepackedFrame {
-    private var frame: _ByteWriter
-    private var records: [CopyBatch.Repacked] = []
-
-    init(capacity: Int) { frame = _ByteWriter(capacity: min(capacity, 64 << 10)) }
-
-    /// Raw bytes so far (0: nothing pending).
-    var count: Int { frame.count }
-
-    mutating func add(ordinal: Int32, type: String, key: RecordKey, sequence: UInt64, value: UnsafeRawBufferPointer) {
-        let at = CompactedRecord.encode(type: type, key: key, sequence: sequence, value: value, into: &frame)
-        records.append(CopyBatch.Repacked(ordinal: ordinal, valueOffset: UInt32(at), valueLength: UInt32(value.count), sequence: sequence))
-    }
-
-    /// Moves the pending frame (if any) into `batch`: its raw payload, for the writing thread to
-    /// compress and checksum, or, with `building` (that thread is behind), the finished frame.
-    mutating func flush(into batch: inout CopyBatch, building compressor: LZ4.Compressor? = nil, options: LogEngineOptions) {
-        guard !records.isEmpty else { return }
-        let start = batch.bytes.count
-        var stored: Int? = nil
-        if let compressor {
-            let sequence = records.reduce(0) { max($0, $1.sequence) }
-            stored = frame.bytes.withUnsafeBytes {
-                CompactionOutput.frame($0, sequence: sequence, into: &batch.bytes, options: options, compressor: compressor)
-            }
-        } else {
-            frame.bytes.withUnsafeBytes { batch.bytes.append(contentsOf: $0) }
+    /// Reads the legacy frame of `unit`, checks it and decompresses it, and hands each of its live
+    /// records to `add` encoded as a format 4 put of its type's id (`meta`), stored raw (or, when
+    /// recompressing, as `plan` compresses it), with its ordinal, sequence, type id and dictionary. Throws `.corruption` naming the frame when it is unreadable
+    /// or a value lies outside it, or when a type has no id.
+    static func reencodeLegacyFrame(
+        _ unit: LivePrefix.Unit, live: LivePrefix, segment: SegmentFile, reader: inout SegmentWindow, meta: MetaTable,
+        plan: inout RecompressionPlan?, _ add: (UnsafeRawBufferPointer, Int32, UInt64, UInt32, DictionaryRef?) throws -> Void
+    ) throws {
+        let headerSize = LogFrame.headerSize(version: segment.version)
+        let stored = try reader.withBytes(at: UInt64(unit.offset), count: headerSize) { bytes in
+            LogFrame.peekHeader(bytes, version: segment.version)?.storedLength
         }
-        let first = batch.repacked.count
-        batch.repacked.append(contentsOf: records)
-        batch.items.append(
-            .repacked(range: start..<batch.bytes.count, records: first..<batch.repacked.count, rawLength: frame.count, stored: stored))
-        records.removeAll(keepingCapacity: true)
-        frame.bytes.removeAll(keepingCapacity: true)
+        guard let stored, stored <= LogFrame.maxPayload else {
+            throw LogStoreError(.corruption, "Indexed frame has an unreadable header.", path: segment.path, offset: UInt64(unit.offset))
+        }
+        let raw: [UInt8] = try reader.withBytes(at: UInt64(unit.offset), count: headerSize + stored) { bytes in
+            guard case .frame(let checked, let payloadOffset) = LogFrame.parse(bytes, at: 0, version: segment.version) else {
+                throw LogStoreError(.corruption, "Frame unreadable (checksum or header).", path: segment.path, offset: UInt64(unit.offset))
+            }
+            do {
+                return try LogFrame.rawPayload(
+                    checked, UnsafeRawBufferPointer(rebasing: bytes[payloadOffset..<(payloadOffset + checked.storedLength)]))
+            } catch var e as LogStoreError {
+                e.path = segment.path
+                e.offset = UInt64(unit.offset)
+                throw e
+            }
+        }
+        var record: [UInt8] = []
+        try raw.withUnsafeBytes { payload in
+            for r in live.order[unit.recordStart..<unit.recordEnd] {
+                let i = Int(r)
+                let loc = live.location(i)
+                let start = loc.legacyValueOffset
+                let end = start + Int(loc.length)
+                guard end <= payload.count else {
+                    throw LogStoreError(
+                        .corruption, "Record value lies outside its frame.", path: segment.path, offset: UInt64(unit.offset))
+                }
+                guard let typeID = meta.typeID(named: live.type(i)) else {
+                    throw LogStoreError(.corruption, "An item type has no id to re-encode its records with.", path: segment.path)
+                }
+                record.removeAll(keepingCapacity: true)
+                let value = UnsafeRawBufferPointer(rebasing: payload[start..<end])
+                var dictionary: DictionaryRef? = nil
+                live.key(i).withUnsafeBytes { k in
+                    if plan != nil {
+                        dictionary = plan!.encode(value: value, key: k, typeID: typeID, into: &record)
+                    } else {
+                        _ = RecordCodec.appendPut(into: &record, typeID: typeID, key: k, stored: value)
+                    }
+                }
+                try record.withUnsafeBytes { try add($0, r, loc.sequence, typeID, dictionary) }
+            }
+        }
     }
 }
 
@@ -192,8 +226,6 @@ final class CompactionPipeline: @unchecked Sendable {
     /// Whether a write failed (the rest is skipped; ``finish(marker:)`` throws the error).
     var hasFailed: Bool { failed.withLock { $0 } }
 
-    /// Whether two or more batches wait: the reading thread then builds re-packed frames itself.
-    var isBehind: Bool { waiting.withLock { $0 >= 2 } }
     private let waiting = Protected(0)
 
     /// Queues `batch` for writing; blocks while four batches wait.

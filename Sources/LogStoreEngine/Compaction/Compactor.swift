@@ -15,7 +15,10 @@ final class Compactor: Sendable {
     /// When background compaction may run again after failing for lack of space.
     let backoff = Protected(DiskFullBackoff())
 
-    func run(_ engine: LogEngine, includingTail: Bool) throws -> CompactionReport {
+    /// Runs one compaction (``LogEngine/compact(includingTail:)``) or, with `recompressing`, one
+    /// recompression pass (``LogEngine/recompress(includingTail:)``): the same copy, in which
+    /// records that compress better than they are stored are re-encoded (``RecompressionPlan``).
+    func run(_ engine: LogEngine, includingTail: Bool, recompressing: Bool = false) throws -> CompactionReport {
         guard engine.options.recovery == .strict else {
             throw LogStoreError(
                 .invalidArgument,
@@ -49,6 +52,13 @@ final class Compactor: Sendable {
                 let (sequence, offset, tail) = engine.state.withLock { ($0.views.head.index.sequence, $0.log.tailOffset, $0.log.tail) }
                 if offset > UInt64(tail.headerSize) { try engine.rollOverLocked(nextSequence: sequence + 1) }
             }
+            // Records of legacy segments (a store upgraded from format 3) are re-encoded with
+            // their type's id: types known only from such records get one first, in a
+            // transaction of defines (under the writer lock, which hands out ids).
+            let unnamed = engine.state.withLock { s in
+                s.views.head.index.types.keys.filter { s.views.head.index.meta.typeID(named: $0) == nil }.sorted()
+            }
+            if !unnamed.isEmpty { _ = try engine.appendLocked([], defining: unnamed) }
             (manifest, view) = engine.state.withLock { s in
                 s.compactionJournal = IndexJournal(limit: journalLimit.withLock { $0 })
                 return (s.log.manifest, s.views.head)
@@ -67,15 +77,28 @@ final class Compactor: Sendable {
         let oldSegments = prefix.compactMap { view.segments[$0] }
         guard oldSegments.count == prefix.count else { return skipped("a sealed segment is not readable in the published state") }
 
-        // The live records of the prefix, grouped by frame, frames in log order.
-        var live = try LivePrefix(index: view.index, prefix: prefix, segments: oldSegments)
+        // The live records of the prefix, in log order.
+        var live = try LivePrefix(index: view.index, prefix: prefix)
         let info = engine.state.withLock { $0.log.segmentInfo }
         let rawBefore = prefix.reduce(UInt64(0)) { $0 + (info[$1]?.rawBytes ?? 0) }
         report.bytesBefore = prefix.reduce(UInt64(0)) { $0 + (info[$1]?.length ?? 0) }
-        // One compacted segment whose records, read all as `put` (frames copied unchanged) or all
-        // as `putAt` (frames re-packed), fill it exactly holds nothing dead.
-        let liveRaw = live.liveRawBytesAsPut
-        if prefix.count == 1 && oldSegments[0].compacted && (liveRaw == rawBefore || liveRaw + live.sequenceBytesInCompacted == rawBefore) {
+        // The defines the output must carry besides those its records use: every one the
+        // segments after the prefix may use (their define may be in the prefix).
+        let keep = Self.definesNeeded(after: prefix, manifest: manifest, info: info, meta: view.index.meta)
+        // A recompression pass trains dictionaries first (reading samples through the view).
+        var plan: RecompressionPlan? = nil
+        if recompressing && engine.options.compression {
+            let nextID = engine.state.withLock { $0.views.head.index.meta.nextDictionaryID }
+            plan = try RecompressionPlan(live: live, view: view, nextID: nextID, options: engine.options)
+        }
+        // One compacted format 4 segment whose records are all live, and that holds no more
+        // defines than its records and the later segments need, holds nothing to drop.
+        let droppable = view.index.meta.allRefs.dictionaries.subtracting(keep.dictionaries).subtracting(
+            prefix.reduce(into: Set<UInt32>()) { $0.formUnion(info[$1]?.refs?.dictionaries ?? view.index.meta.allRefs.dictionaries) })
+        if !recompressing && droppable.isEmpty && prefix.count == 1 && oldSegments[0].compacted && oldSegments[0].version >= 4
+            && live.legacyRecords == 0,
+            live.liveRecordBytes + Self.defineBytes(keep.union(info[prefix[0]]?.refs ?? keep), meta: view.index.meta) >= rawBefore
+        {
             return skipped("the sealed segments are already compact")
         }
 
@@ -86,20 +109,22 @@ final class Compactor: Sendable {
         let out: CompactionOutput
         let counts: CopyCounts
         do {
-            counts = try Self.copy(live, from: oldSegments, to: pipeline, engine: engine)
-            report.framesCopied = counts.framesCopied
-            report.framesRepacked = counts.framesRepacked
+            let untried = Set(prefix.indices.filter { (info[prefix[$0]]?.pendingBytes ?? 0) > 0 }.map(Int32.init))
+            counts = try Self.copy(
+                live, from: oldSegments, meta: view.index.meta, keep: keep, recompressing: &plan, untried: untried, to: pipeline,
+                engine: engine)
+            report.recordsReencoded = counts.recordsReencoded
+            report.definesWritten = counts.defines
+            if let plan {
+                report.recordsRecompressed = plan.recordsRecompressed
+                report.recompressedBytesBefore = plan.bytesBefore
+                report.recompressedBytesAfter = plan.bytesAfter
+                report.dictionariesTrained = plan.trained.filter { counts.emitted.dictionaries.contains($0.id) }.count
+            }
             out = try pipeline.finish(marker: marker)
         } catch {
             pipeline.discard()
             throw error
-        }
-        if counts.framesRepacked == 0 && out.segments.count == prefix.count
-            && out.segments.reduce(0, { $0 + $1.info.length }) == report.bytesBefore
-        {
-            // Every frame copied as it was, none dropped: the output is the input.
-            out.discard()
-            return skipped("the sealed segments are already compact")
         }
         report.recordsCopied = live.records.count
         report.replacedSegments = prefix
@@ -110,7 +135,8 @@ final class Compactor: Sendable {
         // each type's tree); the switch replays onto it what was appended since.
         let remapped = live.rebuild(view.index, with: out.locations)
         (report.generation, report.writersBlocked) = try switchGeneration(
-            engine, prefix: prefix, oldSegments: oldSegments, output: out, remapped: remapped)
+            engine, prefix: prefix, oldSegments: oldSegments, output: out, remapped: remapped,
+            defines: (emitted: counts.emitted, before: view.index.meta, trained: plan?.trained ?? []))
         report.performed = true
         do {
             try engine.writeCheckpoint()
@@ -155,7 +181,7 @@ final class Compactor: Sendable {
     /// manifest rename. Returns the new generation and how long the writer lock was held.
     func switchGeneration(
         _ engine: LogEngine, prefix: [UInt32], oldSegments: [SegmentFile], output out: CompactionOutput,
-        remapped: IndexState
+        remapped: IndexState, defines: (emitted: DefineRefs, before: MetaTable, trained: [DictionaryRef])
     ) throws -> (UInt64, Duration) {
         do {
             try engine.writer.acquire()
@@ -202,6 +228,9 @@ final class Compactor: Sendable {
             out.discard()
             throw error
         }
+        // The head's defines (writers may have defined types during the copy), with the
+        // dictionaries' define records where the output put them.
+        newHead.index.meta = Self.meta(after: head.index.meta, defines: defines, moved: out.dictionaryDefines)
         newHead.index._checkInvariants()
         var next = manifest
         next.generation += 1
@@ -239,5 +268,60 @@ final class Compactor: Sendable {
             "compaction switched generation",
             metadata: ["store": "\(engine.directory)", "generation": "\(next.generation)", "segments": "\(next.segments)"])
         return (next.generation, clock.now - locked)
+    }
+}
+
+extension Compactor {
+    /// The defines a compaction of `prefix` must write into its output whether or not a copied
+    /// record uses them. Every type define (a few bytes each): a writer may use any type id it
+    /// knows, during the copy too. The dictionaries the segments after the prefix use (their define
+    /// may lie in the prefix, and replay reads the output first; all of `meta`'s when a later
+    /// segment's references are not known), and each type's current one (what writers compress
+    /// with). Writers never use another dictionary, so one that no copied record and none of these
+    /// need is dropped.
+    static func definesNeeded(after prefix: [UInt32], manifest: ManifestFile, info: [UInt32: SegmentInfo], meta: MetaTable) -> DefineRefs {
+        var refs = DefineRefs(types: meta.allRefs.types)
+        for n in manifest.segments.dropFirst(prefix.count) {
+            guard let r = info[n]?.refs else { return meta.allRefs }
+            refs.dictionaries.formUnion(r.dictionaries)
+        }
+        refs.dictionaries.formUnion(meta.currentDictionaryIDs)
+        return refs
+    }
+
+    /// The head's defines once the output replaces the prefix: the head's own (writers may have
+    /// defined types during the copy), minus the dictionaries of the copied view the output did
+    /// not carry (no record uses them any more), plus the dictionaries the pass trained and wrote;
+    /// each dictionary written at its new place (`moved`).
+    static func meta(
+        after head: MetaTable, defines: (emitted: DefineRefs, before: MetaTable, trained: [DictionaryRef]), moved: [UInt32: RecordLocation]
+    ) -> MetaTable {
+        var meta = head
+        let dropped = Set(defines.before.allRefs.dictionaries).subtracting(defines.emitted.dictionaries)
+        var keep = meta.allRefs
+        keep.dictionaries.subtract(dropped)
+        meta.retain(keep)
+        for d in defines.trained {
+            guard let location = moved[d.id] else { continue }
+            try? meta.defineDictionary(d.moved(to: location), current: true)
+        }
+        for (id, location) in moved { meta.relocate(dictionary: id, to: location) }
+        return meta
+    }
+
+    /// The bytes the define records of `refs` take (as `meta` defines them).
+    static func defineBytes(_ refs: DefineRefs, meta: MetaTable) -> UInt64 {
+        var n: UInt64 = 0
+        for id in refs.types {
+            guard let name = meta.typeName(id) else { continue }
+            let body = 3 + RecordCodec.uvarintSize(UInt64(id)) + RecordCodec.uvarintSize(UInt64(name.utf8.count)) + name.utf8.count
+            n += UInt64(RecordCodec.recordLength(bodySize: body))
+        }
+        for id in refs.dictionaries {
+            guard let d = meta.dictionary(id) else { continue }
+            let body = 3 + RecordCodec.uvarintSize(UInt64(id)) + RecordCodec.uvarintSize(UInt64(d.typeID)) + d.bytes.count
+            n += UInt64(RecordCodec.recordLength(bodySize: body))
+        }
+        return n
     }
 }

@@ -1,14 +1,16 @@
 /// The index as a compaction sees it: every entry of every type in key order (to rebuild the index
-/// from), and among them the live records of the segments it replaces, grouped by the frame that
-/// holds them, frames in log order (Docs/Compaction.md, "Copy").
+/// from), and among them the live records of the segments it replaces, in log order
+/// (Docs/Compaction.md, "Copy").
 ///
 /// Built from one walk of the index, type by type. An entry whose location lies in the prefix
 /// becomes a ``Record`` whose position in ``records`` is its *ordinal*; the copy sets record `i`'s
 /// new location at `locations[i]`, and ``rebuild(_:with:)`` puts it back in its place in key
-/// order, without a lookup, then builds each type's tree bottom-up. Frames are found by hashing
-/// their id (the last one remembered: neighbouring keys were often written together), then
-/// ordered by (segment position, offset): a sort of the frames, never of the records, because log
-/// order already is an order.
+/// order, without a lookup, then builds each type's tree bottom-up.
+///
+/// The copy reads the prefix in ``units``, in log order: a format 4 record is a unit of its own
+/// (every record moves alone); the live records of a version 1 or 2 frame form one unit, since
+/// the frame is read (decompressed) once for all of them. Legacy frames are found by hashing
+/// their id (the last one remembered: neighbouring keys were often written together).
 ///
 /// Value type, built and used on the compacting thread (read, not written, by the writing one).
 struct LivePrefix: Sendable {
@@ -18,14 +20,17 @@ struct LivePrefix: Sendable {
         var element: Int32
     }
 
-    /// One frame of the prefix that holds live records.
-    struct Frame: Sendable {
+    /// What the copy reads at once: one format 4 record, or a legacy frame's live records.
+    struct Unit: Sendable {
         /// Index into the compaction's segment list (replay order).
-        var segmentPosition: Int
+        var segmentPosition: Int32
+        /// The record's (or the legacy frame's) file offset.
         var offset: UInt32
-        /// The frame's records: `order[recordStart..<recordEnd]`, by value offset.
+        /// The unit's records: `order[recordStart..<recordEnd]` (a legacy frame's by value offset).
         var recordStart: Int
         var recordEnd: Int
+        /// Whether the unit is a legacy frame.
+        var isLegacy: Bool
     }
 
     /// Every entry of one type, in key order.
@@ -39,22 +44,21 @@ struct LivePrefix: Sendable {
     /// Every live record of the prefix, by ordinal (walk order: types in `entries` order, keys
     /// ascending).
     var records: [Record] = []
-    /// Frames in log order.
-    var frames: [Frame] = []
-    /// Record ordinals grouped by frame (see ``Frame/recordStart``), by value offset in a frame.
+    /// Units in log order.
+    var units: [Unit] = []
+    /// Record ordinals grouped by unit (see ``Unit/recordStart``).
     var order: [Int32] = []
-    /// Sum of the live records' encoded sizes as `put` records.
-    var liveRawBytesAsPut: UInt64 = 0
-    /// What the records of compacted segments add as `putAt` records (their sequence numbers).
-    /// Which of the two a compacted segment's frame holds only its header says (FileFormat.md §7a).
-    var sequenceBytesInCompacted: UInt64 = 0
+    /// Bytes of the live format 4 records (their whole lengths).
+    var liveRecordBytes: UInt64 = 0
+    /// Live records in legacy frames (each is re-encoded once).
+    var legacyRecords = 0
 
     /// Walks `index`, collecting the live records that lie in `prefix` (segment numbers in replay
-    /// order; `segments[i]` is segment `prefix[i]`). Throws `.corruption` for a damaged index run.
-    init(index: IndexState, prefix: [UInt32], segments: [SegmentFile]) throws {
-        var position: [UInt32: Int] = [:]
-        for (i, n) in prefix.enumerated() { position[n] = i }
-        var frameOf: [Int32] = []
+    /// order). Throws `.corruption` for a damaged index run.
+    init(index: IndexState, prefix: [UInt32]) throws {
+        var position: [UInt32: Int32] = [:]
+        for (i, n) in prefix.enumerated() { position[n] = Int32(i) }
+        var unitOf: [Int32] = []
         var frameIndex: [UInt64: Int32] = [:]
         var counts: [Int32] = []
         var lastID = UInt64.max
@@ -62,59 +66,63 @@ struct LivePrefix: Sendable {
         for type in index.types.keys.sorted() {
             guard let tree = index.types[type] else { continue }
             let t = Int32(entries.count)
-            let typeBytes = type.utf8.count
             var elements: [(RecordKey, RecordLocation)] = []
             elements.reserveCapacity(tree.count)
             try tree.forEach { key, loc in
                 defer { elements.append((key, loc)) }
                 guard let p = position[loc.segment] else { return true }
-                let id = loc.frameID
-                let f: Int32
-                if id == lastID {
-                    f = lastFrame
-                } else if let known = frameIndex[id] {
-                    f = known
-                } else {
-                    f = Int32(frames.count)
-                    frameIndex[id] = f
+                let u: Int32
+                if !loc.isLegacy {
+                    u = Int32(units.count)
                     counts.append(0)
-                    frames.append(Frame(segmentPosition: p, offset: loc.frameOffset, recordStart: 0, recordEnd: 0))
+                    units.append(Unit(segmentPosition: p, offset: loc.offset, recordStart: 0, recordEnd: 0, isLegacy: false))
+                    liveRecordBytes += UInt64(loc.length)
+                } else {
+                    let id = loc.frameID
+                    if id == lastID {
+                        u = lastFrame
+                    } else if let known = frameIndex[id] {
+                        u = known
+                    } else {
+                        u = Int32(units.count)
+                        frameIndex[id] = u
+                        counts.append(0)
+                        units.append(Unit(segmentPosition: p, offset: loc.offset, recordStart: 0, recordEnd: 0, isLegacy: true))
+                    }
+                    lastID = id
+                    lastFrame = u
+                    legacyRecords += 1
                 }
-                lastID = id
-                lastFrame = f
-                counts[Int(f)] += 1
-                frameOf.append(f)
+                counts[Int(u)] += 1
+                unitOf.append(u)
                 records.append(Record(type: t, element: Int32(elements.count)))
-                liveRawBytesAsPut += UInt64(
-                    LogEngine.recordSize(typeBytes: typeBytes, keyBytes: key.count, location: loc, compacted: false))
-                if segments[p].compacted { sequenceBytesInCompacted += UInt64(CompactedRecord.uvarintSize(loc.sequence)) }
                 return true
             }
             entries.append(TypeEntries(type: type, elements: elements))
         }
-        // Frames in log order; each frame's records after the previous frame's (a counting sort).
-        var byLog = Array(frames.indices)
+        // Units in log order; each unit's records after the previous unit's (a counting sort).
+        var byLog = Array(units.indices)
         byLog.sort { a, b in
-            let x = frames[a]
-            let y = frames[b]
+            let x = units[a]
+            let y = units[b]
             return x.segmentPosition != y.segmentPosition ? x.segmentPosition < y.segmentPosition : x.offset < y.offset
         }
-        var start = [Int](repeating: 0, count: frames.count)
+        var start = [Int](repeating: 0, count: units.count)
         var next = 0
-        for f in byLog {
-            start[f] = next
-            frames[f].recordStart = next
-            next += Int(counts[f])
-            frames[f].recordEnd = next
+        for u in byLog {
+            start[u] = next
+            units[u].recordStart = next
+            next += Int(counts[u])
+            units[u].recordEnd = next
         }
         var order = [Int32](repeating: 0, count: records.count)
-        for (i, f) in frameOf.enumerated() {
-            order[start[Int(f)]] = Int32(i)
-            start[Int(f)] += 1
+        for (i, u) in unitOf.enumerated() {
+            order[start[Int(u)]] = Int32(i)
+            start[Int(u)] += 1
         }
-        frames = byLog.map { frames[$0] }
-        for f in frames where f.recordEnd - f.recordStart > 1 {
-            order[f.recordStart..<f.recordEnd].sort { location(Int($0)).valueOffset < location(Int($1)).valueOffset }
+        units = byLog.map { units[$0] }
+        for u in units where u.recordEnd - u.recordStart > 1 {
+            order[u.recordStart..<u.recordEnd].sort { location(Int($0)).legacyValueOffset < location(Int($1)).legacyValueOffset }
         }
         self.order = order
     }

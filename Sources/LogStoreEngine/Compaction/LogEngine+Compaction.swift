@@ -27,23 +27,33 @@ extension LogEngine {
         return try compactor.run(self, includingTail: includingTail)
     }
 
-    /// Queues a background check of ``compactionDue()`` and a compaction if it says so.
-    func scheduleCompactionCheck() {
-        guard options.autoCompaction, options.recovery == .strict,
+    /// Queues a background check (after `delay`) of ``recompressionDue()`` and
+    /// ``compactionDue()``, and the recompression pass or the compaction they call for. When
+    /// recompression waits only for the store to be quiet, the check is queued again after
+    /// ``LogEngineOptions/recompressionIdleDelay``.
+    func scheduleCompactionCheck(after delay: Duration = .zero) {
+        guard options.autoCompaction || options.autoRecompression, options.recovery == .strict,
             compactor.backoff.withLock({ $0.allows(ContinuousClock.now) }), background.claim(.compaction)
         else { return }
-        background.queue.async { [weak self] in
+        let nanos = max(0, delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000)
+        background.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(nanos))) { [weak self] in
             guard let self else { return }
             self.background.unclaim(.compaction)
             guard self.background.begin() else { return }
             defer { self.background.end() }
-            guard !self.isClosed, self.compactionDue() else { return }
+            guard !self.isClosed else { return }
+            let recompression = self.recompressionDue()
+            let recompress = recompression == .due
+            guard recompress || (self.options.autoCompaction && self.compactionDue()) else {
+                if recompression == .waitingForQuiet { self.scheduleCompactionCheck(after: self.options.recompressionIdleDelay) }
+                return
+            }
             do {
-                let r = try self.compactor.run(self, includingTail: false)
+                let r = try self.compactor.run(self, includingTail: false, recompressing: recompress)
                 self.compactor.backoff.withLock { $0.succeeded() }
                 if r.performed {
                     self.logger?.info(
-                        "background compaction",
+                        recompress ? "background recompression" : "background compaction",
                         metadata: [
                             "store": "\(self.directory)", "replaced": "\(r.replacedSegments)", "new": "\(r.newSegments)",
                             "bytesBefore": "\(r.bytesBefore)", "bytesAfter": "\(r.bytesAfter)",
@@ -59,5 +69,47 @@ extension LogEngine {
                     "background compaction failed; the store is unchanged", metadata: ["store": "\(self.directory)", "error": "\(error)"])
             }
         }
+    }
+
+    /// What ``recompressionDue()`` says.
+    enum RecompressionDue {
+        case notDue
+        /// Enough to recompress, once the store has been quiet long enough.
+        case waitingForQuiet
+        case due
+    }
+
+    /// Whether background recompression should run: ``LogEngineOptions/autoRecompression`` and
+    /// compression on, sealed segments holding at least ``LogEngineOptions/compactionMinimumDeadBytes``
+    /// (and more than nothing) of records the pass has not tried, and no commit for
+    /// ``LogEngineOptions/recompressionIdleDelay``. Only a quiet store: the pass spends spare CPU
+    /// (training, LZ4HC), never the writers'.
+    func recompressionDue() -> RecompressionDue {
+        guard options.autoRecompression, options.compression else { return .notDue }
+        let (info, segments, lastCommit) = state.withLock { ($0.log.segmentInfo, $0.log.manifest.segments, $0.lastCommit) }
+        let pending = segments.dropLast().reduce(UInt64(0)) { $0 + (info[$1]?.pendingBytes ?? 0) }
+        guard pending > 0, pending >= UInt64(options.compactionMinimumDeadBytes) else { return .notDue }
+        if ContinuousClock.now - lastCommit >= options.recompressionIdleDelay { return .due }
+        return .waitingForQuiet
+    }
+}
+
+extension LogEngine {
+    /// Runs the recompression pass (Docs/Compaction.md, "Recompression"): a compaction of the
+    /// sealed segments whose copy compresses the records that compress better than they are
+    /// stored, each alone with its item type's dictionary (LZ4HC at
+    /// ``LogEngineOptions/recompressionLevel``), training a dictionary for each type that has
+    /// enough live values and none yet (or a 5 % better one). Records already compressed with
+    /// their type's current dictionary, and those that do not shrink, are copied as they are: a
+    /// second pass costs only a copy. With ``LogEngineOptions/compression`` off it compacts.
+    ///
+    /// `includingTail` as ``compact(includingTail:)``. Runs on the calling thread; readers and
+    /// writers keep going, as during a compaction. Throws what ``compact(includingTail:)`` throws.
+    @discardableResult
+    public func recompress(includingTail: Bool = true) throws -> CompactionReport {
+        if writer.heldByCurrentThread {
+            throw LogStoreError(.reentrantWrite, "recompress() was called from inside a write block of the same store.")
+        }
+        return try compactor.run(self, includingTail: includingTail, recompressing: true)
     }
 }

@@ -146,10 +146,11 @@ extension LogEngine {
             oldestLiveSequence: oldest, lastSequence: view.index.sequence, checkpoint: checkpoint)
     }
 
-    /// The encoded size of the record at `loc` (a `put`, or a `putAt` in a compacted segment):
-    /// the unit of the segments' `rawBytes`.
+    /// The encoded size of the record at `loc` (format 4: its length; legacy: a `put`, or a `putAt`
+    /// in a compacted segment): the unit of the segments' `rawBytes`.
     static func recordSize(typeBytes: Int, keyBytes: Int, location loc: RecordLocation, compacted: Bool) -> Int {
-        let valueBytes = Int(loc.valueLength)
+        if !loc.isLegacy { return Int(loc.length) }
+        let valueBytes = Int(loc.length)
         if compacted {
             return CompactedRecord.size(typeBytes: typeBytes, keyBytes: keyBytes, sequence: loc.sequence, valueBytes: valueBytes)
         }
@@ -159,25 +160,12 @@ extension LogEngine {
 
     /// Whether background compaction should run: enough dead bytes in sealed segments, both as a
     /// share of the store (``LogEngineOptions/compactionThreshold``) and in absolute terms
-    /// (``LogEngineOptions/compactionMinimumDeadBytes``); or, when writers leave frames for
-    /// compaction to compress (``LogEngineOptions/compressOnWrite`` false), sealed segments
-    /// written (nearly) uncompressed make up half the store and at least
-    /// ``LogEngineOptions/compactionMinimumDeadBytes`` (so a store that is only ever added to is
-    /// compressed too; a compacted segment is never counted again, so incompressible data is
-    /// compacted once).
+    /// (``LogEngineOptions/compactionMinimumDeadBytes``). (Compaction copies records as they are;
+    /// compressing them is the recompression pass's.)
     func compactionDue() -> Bool {
         let stats = storageStats()
-        if stats.reclaimableBytes > 0
+        return stats.reclaimableBytes > 0
             && stats.reclaimableBytes >= UInt64(options.compactionMinimumDeadBytes)
             && stats.reclaimableShare >= options.compactionThreshold
-        {
-            return true
-        }
-        guard options.compression && !options.compressOnWrite, stats.totalBytes > 0 else { return false }
-        let uncompressed = stats.segments.reduce(UInt64(0)) { sum, s in
-            // Frames hold at least 90 % of their raw bytes: (nearly) nothing was compressed.
-            s.isSealed && !s.isCompacted && s.rawBytes > 0 && s.rawBytes * 10 >= s.fileBytes * 9 ? sum + s.fileBytes : sum
-        }
-        return uncompressed > 0 && uncompressed >= UInt64(options.compactionMinimumDeadBytes) && 2 * uncompressed >= stats.totalBytes
     }
 }

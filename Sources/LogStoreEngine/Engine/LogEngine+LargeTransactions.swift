@@ -60,12 +60,16 @@ extension LogEngine {
         var journal: [IndexJournal.Change] = []
         var written = 0
         var rawBytes: UInt64 = 0
+        var refs = DefineRefs()
+        var pending: UInt64 = 0
         do {
             try Self.forEachChunk(of: changes, bytes: Self.chunkBytes(options)) { ops, isLast in
                 // Every frame claims the durable offset of the transaction's start: a sync while
                 // the chunks are written must not make a later frame vouch for unfinished ones.
+                // A type first met in this chunk is defined in it, so the meta table grows chunk by
+                // chunk.
                 var encoded = TransactionEncoder.encode(
-                    ops, sequence: seq, options: options, syncedThrough: synced, version: tail.version, commit: isLast,
+                    ops, sequence: seq, meta: index.meta, options: options, syncedThrough: synced, commit: isLast,
                     compressor: compressor)
                 // Locations address segments with 32-bit offsets (see appendLockedOnce).
                 guard written + encoded.bytes.count <= LogFrame.maxPayload else {
@@ -84,12 +88,15 @@ extension LogEngine {
                         throw TornChunk(error: e, undo: undo)
                     }
                 }
+                index.meta = encoded.meta
                 try Self.index(
                     ops, placements: &encoded.placements, at: at, in: tail, sequence: seq, into: &index,
                     journaling: journaling, journal: &journal)
                 committed?.add(operations: ops, keysBefore: keysBefore)
                 written += encoded.bytes.count
                 rawBytes += encoded.rawBytes
+                refs.formUnion(encoded.refs)
+                pending += encoded.pendingBytes
             }
         } catch let torn as TornChunk {
             poison(
@@ -113,7 +120,7 @@ extension LogEngine {
         do { try index.apply(secondary) } catch { throw poison(Self.indexDamaged(error)) }
         if journaling && !secondary.isEmpty { journal.append(.secondary(secondary)) }
         finishAppend(
-            head: head, index: index, sequence: seq, bytes: written, rawBytes: rawBytes,
+            head: head, index: index, sequence: seq, bytes: written, rawBytes: rawBytes, refs: refs, pending: pending,
             journal: journaling ? journal : nil, committed: committed, tail: tail, end: offset + UInt64(written),
             rolledOver: rolledOver)
         return seq
@@ -158,7 +165,7 @@ extension LogEngine {
     static func encodedSizeBound(_ changes: ChangeSet<FlatChangeStorage>, options: LogEngineOptions) -> Int {
         let raw = changes.encodedSizeBound
         let frames = 2 * raw / max(1, options.maxFramePayload) + 2
-        return raw + frames * LogFrame.headerSizeV2
+        return raw + frames * LogFrame.headerSizeV4
     }
 }
 

@@ -243,11 +243,12 @@ extension LogEngine {
         _ index: inout IndexState, from checkpoint: IndexState, segments: [UInt32: SegmentFile],
         options: LogEngineOptions, report: inout RecoveryReport
     ) throws {
+        let meta = index.meta
         func read(_ loc: RecordLocation) throws -> ArraySlice<UInt8> {
             guard let seg = segments[loc.segment] else {
                 throw LogStoreError(.corruption, "Index points at segment \(loc.segment), which is not part of the store.")
             }
-            return try seg.readValue(loc, cache: nil)
+            return try seg.readValue(loc, meta: meta, cache: nil)
         }
         do {
             try index.catchUpSecondaryIndexes(from: checkpoint, read: read)

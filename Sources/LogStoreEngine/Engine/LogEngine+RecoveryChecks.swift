@@ -25,7 +25,9 @@ extension Recovery {
             index = cp.index
             checkpointIndex = cp.index
             segments = opened
-            for c in cp.segments { info[c.number] = SegmentInfo(length: c.length, rawBytes: c.rawBytes) }
+            for c in cp.segments {
+                info[c.number] = SegmentInfo(length: c.length, rawBytes: c.rawBytes, refs: c.refs, pendingBytes: c.pendingBytes)
+            }
             first = cp.segments.count - 1
             resumeAt = cp.segments[first].length
             checkpoint = cp.mark(fileBytes: 0)
@@ -39,6 +41,11 @@ extension Recovery {
         case .rejected(let reason, let w):
             witness = w
             report.checkpointRejectedReason = reason
+            // Salvage replays the whole log, but starts from the checkpoint's defines: a record
+            // whose define the damage took keeps its type's name.
+            if options.recovery == .salvage, let meta = LogEngine.checkpointMeta(directory: found.path, fs: fs, storeId: manifest.storeId) {
+                index.meta = meta
+            }
             options.logger?.warning(
                 "checkpoint not used; replaying the whole log", metadata: ["store": "\(found.path)", "reason": "\(reason)"])
         case .contradicted(let reason, let path, let w):
@@ -49,6 +56,7 @@ extension Recovery {
             witness = w
             report.checkpointRejectedReason = reason
             report.dropped.append(.init(path: path, offset: 0, bytes: 0, reason: message))
+            if let meta = LogEngine.checkpointMeta(directory: found.path, fs: fs, storeId: manifest.storeId) { index.meta = meta }
         }
     }
 

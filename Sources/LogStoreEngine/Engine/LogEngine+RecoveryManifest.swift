@@ -138,7 +138,7 @@ extension LogEngine {
         for n in usable { if let id = segmentHeaders[n]?.storeId { votes[id, default: 0] += 1 } }
         let id = votes.max { $0.value < $1.value || ($0.value == $1.value && $0.key.description < $1.key.description) }?.key
         let manifest = ManifestFile(
-            version: id == nil ? 1 : LogStoreFormat.version, generation: 1, nextSegment: (usable.last ?? 0) + 1,
+            version: id == nil ? 1 : ManifestFile.currentVersion, generation: 1, nextSegment: (usable.last ?? 0) + 1,
             segments: order, storeId: id)
         let why = problem.map { "MANIFEST damaged (\($0.message))" } ?? "MANIFEST missing"
         report.dropped.append(
@@ -171,7 +171,7 @@ extension LogEngine {
         return Recovered(
             index: index, segments: [1: segment], manifest: manifest, tail: segment,
             tailOffset: start, report: report,
-            segmentInfo: [1: SegmentInfo(length: start, rawBytes: 0)],
+            segmentInfo: [1: SegmentInfo(length: start, rawBytes: 0, refs: DefineRefs())],
             checkpoint: nil, bytesAfterCheckpoint: 0)
     }
 

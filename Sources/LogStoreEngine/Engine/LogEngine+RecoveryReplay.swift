@@ -44,6 +44,7 @@ extension Recovery {
     /// `.corruption` saying what it held.
     mutating func handleMissingSegment(_ number: UInt32, path: String, isLast: Bool) throws {
         if isLast && options.recovery == .strict && manifest.version < 2 {
+            // A version 1 store's segment: the upgrade after replay seals it.
             let seg = try LogWriter(directory: found.path, fileSystem: fs).createSegment(
                 number, baseSequence: index.sequence == .max ? .max : index.sequence + 1, storeId: manifest.storeId,
                 version: manifest.version)
@@ -82,7 +83,10 @@ extension Recovery {
                 "Segment is \(size) bytes; LogStore never writes segments of 4 GiB or more, so this file is not one of its segments.",
                 path: path, offset: UInt64(UInt32.max))
         }
+        // Replayed from its start, a segment's define references are all seen; resumed after a
+        // checkpoint, they are what the checkpoint recorded (nil: unknown).
         var segInfo = info[number] ?? SegmentInfo(length: 0, rawBytes: 0)
+        if from == 0 { segInfo.refs = DefineRefs() }
         let sequenceBefore = index.sequence
         let droppedBefore = report.dropped.count
         var known: SegmentHeader? = nil
@@ -112,7 +116,7 @@ extension Recovery {
             report.truncatedTail = .init(
                 path: path, offset: 0, bytes: size, reason: "segment header torn while the segment was being created")
             tailOffset = UInt64(header.size)
-            segInfo = SegmentInfo(length: UInt64(header.size), rawBytes: 0)
+            segInfo = SegmentInfo(length: UInt64(header.size), rawBytes: 0, refs: DefineRefs())
             seg = SegmentFile(number: number, file: file, header: header)
         case .end(let validEnd, let header, let zeroTail):
             // Zeros after the last transaction are preallocated space: the next commits
@@ -123,6 +127,8 @@ extension Recovery {
             }
             tailOffset = validEnd
             segInfo.length = validEnd
+            // A legacy segment's every record waits to be re-encoded (and compressed).
+            if (header?.version ?? 1) < 4 { segInfo.pendingBytes = segInfo.rawBytes }
             seg = SegmentFile(
                 number: number, file: file, baseSequence: header?.baseSequence ?? sequenceBefore + 1,
                 compacted: header?.isCompacted ?? false, version: header?.version ?? 1)
@@ -181,29 +187,33 @@ extension Recovery {
         }
     }
 
-    /// Phase 9, the upgrade (strict mode, format v1 stores only). Upgrades the store once,
-    /// atomically, and returns the new tail: seals the v1 tail where replay left it (cut and
-    /// synced), starts a version 2 segment, and lists both in a version 2 MANIFEST with a new
-    /// store id and every sealed segment's length. A crash before the MANIFEST rename leaves the
-    /// v1 store as it was (plus an unlisted empty segment that the next open removes as a stray);
-    /// after it, the store is v2. v1 segments keep v1 rules. Throws `.corruption` when MANIFEST's
-    /// numbers leave no room for the new segment, `.io` when writing fails (the store unchanged).
+    /// Phase 9, the upgrade (strict mode, stores of formats 1 to 3: MANIFEST version 1 or 2).
+    /// Upgrades the store once, atomically, and returns the new tail: seals the old tail where
+    /// replay left it (cut and synced), starts a format 4 segment, and lists both in a MANIFEST 4
+    /// with every sealed segment's length (a format 1 store also gets a store id). A crash before
+    /// the MANIFEST rename leaves the old store as it was (plus an unlisted empty segment that the
+    /// next open removes as a stray); after it, the store is format 4. Old segments keep their own
+    /// rules (the segment header's version decides) until compaction rewrites them. Throws
+    /// `.corruption` when MANIFEST's numbers leave no room for the new segment, `.io` when writing
+    /// fails (the store unchanged).
     mutating func upgradeFormat(_ tail: SegmentFile) throws -> SegmentFile {
-        guard options.recovery == .strict && manifest.version < 2 else { return tail }
+        guard options.recovery == .strict && manifest.version < ManifestFile.currentVersion else { return tail }
         guard manifest.nextSegment < UInt32.max, manifest.generation < UInt64.max else {
             throw LogStoreError(
                 .corruption,
-                "MANIFEST's next segment number (\(manifest.nextSegment)) or generation (\(manifest.generation)) is at its limit, so the store cannot be upgraded to format version \(LogStoreFormat.version). \(LogStoreError.corruptionNextStep)",
+                "MANIFEST's next segment number (\(manifest.nextSegment)) or generation (\(manifest.generation)) is at its limit, so the store cannot be upgraded to format \(LogStoreFormat.storeFormat). \(LogStoreError.corruptionNextStep)",
                 path: found.manifestPath)
         }
         var next = manifest
-        next.version = LogStoreFormat.version
-        next.storeId = StoreID.random()
+        next.version = ManifestFile.currentVersion
+        if manifest.storeId == nil { next.storeId = StoreID.random() }
         next.generation += 1
-        for n in manifest.segments {
+        for n in manifest.segments where n != tail.number && (manifest.version < 2 || next.sealed[n] == nil) {
             let length = try LogEngine.fileSize(fs, _joinPath(found.path, LogStoreFormat.segmentFileName(n)))
-            next.sealed[n] = ManifestFile.Sealed(length: length, lastSequence: n == tail.number ? index.sequence : 0)
+            next.sealed[n] = ManifestFile.Sealed(length: length, lastSequence: 0)
         }
+        // The old tail is sealed where its log ends (preallocated zeros after it are cut off).
+        next.sealed[tail.number] = ManifestFile.Sealed(length: tailOffset, lastSequence: index.sequence)
         let number = next.nextSegment
         next.segments.append(number)
         next.nextSegment += 1
@@ -214,15 +224,17 @@ extension Recovery {
         } catch {
             throw LogStoreError(
                 .io,
-                "Upgrading the store from format version \(manifest.version) to \(LogStoreFormat.version) failed; the store is unchanged. Free space or fix permissions and open it again.",
+                "Upgrading the store from MANIFEST version \(manifest.version) to \(ManifestFile.currentVersion) failed; the store is unchanged. Free space or fix permissions and open it again.",
                 path: found.manifestPath, underlying: error.underlying)
         }
         segments[number] = segment
-        info[number] = SegmentInfo(length: UInt64(segment.headerSize), rawBytes: 0)
+        info[number] = SegmentInfo(length: UInt64(segment.headerSize), rawBytes: 0, refs: DefineRefs())
+        info[tail.number]?.length = tailOffset
         tailOffset = UInt64(segment.headerSize)
-        report.upgradedFromVersion = manifest.version
+        // Formats 2 and 3 share their log files (MANIFEST 2); only CHECKPOINT tells them apart.
+        report.upgradedFromVersion = manifest.version < 2 ? 1 : 3
         options.logger?.notice(
-            "upgraded the store from format version \(manifest.version) to \(LogStoreFormat.version)",
+            "upgraded the store from MANIFEST version \(manifest.version) to \(ManifestFile.currentVersion)",
             metadata: ["store": "\(found.path)", "storeId": "\(next.storeId.map(\.description) ?? "")", "newSegment": "\(number)"])
         manifest = next
         return segment

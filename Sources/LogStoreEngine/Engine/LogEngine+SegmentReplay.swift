@@ -120,7 +120,7 @@ extension LogEngine {
             case .newerVersion(let v):
                 throw LogStoreError(
                     .unsupportedFormatVersion,
-                    "The segment was written by a newer LogStore (format version \(v); this build reads up to \(LogStoreFormat.version)). Upgrade LogStore to open it.",
+                    "The segment was written by a newer LogStore (format version \(v); this build reads up to \(SegmentHeader.currentVersion), store format \(LogStoreFormat.storeFormat)). Upgrade LogStore to open it.",
                     path: path, offset: 8)
             case .notASegment(let why):
                 if isLast && buf.count <= SegmentHeader.maxSize && options.recovery == .strict && storeId == nil { return .recreateHeader }
@@ -141,12 +141,37 @@ extension LogEngine {
             lastSequence: index.sequence, lastIsExact: report.dropped.isEmpty, endIsFileEnd: endIsFileEnd,
             onTransaction: { frames in
                 let first = frames[0]
+                var defineBytes = 0
+                var pendingBytes = 0
                 let end = frames[frames.count - 1].payloadOffset + frames[frames.count - 1].header.storedLength
                 do {
                     // Apply to a copy so a transaction that fails half-way leaves no trace.
                     var next = index
-                    try apply(
-                        frames, buf: buf, base: base, segment: number, compacted: compacted, version: segmentHeader.version, index: &next)
+                    if segmentHeader.version >= 4 {
+                        var refs = DefineRefs()
+                        var skipped: [(offset: Int, bytes: Int, reason: String)] = []
+                        let typesBefore = next.meta.types.count
+                        try applyRecords(
+                            frames, buf: buf, base: base, segment: number, compacted: compacted, index: &next, refs: &refs,
+                            defineBytes: &defineBytes, pendingBytes: &pendingBytes, salvage: options.recovery == .salvage,
+                            skipped: &skipped)
+                        for s in skipped {
+                            report.dropped.append(.init(path: path, offset: UInt64(s.offset), bytes: UInt64(s.bytes), reason: s.reason))
+                        }
+                        info.refs?.formUnion(refs)
+                        if options.recovery == .salvage && next.meta.types.count != typesBefore {
+                            for t in next.meta.types where t.name.hasPrefix(salvagedTypePrefix) && index.meta.typeName(t.id) == nil {
+                                report.dropped.append(
+                                    .init(
+                                        path: path, offset: UInt64(base + first.frameOffset), bytes: 0,
+                                        reason: "the define of item type id \(t.id) is lost; its records are kept as item type \(t.name)"))
+                            }
+                        }
+                    } else {
+                        try apply(
+                            frames, buf: buf, base: base, segment: number, compacted: compacted, version: segmentHeader.version,
+                            index: &next)
+                    }
                     index = next
                 } catch var e as LogStoreError {
                     // CRC-valid but undecodable: written by a broken or foreign writer.
@@ -162,7 +187,10 @@ extension LogEngine {
                     throw e
                 }
                 index.sequence = frames[frames.count - 1].header.sequence
+                // (Defines are overhead, like frame headers: not counted.)
                 for f in frames { info.rawBytes += UInt64(f.header.rawLength) }
+                info.rawBytes -= UInt64(defineBytes)
+                info.pendingBytes += UInt64(pendingBytes)
                 report.transactionsReplayed += 1
                 return true
             },
@@ -175,6 +203,11 @@ extension LogEngine {
                 }
                 // Keep every valid transaction: skip to the next valid frame and go on.
                 let resume = d.resumeAt ?? buf.count
+                // The defines of the damaged range whose own checksums hold still name their ids
+                // for the transactions after it.
+                if segmentHeader.version >= 4 {
+                    harvestDefines(buf, from: d.offset, to: resume, base: base, segment: number, into: &index.meta)
+                }
                 report.dropped.append(
                     .init(path: path, offset: UInt64(base + d.validEnd), bytes: UInt64(max(0, resume - d.validEnd)), reason: d.reason))
                 return .resume
@@ -189,6 +222,116 @@ extension LogEngine {
             report.transactionsCut = torn.transactionsCut + (torn.lostTransaction == nil ? 0 : 1)
         }
         return .end(UInt64(base + outcome.validEnd), segmentHeader, zeroTail: outcome.zeroTail)
+    }
+
+    /// Applies a committed transaction's format 4 frames to the index and its defines to the
+    /// meta table (Docs/FileFormat.md, "Records (format 4)"), noting in `refs` the defines its
+    /// records use. `base` is the file offset of `buf`. The frames' records were checked
+    /// (checksums, lengths) by ``LogFrame/parse(_:at:version:compacted:)``; here each is decoded.
+    /// A record of a type or dictionary no define before it names, a value that does not
+    /// decompress to its raw length, or a delete in a compacted segment is corruption (offsets
+    /// relative to the first frame).
+    static func applyRecords(
+        _ frames: [SegmentReader.Frame], buf: UnsafeRawBufferPointer, base: Int, segment: UInt32, compacted: Bool,
+        index: inout IndexState, refs: inout DefineRefs, defineBytes: inout Int, pendingBytes: inout Int, salvage: Bool = false,
+        skipped: inout [(offset: Int, bytes: Int, reason: String)]
+    ) throws {
+        let origin = frames[0].frameOffset
+        for f in frames {
+            let payload = UnsafeRawBufferPointer(rebasing: buf[f.payloadOffset..<(f.payloadOffset + f.header.storedLength)])
+            var recordAt = f.payloadOffset
+            func corruption(_ why: String) -> LogStoreError {
+                LogStoreError(.corruption, why, offset: UInt64(recordAt - origin))
+            }
+            do {
+                try LogFrame.forEachRecord(payload, f.header) { fields, at, sequence in
+                    recordAt = f.payloadOffset + at
+                    let record = UnsafeRawBufferPointer(rebasing: payload[at..<(at + fields.length)])
+                    let location = RecordLocation(
+                        segment: segment, offset: UInt32(base + recordAt), length: UInt32(fields.length), sequence: sequence)
+                    refs.note(fields)
+                    if fields.op == .define {
+                        do { try index.meta.apply(fields, record: record, location: location) } catch let e as LogStoreError {
+                            throw corruption(e.message)
+                        }
+                        defineBytes += fields.length
+                        return
+                    }
+                    if salvage && index.meta.typeName(fields.typeID) == nil {
+                        // Salvage keeps the record even though the define that named its type
+                        // was lost with damage: under a reserved name that says so.
+                        try? index.meta.defineType(fields.typeID, name: "\(Self.salvagedTypePrefix)\(fields.typeID)")
+                    }
+                    guard let type = index.meta.typeName(fields.typeID) else {
+                        throw corruption("A record of type id \(fields.typeID), which no define before it names.")
+                    }
+                    let key = RecordKey(UnsafeRawBufferPointer(rebasing: record[fields.key]))
+                    switch fields.op {
+                    case .put:
+                        if fields.codec != .raw {
+                            // A compressed value must decompress to its length (and its dictionary
+                            // exist) now, or a read would find the damage only later. Such a
+                            // record damages its frame (a torn tail is cut, durable data refused).
+                            do {
+                                try RecordCodec.withValue(record, fields, meta: index.meta, path: nil, offset: 0) { _ in }
+                            } catch let e as LogStoreError {
+                                // Salvage drops that record alone and keeps the others.
+                                guard salvage else {
+                                    throw SegmentReader.FrameDamage(
+                                        frameOffset: f.frameOffset, reason: "record at \(base + recordAt): \(e.message)")
+                                }
+                                skipped.append((base + recordAt, fields.length, e.message))
+                                return
+                            }
+                        }
+                        index.put(type, key, location)
+                        // A writer's record not compressed with a dictionary waits for the
+                        // recompression pass (a compacted segment's were tried, or are unknown).
+                        if !compacted && fields.codec != .lz4Dictionary { pendingBytes += fields.length }
+                    case .delete, .deleteAll:
+                        if compacted { throw corruption("A compacted segment holds a delete.") }
+                        if fields.op == .delete { index.delete(type, key) } else { index.deleteAll(type) }
+                    case .define:
+                        break
+                    }
+                }
+            } catch let e as _DecodeError {
+                recordAt = f.payloadOffset + e.offset
+                throw corruption("Malformed record: \(e.reason).")
+            }
+        }
+    }
+
+    /// The name salvage gives an item type whose define was lost with damage (followed by its id).
+    /// Reserved (`logstore.`): the DataStore layer does not list it; tools do.
+    package static let salvagedTypePrefix = "logstore.salvaged.type-"
+
+    /// Salvage: applies to `meta` the define records of the damaged range `from..<to` of `buf` (a
+    /// frame's records, found from where its header says they start) whose own checksums hold.
+    /// A record whose checksum fails is stepped over by its size field (a damaged size makes the
+    /// records after it fail their checksums, so nothing wrong is applied); the walk ends at the
+    /// first size that does not fit. Best effort; never throws.
+    package static func harvestDefines(
+        _ buf: UnsafeRawBufferPointer, from: Int, to: Int, base: Int, segment: UInt32, into meta: inout MetaTable
+    ) {
+        var at = from + LogFrame.headerSizeV4
+        let end = min(to, buf.count)
+        let range = UnsafeRawBufferPointer(rebasing: buf[..<end])
+        while at < end {
+            if let fields = try? RecordCodec.parse(range, at: at) {
+                if fields.op == .define {
+                    let record = UnsafeRawBufferPointer(rebasing: buf[at..<(at + fields.length)])
+                    try? meta.apply(
+                        fields, record: record,
+                        location: RecordLocation(segment: segment, offset: UInt32(base + at), length: UInt32(fields.length), sequence: 0))
+                }
+                at += fields.length
+            } else if case .success(let length) = RecordCodec.frameRecord(range, at: at, checkingCRC: false) {
+                at += length
+            } else {
+                return
+            }
+        }
     }
 
     /// Applies a committed transaction's frames to the index. `base` is the file offset of
@@ -226,8 +369,8 @@ extension LogEngine {
                         try index.put(
                             rec.type, rec.key,
                             RecordLocation(
-                                segment: segment, frameOffset: frameOffset,
-                                valueOffset: UInt32(rec.valueOffset), sequence: seq, valueLength: UInt32(rec.valueLength)))
+                                segment: segment, frameOffset: frameOffset, valueOffset: UInt32(rec.valueOffset),
+                                valueLength: UInt32(rec.valueLength), sequence: seq))
                     case .putAt:
                         guard rec.sequence >= 1, rec.sequence <= seq else {
                             throw LogStoreError(
@@ -237,8 +380,8 @@ extension LogEngine {
                         try index.put(
                             rec.type, rec.key,
                             RecordLocation(
-                                segment: segment, frameOffset: frameOffset,
-                                valueOffset: UInt32(rec.valueOffset), sequence: rec.sequence, valueLength: UInt32(rec.valueLength)))
+                                segment: segment, frameOffset: frameOffset, valueOffset: UInt32(rec.valueOffset),
+                                valueLength: UInt32(rec.valueLength), sequence: rec.sequence))
                     case .delete: try index.delete(rec.type, rec.key)
                     case .deleteAll: index.deleteAll(rec.type)
                     }

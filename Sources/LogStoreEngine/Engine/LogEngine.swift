@@ -68,6 +68,8 @@ public final class LogEngine: Sendable {
         /// Set once by ``LogEngine/poison(_:)``: every later write throws it.
         var poisoned: LogStoreError?
         var closed = false
+        /// When the last transaction was appended (background recompression waits for quiet).
+        var lastCommit = ContinuousClock.now
         /// Told of every commit once readers can see it (``LogEngine/setPublicationObserver(_:)``).
         var publicationObserver: (@Sendable (PublicationEvent) -> Void)?
 
@@ -338,9 +340,10 @@ public final class LogEngine: Sendable {
     }
 
     /// Appends one transaction. Caller holds the writer lock. Notes a full disk, and says in the
-    /// log when a write succeeds again after one.
-    func appendLocked(_ ops: [RecordOperation]) throws -> UInt64 {
-        try notingDiskFull { try appendLockedOnce(ops) }
+    /// log when a write succeeds again after one. `defining`: item types to give an id (a define
+    /// record) in the transaction even if none of `ops` names them.
+    func appendLocked(_ ops: [RecordOperation], defining types: [String] = []) throws -> UInt64 {
+        try notingDiskFull { try appendLockedOnce(ops, defining: types) }
     }
 
     /// Runs an append, noting a full disk in the log (once) and when writes succeed again.
@@ -368,7 +371,7 @@ public final class LogEngine: Sendable {
         }
     }
 
-    func appendLockedOnce(_ ops: [RecordOperation]) throws -> UInt64 {
+    func appendLockedOnce(_ ops: [RecordOperation], defining types: [String] = []) throws -> UInt64 {
         let (start, observed) = state.withLock {
             (($0.views.head, $0.log.tail, $0.log.tailOffset, $0.log.syncedThroughForFrames), $0.publicationObserver != nil)
         }
@@ -378,7 +381,7 @@ public final class LogEngine: Sendable {
         // nothing is written yet.
         let secondaryChanges = try secondaryChanges(for: ops, on: head)
         var encoded = TransactionEncoder.encode(
-            ops, sequence: seq, options: options, syncedThrough: synced, version: tail.version, compressor: compressor)
+            ops, sequence: seq, meta: head.index.meta, options: options, syncedThrough: synced, defining: types, compressor: compressor)
         // Locations address segments with 32-bit offsets; segments stay below 2 GiB because a
         // transaction is at most 1 GiB and a segment rolls over at most at 1 GiB.
         guard encoded.bytes.count <= LogFrame.maxPayload else {
@@ -393,7 +396,8 @@ public final class LogEngine: Sendable {
             (head, tail, offset, synced) = state.withLock { ($0.views.head, $0.log.tail, $0.log.tailOffset, $0.log.syncedThroughForFrames) }
             // The frames claim how far the new segment is durable: encode them again.
             encoded = TransactionEncoder.encode(
-                ops, sequence: seq, options: options, syncedThrough: synced, version: tail.version, compressor: compressor)
+                ops, sequence: seq, meta: head.index.meta, options: options, syncedThrough: synced, defining: types,
+                compressor: compressor)
             rolledOver = true
         }
         do {
@@ -414,6 +418,7 @@ public final class LogEngine: Sendable {
         var index = head.index
         let journaling = state.withLock { $0.compactionJournal != nil || $0.checkpointJournal != nil }
         var changes: [IndexJournal.Change] = []
+        index.meta = encoded.meta
         do {
             try Self.index(
                 ops, placements: &encoded.placements, at: offset, in: tail, sequence: seq, into: &index,
@@ -429,6 +434,7 @@ public final class LogEngine: Sendable {
         let committed = observed ? CommitChanges(sequence: seq, operations: ops, keysBefore: Self.keysBefore(head.index)) : nil
         finishAppend(
             head: head, index: index, sequence: seq, bytes: encoded.bytes.count, rawBytes: encoded.rawBytes,
+            refs: encoded.refs, pending: encoded.pendingBytes,
             journal: journaling ? changes : nil, committed: committed, tail: tail, end: offset + UInt64(encoded.bytes.count),
             rolledOver: rolledOver)
         return seq
@@ -457,7 +463,7 @@ public final class LogEngine: Sendable {
         for i in ops.indices {
             if case .put = ops[i] {
                 placements[i].segment = tail.number
-                placements[i].frameOffset += UInt32(offset)
+                placements[i].offset += UInt32(offset)
                 placements[i].sequence = seq
             }
         }
@@ -494,7 +500,7 @@ public final class LogEngine: Sendable {
     /// compaction journal, tells the preallocator the tail now ends at `end`, and schedules what
     /// the append makes due. Caller holds the writer lock.
     func finishAppend(
-        head: ViewState, index: IndexState, sequence seq: UInt64, bytes: Int, rawBytes: UInt64,
+        head: ViewState, index: IndexState, sequence seq: UInt64, bytes: Int, rawBytes: UInt64, refs: DefineRefs, pending: UInt64,
         journal: [IndexJournal.Change]?, committed: CommitChanges?, tail: SegmentFile, end: UInt64, rolledOver: Bool
     ) {
         var head = head
@@ -511,7 +517,8 @@ public final class LogEngine: Sendable {
                 s.compactionJournal?.record(journal)
                 s.checkpointJournal?.record(journal)
             }
-            s.log.appended(bytes: bytes, rawBytes: rawBytes)
+            s.log.appended(bytes: bytes, rawBytes: rawBytes, refs: refs, pending: pending)
+            s.lastCommit = .now
             return checkpointEvery > 0 && s.log.bytesSinceCheckpoint >= checkpointEvery
         }
         group.noteAppended(seq)

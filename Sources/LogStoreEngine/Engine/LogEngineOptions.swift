@@ -36,31 +36,40 @@ public struct LogEngineOptions: Sendable {
     /// A segment file rolls over to a new one once it exceeds this many bytes. Default 64 MiB;
     /// at least 64 KiB, at most 1 GiB.
     public var segmentSize: Int = 64 << 20
-    /// Records are grouped into frames of at most this many uncompressed bytes (a record larger
-    /// than this gets a frame of its own). A point read decompresses one frame, so this bounds its
-    /// cost; larger frames compress better. Default 8 KiB (Docs/Performance.md, "Measured choices").
+    /// Records are grouped into frames of at most this many bytes (a record larger than this gets
+    /// a frame of its own). In format 4 a frame is only the unit of the commit protocol: a read
+    /// checks and decodes one record, never a frame. Default 8 KiB.
     public var maxFramePayload: Int = 8 << 10
-    /// Whether frames are LZ4-compressed when that makes them smaller. Default true.
+    /// Whether values are LZ4-compressed, each alone (against its item type's dictionary once the
+    /// recompression pass has trained one), when that makes them smaller. Default true.
     public var compression: Bool = true
-    /// With ``compression``: whether write transactions compress their frames too, or leave them
-    /// for compaction to compress when it copies them. Default true.
+    /// With ``compression``: whether write transactions compress values as they commit, or store
+    /// them raw and leave them for the recompression pass (``recompress()``, and in the background
+    /// when the store is idle) to compress with their type's dictionary. Default false.
     ///
-    /// False makes writes and point reads cheaper: a point read of an uncompressed frame uses the
-    /// record's bytes in place (one of a compressed frame decompresses the frame up to the record
-    /// first), and a writer skips LZ4, which on text-heavy items costs more CPU than the rest of
-    /// its work. The price is a larger log until compaction copies the data (as records are
-    /// overwritten or deleted, ``compactionThreshold``; on `compact()`; and, with
-    /// ``autoCompaction``, once sealed segments written uncompressed make up half the store and
-    /// at least ``compactionMinimumDeadBytes``), and a first compaction that compresses everything
-    /// it copies. On text-heavy items compression-on-write costs more write CPU than the rest of
-    /// a commit; off, a first compaction costs more (Docs/Performance.md, "LZ4 on text").
-    public var compressOnWrite: Bool = true
-    /// With ``compression``: how hard compaction compresses the frames it re-packs. 0: LZ4's fast
-    /// mode, as writers use; 1 to 12: LZ4HC at that level (same format and decompression speed,
-    /// smaller frames, slower compaction). Default 0 (Docs/Performance.md, "LZ4 on text"). Values
-    /// outside 0...12 are clamped.
-    public var compactionCompressionLevel: Int = 0
-    /// Frames smaller than this are never compressed. Default 256 bytes.
+    /// False keeps compression off the commit path: LZ4 on each value costs a writer more CPU
+    /// than the rest of its work on text-heavy items, and a record stored raw is read in place.
+    /// The price is a larger log until the recompression pass runs. True compresses at commit
+    /// time with the type's current dictionary (fast LZ4), or without one before it has one.
+    public var compressOnWrite: Bool = false
+    /// With ``compression``: how hard the recompression pass compresses. 0: LZ4's fast mode;
+    /// 1 to 12: LZ4HC at that level (same format and decompression speed, smaller records, slower
+    /// to compress). Default 3 (Docs/Performance.md). Values outside 0...12 are clamped.
+    public var recompressionLevel: Int = 3
+    /// Whether the store recompresses in the background (on a utility-QoS queue): once sealed
+    /// segments hold at least ``compactionMinimumDeadBytes`` of values stored raw and the
+    /// store has had no commit for ``recompressionIdleDelay``, the
+    /// recompression pass (``LogEngine/recompress(includingTail:)``) compresses them with their
+    /// types' dictionaries, training them as needed. Default true.
+    public var autoRecompression: Bool = true
+    /// How long the store must have had no commit before background recompression runs.
+    /// Default 5 s.
+    public var recompressionIdleDelay: Duration = .seconds(5)
+    /// A type gets a dictionary once it has at least this many bytes of live values in the
+    /// recompression pass's segments (smaller types are not worth a define of up to 64 KiB).
+    package var dictionaryTrainingMinimumBytes = 256 << 10
+    /// Values smaller than this are compressed only with a dictionary (alone they do not
+    /// compress). Default 256 bytes.
     public var compressionThreshold: Int = 256
     /// The largest encoded item (record value) accepted; a larger one throws `.itemTooLarge`.
     /// Default 16 MiB.
@@ -69,7 +78,8 @@ public struct LogEngineOptions: Sendable {
     public var maxKeySize: Int = 1 << 10
     /// The longest item type name, in UTF-8 bytes. Default 255.
     public var maxTypeNameSize: Int = 255
-    /// Bytes of decompressed frames kept in memory for reads. Default 32 MiB.
+    /// Bytes of decompressed frames of version 1 and 2 segments (a store upgraded from format 3,
+    /// until compaction rewrites them) kept in memory for reads. Default 32 MiB.
     public var cacheSize: Int = 32 << 20
     /// What open does with damage. Default ``RecoveryMode/strict``.
     public var recovery: RecoveryMode = .strict
@@ -150,7 +160,7 @@ public struct LogEngineOptions: Sendable {
         o.checkpointInterval = max(0, o.checkpointInterval)
         o.maxFramePayload = min(max(o.maxFramePayload, 512), 1 << 20)
         o.cacheSize = max(0, o.cacheSize)
-        o.compactionCompressionLevel = min(max(o.compactionCompressionLevel, 0), 12)
+        o.recompressionLevel = min(max(o.recompressionLevel, 0), 12)
         o.preallocationSize = max(0, o.preallocationSize)
         o.transactionSpillThreshold = max(0, o.transactionSpillThreshold)
         return o

@@ -24,6 +24,12 @@ public protocol RecordReader {
     /// The value bytes of record `key` of `type`, or nil. Throws `.corruption` if the bytes on
     /// disk are damaged.
     func value(type: String, key: RecordKey) throws -> ArraySlice<UInt8>?
+    /// Calls `body` with the value bytes of record `key` of `type` (nil if there is none), without
+    /// a copy where the reader can avoid one (a committed snapshot hands over a record stored raw
+    /// in place, in its mapped segment). The bytes are valid only while `body` runs: nothing may
+    /// keep them, or anything that points into them. Throws `.corruption` like
+    /// ``value(type:key:)``; rethrows what `body` throws.
+    func withValue<R>(type: String, key: RecordKey, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R
     /// Calls `body` with every record of `type` (in an order chosen for I/O, not key order) until
     /// it returns false.
     func forEach(ofType type: String, _ body: (RecordKey, ArraySlice<UInt8>) throws -> Bool) throws
@@ -91,6 +97,13 @@ public struct IndexEntryRange: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension RecordReader {
+    /// See ``RecordReader/withValue(type:key:_:)``: reads ``value(type:key:)`` and hands over its
+    /// bytes.
+    public func withValue<R>(type: String, key: RecordKey, _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+        guard let v = try value(type: type, key: key) else { return try body(nil) }
+        return try v.withUnsafeBytes { try body($0) }
+    }
+
     /// See ``RecordReader/secondaryIndexes(ofType:)``: none.
     public func secondaryIndexes(ofType type: String) throws -> [String: IndexDefinition] { [:] }
 

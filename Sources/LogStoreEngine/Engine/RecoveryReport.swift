@@ -32,8 +32,9 @@ public struct RecoveryReport: Sendable, Equatable {
     /// Transactions the torn tail held that are cut with it: never synced, so never acknowledged
     /// under `.synchronous` durability (`.buffered` and `.none` may lose them by design).
     public var transactionsCut = 0
-    /// The format version the store had when this open upgraded it to the current one
-    /// (``LogStoreFormat/version``), or nil if it needed no upgrade.
+    /// The store format the store had when this open upgraded it to the current one
+    /// (``LogStoreFormat/storeFormat``): 1, or 3 for a store of format 2 or 3 (which share their
+    /// MANIFEST and segment versions); nil if it needed no upgrade.
     public var upgradedFromVersion: UInt16? = nil
     public var truncatedTail: Drop?
     /// In ``RecoveryMode/salvage``: damaged ranges skipped.

@@ -29,8 +29,10 @@ final class SegmentFile: Sendable {
     /// Set when mapping failed, so reads stop trying and use `pread`.
     private let mappingFailed = Atomic<Bool>(false)
 
-    init(number: UInt32, file: any FileSystemFile, baseSequence: UInt64, compacted: Bool = false, version: UInt16 = LogStoreFormat.version)
-    {
+    init(
+        number: UInt32, file: any FileSystemFile, baseSequence: UInt64, compacted: Bool = false,
+        version: UInt16 = SegmentHeader.currentVersion
+    ) {
         self.number = number
         self.file = file
         self.baseSequence = baseSequence
@@ -106,6 +108,14 @@ final class SegmentFile: Sendable {
 struct SegmentInfo: Sendable, Equatable {
     /// Valid bytes: the file size of a sealed segment, the append offset of the tail.
     var length: UInt64
-    /// Sum of the raw (uncompressed) payload lengths of its committed frames.
+    /// Sum of the raw (uncompressed) payload lengths of its committed frames (format 4: of its
+    /// records' lengths).
     var rawBytes: UInt64
+    /// The defines its records use (format 4 segments), so that compaction keeps them; nil when
+    /// not known (a segment a checkpoint covered, or a legacy one): then it may use any.
+    var refs: DefineRefs? = nil
+    /// Bytes of its put records that the recompression pass has not tried to compress with their
+    /// type's dictionary yet (written raw or alone; a legacy segment's every record): what
+    /// background recompression waits for.
+    var pendingBytes: UInt64 = 0
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// A sealed segment's bytes, mapped (``FileMapping``), and which of its frames this process has
@@ -87,19 +88,92 @@ extension SegmentFile {
     // MARK: Reading records
 
     /// Calls `body` with the value bytes of the record at `loc`; they are valid only inside
-    /// `body`. Reads, checks and decompresses only what it must: a sealed, mapped segment's
-    /// uncompressed frame is read in place (its CRC once per process), a compressed one is
-    /// decompressed up to the value's end (and kept in `cache`); other frames are read with
-    /// `pread`, checked and cached whole. Throws `.corruption` naming the file and offset if the
-    /// bytes are damaged or the value lies outside its frame; rethrows what `body` throws.
-    func withValue<R>(_ loc: RecordLocation, cache: FrameCache?, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        let start = Int(loc.valueOffset)
-        let end = start + Int(loc.valueLength)
+    /// `body`. A format 4 record is read alone: its bytes in place in the mapping (or read with
+    /// `pread`), its checksum and fields checked, and its value handed over in place when stored
+    /// raw, else decompressed into a scratch buffer (with its type's dictionary from `meta`).
+    /// With `type` and `key`, the record must be a put of that type and key. A legacy location
+    /// (``RecordLocation/isLegacy``) is read through its frame (``withLegacyValue(_:cache:_:)``).
+    ///
+    /// Throws `.corruption` naming the file and the record's offset if the bytes are damaged,
+    /// are not the record the index expects, or its value does not decompress to its length;
+    /// rethrows what `body` throws.
+    @inline(__always)
+    func withValue<R>(
+        _ loc: RecordLocation, meta: MetaTable, cache: FrameCache?, type: String? = nil, key: RecordKey? = nil,
+        _ body: (UnsafeRawBufferPointer) throws -> R
+    ) throws -> R {
+        if loc.isLegacy { return try withLegacyValue(loc, cache: cache, body) }
+        let start = Int(loc.offset)
+        let length = Int(loc.length)
+        if let sealed = sealedBytes, length <= sealed.bytes.count, start <= sealed.bytes.count - length {
+            return try withExtendedLifetime(sealed) {
+                try withRecordValue(UnsafeRawBufferPointer(rebasing: sealed.bytes[start..<(start + length)]), loc, meta, type, key, body)
+            }
+        }
+        let bytes: [UInt8]
+        do {
+            bytes = try file.read(at: UInt64(loc.offset), count: length)
+        } catch let e as LogStoreError {
+            throw e.withCorruptionNextStep()
+        }
+        guard bytes.count == length else {
+            throw LogStoreError(.corruption, "Segment ends inside an indexed record.", path: path, offset: UInt64(loc.offset))
+                .withCorruptionNextStep()
+        }
+        return try bytes.withUnsafeBytes { try withRecordValue($0, loc, meta, type, key, body) }
+    }
+
+    /// The record `record` (exactly the bytes `loc` names) checked and its value handed to `body`.
+    private func withRecordValue<R>(
+        _ record: UnsafeRawBufferPointer, _ loc: RecordLocation, _ meta: MetaTable, _ type: String?, _ key: RecordKey?,
+        _ body: (UnsafeRawBufferPointer) throws -> R
+    ) throws -> R {
+        let fields: RecordCodec.Fields
+        do throws(_DecodeError) {
+            fields = try RecordCodec.parse(record, at: 0)
+            guard fields.length == record.count else {
+                throw _DecodeError("the record is \(fields.length) bytes, the index says \(record.count)", at: 0)
+            }
+            guard fields.op == .put else { throw _DecodeError("the index points at a record that is not a put", at: 0) }
+            if let type, meta.typeName(fields.typeID) != type {
+                throw _DecodeError("the record is of another item type than the index says", at: 0)
+            }
+            if let key {
+                let matches = key.withUnsafeBytes { k in
+                    k.count == fields.key.count
+                        && (k.count == 0 || memcmp(k.baseAddress!, record.baseAddress! + fields.key.lowerBound, k.count) == 0)
+                }
+                guard matches else { throw _DecodeError("the record holds another key than the index says", at: 0) }
+            }
+        } catch {
+            throw LogStoreError(
+                .corruption, "Record unreadable: \(error.reason).", path: path, offset: UInt64(loc.offset) + UInt64(error.offset)
+            )
+            .withCorruptionNextStep()
+        }
+        if fields.codec == .raw { return try body(UnsafeRawBufferPointer(rebasing: record[fields.content])) }
+        do {
+            return try RecordCodec.withValue(record, fields, meta: meta, path: path, offset: UInt64(loc.offset), body)
+        } catch let e as LogStoreError where e.code == .corruption && e.path == path && e.offset == UInt64(loc.offset) {
+            throw e.withCorruptionNextStep()
+        }
+    }
+
+    /// Calls `body` with the value bytes of the legacy (version 1 or 2 frame) record at `loc`;
+    /// they are valid only inside `body`. Reads, checks and decompresses only what it must: a
+    /// sealed, mapped segment's uncompressed frame is read in place (its CRC once per process), a
+    /// compressed one is decompressed up to the value's end (and kept in `cache`); other frames
+    /// are read with `pread`, checked and cached whole. Throws `.corruption` naming the file and
+    /// offset if the bytes are damaged or the value lies outside its frame; rethrows what `body`
+    /// throws.
+    func withLegacyValue<R>(_ loc: RecordLocation, cache: FrameCache?, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        let start = loc.legacyValueOffset
+        let end = start + Int(loc.length)
         let payload: FramePayload
         do {
             payload = try framePayload(loc, through: end, cache: cache)
             guard end <= payload.count else {
-                throw LogStoreError(.corruption, "Record value lies outside its frame.", path: path, offset: UInt64(loc.frameOffset))
+                throw LogStoreError(.corruption, "Record value lies outside its frame.", path: path, offset: UInt64(loc.offset))
             }
         } catch let e as LogStoreError {
             throw e.withCorruptionNextStep()
@@ -107,13 +181,14 @@ extension SegmentFile {
         return try payload.withBytes { try body(UnsafeRawBufferPointer(rebasing: $0[start..<end])) }
     }
 
-    /// The value bytes of the record at `loc`, copied (see ``withValue(_:cache:_:)``).
-    func readValue(_ loc: RecordLocation, cache: FrameCache?) throws -> ArraySlice<UInt8> {
-        try withValue(loc, cache: cache) { ArraySlice($0) }
+    /// The value bytes of the record at `loc`, copied (see ``withValue(_:meta:cache:type:key:_:)``).
+    func readValue(_ loc: RecordLocation, meta: MetaTable, cache: FrameCache?) throws -> ArraySlice<UInt8> {
+        try withValue(loc, meta: meta, cache: cache) { ArraySlice($0) }
     }
 
-    /// The whole raw payload of the frame at `loc`, checked and decompressed, without the cache
-    /// (scans and compaction read each frame once). Throws `.corruption` like ``withValue(_:cache:_:)``.
+    /// The whole raw payload of the legacy frame at `loc`, checked and decompressed, without the
+    /// cache (scans and compaction read each frame once). Throws `.corruption` like
+    /// ``withLegacyValue(_:cache:_:)``.
     func readFrame(_ loc: RecordLocation) throws -> [UInt8] {
         do {
             return try framePayload(loc, through: .max, cache: nil).array
@@ -133,8 +208,8 @@ extension SegmentFile {
         case .skip: admitted = false
         }
         // The header says how long the frame is; then the whole frame, checked.
-        let total = LogFrame.headerSize(version: version) + (try storedFrameLengthRead(at: loc.frameOffset) ?? 0)
-        let bytes = try file.read(at: UInt64(loc.frameOffset), count: total)
+        let total = LogFrame.headerSize(version: version) + (try storedFrameLengthRead(at: loc.offset) ?? 0)
+        let bytes = try file.read(at: UInt64(loc.offset), count: total)
         let raw: [UInt8] = try bytes.withUnsafeBytes { buf in
             let (header, payloadOffset) = try checkedFrame(LogFrame.parse(buf, at: 0, version: version), loc: loc)
             return try rawPayload(header, buf, payloadOffset, loc: loc)
@@ -146,7 +221,7 @@ extension SegmentFile {
     /// ``framePayload(_:through:cache:)`` in a mapped segment; nil if the frame does not lie in
     /// the mapping (then `pread` reads it, and reports it if it is cut short).
     private func mappedPayload(_ sealed: SealedBytes, _ loc: RecordLocation, through end: Int, cache: FrameCache?) throws -> FramePayload? {
-        let offset = Int(loc.frameOffset)
+        let offset = Int(loc.offset)
         let verified = sealed.isVerified(frameAt: offset)
         let parsed =
             verified
@@ -201,7 +276,7 @@ extension SegmentFile {
         case .frame(let header, let payloadOffset):
             return (header, payloadOffset)
         case .truncated(let why), .invalid(let why):
-            throw LogStoreError(.corruption, "Frame unreadable: \(why).", path: path, offset: UInt64(loc.frameOffset))
+            throw LogStoreError(.corruption, "Frame unreadable: \(why).", path: path, offset: UInt64(loc.offset))
         }
     }
 
@@ -214,7 +289,7 @@ extension SegmentFile {
                 header, UnsafeRawBufferPointer(rebasing: buf[payloadOffset..<(payloadOffset + header.storedLength)]))
         } catch var e as LogStoreError {
             e.path = path
-            e.offset = UInt64(loc.frameOffset)
+            e.offset = UInt64(loc.offset)
             throw e
         }
     }

@@ -16,6 +16,8 @@ package struct IndexState: Sendable {
     /// While recovery replays the log after a checkpoint: the keys of indexed types it touched,
     /// so their secondary entries can be brought up to date afterwards. Nil otherwise.
     package var replayTouches: SecondaryReplayTouches? = nil
+    /// The defines of this state (type ids and names, dictionaries): what format 4 records refer to.
+    package var meta = MetaTable()
 
     func location(_ type: String, _ key: RecordKey) throws -> RecordLocation? { try types[type]?.location(key) }
 

@@ -230,9 +230,7 @@ extension IndexState {
         if let tree = types[type] {
             // Read in file order, each frame's neighbours together.
             var locations = try tree.elements()
-            locations.sort {
-                $0.value.frameID < $1.value.frameID || ($0.value.frameID == $1.value.frameID && $0.value.valueOffset < $1.value.valueOffset)
-            }
+            locations.sort { ($0.value.logPosition, $0.value.legacy) < ($1.value.logPosition, $1.value.legacy) }
             let paths = IndexKeyEncoding.paths(of: definition)
             for (key, loc) in locations { entries.append(try Self.entry(paths, key: key, value: try read(loc))) }
         }

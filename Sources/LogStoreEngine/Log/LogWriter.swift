@@ -3,7 +3,7 @@
 ///
 /// A value inside `LogEngine.EngineState`, guarded by the engine's state lock, so that a
 /// checkpoint or a compaction captures it together with the views it belongs to. Its mutators are
-/// the four things that happen to a log: ``appended(bytes:rawBytes:)``, a roll-over
+/// the four things that happen to a log: ``appended(bytes:rawBytes:refs:pending:)``, a roll-over
 /// (``reserveSegmentNumber()``, then ``rolledOver(to:manifest:)`` or ``giveBack(_:)``), and a
 /// compaction switch (``compacted(to:removing:adding:)``).
 struct LogState: Sendable {
@@ -38,11 +38,15 @@ struct LogState: Sendable {
     /// What a new frame may claim as durable (``tailSynced``, in the 32 bits a frame header holds).
     var syncedThroughForFrames: UInt32 { UInt32(min(tailSynced, UInt64(UInt32.max))) }
 
-    /// A transaction of `bytes` stored bytes (`rawBytes` uncompressed) was written at `tailOffset`.
-    mutating func appended(bytes: Int, rawBytes: UInt64) {
+    /// A transaction of `bytes` stored bytes (`rawBytes` of records, `pending` of them not
+    /// compressed with a dictionary) whose records use the defines `refs` was written at
+    /// `tailOffset`.
+    mutating func appended(bytes: Int, rawBytes: UInt64, refs: DefineRefs, pending: UInt64) {
         tailOffset += UInt64(bytes)
         segmentInfo[tail.number, default: SegmentInfo(length: 0, rawBytes: 0)].length = tailOffset
         segmentInfo[tail.number, default: SegmentInfo(length: 0, rawBytes: 0)].rawBytes += rawBytes
+        segmentInfo[tail.number, default: SegmentInfo(length: 0, rawBytes: 0)].refs?.formUnion(refs)
+        segmentInfo[tail.number, default: SegmentInfo(length: 0, rawBytes: 0)].pendingBytes += pending
         bytesSinceCheckpoint += UInt64(bytes)
     }
 
@@ -67,7 +71,7 @@ struct LogState: Sendable {
         tail = segment
         tailOffset = UInt64(segment.headerSize)
         tailSynced = tailOffset
-        segmentInfo[segment.number] = SegmentInfo(length: tailOffset, rawBytes: 0)
+        segmentInfo[segment.number] = SegmentInfo(length: tailOffset, rawBytes: 0, refs: DefineRefs())
     }
 
     /// A compaction installed `next`: the segments of `prefix` are replaced by `output`.
@@ -257,10 +261,11 @@ struct LogWriter: Sendable {
     }
 
     /// Creates segment file `number` of store `storeId` holding only its header (fsync, fsync
-    /// directory). The header has the store's format `version`: a format v1 store (no store id)
-    /// gets a v1 header, so that the store stays one version until its upgrade.
+    /// directory). The header has the current version unless `version` says otherwise: a format
+    /// v1 store (no store id) gets a v1 header, so that the store stays one version until its
+    /// upgrade.
     func createSegment(
-        _ number: UInt32, baseSequence: UInt64, storeId: StoreID?, flags: UInt16 = 0, version: UInt16 = LogStoreFormat.version
+        _ number: UInt32, baseSequence: UInt64, storeId: StoreID?, flags: UInt16 = 0, version: UInt16 = SegmentHeader.currentVersion
     ) throws -> SegmentFile {
         let path = _joinPath(directory, LogStoreFormat.segmentFileName(number))
         let f = try fileSystem.open(path, mode: .createOrTruncate)

@@ -6,7 +6,14 @@
 ///           crc:u32le   (masked CRC-32C of every byte before it)
 ///     v2 := magic:8   version:u16le = 2   flags:u16le = 0   generation:u64le   nextSegment:u32le
 ///           storeId:16   count:u32le   entry * count   crc:u32le
+///     v4 := magic:8   version:u16le = 4   flags:u16le = 0   generation:u64le   nextSegment:u32le
+///           storeId:16   cipher:u8   reserved:u8 * 3 = 0   keyCheck:16   count:u32le   entry * count
+///           crc:u32le
 ///     entry := segment:u32le   length:u64le   lastSequence:u64le
+///     cipher := 0 (none; keyCheck is 16 zero bytes) | 1 (AES-256-GCM; keyCheck proves the key)
+///
+/// Versions 1, 2 and 4 exist (store formats 1, 2 and 3 wrote versions 1, 2 and 2; format 4
+/// writes 4); no LogStore writes version 3.
 ///
 /// In v2 every entry but the last describes a **sealed** segment: `length` is its exact file size
 /// and `lastSequence` the sequence of the last transaction in it (0 if it holds none). The last
@@ -29,7 +36,14 @@ package struct ManifestFile: Equatable, Sendable {
         }
     }
 
-    package var version: UInt16 = LogStoreFormat.version
+    /// The version this build writes.
+    package static let currentVersion: UInt16 = 4
+    /// The newest version this build reads.
+    package static let newestReadable: UInt16 = 4
+    /// The ciphers this build reads (0, records in the clear).
+    package static let knownCiphers: Set<UInt8> = [0]
+
+    package var version: UInt16 = ManifestFile.currentVersion
     /// Incremented on every rewrite (roll-over, compaction).
     package var generation: UInt64
     /// The number the next new segment file gets. Always greater than every listed segment.
@@ -40,10 +54,14 @@ package struct ManifestFile: Equatable, Sendable {
     package var storeId: StoreID?
     /// Version 2: the sealed segments (every listed one but the last).
     package var sealed: [UInt32: Sealed]
+    /// Version 4: how the store's records are sealed (0: in the clear).
+    package var cipher: UInt8 = 0
+    /// Version 4: proof of the store key for `cipher` 1 (16 zero bytes for cipher 0).
+    package var keyCheck: [UInt8] = [UInt8](repeating: 0, count: 16)
 
     package init(
-        version: UInt16 = LogStoreFormat.version, generation: UInt64, nextSegment: UInt32, segments: [UInt32],
-        storeId: StoreID? = nil, sealed: [UInt32: Sealed] = [:]
+        version: UInt16 = ManifestFile.currentVersion, generation: UInt64, nextSegment: UInt32, segments: [UInt32],
+        storeId: StoreID? = nil, sealed: [UInt32: Sealed] = [:], cipher: UInt8 = 0, keyCheck: [UInt8]? = nil
     ) {
         self.version = version
         self.generation = generation
@@ -51,6 +69,8 @@ package struct ManifestFile: Equatable, Sendable {
         self.segments = segments
         self.storeId = storeId
         self.sealed = sealed
+        self.cipher = cipher
+        self.keyCheck = keyCheck ?? [UInt8](repeating: 0, count: 16)
     }
 
     package func encoded() -> [UInt8] {
@@ -61,6 +81,11 @@ package struct ManifestFile: Equatable, Sendable {
         w.u64(generation)
         w.u32(nextSegment)
         if version >= 2 { w.append(contentsOf: storeId?.bytes ?? [UInt8](repeating: 0, count: 16)) }
+        if version >= 4 {
+            w.u8(cipher)
+            w.append(contentsOf: [0, 0, 0])
+            w.append(contentsOf: keyCheck.count == 16 ? keyCheck : [UInt8](repeating: 0, count: 16))
+        }
         w.u32(UInt32(segments.count))
         for s in segments {
             w.u32(s)
@@ -95,18 +120,32 @@ package struct ManifestFile: Equatable, Sendable {
                     throw _DecodeError("checksum mismatch", at: buf.count - 4)
                 }
                 let version = try r.u16()
-                guard version <= LogStoreFormat.version else {
+                guard version <= newestReadable else {
                     throw LogStoreError(
                         .unsupportedFormatVersion,
-                        "The store was written by a newer LogStore (format version \(version); this build reads up to \(LogStoreFormat.version)). Upgrade LogStore to open it.",
+                        "The store was written by a newer LogStore (MANIFEST version \(version); this build reads up to \(newestReadable), store format \(LogStoreFormat.storeFormat)). Upgrade LogStore to open it.",
                         path: path, offset: 8)
                 }
-                // No LogStore writes version 0 (segment headers refuse it too).
-                guard version >= 1 else { throw _DecodeError("format version 0", at: 8) }
+                // No LogStore writes version 0 or 3 (segment headers refuse them too).
+                guard version >= 1, version != 3 else { throw _DecodeError("format version \(version)", at: 8) }
                 _ = try r.u16()
                 let generation = try r.u64()
                 let next = try r.u32()
                 let storeId = version >= 2 ? StoreID(bytes: Array(try r.bytes(16))) : nil
+                var cipher: UInt8 = 0
+                var keyCheck: [UInt8]? = nil
+                if version >= 4 {
+                    let cipherAt = r.offset
+                    cipher = try r.u8()
+                    guard try r.u8() == 0, try r.u16() == 0 else { throw _DecodeError("reserved bytes are not zero", at: cipherAt + 1) }
+                    keyCheck = Array(try r.bytes(16))
+                    guard knownCiphers.contains(cipher) else {
+                        throw LogStoreError(
+                            .unsupportedFormatVersion,
+                            "The store's records are sealed with cipher \(cipher), which this build cannot open. Open it with a LogStore that supports it (and its key).",
+                            path: path, offset: UInt64(cipherAt))
+                    }
+                }
                 let count = try r.u32()
                 let entrySize = version >= 2 ? 20 : 4
                 guard count <= maxSegments, Int(count) * entrySize + 4 <= r.remaining else {
@@ -140,7 +179,8 @@ package struct ManifestFile: Equatable, Sendable {
                     throw _DecodeError("segment list is empty, repeats a segment or names one >= nextSegment", at: 28)
                 }
                 return ManifestFile(
-                    version: version, generation: generation, nextSegment: next, segments: segments, storeId: storeId, sealed: sealed)
+                    version: version, generation: generation, nextSegment: next, segments: segments, storeId: storeId, sealed: sealed,
+                    cipher: cipher, keyCheck: keyCheck)
             } catch let e as _DecodeError {
                 throw LogStoreError(
                     .corruption, "MANIFEST is damaged: \(e.reason). Run `logstore-compact salvage` to recover the segments' data.",

@@ -5,10 +5,15 @@
 ///                      crc:u32le (masked CRC-32C of bytes 0..<28)
 ///     v2 (48 bytes) := magic:8   version:u16le = 2   flags:u16le   segment:u32le   baseSequence:u64le
 ///                      storeId:16   reserved:u32le = 0   crc:u32le (masked CRC-32C of bytes 0..<44)
+///     v4 (48 bytes) := magic:8   version:u16le = 4   flags:u16le   segment:u32le   baseSequence:u64le
+///                      storeId:16   cipher:u8   reserved:u8 = 0   reserved:u16le = 0
+///                      crc:u32le (masked CRC-32C of bytes 0..<44)
+///     cipher := 0 (records in the clear) | 1 (records sealed with AES-256-GCM; Docs/FileFormat.md)
 ///     flags := bit 0 (0x0001): compacted (written by compaction: only commit frames, frame
 ///              sequences non-decreasing; see Docs/Compaction.md); other bits 0
 ///
-/// The version also selects the frame header layout of the segment's frames (``LogFrame``).
+/// The version also selects the frame header layout of the segment's frames (``LogFrame``) and,
+/// from version 4 on, the record grammar (``RecordCodec``). No LogStore writes version 3.
 package struct SegmentHeader: Equatable {
     /// The size of a version 1 header.
     package static let sizeV1 = 32
@@ -21,22 +26,31 @@ package struct SegmentHeader: Equatable {
     package static let flagCompacted: UInt16 = 0x0001
     package var isCompacted: Bool { flags & Self.flagCompacted != 0 }
 
-    package var version: UInt16 = LogStoreFormat.version
+    /// The version this build writes.
+    package static let currentVersion: UInt16 = 4
+    /// The newest version this build reads.
+    package static let newestReadable: UInt16 = 4
+
+    package var version: UInt16 = SegmentHeader.currentVersion
     package var flags: UInt16 = 0
     package var segment: UInt32
     /// The sequence number of the first transaction this segment may hold (informational).
     package var baseSequence: UInt64
     /// Version 2: the store the segment belongs to (nil in version 1).
     package var storeId: StoreID?
+    /// Version 4: how the segment's records are sealed (0: in the clear).
+    package var cipher: UInt8 = 0
 
     package init(
-        version: UInt16 = LogStoreFormat.version, flags: UInt16 = 0, segment: UInt32, baseSequence: UInt64, storeId: StoreID? = nil
+        version: UInt16 = SegmentHeader.currentVersion, flags: UInt16 = 0, segment: UInt32, baseSequence: UInt64,
+        storeId: StoreID? = nil, cipher: UInt8 = 0
     ) {
         self.version = version
         self.flags = flags
         self.segment = segment
         self.baseSequence = baseSequence
         self.storeId = storeId
+        self.cipher = cipher
     }
 
     /// The size of a header of `version`.
@@ -52,7 +66,13 @@ package struct SegmentHeader: Equatable {
         w.u32(segment)
         w.u64(baseSequence)
         if version >= 2 { w.append(contentsOf: storeId?.bytes ?? [UInt8](repeating: 0, count: 16)) }
-        w.u32(0)
+        if version >= 4 {
+            w.u8(cipher)
+            w.u8(0)
+            w.u16(0)
+        } else {
+            w.u32(0)
+        }
         let crc = w.bytes.withUnsafeBytes { CRC32C.checksum($0) }
         w.u32(CRC32C.mask(crc))
         return w.bytes
@@ -74,8 +94,10 @@ package struct SegmentHeader: Equatable {
         do {
             let version = try r.u16()
             guard version >= 1 else { return .notASegment("format version 0") }
+            // No LogStore writes version 3 (format 3 wrote version 2 segments).
+            guard version != 3 else { return .notASegment("format version 3") }
             let size = size(version: version)
-            if version > LogStoreFormat.version {
+            if version > newestReadable {
                 // A newer header whose checksum is right where this build's newest layout puts it:
                 // a newer format. Otherwise a damaged version field, which is damage.
                 guard bytes.count >= size else { return .notASegment("file is \(bytes.count) bytes, shorter than a segment header") }
@@ -90,12 +112,18 @@ package struct SegmentHeader: Equatable {
             let segment = try r.u32()
             let base = try r.u64()
             let id = version >= 2 ? StoreID(bytes: Array(try r.bytes(16))) : nil
-            _ = try r.u32()
+            var cipher: UInt8 = 0
+            if version >= 4 {
+                cipher = try r.u8()
+                guard try r.u8() == 0, try r.u16() == 0 else { return .notASegment("reserved header bytes are not zero") }
+            } else {
+                _ = try r.u32()
+            }
             let stored = try r.u32()
             let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<(size - 4)]))
             guard CRC32C.mask(crc) == stored else { return .notASegment("header checksum mismatch") }
             guard flags & ~flagCompacted == 0 else { return .notASegment("unknown header flags 0x\(String(flags, radix: 16))") }
-            return .ok(SegmentHeader(version: version, flags: flags, segment: segment, baseSequence: base, storeId: id))
+            return .ok(SegmentHeader(version: version, flags: flags, segment: segment, baseSequence: base, storeId: id, cipher: cipher))
         } catch {
             return .notASegment(error.reason)
         }
@@ -104,9 +132,11 @@ package struct SegmentHeader: Equatable {
 
 /// Format constants shared by every file of a store.
 public enum LogStoreFormat {
-    /// The format version this build writes and the newest it reads. Version 1 stores open and
-    /// are upgraded to version 2 at their first writable open (Docs/FileFormat.md, "Versions").
-    public static let version: UInt16 = 2
+    /// The store format this build writes and the newest it reads (Docs/FileFormat.md,
+    /// "Versions"): format 4 writes MANIFEST 4 and segments 4. Stores of formats 1 to 3 open, and
+    /// their first writable open upgrades them to format 4; their old segments stay readable until
+    /// compaction rewrites them.
+    public static let storeFormat: UInt16 = 4
     /// Segment file name for a segment number: `000001.log`.
     public static func segmentFileName(_ n: UInt32) -> String {
         let digits = String(n)

@@ -145,13 +145,13 @@ package struct SegmentReader {
             if !endIsFileEnd { throw NeedsMore() }
             let lost = pending.first?.header.sequence
             let torn = lost ?? last &+ 1
-            let next = nextValidFrame(buf, from: validFramesFrom, version: version, skippingTransaction: torn)
+            let next = nextValidFrame(buf, from: validFramesFrom, version: version, compacted: compacted, skippingTransaction: torn)
             var d = Damage(
                 kind: kind, offset: at, validEnd: validEnd, reason: why, isTornTail: false,
                 resumeAt: nil, lostTransaction: lost)
             if isLast {
                 if version >= 2 {
-                    let later = laterFrames(buf, from: validFramesFrom, version: version)
+                    let later = laterFrames(buf, from: validFramesFrom, version: version, compacted: compacted)
                     // Everything from `validEnd` on is lost with the damage: vouched-for bytes there
                     // were durable.
                     d.isTornTail = later.syncedThrough <= UInt64(base + validEnd)
@@ -161,7 +161,8 @@ package struct SegmentReader {
                 }
             }
             if d.isTornTail { throw TornTail(damage: d) }
-            d.resumeAt = resumeFrom.map { nextValidFrame(buf, from: $0, version: version, skippingTransaction: torn) } ?? next
+            d.resumeAt =
+                resumeFrom.map { nextValidFrame(buf, from: $0, version: version, compacted: compacted, skippingTransaction: torn) } ?? next
             pending.removeAll()
             switch try onDamage(d) {
             case .stop:
@@ -184,7 +185,7 @@ package struct SegmentReader {
                 if buf[offset] == 0 && zeroTail(at: offset) {
                     return Outcome(validEnd: validEnd, tornTail: nil, needsMore: !endIsFileEnd, zeroTail: true)
                 }
-                switch LogFrame.parse(buf, at: offset, version: version) {
+                switch LogFrame.parse(buf, at: offset, version: version, compacted: compacted) {
                 case .truncated(let why):
                     resume = try damage(.frame, offset, "truncated frame: \(why)", validFramesFrom: offset + 1)
                 case .invalid(let why):
@@ -206,17 +207,29 @@ package struct SegmentReader {
                             resumeFrom: payloadOffset + header.storedLength)
                     } else {
                         pending.append(Frame(header: header, frameOffset: offset, payloadOffset: payloadOffset))
-                        offset = payloadOffset + header.storedLength
+                        let end = payloadOffset + header.storedLength
                         if header.kind == .commit || compacted {
-                            if try onTransaction(pending) {
+                            let delivered: Bool
+                            do {
+                                delivered = try onTransaction(pending)
+                            } catch let d as FrameDamage {
+                                // A record the frame checks could not judge is damaged: the frame
+                                // that holds it is, under rules 4 and 5.
+                                resume = try damage(.frame, d.frameOffset, "invalid frame: \(d.reason)", validFramesFrom: d.frameOffset + 1)
+                                guard let resume else { return Outcome(validEnd: validEnd, tornTail: nil) }
+                                offset = resume
+                                continue scan
+                            }
+                            if delivered {
                                 last = header.sequence
                                 exact = version >= 2
                             } else {
                                 exact = false
                             }
                             pending.removeAll()
-                            validEnd = offset
+                            validEnd = end
                         }
+                        offset = end
                         continue scan
                     }
                 }
@@ -242,6 +255,22 @@ package struct SegmentReader {
     /// Ends a partial read (`endIsFileEnd == false`) that needs the bytes after the buffer.
     private struct NeedsMore: Error {}
 
+    /// Thrown by an `onTransaction` closure when a record of the transaction is damaged in a way
+    /// only decoding it shows (format 4: a value that does not decompress to its length, a
+    /// dictionary no define names): the frame at `frameOffset` (a buffer offset) then counts as
+    /// an invalid frame, and rules 4 and 5 decide whether it is a torn tail (cut) or damage to
+    /// durable data.
+    package struct FrameDamage: Error {
+        /// Buffer offset of the frame that holds the damaged record.
+        package var frameOffset: Int
+        /// What is wrong.
+        package var reason: String
+        package init(frameOffset: Int, reason: String) {
+            self.frameOffset = frameOffset
+            self.reason = reason
+        }
+    }
+
     /// Whether every byte of `buf` from `start` on is zero (rule 6). Word-wise.
     package static func isZero(_ buf: UnsafeRawBufferPointer, from start: Int) -> Bool {
         var i = max(0, start)
@@ -266,12 +295,14 @@ package struct SegmentReader {
 
     /// What the valid frames at or after `start` prove (format v2): the largest `syncedThrough` any
     /// of them records, and how many commit frames there are.
-    static func laterFrames(_ buf: UnsafeRawBufferPointer, from start: Int, version: UInt16) -> (syncedThrough: UInt64, commits: Int) {
+    static func laterFrames(_ buf: UnsafeRawBufferPointer, from start: Int, version: UInt16, compacted: Bool = false)
+        -> (syncedThrough: UInt64, commits: Int)
+    {
         var synced: UInt64 = 0
         var commits = 0
         var p = start
-        while let at = nextValidFrame(buf, from: p, version: version),
-            case .frame(let header, let payloadOffset) = LogFrame.parse(buf, at: at, version: version)
+        while let at = nextValidFrame(buf, from: p, version: version, compacted: compacted),
+            case .frame(let header, let payloadOffset) = LogFrame.parse(buf, at: at, version: version, compacted: compacted)
         {
             synced = max(synced, UInt64(header.syncedThrough))
             if header.kind == .commit { commits += 1 }
@@ -283,12 +314,12 @@ package struct SegmentReader {
     /// The offset of the first valid frame at or after `start` whose sequence is not `skip`, or nil.
     /// Cheap header checks come before the CRC, so the search is linear in the bytes after `start`.
     package static func nextValidFrame(
-        _ buf: UnsafeRawBufferPointer, from start: Int, version: UInt16, skippingTransaction skip: UInt64? = nil
+        _ buf: UnsafeRawBufferPointer, from start: Int, version: UInt16, compacted: Bool = false, skippingTransaction skip: UInt64? = nil
     ) -> Int? {
         var p = max(start, 0)
         while buf.count - p >= LogFrame.headerSize(version: version) {
             if LogFrame.Kind(rawValue: buf[p + 8]) != nil, buf[p + 9] & ~LogFrame.flagLZ4 == 0, buf[p + 10] == 0, buf[p + 11] == 0,
-                case .frame(let header, let payloadOffset) = LogFrame.parse(buf, at: p, version: version)
+                case .frame(let header, let payloadOffset) = LogFrame.parse(buf, at: p, version: version, compacted: compacted)
             {
                 if header.sequence != skip { return p }
                 p = payloadOffset + header.storedLength

@@ -21,7 +21,23 @@ struct StoreFixture {
         o.durability = .none
         // One frame per fixture transaction (the scanner tests count frames as transactions).
         o.maxFramePayload = 32 << 10
+        // Compressed records too (the tools read both).
+        o.compressOnWrite = true
         return o
+    }
+
+    /// The file offset of the frame that holds the record at `offset` of segment file `path`
+    /// (frames walked by their length fields from the segment header on).
+    static func frameStart(ofRecordAt offset: UInt32, in path: String) throws -> UInt64 {
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        var o = SegmentHeader.sizeV2
+        while o + LogFrame.headerSizeV4 <= bytes.count {
+            let length = Int(bytes[o + 4]) | Int(bytes[o + 5]) << 8 | Int(bytes[o + 6]) << 16 | Int(bytes[o + 7]) << 24
+            let end = o + LogFrame.headerSizeV4 + length
+            if Int(offset) >= o && Int(offset) < end { return UInt64(o) }
+            o = end
+        }
+        throw LogStoreError(.corruption, "no frame holds the record", path: path, offset: UInt64(offset))
     }
 
     static func userKey(_ i: Int) -> RecordKey { RecordKey(Array("u\(i)".utf8)) }
@@ -131,8 +147,28 @@ extension XCTestCase {
         let last = e.manifestInfo.segments.last
         let s = try e.snapshot()
         let candidates = try s.locations(ofType: "User").map(\.location).filter { $0.segment != last }.sorted {
-            ($0.segment, $0.frameOffset) < ($1.segment, $1.frameOffset)
+            ($0.segment, $0.offset) < ($1.segment, $1.offset)
         }
         return try XCTUnwrap(candidates.first, "fixture has no live record outside its last segment")
+    }
+
+    /// A live User record in the last frame of a sealed segment (so that nothing of its segment
+    /// follows the frame that holds it).
+    func locationInTheLastFrameOfASealedSegment(_ store: StoreFixture) throws -> RecordLocation {
+        let e = try LogEngine.open(directory: store.dir, options: StoreFixture.options())
+        defer { try? e.close() }
+        let last = e.manifestInfo.segments.last
+        let s = try e.snapshot()
+        for loc in s.locations(ofType: "User").map(\.location).filter({ $0.segment != last }).sorted(by: { $0.offset > $1.offset }) {
+            let path = store.dir + "/" + LogStoreFormat.segmentFileName(loc.segment)
+            let frame = try StoreFixture.frameStart(ofRecordAt: loc.offset, in: path)
+            let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+            let length =
+                Int(bytes[Int(frame) + 4]) | Int(bytes[Int(frame) + 5]) << 8 | Int(bytes[Int(frame) + 6]) << 16 | Int(bytes[Int(frame) + 7])
+                << 24
+            if Int(frame) + LogFrame.headerSizeV4 + length == size { return loc }
+        }
+        throw XCTSkip("fixture has no live record in the last frame of a sealed segment")
     }
 }

@@ -290,9 +290,9 @@ package enum RunLocationCoding {
     @inline(__always)
     package static func write(_ location: RecordLocation, to p: UnsafeMutableRawPointer) {
         p.storeBytes(of: location.segment.littleEndian, toByteOffset: 0, as: UInt32.self)
-        p.storeBytes(of: location.frameOffset.littleEndian, toByteOffset: 4, as: UInt32.self)
-        p.storeBytes(of: location.valueLength.littleEndian, toByteOffset: 8, as: UInt32.self)
-        p.storeBytes(of: location.valueOffset.littleEndian, toByteOffset: 12, as: UInt32.self)
+        p.storeBytes(of: location.offset.littleEndian, toByteOffset: 4, as: UInt32.self)
+        p.storeBytes(of: location.length.littleEndian, toByteOffset: 8, as: UInt32.self)
+        p.storeBytes(of: location.legacy.littleEndian, toByteOffset: 12, as: UInt32.self)
         p.storeBytes(of: location.sequence.littleEndian, toByteOffset: 16, as: UInt64.self)
     }
 
@@ -301,10 +301,10 @@ package enum RunLocationCoding {
     package static func read(_ p: UnsafeRawPointer) -> RecordLocation {
         RecordLocation(
             segment: UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 0, as: UInt32.self)),
-            frameOffset: UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 4, as: UInt32.self)),
-            valueOffset: UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 12, as: UInt32.self)),
-            sequence: UInt64(littleEndian: p.loadUnaligned(fromByteOffset: 16, as: UInt64.self)),
-            valueLength: UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 8, as: UInt32.self)))
+            offset: UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 4, as: UInt32.self)),
+            length: UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 8, as: UInt32.self)),
+            legacy: UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 12, as: UInt32.self)),
+            sequence: UInt64(littleEndian: p.loadUnaligned(fromByteOffset: 16, as: UInt64.self)))
     }
 
     /// The 24 bytes of `location`.

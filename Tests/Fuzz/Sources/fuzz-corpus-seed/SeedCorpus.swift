@@ -58,6 +58,9 @@ struct SeedCorpus {
         try write("segment", "compacted-copied-and-repacked", 0, compacted)
         try write("segment", "compacted-sealed", 1, compacted)
 
+        // Format 4 records, frames and dictionaries (built where the engine's package API is).
+        for seed in try FuzzEntryPoints.format4Seeds() { try write(seed.target, seed.name, seed.mode, seed.bytes) }
+
         // manifest: real manifests (one and three segments), with and without CRC fixing.
         try write("manifest", "one-segment", 0, small.manifest)
         try write("manifest", "three-segments", 0, big.manifest)
