@@ -241,17 +241,15 @@ final class CheckpointTests: XCTestCase {
         try full.close()
     }
 
-    /// Writes a well-formed checkpoint that disagrees with the store in one way.
+    /// Writes a checkpoint of `e` now (runs and CHECKPOINT 4) and returns its CHECKPOINT, changed
+    /// to disagree with the store in one way; the runs it names stay on disk.
     func craftedCheckpoint(_ e: LogEngine, generationDelta: Int = 0, extraLength: UInt64 = 0) throws -> [UInt8] {
-        let (idx, manifest, info) = e.state.withLock { ($0.views.head.index, $0.log.manifest, $0.log.segmentInfo) }
-        var segments = manifest.segments.map { n in
-            CheckpointFile.Segment(number: n, length: info[n]?.length ?? 0, rawBytes: info[n]?.rawBytes ?? 0)
-        }
-        segments[segments.count - 1].length += extraLength
-        return try CheckpointFile.encode(
-            generation: UInt64(Int(manifest.generation) + generationDelta), createdAtMillis: 0, segments: segments, index: idx,
-            storeId: manifest.storeId ?? StoreID(bytes: Array(repeating: 0, count: 16))
-        ) { _ in 0 }
+        try e.writeCheckpoint()
+        let bytes = try CT.readFile(e.fileSystem, checkpointPath)
+        var cp = try bytes.withUnsafeBytes { try CheckpointFileV4.decode($0) }
+        cp.generation = UInt64(Int(cp.generation) + generationDelta)
+        cp.segments[cp.segments.count - 1].length += extraLength
+        return cp.encode()
     }
 
     func testCheckpointThatDisagreesWithTheLogIsRejected() throws {

@@ -77,7 +77,7 @@ final class CompactionCopyTests: XCTestCase {
             e, transactions: 6, perTransaction: 40, overwrite: { $0 < 40 && $0 % 3 == 0 }, delete: { $0 < 40 && $0 % 7 == 1 })
         let before = try e.snapshot()
         var old: [RecordKey: (RecordLocation, [UInt8])] = [:]
-        for (k, loc) in before.locations(ofType: "T") { old[k] = (loc, try recordBytes(fs, dir, loc)) }
+        for (k, loc) in try before.locations(ofType: "T") { old[k] = (loc, try recordBytes(fs, dir, loc)) }
         let report = try e.compact()
         XCTAssertTrue(report.performed)
         XCTAssertEqual(report.recordsCopied, old.count)
@@ -85,7 +85,7 @@ final class CompactionCopyTests: XCTestCase {
         XCTAssertEqual(report.definesWritten, 1, "the one type's define")
         XCTAssertEqual(try CT.contents(e), model)
         let after = try e.snapshot()
-        for (k, loc) in after.locations(ofType: "T") {
+        for (k, loc) in try after.locations(ofType: "T") {
             let (oldLoc, bytes) = try XCTUnwrap(old[k])
             XCTAssertTrue(report.newSegments.contains(loc.segment))
             XCTAssertEqual(loc.length, oldLoc.length)
@@ -117,7 +117,7 @@ final class CompactionCopyTests: XCTestCase {
         let snap = try replayed.snapshot()
         for (k, v) in model["T"] ?? [:] {
             XCTAssertEqual(try snap.value(type: "T", key: k).map(Array.init), v)
-            XCTAssertEqual(snap.location(type: "T", key: k), after.location(type: "T", key: k), "replay finds the same locations")
+            XCTAssertEqual(try snap.location(type: "T", key: k), try after.location(type: "T", key: k), "replay finds the same locations")
         }
         try replayed.close()
     }

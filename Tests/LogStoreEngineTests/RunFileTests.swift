@@ -15,8 +15,13 @@ final class RunFileTests: XCTestCase {
     }
 
     func location(_ i: Int) -> RecordLocation {
-        RecordLocation(
-            segment: UInt32(i % 7 + 1), frameOffset: UInt32(i * 3), valueOffset: UInt32(i % 5), sequence: UInt64(i + 1), valueLength: 9)
+        let segment = UInt32(i % 7 + 1)
+        let sequence = UInt64(i + 1)
+        guard i % 2 == 0 else {
+            return RecordLocation(
+                segment: segment, frameOffset: UInt32(i * 3), valueOffset: UInt32(i % 5), valueLength: 9, sequence: sequence)
+        }
+        return RecordLocation(segment: segment, offset: UInt32(i * 3), length: 40, sequence: sequence)
     }
 
     /// Random distinct keys of the layout, sorted.

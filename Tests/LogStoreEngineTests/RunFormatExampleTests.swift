@@ -27,10 +27,10 @@ final class RunFormatExampleTests: XCTestCase {
             header: RunHeader(storeId: storeId, runNumber: 1, kind: .primaryBase, layout: .fixed8, sequence: 2), sink: sink)
         try w.append(
             key: RecordKey(Array("user0001".utf8)),
-            location: RecordLocation(segment: 1, frameOffset: 48, valueOffset: 9, sequence: 1, valueLength: 18))
+            location: RecordLocation(segment: 1, offset: 48, length: 40, sequence: 1))
         try w.append(
             key: RecordKey(Array("user0002".utf8)),
-            location: RecordLocation(segment: 1, frameOffset: 104, valueOffset: 9, sequence: 2, valueLength: 18))
+            location: RecordLocation(segment: 1, offset: 104, length: 40, sequence: 2))
         let header = try w.finish()
         let run = sink.bytes
         XCTAssertEqual(run.count, 2 * 4096)
@@ -43,9 +43,9 @@ final class RunFormatExampleTests: XCTestCase {
         XCTAssertEqual(Array(run[128..<4096]), zeros(4096 - 128))
 
         let leaf =
-            bytes("63 e7 51 43  00  01  02 00  00 00 00 00 00 00 00 00") + bytes("00 00 00 00")
-            + Array("user0001".utf8) + bytes("01 00 00 00 30 00 00 00 12 00 00 00 09 00 00 00 01 00 00 00 00 00 00 00")
-            + Array("user0002".utf8) + bytes("01 00 00 00 68 00 00 00 12 00 00 00 09 00 00 00 02 00 00 00 00 00 00 00")
+            bytes("de ca bc db  00  01  02 00  00 00 00 00 00 00 00 00") + bytes("00 00 00 00")
+            + Array("user0001".utf8) + bytes("01 00 00 00 30 00 00 00 28 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00")
+            + Array("user0002".utf8) + bytes("01 00 00 00 68 00 00 00 28 00 00 00 00 00 00 00 02 00 00 00 00 00 00 00")
         XCTAssertEqual(leaf.count, 84)
         XCTAssertEqual(Array(run[4096..<(4096 + 84)]), leaf)
         XCTAssertEqual(Array(run[(4096 + 84)...]), zeros(4096 - 84))
@@ -55,17 +55,22 @@ final class RunFormatExampleTests: XCTestCase {
         XCTAssertEqual(mapped.header, header)
         XCTAssertEqual(try RunValidator.validate(mapped).entries, 2)
 
+        var meta = MetaTable()
+        try meta.defineType(1, name: "User")
         let checkpoint = CheckpointFileV4(
-            generation: 1, sequence: 2, createdAtMillis: 0, storeId: storeId, segments: [.init(number: 1, length: 160, rawBytes: 112)],
-            indexes: [.init(type: "User", definition: nil, base: RunWitness(header), delta: nil, entryCount: 2)], nextRun: 2)
+            generation: 1, sequence: 2, createdAtMillis: 0, storeId: storeId,
+            segments: [.init(number: 1, length: 160, rawBytes: 112, refs: DefineRefs(types: [1], dictionaries: []), pendingBytes: 80)],
+            indexes: [.init(type: "User", definition: nil, base: RunWitness(header), delta: nil, entryCount: 2)], nextRun: 2,
+            meta: meta)
         let expected =
             bytes("89 4c 53 43 50 0d 0a 1a  04 00  00 00") + bytes("01 00 00 00 00 00 00 00  02 00 00 00 00 00 00 00")
-            + zeros(8) + Array(0..<16) + zeros(8) + zeros(16) + bytes("45 00 00 00")
-            + bytes("01  01 00 00 00  a0 00 00 00 00 00 00 00  70 00 00 00 00 00 00 00  00") + bytes("00")
+            + zeros(8) + Array(0..<16) + zeros(8) + zeros(16) + bytes("52 00 00 00")
+            + bytes("01  01 00 00 00  a0 00 00 00 00 00 00 00  70 00 00 00 00 00 00 00") + bytes("05  01  01 01  00  50")
+            + bytes("08  01 01 04 55 73 65 72  00")
             + bytes("01  04 55 73 65 72  00")
             + bytes("01  01 00 00 00  02 00 00 00  01 00 00 00  02 00 00 00 00 00 00 00  eb 53 66 cc") + bytes("00")
-            + bytes("02 00 00 00 00 00 00 00") + bytes("02 00 00 00  ff") + bytes("2c 9c 66 1b")
-        XCTAssertEqual(expected.count, 153)
+            + bytes("02 00 00 00 00 00 00 00") + bytes("02 00 00 00  ff") + bytes("a6 38 f5 ec")
+        XCTAssertEqual(expected.count, 166)
         XCTAssertEqual(checkpoint.encode(), expected)
         XCTAssertEqual(try expected.withUnsafeBytes { try CheckpointFileV4.decode($0) }, checkpoint)
     }

@@ -150,6 +150,9 @@ final class Checkpointer: Sendable {
         var index = runsIndex
         try journal.apply(to: &index, secondary: true)
         index.sequence = head.index.sequence
+        // The head's defines: the journal holds index changes only, and the head's table already
+        // has every define committed since the capture.
+        index.meta = head.index.meta
         var newHead = head
         newHead.index = index
         newHead.index._checkInvariants()

@@ -37,6 +37,7 @@ struct RunSetWriter {
         let (storeId, sequence) = (self.storeId, self.sequence)
         var out = IndexState()
         out.sequence = index.sequence
+        out.meta = index.meta
         var refs: [CheckpointFileV4.Index] = []
         for type in index.types.keys.sorted() {
             guard let t = index.types[type], !t.isEmpty else { continue }

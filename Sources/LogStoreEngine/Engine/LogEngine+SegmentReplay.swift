@@ -284,13 +284,13 @@ extension LogEngine {
                                 return
                             }
                         }
-                        index.put(type, key, location)
+                        try index.put(type, key, location)
                         // A writer's record not compressed with a dictionary waits for the
                         // recompression pass (a compacted segment's were tried, or are unknown).
                         if !compacted && fields.codec != .lz4Dictionary { pendingBytes += fields.length }
                     case .delete, .deleteAll:
                         if compacted { throw corruption("A compacted segment holds a delete.") }
-                        if fields.op == .delete { index.delete(type, key) } else { index.deleteAll(type) }
+                        if fields.op == .delete { try index.delete(type, key) } else { index.deleteAll(type) }
                     case .define:
                         break
                     }

@@ -159,7 +159,7 @@ extension XCTestCase {
         defer { try? e.close() }
         let last = e.manifestInfo.segments.last
         let s = try e.snapshot()
-        for loc in s.locations(ofType: "User").map(\.location).filter({ $0.segment != last }).sorted(by: { $0.offset > $1.offset }) {
+        for loc in try s.locations(ofType: "User").map(\.location).filter({ $0.segment != last }).sorted(by: { $0.offset > $1.offset }) {
             let path = store.dir + "/" + LogStoreFormat.segmentFileName(loc.segment)
             let frame = try StoreFixture.frameStart(ofRecordAt: loc.offset, in: path)
             let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0
