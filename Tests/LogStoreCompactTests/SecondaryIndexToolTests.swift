@@ -45,16 +45,20 @@ final class SecondaryIndexToolTests: XCTestCase {
         // A checkpoint whose index says one shop is in another city (well-formed, checksummed).
         let path = dir + "/CHECKPOINT"
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-        // The CHECKPOINT 4 names runs; the forgery is a (still readable) version 3 checkpoint.
-        var cp = try CheckpointFile.read(bytes, directory: dir, fs: POSIXFileSystem(), validatingRuns: true).get()
+        // Read the index from the runs CHECKPOINT 4 names, change it, and write the change as runs
+        // named by a new CHECKPOINT 4.
+        let fs = POSIXFileSystem()
+        var cp = try CheckpointFile.read(bytes, directory: dir, fs: fs, validatingRuns: true).get()
+        let v4 = try XCTUnwrap(cp.runReferences)
         let k = RecordKey(Array("s0".utf8))
         try cp.index.secondary["Shop"]?["city"]?.entries.remove(IndexKeyEncoding.entry([.string("Oslo")], key: k))
         try cp.index.secondary["Shop"]?["city"]?.entries.insert(IndexKeyEncoding.entry([.string("Rome")], key: k))
-        // The decoded index keeps no frame lengths; 0 lies inside any segment (reads take it from the frame).
-        let forged = try CheckpointFile.encode(
-            generation: cp.generation, createdAtMillis: cp.createdAtMillis, segments: cp.segments, index: cp.index,
-            storeId: try XCTUnwrap(cp.storeId)
-        ) { _ in 0 }
+        var writer = RunSetWriter(fs: fs, directory: dir, storeId: v4.storeId, sequence: v4.sequence, next: v4.nextRun)
+        let (_, references) = try writer.write(cp.index)
+        let forged = CheckpointFileV4(
+            generation: v4.generation, sequence: v4.sequence, createdAtMillis: v4.createdAtMillis, storeId: v4.storeId,
+            segments: v4.segments, indexes: references, nextRun: writer.next, meta: v4.meta
+        ).encode()
         try Data(forged).write(to: URL(fileURLWithPath: path))
         let run = runTool(["verify", dir, "--json", "--progress", "none"])
         XCTAssertEqual(run.code, 1, run.stdout + run.stderr)
