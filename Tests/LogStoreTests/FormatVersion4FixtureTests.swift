@@ -85,7 +85,8 @@ final class FormatVersion4FixtureTests: XCTestCase {
         let names = try FileManager.default.contentsOfDirectory(atPath: dir.path)
         XCTAssertTrue(names.contains(LogStoreFormat.checkpointFileName))
         XCTAssertTrue(names.contains { $0.hasSuffix(".run") }, "CHECKPOINT 4 names run files")
-        for name in names where name == LogStoreFormat.manifestFileName || name == LogStoreFormat.checkpointFileName
+        for name in names
+        where name == LogStoreFormat.manifestFileName || name == LogStoreFormat.checkpointFileName
             || name.hasSuffix(".log") || name.hasSuffix(".run")
         {
             XCTAssertEqual(try headerVersion(dir.appendingPathComponent(name)), 4, name)
