@@ -76,11 +76,18 @@ struct FormatVersion3Fixture {
         let third = LogDataStore(directory: work, options: uncompressed)
         try third.setup()
         try f.phase3(third)
+        try copyStoreFiles(of: work, to: dir)
+        try third.tearDown()
+    }
+
+    /// Copies the store files of `work` into `dir`: of a store that is open, so its tail keeps its
+    /// preallocated zeros and its log goes on after its checkpoint (what a crash leaves).
+    static func copyStoreFiles(of work: URL, to dir: URL) throws {
+        let fm = FileManager.default
         try fm.createDirectory(at: dir, withIntermediateDirectories: true)
         for name in try fm.contentsOfDirectory(atPath: work.path) where name != "LOCK" && !name.hasSuffix(".tmp") {
             try fm.copyItem(at: work.appendingPathComponent(name), to: dir.appendingPathComponent(name))
         }
-        try third.tearDown()
     }
 
     mutating func phase1(_ store: LogDataStore) throws {

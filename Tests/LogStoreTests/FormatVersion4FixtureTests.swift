@@ -54,10 +54,7 @@ enum FormatVersion4Fixture {
         let third = LogDataStore(directory: work, options: writeOptions)
         try third.setup()
         try f.phase3(third)
-        try fm.createDirectory(at: dir, withIntermediateDirectories: true)
-        for name in try fm.contentsOfDirectory(atPath: work.path) where name != "LOCK" && !name.hasSuffix(".tmp") {
-            try fm.copyItem(at: work.appendingPathComponent(name), to: dir.appendingPathComponent(name))
-        }
+        try FormatVersion3Fixture.copyStoreFiles(of: work, to: dir)
         try third.tearDown()
     }
 }
