@@ -305,6 +305,10 @@ extension PowerLossTests {
         let steps = generator.steps(24, flushes: durability != .synchronous, rng: &rng)
         var configuration = CrashPointSweepConfiguration(seed: 99, steps: steps)
         configuration.options.durability = durability
+        // Without sync on commit the sweep is about unsynced commits; the synchronous sweep
+        // crashes at every I/O of the checkpoints that closing writes (run files, CHECKPOINT,
+        // directory syncs: about 45 % of its crash points), so this one skips them.
+        if durability != .synchronous { configuration.options.checkpointOnClose = false }
         configuration.powerLossModel.sectorReorderingProbability = 0.3
         let report = EngineCrashPointSweep(configuration).run()
         print("\(durability): \(report)")
