@@ -54,7 +54,7 @@ final class Bench {
             "durable-write", "durable-write-16", "buffered-write", "bulk-insert", "point-read", "page", "scan", "count",
             "count-predicate", "open", "memory", "compaction", "child-merge", "lz4",
             "observe-latency", "observe-write", "observe-large", "sqlite-adapter", "migrate", "migration", "backup", "backup-writers",
-            "postgres-peers", "postgres-migrate",
+            "postgres-peers", "postgres-migrate", "launch",
         ] + appWorkloadNames
 
     let cfg: BenchConfig
@@ -130,6 +130,7 @@ final class Bench {
             case "backup-writers": return try backupWriters()
             case "postgres-peers": return try postgresPeers()
             case "postgres-migrate": return try postgresMigrate()
+            case "launch": return try launch()
             default:
                 guard let w = try runApp(name) else { throw BenchError("unknown workload \(name)") }
                 return w

@@ -1,0 +1,121 @@
+import Foundation
+import GRDB
+import LogStore
+import LogStoreEngine
+
+extension Bench {
+    /// The sizes the launch workload measures: 100,000 items, N and 4,000,000 (N alone in quick
+    /// and development runs), so that its growth with the store shows in one run.
+    var launchSizes: [Int] { cfg.n == 1_000_000 ? [100_000, 1_000_000, 4_000_000] : [cfg.n] }
+
+    /// An app's launch: open a closed store and run its first indexed query, the first 20 menu
+    /// items of one restaurant by category and name (`MenuItem`'s compound index), LogStore
+    /// (`LogDataStore.setup()` and one read) against SQLite (a GRDB `DatabasePool` and one read)
+    /// with the same index, at each of ``launchSizes``. Each launch is timed from before the open
+    /// to the decoded items; closing is not timed. Opens alternate between the systems.
+    func launch() throws -> WorkloadResult {
+        var w = WorkloadResult(
+            name: "launch",
+            title: "launch: open a closed store + the first indexed query (20 menu items of one restaurant), 2 secondary indexes",
+            op: "open + one read transaction returning 20 menu items, decoded", unit: "launch")
+        var logstoreP50: [Int: Double] = [:]
+        for n in launchSizes {
+            let (lp, sp) = try launchStores(n)
+            var rng = SplitMix64(seed: 21)
+            let reps = max(cfg.openReps, 7)
+            var runs = [Run(), Run()]
+            for rep in 0..<reps {
+                let rid = Int(rng.next() % UInt64(AppData.restaurants))
+                for j in 0..<2 {
+                    let k = (j + rep) % 2
+                    let c0 = processCPUSeconds()
+                    let t0 = nowNanos()
+                    let got = k == 0 ? try launchLogStore(lp, restaurant: rid) : try launchSQLite(sp, restaurant: rid)
+                    let dt = nowNanos() - t0
+                    runs[k].cpuSeconds += processCPUSeconds() - c0
+                    runs[k].latencies.append(dt)
+                    runs[k].seconds += Double(dt) / 1e9
+                    try got.close()
+                    guard got.count > 0 else { throw BenchError("launch: restaurant \(rid) has no menu items at n = \(n)") }
+                }
+            }
+            let atN = n == cfg.n
+            w.rows.append(
+                Row(
+                    key: atN ? "logstore" : "logstore-\(n)", system: "LogStore", config: "\(n) items",
+                    role: atN ? .subject : .reference, run: runs[0], extra: ["items": Double(n)]))
+            w.rows.append(
+                Row(
+                    key: atN ? "sqlite" : "sqlite-\(n)", system: "SQLite (GRDB)", config: "\(n) items, synchronous FULL",
+                    role: atN ? .peer : .reference, run: runs[1], extra: ["items": Double(n)]))
+            logstoreP50[n] = runs[0].percentileMicros(0.50)
+            for dir in [lp, sp] { try? FileManager.default.removeItem(atPath: dir) }
+        }
+        if let small = logstoreP50[100_000], let large = logstoreP50[4_000_000], small > 0,
+            let i = w.rows.firstIndex(where: { $0.key == "logstore" })
+        {
+            w.rows[i].extra["growth_4m_vs_100k"] = large / small
+        }
+        w.notes.append(
+            "Each store is written, then closed (LogStore writes its checkpoint); each launch opens it, reads once and closes it again (close not timed); warm page cache. Rows at other sizes than N are references for launch-growth."
+        )
+        return w
+    }
+
+    /// A LogStore and a SQLite database of `n` menu items with `MenuItem`'s two indexes, both
+    /// closed; their directories.
+    func launchStores(_ n: Int) throws -> (logstore: String, sqlite: String) {
+        log("  launch: loading \(n) menu items into LogStore and SQLite (untimed)")
+        let lp = freshDir("launch-logstore-\(n)")
+        let sp = freshDir("launch-sqlite-\(n)")
+        var o = LogStoreOptions()
+        o.durability = .buffered
+        let store = LogDataStore(directory: URL(fileURLWithPath: lp), options: o)
+        try store.setup()
+        _ = try appLoad(n, AppData.menuItem) { items in try store.writeSync { a in for m in items { try a.insert(m) } } }
+        try store.tearDown()
+        let sqlite = try AppSQLite(path: sp)
+        _ = try appLoad(n, AppData.menuItem) { items in try sqlite.insert(items) }
+        try sqlite.pool.close()
+        return (lp, sp)
+    }
+
+    /// Opens the LogStore in `dir` and reads the first 20 menu items of `restaurant`.
+    func launchLogStore(_ dir: String, restaurant rid: Int) throws -> (count: Int, close: () throws -> Void) {
+        let store = LogDataStore(directory: URL(fileURLWithPath: dir), options: LogStoreOptions())
+        try store.setup()
+        var r = DataStoreRequest(itemType: MenuItem.self)
+        r.predicate = #Predicate<MenuItem> { $0.restaurantId == rid }
+        r.sortDescriptors = [SortDescriptor(\.category), SortDescriptor(\.name)]
+        r.limit = 20
+        let items = try store.read { try $0.items(forRequest: r) }
+        return (items.count, { try store.tearDown() })
+    }
+
+    /// Opens the SQLite database in `dir` and reads the first 20 menu items of `restaurant`.
+    func launchSQLite(_ dir: String, restaurant rid: Int) throws -> (count: Int, close: () throws -> Void) {
+        let sqlite = try AppSQLite(existing: dir)
+        let items = try sqlite.pool.read { db in
+            try MenuItem.filter(Column("restaurantId") == rid).order(Column("category"), Column("name"), Column("id")).limit(20)
+                .fetchAll(db)
+        }
+        return (items.count, { try sqlite.pool.close() })
+    }
+}
+
+/// The launch targets: against SQLite at N, and LogStore's own growth from 100,000 to 4,000,000.
+func launchTargets(_ r: BenchReport) -> [TargetResult] {
+    let launch = r.workload("launch")
+    let vsSQLite = launch?.row("sqlite")?.ratio
+    let growth = launch?.row("logstore")?.extra["growth_4m_vs_100k"]
+    return [
+        TargetResult(
+            id: "launch-vs-sqlite", goal: "launch (open + first indexed query, 2 indexes, 1M items): ≥ 0.5× SQLite's",
+            measured: vsSQLite, measuredText: vsSQLite.map { String(format: "%.2fx", $0) } ?? "-", met: vsSQLite.map { $0 >= 0.5 },
+            note: vsSQLite == nil ? "workload not run" : (r.n == 1_000_000 ? nil : "measured with N = \(r.n); the goal is for 1M items")),
+        TargetResult(
+            id: "launch-growth", goal: "launch at 4M items ÷ at 100k ≤ 1.5", measured: growth,
+            measuredText: growth.map { String(format: "%.2f", $0) } ?? "-", met: growth.map { $0 <= 1.5 },
+            note: growth == nil ? "needs the full run (sizes 100k and 4M)" : nil),
+    ]
+}
