@@ -25,7 +25,8 @@ extension Bench {
             let reps = max(cfg.openReps, 7)
             var runs = [Run(), Run()]
             for rep in 0..<reps {
-                let rid = Int(rng.next() % UInt64(AppData.restaurants))
+                // A restaurant that has menu items at this size: one of a random item's.
+                let rid = AppData.menuItem(Int(rng.next() % UInt64(n))).restaurantId
                 for j in 0..<2 {
                     let k = (j + rep) % 2
                     let c0 = processCPUSeconds()
