@@ -59,18 +59,22 @@ final class RunFormatExampleTests: XCTestCase {
         try meta.defineType(1, name: "User")
         let checkpoint = CheckpointFileV4(
             generation: 1, sequence: 2, createdAtMillis: 0, storeId: storeId,
-            segments: [.init(number: 1, length: 160, rawBytes: 112, refs: DefineRefs(types: [1], dictionaries: []), pendingBytes: 80)],
+            segments: [
+                .init(
+                    number: 1, length: 160, rawBytes: 112, refs: DefineRefs(types: [1], dictionaries: []), pendingBytes: 80,
+                    deadBytes: 0)
+            ],
             indexes: [.init(type: "User", definition: nil, base: RunWitness(header), delta: nil, entryCount: 2)], nextRun: 2,
             meta: meta)
         let expected =
             bytes("89 4c 53 43 50 0d 0a 1a  04 00  00 00") + bytes("01 00 00 00 00 00 00 00  02 00 00 00 00 00 00 00")
-            + zeros(8) + Array(0..<16) + zeros(8) + zeros(16) + bytes("52 00 00 00")
-            + bytes("01  01 00 00 00  a0 00 00 00 00 00 00 00  70 00 00 00 00 00 00 00") + bytes("05  01  01 01  00  50")
+            + zeros(8) + Array(0..<16) + zeros(8) + zeros(16) + bytes("53 00 00 00")
+            + bytes("01  01 00 00 00  a0 00 00 00 00 00 00 00  70 00 00 00 00 00 00 00") + bytes("06  01  01 01  00  50  00")
             + bytes("08  01 01 04 55 73 65 72  00")
             + bytes("01  04 55 73 65 72  00")
             + bytes("01  01 00 00 00  02 00 00 00  01 00 00 00  02 00 00 00 00 00 00 00  eb 53 66 cc") + bytes("00")
-            + bytes("02 00 00 00 00 00 00 00") + bytes("02 00 00 00  ff") + bytes("a6 38 f5 ec")
-        XCTAssertEqual(expected.count, 166)
+            + bytes("02 00 00 00 00 00 00 00") + bytes("02 00 00 00  ff") + bytes("c0 bf 1e d6")
+        XCTAssertEqual(expected.count, 167)
         XCTAssertEqual(checkpoint.encode(), expected)
         XCTAssertEqual(try expected.withUnsafeBytes { try CheckpointFileV4.decode($0) }, checkpoint)
     }

@@ -246,7 +246,8 @@ final class SecondaryIndexTests: XCTestCase {
         var index = IndexState()
         index.sequence = 1
         let loc = RecordLocation(segment: 1, frameOffset: 48, valueOffset: 0, valueLength: 4, sequence: 1)
-        try index.put("User", key("a"), loc)
+        var dead = DeadBytes()
+        try index.put("User", key("a"), loc, dead: &dead)
         index.secondary["User"] = [
             "address.city,rating": SecondaryIndex(
                 definition: Self.byCity,

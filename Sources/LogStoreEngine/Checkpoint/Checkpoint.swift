@@ -65,13 +65,19 @@ package struct CheckpointFile {
         package var refs: DefineRefs? = nil
         /// Version 4: bytes of its records the recompression pass has not tried yet.
         package var pendingBytes: UInt64 = 0
+        /// Version 4: bytes of its records later transactions replaced or deleted, in
+        /// ``rawBytes``' unit; nil when not known (a walk of the index counts them).
+        package var deadBytes: UInt64? = nil
         /// A segment entry.
-        package init(number: UInt32, length: UInt64, rawBytes: UInt64, refs: DefineRefs? = nil, pendingBytes: UInt64 = 0) {
+        package init(
+            number: UInt32, length: UInt64, rawBytes: UInt64, refs: DefineRefs? = nil, pendingBytes: UInt64 = 0, deadBytes: UInt64? = nil
+        ) {
             self.number = number
             self.length = length
             self.rawBytes = rawBytes
             self.refs = refs
             self.pendingBytes = pendingBytes
+            self.deadBytes = deadBytes
         }
     }
 

@@ -187,6 +187,7 @@ package struct CheckpointFileV4: Equatable, Sendable {
             do throws(_DecodeError) {
                 s.refs = try CheckpointFile.decodeRefs(&rr)
                 s.pendingBytes = try rr.uvarint()
+                if !rr.isAtEnd { s.deadBytes = try rr.uvarint() }
             } catch {
                 throw _DecodeError("segment \(s.number)'s define references: \(error.reason)", at: refsAt)
             }

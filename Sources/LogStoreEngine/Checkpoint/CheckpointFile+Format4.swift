@@ -84,10 +84,11 @@ extension CheckpointFile {
         return meta
     }
 
-    /// Appends a segment's define references and pending bytes:
+    /// Appends a segment's define references, pending bytes and, when known, dead bytes:
     ///
-    ///     refs  := known:u8 [types:idSet dictionaries:idSet] pending:uvarint    -- sets only when known = 1
-    ///     idSet := count:uvarint id:uvarint{count}                            -- ascending
+    ///     refs  := known:u8 [types:idSet dictionaries:idSet] pending:uvarint [dead:uvarint]
+    ///                                                  -- sets only when known = 1; dead when counted
+    ///     idSet := count:uvarint id:uvarint{count}     -- ascending
     static func encodeRefs(_ s: Segment, into w: inout _ByteWriter) {
         w.u8(s.refs == nil ? 0 : 1)
         if let refs = s.refs {
@@ -97,6 +98,7 @@ extension CheckpointFile {
             }
         }
         w.uvarint(s.pendingBytes)
+        if let dead = s.deadBytes { w.uvarint(dead) }
     }
 
     /// A segment's define references (version 4): nil when the segment's were not known.

@@ -148,7 +148,9 @@ final class Checkpointer: Sendable {
             Self.definitions(head.index) == Self.definitions(capture.index)
         else { return }
         var index = runsIndex
-        try journal.apply(to: &index, secondary: true)
+        // (What the journal's changes replaced was counted when they were committed.)
+        var counted = DeadBytes()
+        try journal.apply(to: &index, secondary: true, dead: &counted)
         index.sequence = head.index.sequence
         // The head's defines: the journal holds index changes only, and the head's table already
         // has every define committed since the capture.
@@ -179,7 +181,8 @@ extension Checkpointer {
             if n == log.tail.number { info.length = log.tailOffset }
             segments.append(
                 CheckpointFile.Segment(
-                    number: n, length: info.length, rawBytes: info.rawBytes, refs: info.refs, pendingBytes: info.pendingBytes))
+                    number: n, length: info.length, rawBytes: info.rawBytes, refs: info.refs, pendingBytes: info.pendingBytes,
+                    deadBytes: info.deadKnown ? info.deadBytes : nil))
         }
         guard segments.last?.number == log.tail.number else { return nil }
         return segments

@@ -215,10 +215,13 @@ final class Compactor: Sendable {
         }
         // The re-pointed head, before anything is switched (a damaged index run stops it here).
         var newHead = head
+        var dead: DeadBytes? = nil
         do {
             if let journal, !journal.overflowed {
                 newHead.index = remapped
-                try journal.apply(to: &newHead.index)
+                var replaced = DeadBytes()
+                try journal.apply(to: &newHead.index, dead: &replaced)
+                dead = replaced
                 newHead.index.sequence = head.index.sequence
             } else {
                 // Too many writes during the copy to journal: re-point the head itself.
@@ -251,7 +254,7 @@ final class Compactor: Sendable {
         for n in prefix { newHead.segments[n] = nil }
         for o in out.segments { newHead.segments[o.segment.number] = o.segment }
         engine.state.withLock { s in
-            s.log.compacted(to: next, removing: prefix, adding: out.segments)
+            s.log.compacted(to: next, removing: prefix, adding: out.segments, dead: dead)
             s.views.install(compacted: newHead)
         }
         if let notDurable {

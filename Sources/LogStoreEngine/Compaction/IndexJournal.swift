@@ -30,14 +30,14 @@ struct IndexJournal: Sendable {
     }
 
     /// Replays the changes onto `index`, the secondary-index changes too with `secondary`.
-    /// Throws `.corruption` for a damaged index run.
-    func apply(to index: inout IndexState, secondary: Bool = false) throws {
+    /// Throws `.corruption` for a damaged index run. What the changes replace is counted in `dead`.
+    func apply(to index: inout IndexState, secondary: Bool = false, dead: inout DeadBytes) throws {
         for c in changes {
             switch c {
-            case .put(let t, let k, let loc): try index.put(t, k, loc)
-            case .delete(let t, let k): try index.delete(t, k)
+            case .put(let t, let k, let loc): try index.put(t, k, loc, dead: &dead)
+            case .delete(let t, let k): try index.delete(t, k, dead: &dead)
             case .secondary(let changes): if secondary { try index.apply(changes) }
-            case .deleteAll(let t): index.deleteAll(t)
+            case .deleteAll(let t): index.deleteAll(t, dead: &dead)
             }
         }
     }

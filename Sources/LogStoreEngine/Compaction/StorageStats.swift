@@ -86,38 +86,19 @@ extension LogEngine {
         let (view, manifest, info, mark) = state.withLock { s in (s.views.head, s.log.manifest, s.log.segmentInfo, s.lastCheckpoint) }
         var position: [UInt32: Int] = [:]
         for (i, n) in manifest.segments.enumerated() { position[n] = i }
-        var liveRaw = [UInt64](repeating: 0, count: manifest.segments.count)
-        var liveCount = [Int](repeating: 0, count: manifest.segments.count)
         let compacted = manifest.segments.map { view.segments[$0]?.compacted ?? false }
-        var perType: [String: Int] = [:]
-        var oldest: UInt64? = nil
-        for (type, d) in view.index.types {
-            perType[type] = d.count
-            let typeBytes = type.utf8.count
-            // A damaged index run leaves its entries out (the statistics are estimates; reads
-            // and verify report the damage).
-            try? d.forEach { key, loc in
-                oldest = min(oldest ?? loc.sequence, loc.sequence)
-                guard let i = position[loc.segment] else { return true }
-                liveCount[i] += 1
-                liveRaw[i] += UInt64(Self.recordSize(typeBytes: typeBytes, keyBytes: key.count, location: loc, compacted: compacted[i]))
-                return true
-            }
-        }
+        // (Never stopped: the closure says go on.)
+        let walk = Self.walkLiveRecords(view.index, position: position, compacted: compacted) { false }
+        let liveRaw = walk?.liveRaw ?? []
         var segments: [StorageStats.Segment] = []
         for (i, n) in manifest.segments.enumerated() {
             let header = UInt64(view.segments[n]?.headerSize ?? SegmentHeader.sizeV2)
             let inf = info[n] ?? SegmentInfo(length: header, rawBytes: 0)
-            let payload = inf.length > header ? inf.length - header : 0
-            var live: UInt64 = 0
-            if inf.rawBytes > 0 {
-                live = UInt64((Double(liveRaw[i]) * Double(payload) / Double(inf.rawBytes)).rounded())
-                live = min(live, payload)
-            }
+            let (live, dead) = Self.fileBytes(of: inf, header: header, liveRaw: i < liveRaw.count ? liveRaw[i] : 0)
             segments.append(
                 StorageStats.Segment(
-                    number: n, fileBytes: inf.length, rawBytes: inf.rawBytes, liveRecords: liveCount[i], liveBytes: live,
-                    deadBytes: payload - live, isCompacted: compacted[i], isSealed: i < manifest.segments.count - 1))
+                    number: n, fileBytes: inf.length, rawBytes: inf.rawBytes, liveRecords: walk?.liveCount[i] ?? 0, liveBytes: live,
+                    deadBytes: dead, isCompacted: compacted[i], isSealed: i < manifest.segments.count - 1))
         }
         let total = segments.reduce(0) { $0 + $1.fileBytes }
         let reclaimable = segments.filter(\.isSealed).reduce(0) { $0 + $1.deadBytes }
@@ -142,8 +123,56 @@ extension LogEngine {
             manifestGeneration: manifest.generation, segments: segments, totalBytes: total,
             liveBytes: segments.reduce(0) { $0 + $1.liveBytes }, deadBytes: segments.reduce(0) { $0 + $1.deadBytes },
             reclaimableBytes: reclaimable, reclaimableShare: total == 0 ? 0 : Double(reclaimable) / Double(total),
-            rawBytes: segments.reduce(0) { $0 + $1.rawBytes }, itemsPerType: perType, totalItems: view.index.totalCount,
-            oldestLiveSequence: oldest, lastSequence: view.index.sequence, checkpoint: checkpoint)
+            rawBytes: segments.reduce(0) { $0 + $1.rawBytes }, itemsPerType: walk?.perType ?? [:], totalItems: view.index.totalCount,
+            oldestLiveSequence: walk?.oldest, lastSequence: view.index.sequence, checkpoint: checkpoint)
+    }
+
+    /// What a walk of every live record finds: per position in the manifest's segment list, the
+    /// raw bytes and count of its live records; records per type; the oldest live sequence.
+    struct LiveRecords {
+        var liveRaw: [UInt64]
+        var liveCount: [Int]
+        var perType: [String: Int] = [:]
+        var oldest: UInt64? = nil
+    }
+
+    /// Walks every entry of `index` (O(records), nothing read from disk), asking `stop` every
+    /// 65,536 entries whether to give up (nil then). A damaged index run leaves its entries out
+    /// (the statistics are estimates; reads and verify report the damage).
+    static func walkLiveRecords(
+        _ index: IndexState, position: [UInt32: Int], compacted: [Bool], stop: () -> Bool
+    ) -> LiveRecords? {
+        var out = LiveRecords(liveRaw: .init(repeating: 0, count: compacted.count), liveCount: .init(repeating: 0, count: compacted.count))
+        var visited = 0
+        var stopped = false
+        for (type, d) in index.types {
+            out.perType[type] = d.count
+            let typeBytes = type.utf8.count
+            try? d.forEach { key, loc in
+                visited += 1
+                if visited & 0xFFFF == 0, stop() {
+                    stopped = true
+                    return false
+                }
+                out.oldest = min(out.oldest ?? loc.sequence, loc.sequence)
+                guard let i = position[loc.segment] else { return true }
+                out.liveCount[i] += 1
+                out.liveRaw[i] += UInt64(recordSize(typeBytes: typeBytes, keyBytes: key.count, location: loc, compacted: compacted[i]))
+                return true
+            }
+            if stopped { return nil }
+        }
+        return out
+    }
+
+    /// A segment's live and dead file bytes, from the raw bytes of its live records: the live
+    /// share of its payload is `liveRaw / rawBytes` (compression and frame headers spread over
+    /// the records in proportion).
+    static func fileBytes(of info: SegmentInfo, header: UInt64, liveRaw: UInt64) -> (live: UInt64, dead: UInt64) {
+        let payload = info.length > header ? info.length - header : 0
+        guard info.rawBytes > 0 else { return (0, payload) }
+        let live = min(UInt64((Double(liveRaw) * Double(payload) / Double(info.rawBytes)).rounded()), payload)
+        return (live, payload - live)
     }
 
     /// The encoded size of the record at `loc` (format 4: its length; legacy: a `put`, or a `putAt`
@@ -162,10 +191,52 @@ extension LogEngine {
     /// share of the store (``LogEngineOptions/compactionThreshold``) and in absolute terms
     /// (``LogEngineOptions/compactionMinimumDeadBytes``). (Compaction copies records as they are;
     /// compressing them is the recompression pass's.)
-    func compactionDue() -> Bool {
-        let stats = storageStats()
-        return stats.reclaimableBytes > 0
-            && stats.reclaimableBytes >= UInt64(options.compactionMinimumDeadBytes)
-            && stats.reclaimableShare >= options.compactionThreshold
+    ///
+    /// Decided from the segments' dead-byte counts in O(segments), which commits, replay and
+    /// checkpoints keep; when a sealed segment's count is not known (a checkpoint without it, a
+    /// delete-all), one walk of the index counts them first (``countDeadBytes()``), given up if
+    /// the store closes meanwhile (then: not due).
+    func compactionDue(counting: Bool = true) -> Bool {
+        let (manifest, info, view) = state.withLock { ($0.log.manifest, $0.log.segmentInfo, $0.views.head) }
+        let sealed = manifest.segments.dropLast()
+        guard !sealed.isEmpty else { return false }
+        if sealed.contains(where: { info[$0]?.deadKnown != true }) {
+            guard counting, countDeadBytes() else { return false }
+            return compactionDue(counting: false)
+        }
+        var total: UInt64 = 0
+        var reclaimable: UInt64 = 0
+        for n in manifest.segments {
+            let inf = info[n] ?? SegmentInfo(length: 0, rawBytes: 0)
+            total += inf.length
+            guard n != manifest.segments.last else { continue }
+            let header = UInt64(view.segments[n]?.headerSize ?? SegmentHeader.sizeV2)
+            let liveRaw = inf.rawBytes > inf.deadBytes ? inf.rawBytes - inf.deadBytes : 0
+            reclaimable += Self.fileBytes(of: inf, header: header, liveRaw: liveRaw).dead
+        }
+        let share = total == 0 ? 0 : Double(reclaimable) / Double(total)
+        return reclaimable > 0 && reclaimable >= UInt64(options.compactionMinimumDeadBytes) && share >= options.compactionThreshold
+    }
+
+    /// Counts every segment's dead bytes by one walk of the index, for the segments whose count
+    /// is not known, and makes them known (adding what commits counted during the walk). Runs on
+    /// the calling thread (the background queue) in O(records); false when it gave up because the
+    /// store closed, or when a delete-all during the walk made the counts unknown again.
+    func countDeadBytes() -> Bool {
+        let (view, manifest, info, marks) = state.withLock { s in (s.views.head, s.log.manifest, s.log.segmentInfo, s.log.deadUnknownMarks)
+        }
+        var position: [UInt32: Int] = [:]
+        for (i, n) in manifest.segments.enumerated() { position[n] = i }
+        let compacted = manifest.segments.map { view.segments[$0]?.compacted ?? false }
+        guard let walk = Self.walkLiveRecords(view.index, position: position, compacted: compacted, stop: { self.isClosed }) else {
+            return false
+        }
+        var counted: [UInt32: (snapshot: UInt64, dead: UInt64)] = [:]
+        for (i, n) in manifest.segments.enumerated() {
+            guard let inf = info[n], !inf.deadKnown else { continue }
+            let dead = inf.rawBytes > walk.liveRaw[i] ? inf.rawBytes - walk.liveRaw[i] : 0
+            counted[n] = (inf.deadBytes, dead)
+        }
+        return state.withLock { $0.log.adoptDeadCounts(counted, marks: marks) }
     }
 }

@@ -62,6 +62,7 @@ extension LogEngine {
         var rawBytes: UInt64 = 0
         var refs = DefineRefs()
         var pending: UInt64 = 0
+        var dead = DeadBytes()
         do {
             try Self.forEachChunk(of: changes, bytes: Self.chunkBytes(options)) { ops, isLast in
                 // Every frame claims the durable offset of the transaction's start: a sync while
@@ -90,7 +91,8 @@ extension LogEngine {
                 }
                 index.meta = encoded.meta
                 try Self.index(
-                    ops, placements: &encoded.placements, at: at, in: tail, sequence: seq, into: &index,
+                    ops, placements: &encoded.placements, rawBytes: encoded.rawBytes, at: at, in: tail, sequence: seq, into: &index,
+                    dead: &dead,
                     journaling: journaling, journal: &journal)
                 committed?.add(operations: ops, keysBefore: keysBefore)
                 written += encoded.bytes.count
@@ -120,7 +122,7 @@ extension LogEngine {
         do { try index.apply(secondary) } catch { throw poison(Self.indexDamaged(error)) }
         if journaling && !secondary.isEmpty { journal.append(.secondary(secondary)) }
         finishAppend(
-            head: head, index: index, sequence: seq, bytes: written, rawBytes: rawBytes, refs: refs, pending: pending,
+            head: head, index: index, sequence: seq, bytes: written, rawBytes: rawBytes, refs: refs, pending: pending, dead: dead,
             journal: journaling ? journal : nil, committed: committed, tail: tail, end: offset + UInt64(written),
             rolledOver: rolledOver)
         return seq

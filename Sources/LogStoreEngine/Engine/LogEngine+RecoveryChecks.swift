@@ -26,7 +26,9 @@ extension Recovery {
             checkpointIndex = cp.index
             segments = opened
             for c in cp.segments {
-                info[c.number] = SegmentInfo(length: c.length, rawBytes: c.rawBytes, refs: c.refs, pendingBytes: c.pendingBytes)
+                info[c.number] = SegmentInfo(
+                    length: c.length, rawBytes: c.rawBytes, refs: c.refs, pendingBytes: c.pendingBytes, deadBytes: c.deadBytes ?? 0,
+                    deadKnown: c.deadBytes != nil)
             }
             first = cp.segments.count - 1
             resumeAt = cp.segments[first].length

@@ -100,9 +100,10 @@ extension Recovery {
         }
         report.segmentsScanned += 1
         report.bytesReplayed += size - from
+        var dead = DeadBytes()
         let result = try LogEngine.streamSegment(
             file, size: size, from: from, header: known, number: number, path: path, isLast: isLast, storeId: manifest.storeId,
-            index: &index, info: &segInfo, report: &report, options: options)
+            index: &index, info: &segInfo, dead: &dead, report: &report, options: options)
         let seg: SegmentFile
         switch result {
         case .recreateHeader:
@@ -144,6 +145,8 @@ extension Recovery {
             report.dropped.append(.init(path: path, offset: 0, bytes: 0, reason: message))
         }
         info[number] = segInfo
+        // What the replayed transactions replaced, in this segment and earlier ones.
+        dead.fold(into: &info)
         segments[number] = seg
         if isLast { tail = seg }
     }

@@ -26,7 +26,7 @@ extension LogEngine {
     static func streamSegment(
         _ file: any FileSystemFile, size: UInt64, from: UInt64, header known: SegmentHeader?, number: UInt32,
         path: String, isLast: Bool, storeId: StoreID?, index: inout IndexState, info: inout SegmentInfo,
-        report: inout RecoveryReport, options: LogEngineOptions
+        dead: inout DeadBytes, report: inout RecoveryReport, options: LogEngineOptions
     ) throws -> ScanResult {
         var header = known
         var position = from
@@ -39,7 +39,7 @@ extension LogEngine {
             let result = try bytes.withUnsafeBytes { buf in
                 try scanSegment(
                     buf, base: Int(position), header: header, number: number, path: path, isLast: isLast, storeId: storeId,
-                    endIsFileEnd: atEnd, index: &index, info: &info, report: &report, options: options)
+                    endIsFileEnd: atEnd, index: &index, info: &info, dead: &dead, report: &report, options: options)
             }
             switch result {
             case .recreateHeader:
@@ -87,7 +87,7 @@ extension LogEngine {
     static func scanSegment(
         _ buf: UnsafeRawBufferPointer, base: Int, header known: SegmentHeader?, number: UInt32,
         path: String, isLast: Bool, storeId: StoreID?, endIsFileEnd: Bool = true, index: inout IndexState, info: inout SegmentInfo,
-        report: inout RecoveryReport, options: LogEngineOptions
+        dead: inout DeadBytes, report: inout RecoveryReport, options: LogEngineOptions
     ) throws -> ScanResult {
         let segmentHeader: SegmentHeader
         var offset: Int
@@ -147,12 +147,13 @@ extension LogEngine {
                 do {
                     // Apply to a copy so a transaction that fails half-way leaves no trace.
                     var next = index
+                    var nextDead = dead
                     if segmentHeader.version >= 4 {
                         var refs = DefineRefs()
                         var skipped: [(offset: Int, bytes: Int, reason: String)] = []
                         let typesBefore = next.meta.types.count
                         try applyRecords(
-                            frames, buf: buf, base: base, segment: number, compacted: compacted, index: &next, refs: &refs,
+                            frames, buf: buf, base: base, segment: number, compacted: compacted, index: &next, dead: &nextDead, refs: &refs,
                             defineBytes: &defineBytes, pendingBytes: &pendingBytes, salvage: options.recovery == .salvage,
                             skipped: &skipped)
                         for s in skipped {
@@ -170,9 +171,10 @@ extension LogEngine {
                     } else {
                         try apply(
                             frames, buf: buf, base: base, segment: number, compacted: compacted, version: segmentHeader.version,
-                            index: &next)
+                            index: &next, dead: &nextDead)
                     }
                     index = next
+                    dead = nextDead
                 } catch var e as LogStoreError {
                     // CRC-valid but undecodable: written by a broken or foreign writer.
                     if options.recovery == .salvage {
@@ -233,7 +235,8 @@ extension LogEngine {
     /// relative to the first frame).
     static func applyRecords(
         _ frames: [SegmentReader.Frame], buf: UnsafeRawBufferPointer, base: Int, segment: UInt32, compacted: Bool,
-        index: inout IndexState, refs: inout DefineRefs, defineBytes: inout Int, pendingBytes: inout Int, salvage: Bool = false,
+        index: inout IndexState, dead: inout DeadBytes, refs: inout DefineRefs, defineBytes: inout Int, pendingBytes: inout Int,
+        salvage: Bool = false,
         skipped: inout [(offset: Int, bytes: Int, reason: String)]
     ) throws {
         let origin = frames[0].frameOffset
@@ -284,13 +287,18 @@ extension LogEngine {
                                 return
                             }
                         }
-                        try index.put(type, key, location)
+                        try index.put(type, key, location, dead: &dead)
                         // A writer's record not compressed with a dictionary waits for the
                         // recompression pass (a compacted segment's were tried, or are unknown).
                         if !compacted && fields.codec != .lz4Dictionary { pendingBytes += fields.length }
                     case .delete, .deleteAll:
                         if compacted { throw corruption("A compacted segment holds a delete.") }
-                        if fields.op == .delete { try index.delete(type, key) } else { index.deleteAll(type) }
+                        dead.add(fields.length, in: segment)
+                        if fields.op == .delete {
+                            try index.delete(type, key, dead: &dead)
+                        } else {
+                            index.deleteAll(type, dead: &dead)
+                        }
                     case .define:
                         break
                     }
@@ -343,7 +351,7 @@ extension LogEngine {
     static func apply(
         _ frames: [SegmentReader.Frame],
         buf: UnsafeRawBufferPointer, base: Int, segment: UInt32, compacted: Bool, version: UInt16,
-        index: inout IndexState
+        index: inout IndexState, dead: inout DeadBytes
     ) throws {
         for f in frames {
             let stored = UnsafeRawBufferPointer(rebasing: buf[f.payloadOffset..<(f.payloadOffset + f.header.storedLength)])
@@ -370,7 +378,7 @@ extension LogEngine {
                             rec.type, rec.key,
                             RecordLocation(
                                 segment: segment, frameOffset: frameOffset, valueOffset: UInt32(rec.valueOffset),
-                                valueLength: UInt32(rec.valueLength), sequence: seq))
+                                valueLength: UInt32(rec.valueLength), sequence: seq), dead: &dead)
                     case .putAt:
                         guard rec.sequence >= 1, rec.sequence <= seq else {
                             throw LogStoreError(
@@ -381,9 +389,9 @@ extension LogEngine {
                             rec.type, rec.key,
                             RecordLocation(
                                 segment: segment, frameOffset: frameOffset, valueOffset: UInt32(rec.valueOffset),
-                                valueLength: UInt32(rec.valueLength), sequence: rec.sequence))
-                    case .delete: try index.delete(rec.type, rec.key)
-                    case .deleteAll: index.deleteAll(rec.type)
+                                valueLength: UInt32(rec.valueLength), sequence: rec.sequence), dead: &dead)
+                    case .delete: try index.delete(rec.type, rec.key, dead: &dead)
+                    case .deleteAll: index.deleteAll(rec.type, dead: &dead)
                     }
                 }
             }

@@ -418,10 +418,12 @@ public final class LogEngine: Sendable {
         var index = head.index
         let journaling = state.withLock { $0.compactionJournal != nil || $0.checkpointJournal != nil }
         var changes: [IndexJournal.Change] = []
+        var dead = DeadBytes()
         index.meta = encoded.meta
         do {
             try Self.index(
-                ops, placements: &encoded.placements, at: offset, in: tail, sequence: seq, into: &index,
+                ops, placements: &encoded.placements, rawBytes: encoded.rawBytes, at: offset, in: tail, sequence: seq, into: &index,
+                dead: &dead,
                 journaling: journaling, journal: &changes)
             try index.apply(secondaryChanges)
             if journaling && !secondaryChanges.isEmpty { changes.append(.secondary(secondaryChanges)) }
@@ -434,7 +436,7 @@ public final class LogEngine: Sendable {
         let committed = observed ? CommitChanges(sequence: seq, operations: ops, keysBefore: Self.keysBefore(head.index)) : nil
         finishAppend(
             head: head, index: index, sequence: seq, bytes: encoded.bytes.count, rawBytes: encoded.rawBytes,
-            refs: encoded.refs, pending: encoded.pendingBytes,
+            refs: encoded.refs, pending: encoded.pendingBytes, dead: dead,
             journal: journaling ? changes : nil, committed: committed, tail: tail, end: offset + UInt64(encoded.bytes.count),
             rolledOver: rolledOver)
         return seq
@@ -454,20 +456,25 @@ public final class LogEngine: Sendable {
     }
 
     /// Puts the records of `ops`, written in frames at `offset` of `tail` (their placements
-    /// relative to that offset), into `index` as one batch per type, and notes each change in
-    /// `journal` when a compaction is copying (`journaling`).
+    /// relative to that offset), into `index` as one batch per type, counts what they replace in
+    /// `dead` (and their deletes, the part of their `rawBytes` that is not puts), and notes each
+    /// change in `journal` when a compaction is copying (`journaling`).
     static func index(
-        _ ops: [RecordOperation], placements: inout [RecordLocation], at offset: UInt64, in tail: SegmentFile,
-        sequence seq: UInt64, into index: inout IndexState, journaling: Bool, journal: inout [IndexJournal.Change]
+        _ ops: [RecordOperation], placements: inout [RecordLocation], rawBytes: UInt64, at offset: UInt64, in tail: SegmentFile,
+        sequence seq: UInt64, into index: inout IndexState, dead: inout DeadBytes, journaling: Bool,
+        journal: inout [IndexJournal.Change]
     ) throws {
+        var putBytes: UInt64 = 0
         for i in ops.indices {
             if case .put = ops[i] {
                 placements[i].segment = tail.number
                 placements[i].offset += UInt32(offset)
                 placements[i].sequence = seq
+                putBytes += UInt64(placements[i].length)
             }
         }
-        try index.apply(ops, placements: placements)
+        if rawBytes > putBytes { dead.add(Int(rawBytes - putBytes), in: tail.number) }
+        try index.apply(ops, placements: placements, dead: &dead)
         if journaling {
             for i in ops.indices {
                 switch ops[i] {
@@ -497,11 +504,11 @@ public final class LogEngine: Sendable {
 
     /// Makes an appended transaction the head: installs `index` (which holds its records), hands
     /// `committed` to the publication observer, counts its `bytes`, notes its index changes in the
-    /// compaction journal, tells the preallocator the tail now ends at `end`, and schedules what
-    /// the append makes due. Caller holds the writer lock.
+    /// compaction journal, counts the records it made `dead`, tells the preallocator the tail now
+    /// ends at `end`, and schedules what the append makes due. Caller holds the writer lock.
     func finishAppend(
         head: ViewState, index: IndexState, sequence seq: UInt64, bytes: Int, rawBytes: UInt64, refs: DefineRefs, pending: UInt64,
-        journal: [IndexJournal.Change]?, committed: CommitChanges?, tail: SegmentFile, end: UInt64, rolledOver: Bool
+        dead: DeadBytes, journal: [IndexJournal.Change]?, committed: CommitChanges?, tail: SegmentFile, end: UInt64, rolledOver: Bool
     ) {
         var head = head
         var index = index
@@ -517,7 +524,7 @@ public final class LogEngine: Sendable {
                 s.compactionJournal?.record(journal)
                 s.checkpointJournal?.record(journal)
             }
-            s.log.appended(bytes: bytes, rawBytes: rawBytes, refs: refs, pending: pending)
+            s.log.appended(bytes: bytes, rawBytes: rawBytes, refs: refs, pending: pending, dead: dead)
             s.lastCommit = .now
             return checkpointEvery > 0 && s.log.bytesSinceCheckpoint >= checkpointEvery
         }

@@ -118,4 +118,45 @@ struct SegmentInfo: Sendable, Equatable {
     /// type's dictionary yet (written raw or alone; a legacy segment's every record): what
     /// background recompression waits for.
     var pendingBytes: UInt64 = 0
+    /// Bytes of its records that later commits replaced or deleted (in ``rawBytes``' unit), kept
+    /// up to date by every commit, replay and compaction switch (``DeadBytes``): what background
+    /// compaction decides from without walking the index. Always counted; trusted only when
+    /// ``deadKnown``.
+    var deadBytes: UInt64 = 0
+    /// Whether ``deadBytes`` counts every dead record of the segment: false for a segment a
+    /// checkpoint covered without recording it, or after a delete-all (whose records are not
+    /// counted one by one), until a walk of the index counts them (``LogEngine/compactionDue()``).
+    var deadKnown = true
+}
+
+/// What one commit, replay or journal replay made dead: per segment, the bytes of the records it
+/// replaced or deleted (``SegmentInfo/deadBytes``). A delete-all is not counted record by record
+/// (that would walk the type inside the commit); it sets ``unknown`` instead.
+struct DeadBytes: Sendable {
+    private(set) var bySegment: [(segment: UInt32, bytes: UInt64)] = []
+    /// A delete-all was applied: every segment's count is incomplete.
+    var unknown = false
+
+    /// Counts `old`, the location a put or delete of `key` of `type` replaced (nothing when nil).
+    mutating func add(_ old: RecordLocation?, type: String, key: RecordKey) {
+        guard let old else { return }
+        add(LogEngine.recordSize(typeBytes: type.utf8.count, keyBytes: key.count, location: old, compacted: false), in: old.segment)
+    }
+
+    /// Counts `bytes` of records dead from the start in `segment`: deletes and delete-alls, which
+    /// no read ever needs.
+    mutating func add(_ bytes: Int, in segment: UInt32) {
+        guard bytes > 0 else { return }
+        if let i = bySegment.firstIndex(where: { $0.segment == segment }) {
+            bySegment[i].bytes += UInt64(bytes)
+        } else {
+            bySegment.append((segment, UInt64(bytes)))
+        }
+    }
+
+    /// Adds this count to `info`'s segments (those it no longer lists are skipped).
+    func fold(into info: inout [UInt32: SegmentInfo]) {
+        for (n, b) in bySegment { info[n]?.deadBytes += b }
+        if unknown { for n in info.keys { info[n]?.deadKnown = false } }
+    }
 }

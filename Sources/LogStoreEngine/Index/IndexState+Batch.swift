@@ -6,8 +6,9 @@ extension IndexState {
     /// operations come per type, sorted by key, so a transaction's records touch neighbouring
     /// leaves. Does not change ``sequence``; secondary entries other than a delete-all's are the
     /// caller's (``secondaryChanges(for:readOld:)``). Throws `.corruption` when a run it must
-    /// consult (is the key below the tree?) is damaged; the state is then partly changed.
-    mutating func apply(_ ops: [RecordOperation], placements: [RecordLocation]) throws {
+    /// consult (is the key below the tree?) is damaged; the state is then partly changed. The
+    /// locations it replaces or removes are counted in `dead`.
+    mutating func apply(_ ops: [RecordOperation], placements: [RecordLocation], dead: inout DeadBytes) throws {
         var i = 0
         while i < ops.count {
             let type = ops[i].type
@@ -16,12 +17,13 @@ extension IndexState {
                 switch ops[i] {
                 case .put(_, let k, _):
                     if tree == nil { tree = .init() }
-                    try tree?.updateValue(placements[i], forKey: k)
+                    dead.add(try tree?.updateValue(placements[i], forKey: k), type: type, key: k)
                 case .delete(_, let k):
-                    try tree?.removeValue(forKey: k)
+                    dead.add(try tree?.removeValue(forKey: k), type: type, key: k)
                 case .deleteAll:
                     // (Also empties the type's secondary indexes.)
-                    deleteAll(type)
+                    if tree != nil { dead.unknown = true }
+                    deleteAll(type, dead: &dead)
                     tree = nil
                 }
                 i += 1

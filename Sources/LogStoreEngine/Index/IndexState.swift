@@ -23,21 +23,26 @@ package struct IndexState: Sendable {
 
     func count(_ type: String) -> Int { types[type]?.count ?? 0 }
 
-    mutating func put(_ type: String, _ key: RecordKey, _ loc: RecordLocation) throws {
-        try types[type, default: TypeIndex()].updateValue(loc, forKey: key)
+    /// Puts `loc` for `key` of `type`; the location it replaced is counted in `dead`.
+    mutating func put(_ type: String, _ key: RecordKey, _ loc: RecordLocation, dead: inout DeadBytes) throws {
+        let old = try types[type, default: TypeIndex()].updateValue(loc, forKey: key)
+        dead.add(old, type: type, key: key)
         if replayTouches != nil, secondary[type] != nil { replayTouches?.touch(type, key) }
     }
 
-    mutating func delete(_ type: String, _ key: RecordKey) throws {
+    /// Removes `key` of `type`; the location it removed is counted in `dead`.
+    mutating func delete(_ type: String, _ key: RecordKey, dead: inout DeadBytes) throws {
         if replayTouches != nil, secondary[type] != nil { replayTouches?.touch(type, key) }
         guard types[type] != nil else { return }
-        try types[type]?.removeValue(forKey: key)
+        let old = try types[type]?.removeValue(forKey: key)
+        dead.add(old, type: type, key: key)
         if types[type]?.isEmpty == true { types[type] = nil }
     }
 
     /// Drops every record of `type`, and every entry of its secondary indexes (their definitions
     /// stay).
-    mutating func deleteAll(_ type: String) {
+    mutating func deleteAll(_ type: String, dead: inout DeadBytes) {
+        if types[type] != nil { dead.unknown = true }
         types[type] = nil
         if replayTouches != nil, secondary[type] != nil { replayTouches?.clear(type) }
         if var indexes = secondary[type] {

@@ -13,6 +13,9 @@ struct LogState: Sendable {
     private(set) var tailOffset: UInt64
     /// Per listed segment: valid length and raw payload bytes.
     private(set) var segmentInfo: [UInt32: SegmentInfo]
+    /// How many times segments' dead-byte counts became not known (a delete-all, a compaction
+    /// that could not count): a walk that began before one must not make them known.
+    private(set) var deadUnknownMarks: UInt64 = 0
     /// Log bytes appended since the last checkpoint was captured.
     var bytesSinceCheckpoint: UInt64
     /// How far the tail is known durable: the append offset when the last `fdatasync` of it that
@@ -39,15 +42,30 @@ struct LogState: Sendable {
     var syncedThroughForFrames: UInt32 { UInt32(min(tailSynced, UInt64(UInt32.max))) }
 
     /// A transaction of `bytes` stored bytes (`rawBytes` of records, `pending` of them not
-    /// compressed with a dictionary) whose records use the defines `refs` was written at
-    /// `tailOffset`.
-    mutating func appended(bytes: Int, rawBytes: UInt64, refs: DefineRefs, pending: UInt64) {
+    /// compressed with a dictionary) whose records use the defines `refs` and which made `dead`
+    /// records dead was written at `tailOffset`.
+    mutating func appended(bytes: Int, rawBytes: UInt64, refs: DefineRefs, pending: UInt64, dead: DeadBytes) {
         tailOffset += UInt64(bytes)
         segmentInfo[tail.number, default: SegmentInfo(length: 0, rawBytes: 0)].length = tailOffset
         segmentInfo[tail.number, default: SegmentInfo(length: 0, rawBytes: 0)].rawBytes += rawBytes
         segmentInfo[tail.number, default: SegmentInfo(length: 0, rawBytes: 0)].refs?.formUnion(refs)
         segmentInfo[tail.number, default: SegmentInfo(length: 0, rawBytes: 0)].pendingBytes += pending
+        dead.fold(into: &segmentInfo)
+        if dead.unknown { deadUnknownMarks += 1 }
         bytesSinceCheckpoint += UInt64(bytes)
+    }
+
+    /// Makes the dead-byte counts of a walk known: per segment, what the walk counted at the
+    /// state it read plus what commits counted since (the count now minus `snapshot`). Skipped
+    /// (false) when counts became not known since the walk's state (`marks` changed).
+    mutating func adoptDeadCounts(_ counted: [UInt32: (snapshot: UInt64, dead: UInt64)], marks: UInt64) -> Bool {
+        guard marks == deadUnknownMarks else { return false }
+        for (n, c) in counted {
+            guard let now = segmentInfo[n]?.deadBytes else { continue }
+            segmentInfo[n]?.deadBytes = c.dead + (now >= c.snapshot ? now - c.snapshot : 0)
+            segmentInfo[n]?.deadKnown = true
+        }
+        return true
     }
 
     /// Hands out the next segment number. Roll-over (under the writer lock) and compaction (without
@@ -74,13 +92,19 @@ struct LogState: Sendable {
         segmentInfo[segment.number] = SegmentInfo(length: tailOffset, rawBytes: 0, refs: DefineRefs())
     }
 
-    /// A compaction installed `next`: the segments of `prefix` are replaced by `output`.
-    mutating func compacted(to next: ManifestFile, removing prefix: [UInt32], adding output: [CompactedSegment]) {
+    /// A compaction installed `next`: the segments of `prefix` are replaced by `output`, whose
+    /// records the commits made during the copy replaced are `dead` (nil: not counted).
+    mutating func compacted(to next: ManifestFile, removing prefix: [UInt32], adding output: [CompactedSegment], dead: DeadBytes?) {
         var next = next
         next.nextSegment = max(next.nextSegment, manifest.nextSegment)
         manifest = next
         for n in prefix { segmentInfo[n] = nil }
-        for o in output { segmentInfo[o.segment.number] = o.info }
+        var added: [UInt32: SegmentInfo] = [:]
+        for o in output { added[o.segment.number] = o.info }
+        // Only the output's count is new: the commits counted what they replaced elsewhere.
+        if let dead { dead.fold(into: &added) } else { for n in added.keys { added[n]?.deadKnown = false } }
+        if dead?.unknown ?? true { deadUnknownMarks += 1 }
+        segmentInfo.merge(added) { _, new in new }
     }
 }
 
