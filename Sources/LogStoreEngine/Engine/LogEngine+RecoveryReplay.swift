@@ -165,11 +165,21 @@ extension Recovery {
     /// may still be only in the OS cache (the previous process was killed before its fsyncs), so
     /// it is made durable before anyone reads it or builds on it, or a later power loss could take
     /// back transactions readers have seen and lose the entries of segments new commits go to.
-    /// Throws I/O errors.
+    ///
+    /// The tail's `fdatasync` is skipped when its transactions are durable already
+    /// (``tailAlreadyDurable``), the usual open of a store closed cleanly. Throws I/O errors.
     func makeDurable(_ tail: SegmentFile) throws {
         guard options.recovery == .strict else { return }
-        try tail.file.sync()
+        if !tailAlreadyDurable { try tail.file.sync() }
         try fs.syncDirectory(atPath: found.path)
+    }
+
+    /// Whether the tail's transactions were durable before recovery ran: it adopted a
+    /// checkpoint, which is written only after the log it covers is synced, and found nothing
+    /// after it to replay, cut or drop. (Zeros after the checkpoint's end are preallocated space:
+    /// durable or not, they read as the end of the log.)
+    var tailAlreadyDurable: Bool {
+        report.checkpointUsed && report.transactionsReplayed == 0 && report.truncatedTail == nil && report.dropped.isEmpty
     }
 
     /// Phase 8c, the witness. The log must reach the sequence CHECKPOINT proves was committed and

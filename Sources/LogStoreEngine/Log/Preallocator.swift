@@ -81,18 +81,18 @@ package final class Preallocator: Sendable {
         self.onSyncFailure = onSyncFailure
     }
 
-    /// Starts preallocating `tail`, whose transactions end at `appendEnd` and whose file is
-    /// `fileSize` bytes (zeros after `appendEnd`, durable).
+    /// Makes `tail` the segment to preallocate, whose transactions end at `appendEnd` and whose
+    /// file is `fileSize` bytes (zeros after `appendEnd`, durable). Writes nothing: the first
+    /// append after it does (``appended(to:through:)``), so a store opened only to be read writes
+    /// no zeros (and its close cuts none).
     func start(tail: SegmentFile, appendEnd: UInt64, fileSize: UInt64) {
-        let go = state.withLock { s -> Bool in
+        state.withLock { s in
             s.tail = tail
             s.appendEnd = appendEnd
             s.epoch &+= 1
             s.stopped = false
             writtenEnd.store(max(fileSize, appendEnd), ordering: .releasing)
-            return claimLocked(&s)
         }
-        if go { run() }
     }
 
     /// Writes `bytes` at `offset` of the tail (an append). Below the written end it just writes;
