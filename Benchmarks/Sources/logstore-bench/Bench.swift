@@ -54,7 +54,7 @@ final class Bench {
             "durable-write", "durable-write-16", "buffered-write", "bulk-insert", "point-read", "page", "scan", "count",
             "count-predicate", "open", "memory", "compaction", "child-merge", "lz4",
             "observe-latency", "observe-write", "observe-large", "sqlite-adapter", "migrate", "migration", "backup", "backup-writers",
-            "postgres-peers", "postgres-migrate", "launch", "heap",
+            "postgres-peers", "postgres-migrate", "launch", "heap", "close",
         ] + appWorkloadNames
 
     let cfg: BenchConfig
@@ -134,6 +134,7 @@ final class Bench {
             case "postgres-migrate": return try postgresMigrate()
             case "launch": return try launch()
             case "heap": return try heapPerItem()
+            case "close": return try closeTime()
             default:
                 guard let w = try runApp(name) else { throw BenchError("unknown workload \(name)") }
                 return w
