@@ -54,7 +54,7 @@ final class Bench {
             "durable-write", "durable-write-16", "buffered-write", "bulk-insert", "point-read", "page", "scan", "count",
             "count-predicate", "open", "memory", "compaction", "child-merge", "lz4",
             "observe-latency", "observe-write", "observe-large", "sqlite-adapter", "migrate", "migration", "backup", "backup-writers",
-            "postgres-peers", "postgres-migrate", "launch",
+            "postgres-peers", "postgres-migrate", "launch", "heap", "close",
         ] + appWorkloadNames
 
     let cfg: BenchConfig
@@ -73,6 +73,8 @@ final class Bench {
     var appDirectory: String?
     /// The app workload's bulk-insert LogStores: MenuItem with 2 indexes, the same items without.
     var appBulk: (indexed: LogDataStore, indexedPath: String, plain: LogDataStore, plainPath: String)?
+    /// The launch workload's stores at N that the heap and close workloads share (closed).
+    var sharedStores: (logstore: String, sqlite: String)?
 
     func selected(_ keys: [String]) -> [String] {
         guard let systems else { return keys }
@@ -131,6 +133,8 @@ final class Bench {
             case "postgres-peers": return try postgresPeers()
             case "postgres-migrate": return try postgresMigrate()
             case "launch": return try launch()
+            case "heap": return try heapPerItem()
+            case "close": return try closeTime()
             default:
                 guard let w = try runApp(name) else { throw BenchError("unknown workload \(name)") }
                 return w
@@ -148,6 +152,10 @@ final class Bench {
         loaded = [:]
         closeApp()
         closeAppBulk()
+        if let s = sharedStores {
+            for dir in [s.logstore, s.sqlite] { try? FileManager.default.removeItem(atPath: dir) }
+            sharedStores = nil
+        }
     }
 
     // MARK: Stores

@@ -81,9 +81,12 @@ extension Bench {
         return (lp, sp)
     }
 
-    /// Opens the LogStore in `dir` and reads the first 20 menu items of `restaurant`.
-    func launchLogStore(_ dir: String, restaurant rid: Int) throws -> (count: Int, close: () throws -> Void) {
-        let store = LogDataStore(directory: URL(fileURLWithPath: dir), options: LogStoreOptions())
+    /// Opens the LogStore in `dir` (with `options`) and reads the first 20 menu items of
+    /// `restaurant`.
+    func launchLogStore(
+        _ dir: String, restaurant rid: Int, options: LogStoreOptions = LogStoreOptions()
+    ) throws -> (count: Int, close: () throws -> Void) {
+        let store = LogDataStore(directory: URL(fileURLWithPath: dir), options: options)
         try store.setup()
         var r = DataStoreRequest(itemType: MenuItem.self)
         r.predicate = #Predicate<MenuItem> { $0.restaurantId == rid }

@@ -127,9 +127,12 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
             adapterRow.extra["vs_raw_grdb"], 1.3)
     }
 
-    // The app workload's goals (AppWorkload.swift) and an app's launch (LaunchWorkload.swift).
+    // The app workload's goals (AppWorkload.swift), an app's launch (LaunchWorkload.swift), its
+    // close (CloseWorkload.swift) and the heap of an open store (HeapWorkload.swift).
     out += appTargets(r)
     out += launchTargets(r)
+    out += closeTargets(r)
+    out += heapTargets(r)
 
     // Schema migrations and backup.
     atLeast(

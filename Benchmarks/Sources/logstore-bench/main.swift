@@ -28,6 +28,11 @@ func usage() -> Never {
     exit(2)
 }
 
+// The heap workload's child process (HeapWorkload.swift): first, before anything else allocates.
+if CommandLine.arguments.dropFirst().first == "--heap-probe" {
+    exit(heapProbe(Array(CommandLine.arguments.dropFirst(2))))
+}
+
 if CommandLine.arguments.dropFirst().first == "probe-postgres" {
     exit(postgresProbe(Array(CommandLine.arguments.dropFirst(2))))
 }
