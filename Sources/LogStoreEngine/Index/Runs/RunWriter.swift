@@ -55,7 +55,7 @@ package final class RunMemorySink: RunSink {
     package func write(page number: UInt32, _ page: UnsafeRawBufferPointer) throws {
         let start = Int(number) * RunFile.pageSize
         if bytes.count < start + RunFile.pageSize {
-            bytes.append(contentsOf: repeatElement(0, count: start + RunFile.pageSize - bytes.count))
+            bytes.append(contentsOf: [UInt8](repeating: 0, count: start + RunFile.pageSize - bytes.count))
         }
         bytes.withUnsafeMutableBytes { out in
             guard let base = out.baseAddress, let src = page.baseAddress else { return }
@@ -181,8 +181,14 @@ package final class RunWriter {
         header.firstLeaf = firstLeaf
         header.leafCount = leaves
         header.netCount = header.kind.isDelta ? rank : Int64(entries)
-        var page = header.encoded()
-        page.append(contentsOf: repeatElement(0, count: RunFile.pageSize - page.count))
+        // Copied into a zeroed page, not padded with `append(contentsOf: repeatElement(...))`:
+        // unspecialized (debug) builds append that byte by byte through generic code, which made
+        // writing small runs most of a checkpoint's time in the test suite.
+        let encoded = header.encoded()
+        var page = [UInt8](repeating: 0, count: RunFile.pageSize)
+        page.withUnsafeMutableBytes { out in
+            encoded.withUnsafeBytes { out.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(out.count))) }
+        }
         try page.withUnsafeBytes { try sink.write(page: 0, $0) }
         try sink.finish()
         return header
