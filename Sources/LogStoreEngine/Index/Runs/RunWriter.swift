@@ -14,8 +14,10 @@ package protocol RunSink: AnyObject {
     func finish() throws
 }
 
-/// Writes a run's pages to a file, gathering consecutive pages into writes of up to 256 KiB.
-/// Does not sync: the caller syncs the file (and its directory) before anything names the run.
+/// Writes a run's pages to a file, gathering consecutive pages into writes of up to 256 KiB; the
+/// header page (page 0, which comes last) joins the pages after it when none was written yet, so
+/// a small run takes one write. Does not sync: the caller syncs the file (and its directory)
+/// before anything names the run.
 package final class RunFileSink: RunSink {
     let file: any FileSystemFile
     private var buffer: [UInt8] = []
@@ -27,6 +29,17 @@ package final class RunFileSink: RunSink {
 
     /// See ``RunSink/write(page:_:)``.
     package func write(page number: UInt32, _ bytes: UnsafeRawBufferPointer) throws {
+        if number &+ 1 == bufferStart && !buffer.isEmpty {
+            // The page just before the buffered ones (page 0, the header, of a small run) joins
+            // them: one write.
+            var joined: [UInt8] = []
+            joined.reserveCapacity(bytes.count + buffer.count)
+            joined.append(contentsOf: bytes)
+            joined.append(contentsOf: buffer)
+            buffer = joined
+            bufferStart = number
+            return
+        }
         let next = bufferStart &+ UInt32(buffer.count / RunFile.pageSize)
         if !buffer.isEmpty && (number != next || buffer.count >= Self.batch * RunFile.pageSize) { try flush() }
         if buffer.isEmpty { bufferStart = number }
