@@ -128,14 +128,10 @@ extension FaultInjectingFileSystem {
         switch change {
         case .write(let offset, let bytes):
             let end = offset + bytes.count
-            if data.count < end { data.append(contentsOf: repeatElement(0, count: end - data.count)) }
-            data.replaceSubrange(offset..<end, with: bytes)
+            if data.count < end { ByteCopies.resize(&data, to: end) }
+            bytes.withUnsafeBytes { ByteCopies.copy($0, into: &data, at: offset) }
         case .truncate(let size):
-            if data.count > size {
-                data.removeSubrange(size...)
-            } else {
-                data.append(contentsOf: repeatElement(0, count: size - data.count))
-            }
+            ByteCopies.resize(&data, to: size)
         }
     }
 
@@ -155,12 +151,13 @@ extension FaultInjectingFileSystem {
             }
         }
         let size = rng.chance(0.5) ? new.count : old.count
-        var out = [UInt8](repeating: 0, count: size)
-        for i in 0..<min(size, old.count) { out[i] = old[i] }
+        var out: [UInt8] = []
+        ByteCopies.resize(&out, to: size)
+        ByteCopies.copy(0..<min(size, old.count), of: old, into: &out)
         for sector in dirty.sectors where rng.chance(0.5) {
             let start = sector * sectorSize
             guard start < size else { continue }
-            for i in start..<min(start + sectorSize, size) { out[i] = i < new.count ? new[i] : 0 }
+            ByteCopies.copy(start..<min(start + sectorSize, size), of: new, into: &out)
         }
         return out
     }
@@ -185,11 +182,11 @@ extension FaultInjectingFileSystem {
             // The write reached the disk up to byte `cut`; after it: nothing, zeros or garbage.
             let style = rng.int(in: 0..<3)
             let cut = rng.int(in: 0..<bytes.count)
-            var torn = Array(bytes[0..<cut])
+            var torn = ByteCopies.array(bytes, 0..<cut)
             switch style {
             case 0: faults.tornWritesShort += 1
             case 1:
-                torn.append(contentsOf: repeatElement(0, count: bytes.count - cut))
+                ByteCopies.resize(&torn, to: bytes.count)
                 faults.tornWritesZeroFilled += 1
             default:
                 torn.append(contentsOf: rng.bytes(bytes.count - cut))

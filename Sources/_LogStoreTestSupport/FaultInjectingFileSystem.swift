@@ -469,14 +469,14 @@ final class FaultInjectingFile: FileSystemFile {
             return try s.withInode(inode, path) { n in
                 guard offset < UInt64(n.data.count), count > 0 else { return [] }
                 let start = Int(offset)
-                return Array(n.data[start..<min(n.data.count, start + count)])
+                return ByteCopies.array(n.data, start..<min(n.data.count, start + count))
             }
         }
     }
 
     func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
         try check(write: true)
-        let copy = [UInt8](bytes)
+        let copy = ByteCopies.array(bytes)
         try fs.state.withLock { s in
             try s.beginMutation(path)
             try s.withInode(inode, path) { n in

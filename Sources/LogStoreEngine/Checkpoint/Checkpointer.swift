@@ -79,7 +79,9 @@ final class Checkpointer: Sendable {
         guard let capture, let storeId = capture.log.manifest.storeId, let segments = Self.segments(of: capture.log) else { return }
         let tail = capture.log.tail
         do {
-            try tail.file.sync()
+            // CHECKPOINT may name only log bytes that are durable. A tail already synced through
+            // the captured offset (every commit of a `.synchronous` store) needs no second sync.
+            if capture.log.tailSynced < capture.log.tailOffset { try tail.file.sync() }
         } catch {
             // Linux reports a failed fsync once: later syncs could "succeed" over lost data.
             throw engine.poison(

@@ -179,7 +179,7 @@ final class InMemoryFile: FileSystemFile {
         node.data.withLock { d in
             let start = Int(offset)
             let end = start + bytes.count
-            if d.count < end { d.append(contentsOf: repeatElement(0, count: end - d.count)) }
+            if d.count < end { d.append(contentsOf: [UInt8](repeating: 0, count: end - d.count)) }
             d.withUnsafeMutableBytes { dst in
                 UnsafeMutableRawBufferPointer(rebasing: dst[start..<end]).copyMemory(from: bytes)
             }
@@ -193,7 +193,7 @@ final class InMemoryFile: FileSystemFile {
         try check(write: true)
         node.data.withLock { d in
             let n = Int(size)
-            if d.count > n { d.removeSubrange(n...) } else { d.append(contentsOf: repeatElement(0, count: n - d.count)) }
+            if d.count > n { d.removeSubrange(n...) } else { d.append(contentsOf: [UInt8](repeating: 0, count: n - d.count)) }
         }
     }
     func sync() throws { try check() }

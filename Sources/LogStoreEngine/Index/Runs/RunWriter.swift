@@ -14,8 +14,10 @@ package protocol RunSink: AnyObject {
     func finish() throws
 }
 
-/// Writes a run's pages to a file, gathering consecutive pages into writes of up to 256 KiB.
-/// Does not sync: the caller syncs the file (and its directory) before anything names the run.
+/// Writes a run's pages to a file, gathering consecutive pages into writes of up to 256 KiB; the
+/// header page (page 0, which comes last) joins the pages after it when none was written yet, so
+/// a small run takes one write. Does not sync: the caller syncs the file (and its directory)
+/// before anything names the run.
 package final class RunFileSink: RunSink {
     let file: any FileSystemFile
     private var buffer: [UInt8] = []
@@ -27,6 +29,17 @@ package final class RunFileSink: RunSink {
 
     /// See ``RunSink/write(page:_:)``.
     package func write(page number: UInt32, _ bytes: UnsafeRawBufferPointer) throws {
+        if number &+ 1 == bufferStart && !buffer.isEmpty {
+            // The page just before the buffered ones (page 0, the header, of a small run) joins
+            // them: one write.
+            var joined: [UInt8] = []
+            joined.reserveCapacity(bytes.count + buffer.count)
+            joined.append(contentsOf: bytes)
+            joined.append(contentsOf: buffer)
+            buffer = joined
+            bufferStart = number
+            return
+        }
         let next = bufferStart &+ UInt32(buffer.count / RunFile.pageSize)
         if !buffer.isEmpty && (number != next || buffer.count >= Self.batch * RunFile.pageSize) { try flush() }
         if buffer.isEmpty { bufferStart = number }
@@ -55,7 +68,7 @@ package final class RunMemorySink: RunSink {
     package func write(page number: UInt32, _ page: UnsafeRawBufferPointer) throws {
         let start = Int(number) * RunFile.pageSize
         if bytes.count < start + RunFile.pageSize {
-            bytes.append(contentsOf: repeatElement(0, count: start + RunFile.pageSize - bytes.count))
+            bytes.append(contentsOf: [UInt8](repeating: 0, count: start + RunFile.pageSize - bytes.count))
         }
         bytes.withUnsafeMutableBytes { out in
             guard let base = out.baseAddress, let src = page.baseAddress else { return }
@@ -181,8 +194,14 @@ package final class RunWriter {
         header.firstLeaf = firstLeaf
         header.leafCount = leaves
         header.netCount = header.kind.isDelta ? rank : Int64(entries)
-        var page = header.encoded()
-        page.append(contentsOf: repeatElement(0, count: RunFile.pageSize - page.count))
+        // Copied into a zeroed page, not padded with `append(contentsOf: repeatElement(...))`:
+        // unspecialized (debug) builds append that byte by byte through generic code, which made
+        // writing small runs most of a checkpoint's time in the test suite.
+        let encoded = header.encoded()
+        var page = [UInt8](repeating: 0, count: RunFile.pageSize)
+        page.withUnsafeMutableBytes { out in
+            encoded.withUnsafeBytes { out.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(out.count))) }
+        }
         try page.withUnsafeBytes { try sink.write(page: 0, $0) }
         try sink.finish()
         return header
