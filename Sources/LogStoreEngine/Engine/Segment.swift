@@ -82,7 +82,8 @@ final class SegmentFile: Sendable {
             // A sealed file shorter than its sealed length was damaged after open: `pread` reports
             // that as a typed error, where touching the missing pages of a mapping is SIGBUS.
             guard length <= UInt64(Int.max), try f.size() >= sealed else { throw LogStoreError(.io, "short segment") }
-            let m = SealedBytes(mapping: try f.mapReadOnly(length: Int(length)), granule: LogFrame.headerSize(version: version))
+            let m = SealedBytes(
+                mapping: try f.mapReadOnly(length: Int(length)), granule: version < 4 ? LogFrame.headerSize(version: version) : nil)
             let mine = UInt(bitPattern: Unmanaged.passRetained(m).toOpaque())
             let (won, winner) = mapped.compareExchange(expected: 0, desired: mine, ordering: .acquiringAndReleasing)
             if won { return m }

@@ -7,7 +7,9 @@ import Synchronization
 /// segment (invariant 8).
 ///
 /// One bit per `granule` bytes of the segment (the frame header size: no two frames start within
-/// one granule), allocated with the mapping: 1/224 of the mapped bytes in format v2.
+/// one granule), allocated with the mapping: 1/224 of the mapped bytes in format v2. A format 4
+/// segment has no bitmap (`granule` nil): its reads check each record's own checksum, not its
+/// frame's, so mapping it costs no allocation that grows with its size.
 ///
 /// `@unchecked Sendable`: the bitmap is only accessed through atomic operations, and the mapping
 /// is read-only.
@@ -17,10 +19,10 @@ final class SealedBytes: @unchecked Sendable {
     private let words: Int
     private let verified: UnsafeMutablePointer<Atomic<UInt64>>
 
-    init(mapping: FileMapping, granule: Int) {
+    init(mapping: FileMapping, granule: Int?) {
         self.mapping = mapping
-        self.granule = max(granule, 1)
-        words = (mapping.bytes.count / self.granule) / 64 + 1
+        self.granule = max(granule ?? 1, 1)
+        words = granule == nil ? 0 : (mapping.bytes.count / self.granule) / 64 + 1
         verified = .allocate(capacity: words)
         for i in 0..<words { (verified + i).initialize(to: Atomic(0)) }
     }
