@@ -194,8 +194,8 @@ extension LogEngine {
     ///
     /// Decided from the segments' dead-byte counts in O(segments), which commits, replay and
     /// checkpoints keep; when a sealed segment's count is not known (a checkpoint without it, a
-    /// delete-all), one walk of the index counts them first (``countDeadBytes()``), given up if
-    /// the store closes meanwhile (then: not due).
+    /// delete-all), one walk of the index counts them first (``countDeadBytes()``), given up
+    /// once ``close()`` begins (then: not due).
     func compactionDue(counting: Bool = true) -> Bool {
         let (manifest, info, view) = state.withLock { ($0.log.manifest, $0.log.segmentInfo, $0.views.head) }
         let sealed = manifest.segments.dropLast()
@@ -220,15 +220,16 @@ extension LogEngine {
 
     /// Counts every segment's dead bytes by one walk of the index, for the segments whose count
     /// is not known, and makes them known (adding what commits counted during the walk). Runs on
-    /// the calling thread (the background queue) in O(records); false when it gave up because the
-    /// store closed, or when a delete-all during the walk made the counts unknown again.
+    /// the calling thread (the background queue) in O(records); false when it gave up because
+    /// ``close()`` began, or when a delete-all during the walk made the counts unknown again.
     func countDeadBytes() -> Bool {
         let (view, manifest, info, marks) = state.withLock { s in (s.views.head, s.log.manifest, s.log.segmentInfo, s.log.deadUnknownMarks)
         }
         var position: [UInt32: Int] = [:]
         for (i, n) in manifest.segments.enumerated() { position[n] = i }
         let compacted = manifest.segments.map { view.segments[$0]?.compacted ?? false }
-        guard let walk = Self.walkLiveRecords(view.index, position: position, compacted: compacted, stop: { self.isClosed }) else {
+        guard let walk = Self.walkLiveRecords(view.index, position: position, compacted: compacted, stop: { self.background.isClosing })
+        else {
             return false
         }
         var counted: [UInt32: (snapshot: UInt64, dead: UInt64)] = [:]
