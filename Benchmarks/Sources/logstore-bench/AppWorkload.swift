@@ -168,15 +168,8 @@ extension Bench {
         let s = try appStores()
         var rng = SplitMix64(seed: 13)
         let ids = (0..<4_096).map { _ in Int(rng.next() % UInt64(AppData.restaurants)) }
-        func request(_ rid: Int) -> DataStoreRequest<MenuItem> {
-            var r = DataStoreRequest(itemType: MenuItem.self)
-            r.predicate = #Predicate<MenuItem> { $0.restaurantId == rid }
-            r.sortDescriptors = [SortDescriptor(\.category), SortDescriptor(\.name)]
-            return r
-        }
-        let qi = { (rid: Int) in
-            MenuItem.filter(Column("restaurantId") == rid).order(Column("category"), Column("name"), Column("id"))
-        }
+        func request(_ rid: Int) -> DataStoreRequest<MenuItem> { menuRequest(restaurant: rid, limit: nil) }
+        let qi = { (rid: Int) in menuQuery(restaurant: rid) }
         let sql = try appSQL(s.sqlite, qi(0))
         let plan = try s.logstore.read { try $0.explain(request(ids[0])) }
         try appQuery(

@@ -143,26 +143,13 @@ private func probeLogStore(_ dir: String, _ n: Int, _ r: inout HeapProbeResult) 
     r.checkpointUsed = store.recoveryReport?.checkpointUsed
     r.transactionsReplayed = store.recoveryReport?.transactionsReplayed
     t0 = nowNanos()
-    let rid = AppData.menuItem(n / 2).restaurantId
-    var q = DataStoreRequest(itemType: MenuItem.self)
-    q.predicate = #Predicate<MenuItem> { $0.restaurantId == rid }
-    q.sortDescriptors = [SortDescriptor(\.category), SortDescriptor(\.name)]
-    q.limit = 20
-    let first = try store.read { try $0.items(forRequest: q) }
+    let first = try store.read { try $0.items(forRequest: menuRequest(restaurant: AppData.menuItem(n / 2).restaurantId)) }
     r.seconds["query"] = Double(nowNanos() - t0) / 1e9
     guard !first.isEmpty else { throw BenchError("heap-probe: the launch query found nothing") }
     r.samples["query"] = memorySample(storeDirectory: dir)
     t0 = nowNanos()
-    var found = 0
-    var start = 0
-    while start < n {
-        let end = min(n, start + 1_000)
-        found += try store.read { a in
-            var k = 0
-            for id in start..<end where try a.item(ofType: MenuItem.self, id: id) != nil { k += 1 }
-            return k
-        }
-        start = end
+    let found = try countInBatches(n) { ids in
+        try store.read { a in try ids.reduce(0) { try a.item(ofType: MenuItem.self, id: $1) == nil ? $0 : $0 + 1 } }
     }
     r.seconds["read"] = Double(nowNanos() - t0) / 1e9
     r.found = found
@@ -178,31 +165,29 @@ private func probeSQLite(_ dir: String, _ n: Int, _ r: inout HeapProbeResult) th
     r.seconds["open"] = Double(nowNanos() - t0) / 1e9
     r.samples["open"] = memorySample(storeDirectory: dir)
     t0 = nowNanos()
-    let rid = AppData.menuItem(n / 2).restaurantId
-    let first = try sqlite.pool.read { db in
-        try MenuItem.filter(Column("restaurantId") == rid).order(Column("category"), Column("name"), Column("id")).limit(20)
-            .fetchAll(db)
-    }
+    let first = try sqlite.pool.read { try menuQuery(restaurant: AppData.menuItem(n / 2).restaurantId).limit(20).fetchAll($0) }
     r.seconds["query"] = Double(nowNanos() - t0) / 1e9
     guard !first.isEmpty else { throw BenchError("heap-probe: the launch query found nothing") }
     r.samples["query"] = memorySample(storeDirectory: dir)
     t0 = nowNanos()
-    var found = 0
-    var start = 0
-    while start < n {
-        let end = min(n, start + 1_000)
-        found += try sqlite.pool.read { db in
+    let found = try countInBatches(n) { ids in
+        try sqlite.pool.read { db in
             let statement = try db.cachedStatement(sql: "SELECT * FROM menuItem WHERE id = ?")
-            var k = 0
-            for id in start..<end where try MenuItem.fetchOne(statement, arguments: [id]) != nil { k += 1 }
-            return k
+            return try ids.reduce(0) { try MenuItem.fetchOne(statement, arguments: [$1]) == nil ? $0 : $0 + 1 }
         }
-        start = end
     }
     r.seconds["read"] = Double(nowNanos() - t0) / 1e9
     r.found = found
     r.samples["read"] = memorySample(storeDirectory: dir)
     try sqlite.close()
+}
+
+/// Calls `body` with ids `0..<n` in batches of 1,000 (one read transaction each), summing the
+/// items it says it found.
+private func countInBatches(_ n: Int, _ body: (Range<Int>) throws -> Int) rethrows -> Int {
+    var found = 0
+    for start in stride(from: 0, to: n, by: 1_000) { found += try body(start..<min(n, start + 1_000)) }
+    return found
 }
 
 extension Bench {

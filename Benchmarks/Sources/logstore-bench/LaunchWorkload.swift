@@ -91,23 +91,32 @@ extension Bench {
     ) throws -> (count: Int, close: () throws -> Void) {
         let store = LogDataStore(directory: URL(fileURLWithPath: dir), options: options)
         try store.setup()
-        var r = DataStoreRequest(itemType: MenuItem.self)
-        r.predicate = #Predicate<MenuItem> { $0.restaurantId == rid }
-        r.sortDescriptors = [SortDescriptor(\.category), SortDescriptor(\.name)]
-        r.limit = 20
-        let items = try store.read { try $0.items(forRequest: r) }
+        let items = try store.read { try $0.items(forRequest: menuRequest(restaurant: rid)) }
         return (items.count, { try store.tearDown() })
     }
 
     /// Opens the SQLite database in `dir` and reads the first 20 menu items of `restaurant`.
     func launchSQLite(_ dir: String, restaurant rid: Int) throws -> (count: Int, close: () throws -> Void) {
         let sqlite = try AppSQLite(existing: dir)
-        let items = try sqlite.pool.read { db in
-            try MenuItem.filter(Column("restaurantId") == rid).order(Column("category"), Column("name"), Column("id")).limit(20)
-                .fetchAll(db)
-        }
+        let items = try sqlite.pool.read { try menuQuery(restaurant: rid).limit(20).fetchAll($0) }
         return (items.count, { try sqlite.pool.close() })
     }
+}
+
+/// A restaurant's menu items by category and name, the first `limit` of them (nil: all): the
+/// app-menu query, and (first 20) the launch query.
+func menuRequest(restaurant rid: Int, limit: Int? = 20) -> DataStoreRequest<MenuItem> {
+    var r = DataStoreRequest(itemType: MenuItem.self)
+    r.predicate = #Predicate<MenuItem> { $0.restaurantId == rid }
+    r.sortDescriptors = [SortDescriptor(\.category), SortDescriptor(\.name)]
+    r.limit = limit
+    return r
+}
+
+/// ``menuRequest(restaurant:limit:)`` on SQLite, with the same order (id breaks ties, as
+/// LogStore's sort does).
+func menuQuery(restaurant rid: Int) -> QueryInterfaceRequest<MenuItem> {
+    MenuItem.filter(Column("restaurantId") == rid).order(Column("category"), Column("name"), Column("id"))
 }
 
 /// The launch targets: against SQLite at N, and LogStore's own growth from 100,000 to 4,000,000.
