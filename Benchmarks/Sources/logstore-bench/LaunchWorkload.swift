@@ -21,6 +21,7 @@ extension Bench {
         var logstoreP50: [Int: Double] = [:]
         for n in launchSizes {
             let (lp, sp) = try launchStores(n)
+            let resident = warmPageCache([lp, sp])
             var rng = SplitMix64(seed: 21)
             let reps = max(cfg.openReps, 7)
             var runs = [Run(), Run()]
@@ -44,11 +45,13 @@ extension Bench {
             w.rows.append(
                 Row(
                     key: atN ? "logstore" : "logstore-\(n)", system: "LogStore", config: "\(n) items",
-                    role: atN ? .subject : .reference, run: runs[0], extra: ["items": Double(n)]))
+                    role: atN ? .subject : .reference, run: runs[0],
+                    extra: ["items": Double(n), "resident_before_warming": resident[0]]))
             w.rows.append(
                 Row(
                     key: atN ? "sqlite" : "sqlite-\(n)", system: "SQLite (GRDB)", config: "\(n) items, synchronous FULL",
-                    role: atN ? .peer : .reference, run: runs[1], extra: ["items": Double(n)]))
+                    role: atN ? .peer : .reference, run: runs[1],
+                    extra: ["items": Double(n), "resident_before_warming": resident[1]]))
             logstoreP50[n] = runs[0].percentileMicros(0.50)
             for dir in [lp, sp] { try? FileManager.default.removeItem(atPath: dir) }
         }
@@ -58,7 +61,7 @@ extension Bench {
             w.rows[i].extra["growth_4m_vs_100k"] = large / small
         }
         w.notes.append(
-            "Each store is written, then closed (LogStore writes its checkpoint); then `sync()` (no writeback in flight); each launch opens it, reads once and closes it again (close not timed); warm page cache. Rows at other sizes than N are references for launch-growth."
+            "Each store is written, then closed (LogStore writes its checkpoint); then `sync()` (no writeback in flight), then every file of both stores is read once (warm page cache for both: this machine's page cache sheds pages of files left untouched for minutes, so the store loaded first would otherwise launch colder; resident_before_warming is the fraction of its bytes that were still cached); each launch opens it, reads once and closes it again (close not timed). Rows at other sizes than N are references for launch-growth."
         )
         return w
     }
@@ -84,6 +87,32 @@ extension Bench {
         return (lp, sp)
     }
 
+    /// Reads every file in each of `dirs` once, so that the launches that follow find both
+    /// systems' stores in the page cache whichever was written first; returns, per directory,
+    /// the fraction of its bytes that were resident before (mincore), or -1 where unknown.
+    func warmPageCache(_ dirs: [String]) -> [Double] {
+        dirs.map { dir in
+            var resident = 0
+            var total = 0
+            var known = true
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+            for name in names {
+                let fd = open(dir + "/" + name, O_RDONLY)
+                guard fd >= 0 else { continue }
+                defer { close(fd) }
+                var st = stat()
+                guard fstat(fd, &st) == 0, st.st_size > 0 else { continue }
+                let size = Int(st.st_size)
+                total += size
+                let r = residentBytes(fd: fd, size: size)
+                if r < 0 { known = false } else { resident += r }
+                var buffer = [UInt8](repeating: 0, count: 1 << 20)
+                while buffer.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }) > 0 {}
+            }
+            return total > 0 && known ? Double(resident) / Double(total) : -1
+        }
+    }
+
     /// Opens the LogStore in `dir` (with `options`) and reads the first 20 menu items of
     /// `restaurant`.
     func launchLogStore(
@@ -101,6 +130,17 @@ extension Bench {
         let items = try sqlite.pool.read { try menuQuery(restaurant: rid).limit(20).fetchAll($0) }
         return (items.count, { try sqlite.pool.close() })
     }
+}
+
+/// How many of the first `size` bytes of the open file `fd` are in the page cache (mincore of a
+/// read-only mapping; the mapping itself faults nothing in), or -1 where it cannot tell.
+private func residentBytes(fd: Int32, size: Int) -> Int {
+    guard let p = mmap(nil, size, PROT_READ, MAP_SHARED, fd, 0), p != MAP_FAILED else { return -1 }
+    defer { munmap(p, size) }
+    let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+    var vec = [UInt8](repeating: 0, count: (size + page - 1) / page)
+    guard mincore(p, size, &vec) == 0 else { return -1 }
+    return vec.reduce(0) { $0 + Int($1 & 1) } * page
 }
 
 /// A restaurant's menu items by category and name, the first `limit` of them (nil: all): the
