@@ -81,7 +81,7 @@ extension Bench {
                 config: "after \(closeWrites) writes, no background compaction", role: .variant, run: afterWrites[2],
                 extra: ["writes": Double(closeWrites), "writes_seconds": writeSeconds[2] / Double(writeReps)]))
         w.notes.append(
-            "Idle: \(reps) closes per system, each after an open and the launch query. After writes: \(writeReps) closes per system, each after an open and \(closeWrites) single-item writeSync transactions (LogStore durability .buffered; SQLite WAL, synchronous NORMAL) replacing random menu items with a new price (one index entry changes); the writes are not timed (writes_seconds: their mean per close). cpu_us_per_op: process CPU during the close. No background compaction: autoCompaction and autoRecompression off (open schedules a background recompression of values stored raw that close waits to stop). The ratio column is against LogStore's idle close; vs_sqlite compares the closes after writes (SQLite p50 ÷ LogStore p50)."
+            "Idle: \(reps) closes per system, each after an open and the launch query. After writes: \(writeReps) closes per system, each after an open and \(closeWrites) single-item writeSync transactions (LogStore durability .buffered; SQLite WAL, synchronous NORMAL) replacing random menu items with a new price (one index entry changes); writes untimed (writes_seconds: their mean per close). cpu_us_per_op: process CPU during the close. No background compaction: autoCompaction and autoRecompression off (open schedules a background recompression of values stored raw that close waits to stop). The ratio column is against LogStore's idle close; vs_sqlite compares the closes after writes (SQLite p50 ÷ LogStore p50)."
         )
         return w
     }

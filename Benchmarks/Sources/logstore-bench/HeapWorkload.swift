@@ -244,7 +244,7 @@ extension Bench {
                     extra: readExtra))
         }
         w.notes.append(
-            "Each system runs in a fresh child process (logstore-bench --heap-probe SYSTEM DIR N) that samples itself before opening anything (its baseline), after open + the launch query, and after reading items 0..<N once each by id (1,000 per read transaction, decoded). *_heap_per_item and *_heap_bytes: mallinfo2 uordblks + hblkhd above the child's baseline (malloc'd, not mapped); *_rss_anon_bytes and *_rss_file_bytes: RssAnon and RssFile above the baseline (after malloc_trim); *_store_mapped_bytes: mappings of the store's files (size, and resident). setup_only_heap_per_item: after setup() alone. Default options (LogStore's frame cache holds only frames of format-3 segments); SQLite: GRDB DatabasePool defaults. Open rows are timed (open + query); read rows are not (read_seconds)."
+            "Each system runs in a fresh child process (logstore-bench --heap-probe SYSTEM DIR N): a baseline, then after open + the launch query, then after reading items 0..<N once each by id (1,000 per read transaction). *_heap_per_item and *_heap_bytes: mallinfo2 uordblks + hblkhd above the child's baseline (malloc'd, not mapped); *_rss_anon_bytes and *_rss_file_bytes: RssAnon and RssFile above the baseline (after malloc_trim); *_store_mapped_bytes: the store's mappings (size, resident). setup_only_heap_per_item: after setup() alone. Default options; SQLite: GRDB DatabasePool defaults. Open rows are timed (open + query); read rows are not (read_seconds)."
         )
         return w
     }

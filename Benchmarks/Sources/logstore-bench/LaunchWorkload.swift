@@ -61,7 +61,7 @@ extension Bench {
             w.rows[i].extra["growth_4m_vs_100k"] = large / small
         }
         w.notes.append(
-            "Each store is written, then closed (LogStore writes its checkpoint); then `sync()` (no writeback in flight), then every file of both stores is read once (warm page cache for both: this machine's page cache sheds pages of files left untouched for minutes, so the store loaded first would otherwise launch colder; resident_before_warming is the fraction of its bytes that were still cached); each launch opens it, reads once and closes it again (close not timed). Rows at other sizes than N are references for launch-growth."
+            "Each store is written, then closed (LogStore writes its checkpoint); then `sync()` (no writeback in flight), then every file of both stores is read once (this machine's page cache sheds untouched files' pages within minutes; resident_before_warming: the fraction still cached); each launch opens it, reads once and closes it again (close not timed). Rows at other sizes than N are references for launch-growth."
         )
         return w
     }

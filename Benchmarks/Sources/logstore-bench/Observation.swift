@@ -231,7 +231,7 @@ extension Bench {
             }
         }
         w.notes.append(
-            "Each row observes one request on a loaded buffered store, waits for the first element (initial_ms: fetch at a snapshot and build), then updates the first result's text in single-item commits and times each from calling writeSync to the element; cpu_us_per_op is the process's CPU per update (the commit and the observation's work). Maintained requests (no limit, offset or attribute sort) move the changed item in a persistent tree: their cost should not grow with n. Windows re-run the request: the id-order page is O(log n + 20), the sorted predicate window scans and decodes every item today (a declared secondary index makes it O(log n + 20))."
+            "Each row observes one request on a loaded buffered store, waits for the first element (initial_ms: fetch at a snapshot and build), then updates the first result's text in single-item commits and times each from calling writeSync to the element; cpu_us_per_op is the process's CPU per update (the commit and the observation's work). Maintained requests (no limit, offset or attribute sort) move the changed item in a persistent tree: their cost should not grow with n. Windows re-run the request: the id-order page is O(log n + 20), the sorted predicate window scans every item (O(log n + 20) with a declared index)."
         )
         return w
     }
