@@ -12,7 +12,8 @@ extension Bench {
     /// items of one restaurant by category and name (`MenuItem`'s compound index), LogStore
     /// (`LogDataStore.setup()` and one read) against SQLite (a GRDB `DatabasePool` and one read)
     /// with the same index, at each of ``launchSizes``. Each launch is timed from before the open
-    /// to the decoded items; closing is not timed. Opens alternate between the systems.
+    /// to the decoded items; closing is not timed. Opens alternate between the systems, 7 of
+    /// each, or `LOGSTORE_BENCH_LAUNCH_REPS` (enough samples for a profile of the launches).
     func launch() throws -> WorkloadResult {
         var w = WorkloadResult(
             name: "launch",
@@ -23,7 +24,7 @@ extension Bench {
             let (lp, sp) = try launchStores(n)
             let resident = warmPageCache([lp, sp])
             var rng = SplitMix64(seed: 21)
-            let reps = max(cfg.openReps, 7)
+            let reps = ProcessInfo.processInfo.environment["LOGSTORE_BENCH_LAUNCH_REPS"].flatMap { Int($0) } ?? max(cfg.openReps, 7)
             var runs = [Run(), Run()]
             for rep in 0..<reps {
                 // A restaurant that has menu items at this size: one of a random item's.
