@@ -94,10 +94,7 @@ final class SpillEncryptionTests: XCTestCase {
         var o = LogEngineOptions()
         o.durability = .none
         o.transactionSpillThreshold = 4 << 10
-        if encrypted {
-            o.encryption = StoreEncryption(cipher: cipher)
-            o.acceptsEncryptionOfClearStores = true
-        }
+        if encrypted { o.encryption = StoreEncryption(cipher: cipher) }
         return o
     }
 

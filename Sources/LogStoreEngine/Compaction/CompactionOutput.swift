@@ -180,8 +180,9 @@ struct CompactionOutput {
             segment = current
         } else {
             let number = engine.state.withLock { $0.log.reserveSegmentNumber() }
-            let storeId = engine.state.withLock { $0.log.manifest.storeId }
-            segment = try engine.log.createSegment(number, baseSequence: baseSequence, storeId: storeId, flags: SegmentHeader.flagCompacted)
+            let (storeId, cipher) = engine.state.withLock { ($0.log.manifest.storeId, $0.log.manifest.cipher) }
+            segment = try engine.log.createSegment(
+                number, baseSequence: baseSequence, storeId: storeId, cipher: cipher, flags: SegmentHeader.flagCompacted)
             created.append(segment)
             current = segment
             currentInfo = SegmentInfo(length: UInt64(segment.headerSize), rawBytes: 0, refs: DefineRefs())

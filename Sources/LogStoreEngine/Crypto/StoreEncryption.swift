@@ -67,15 +67,4 @@ public struct StoreEncryption: Sendable {
                 : "None of the \(offered.count) keys given is this store's key (MANIFEST's key check does not match). Nothing was changed.",
             path: path)
     }
-
-    /// Refuses to create a store with a key while this build cannot seal its records: throws
-    /// `.invalidArgument` when ``cipher`` is set. Called before anything of the new store is
-    /// written.
-    package func checkCanCreateStore(path: String) throws {
-        guard cipher != nil else { return }
-        throw LogStoreError(
-            .invalidArgument,
-            "This build cannot create an encrypted store yet: encrypted records come with store format 4. Open the store without a key, or with a build that writes format 4.",
-            path: path)
-    }
 }

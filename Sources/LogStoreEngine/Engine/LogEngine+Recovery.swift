@@ -17,6 +17,9 @@ struct Recovered {
     var runs: [UInt32: MappedRun] = [:]
     /// The number the next run file gets: above every run file in the directory.
     var nextRun: UInt32 = 1
+    /// The store key's cipher (``StoreEncryption/select(storeCipher:keyCheck:storeID:path:)``),
+    /// nil for a store in the clear.
+    var cipher: (any StoreCipher)? = nil
 }
 
 /// One open's recovery once its manifest is chosen: the context every phase reads and the state
@@ -54,6 +57,8 @@ struct Recovery {
     var nextRun: UInt32 = 1
     /// Set when an earlier attempt found a run damaged: the checkpoint's runs are not used.
     var runsRejected: String? = nil
+    /// The store key's cipher, chosen by the key check before any other phase; nil: clear store.
+    var cipher: (any StoreCipher)? = nil
 
     init(found: RecoveryDirectory, fs: any FileSystem, options: LogEngineOptions, manifest: ManifestFile, report: RecoveryReport) {
         self.found = found
@@ -83,11 +88,6 @@ extension LogEngine {
     ) throws -> LogEngine {
         let options = try options.validated()
         let fs = fileSystem
-        if options.encryption.isEnabled, !options.acceptsEncryptionOfClearStores, fs.itemKind(atPath: directory) != .file,
-            (try? fs.contentsOfDirectory(atPath: directory))?.isEmpty ?? true
-        {
-            try options.encryption.checkCanCreateStore(path: directory)
-        }
         switch fs.itemKind(atPath: directory) {
         case .file?:
             throw LogStoreError(.notAStore, "The store path is a file, not a directory.", path: directory)
@@ -161,7 +161,7 @@ extension LogEngine {
     ///    segment-named file's header, the evidence of whether LogStore wrote it.
     /// 2. ``chooseManifest(_:fs:options:report:)``: the MANIFEST to recover by (the one on disk,
     ///    or in salvage one rebuilt from the segment headers), or a new store; refuses a foreign
-    ///    directory or a damaged MANIFEST. ``createStore(_:fs:report:)`` creates a new one.
+    ///    directory or a damaged MANIFEST. ``createStore(_:fs:encryption:report:)`` creates a new one.
     /// 3. ``Recovery/startFromCheckpoint()``: adopts CHECKPOINT's index and resume position, or
     ///    keeps the sequence it proves durable as a witness for the end of replay.
     /// 4. ``Recovery/checkSealedSizes()``: every sealed segment still has the length MANIFEST
@@ -183,20 +183,19 @@ extension LogEngine {
         let found = try RecoveryDirectory(directory: directory, fs: fs)
         var report = RecoveryReport()
         let manifest: ManifestFile
+        let cipher: (any StoreCipher)?
         switch try chooseManifest(found, fs: fs, options: options, report: &report) {
         case .use(let chosen):
-            // The key check comes first: a wrong key changes nothing. Format 3 stores are clear.
-            if !options.acceptsEncryptionOfClearStores {
-                _ = try options.encryption.select(
-                    storeCipher: StoreCipherAlgorithm.none, keyCheck: [], storeID: chosen.storeId ?? StoreID(bytes: []),
-                    path: _joinPath(directory, LogStoreFormat.manifestFileName))
-            }
+            // The key check comes first: a wrong key changes nothing.
+            cipher = try options.encryption.select(
+                storeCipher: chosen.cipher, keyCheck: chosen.keyCheck, storeID: chosen.storeId ?? StoreID(bytes: []),
+                path: _joinPath(directory, LogStoreFormat.manifestFileName))
             manifest = chosen
         case .createStore:
-            if !options.acceptsEncryptionOfClearStores { try options.encryption.checkCanCreateStore(path: directory) }
-            return try createStore(found, fs: fs, report: report)
+            return try createStore(found, fs: fs, encryption: options.encryption, report: report)
         }
         var recovery = Recovery(found: found, fs: fs, options: options, manifest: manifest, report: report)
+        recovery.cipher = cipher
         recovery.runsRejected = runsRejected
         try recovery.startFromCheckpoint()
         try recovery.checkSealedSizes()

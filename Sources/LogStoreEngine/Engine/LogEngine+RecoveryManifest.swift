@@ -154,15 +154,20 @@ extension LogEngine {
     }
 
     /// Creates a new store in the surveyed directory (empty, or holding what an interrupted
-    /// creation left): segment 1 (``createFirstSegment(directory:fs:storeId:)``), then a MANIFEST
+    /// creation left): segment 1 (``createFirstSegment(directory:fs:storeId:cipher:)``), then a MANIFEST
     /// listing it with a new store id, each renamed into place once synced, so a crash between
     /// them leaves an interrupted creation that the next open completes. Returns the empty store,
     /// with `report.created` set. Throws I/O errors.
-    static func createStore(_ found: RecoveryDirectory, fs: any FileSystem, report: RecoveryReport) throws -> Recovered {
+    static func createStore(_ found: RecoveryDirectory, fs: any FileSystem, encryption: StoreEncryption, report: RecoveryReport) throws
+        -> Recovered
+    {
         var report = report
         let storeId = StoreID.random()
-        let segment = try createFirstSegment(directory: found.path, fs: fs, storeId: storeId)
-        let manifest = ManifestFile(generation: 1, nextSegment: 2, segments: [1], storeId: storeId)
+        let cipher = encryption.cipher
+        let cipherID = cipher?.algorithmID ?? StoreCipherAlgorithm.none
+        let keyCheck = try cipher.map { try StoreCrypto.keyCheck($0, storeID: storeId) }
+        let segment = try createFirstSegment(directory: found.path, fs: fs, storeId: storeId, cipher: cipherID)
+        let manifest = ManifestFile(generation: 1, nextSegment: 2, segments: [1], storeId: storeId, cipher: cipherID, keyCheck: keyCheck)
         try AtomicFileReplace.replaceOrThrow(LogStoreFormat.manifestFileName, in: found.path, with: manifest.encoded(), fs: fs)
         report.created = true
         var index = IndexState()
@@ -172,7 +177,7 @@ extension LogEngine {
             index: index, segments: [1: segment], manifest: manifest, tail: segment,
             tailOffset: start, report: report,
             segmentInfo: [1: SegmentInfo(length: start, rawBytes: 0, refs: DefineRefs())],
-            checkpoint: nil, bytesAfterCheckpoint: 0)
+            checkpoint: nil, bytesAfterCheckpoint: 0, cipher: cipher)
     }
 
     /// The segment header at the start of `path`, or nil if the file cannot be read or does not
@@ -213,9 +218,9 @@ extension LogEngine {
     /// header is synced, so `000001.log` never exists with a torn header: a short file of that
     /// name without MANIFEST is then either an older build's interrupted creation (a prefix of
     /// the header, or zeros) or a foreign file, never something to overwrite by guess.
-    static func createFirstSegment(directory: String, fs: any FileSystem, storeId: StoreID) throws -> SegmentFile {
+    static func createFirstSegment(directory: String, fs: any FileSystem, storeId: StoreID, cipher: UInt8) throws -> SegmentFile {
         let name = LogStoreFormat.segmentFileName(1)
-        let header = SegmentHeader(segment: 1, baseSequence: 1, storeId: storeId)
+        let header = SegmentHeader(segment: 1, baseSequence: 1, storeId: storeId, cipher: cipher)
         try AtomicFileReplace.replaceOrThrow(name, in: directory, with: header.encoded(), fs: fs)
         return SegmentFile(number: 1, file: try fs.open(_joinPath(directory, name), mode: .readWrite), header: header)
     }

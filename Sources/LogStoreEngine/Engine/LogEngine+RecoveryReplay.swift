@@ -110,7 +110,8 @@ extension Recovery {
             let base = index.sequence == .max ? .max : index.sequence + 1
             // The store's own version: a v1 store's recreated tail keeps a v1 header (no store
             // id), which the upgrade then seals as it seals any v1 segment.
-            let header = SegmentHeader(version: manifest.version, segment: number, baseSequence: base, storeId: manifest.storeId)
+            let header = SegmentHeader(
+                version: manifest.version, segment: number, baseSequence: base, storeId: manifest.storeId, cipher: manifest.cipher)
             try file.truncate(to: 0)
             try file.write(header.encoded(), at: 0)
             try file.sync()
@@ -262,6 +263,7 @@ extension Recovery {
         }
         return Recovered(
             index: index, segments: segments, manifest: manifest, tail: tail, tailOffset: tailOffset, report: report,
-            segmentInfo: info, checkpoint: checkpoint, bytesAfterCheckpoint: report.bytesReplayed, runs: checkpointRuns, nextRun: nextRun)
+            segmentInfo: info, checkpoint: checkpoint, bytesAfterCheckpoint: report.bytesReplayed, runs: checkpointRuns, nextRun: nextRun,
+            cipher: cipher)
     }
 }

@@ -21,6 +21,9 @@ public final class LogEngine: Sendable {
     public let options: LogEngineOptions
     /// What opening the store found and did.
     public let recoveryReport: RecoveryReport
+    /// The store key's cipher, which seals what the store writes (chosen by the key check at
+    /// open); nil for a store in the clear.
+    package let storeCipher: (any StoreCipher)?
 
     let lock: any FileSystemLock
     let cache: FrameCache
@@ -92,6 +95,7 @@ public final class LogEngine: Sendable {
         self.lock = lock
         self.logger = options.logger
         self.recoveryReport = recovered.report
+        self.storeCipher = recovered.cipher
         self.cache = FrameCache(capacity: options.cacheSize)
         let state = Protected(
             EngineState(

@@ -92,13 +92,9 @@ public struct LogEngineOptions: Sendable {
     /// Whether the store is encrypted at rest, and with which key (``StoreEncryption``; the
     /// `LogStoreEncryption` product makes one from a 256-bit key). Checked at open before any file
     /// changes: `.wrongKey` for a missing or wrong key, `.notEncrypted` for a key given to a store
-    /// that is not encrypted. In this build only spill files are sealed, and opening or creating a
-    /// store with a key throws (see ``StoreEncryption``). Default ``StoreEncryption/none``.
+    /// that is not encrypted. A new store is created encrypted when it is set (the
+    /// "Encrypting a Store" article). Default ``StoreEncryption/none``.
     public var encryption: StoreEncryption = .none
-    /// Test support while records are still written clear: a store opens (or is created) with
-    /// ``encryption`` set instead of refusing, and seals what this build seals (spill files), so
-    /// tests can check those end to end. Never set outside tests.
-    package var acceptsEncryptionOfClearStores = false
     /// Where the store reports recovery, compaction and I/O failures. Default: none.
     public var logger: Logger? = nil
     /// Whether the store compacts itself in the background (on a utility-QoS queue, without

@@ -194,10 +194,10 @@ struct LogWriter: Sendable {
         var size = UInt64(0)
         do {
             if let spare = preallocator?.takeSpare() {
-                segment = try adoptSpare(spare.file, as: number, baseSequence: baseSequence, storeId: next.storeId)
+                segment = try adoptSpare(spare.file, as: number, baseSequence: baseSequence, storeId: next.storeId, cipher: next.cipher)
                 size = spare.size
             } else {
-                segment = try createSegment(number, baseSequence: baseSequence, storeId: next.storeId)
+                segment = try createSegment(number, baseSequence: baseSequence, storeId: next.storeId, cipher: next.cipher)
             }
         } catch {
             removeSegmentFile(number)
@@ -238,11 +238,13 @@ struct LogWriter: Sendable {
     /// over its first bytes (fsync), then renamed into place (fsync directory). Until MANIFEST lists
     /// it, it is an unlisted segment holding nothing but zeros after its header, which recovery
     /// removes like an interrupted roll-over's (FileFormat.md §1).
-    func adoptSpare(_ spare: any FileSystemFile, as number: UInt32, baseSequence: UInt64, storeId: StoreID?) throws -> SegmentFile {
+    func adoptSpare(_ spare: any FileSystemFile, as number: UInt32, baseSequence: UInt64, storeId: StoreID?, cipher: UInt8) throws
+        -> SegmentFile
+    {
         defer { try? spare.close() }
         let sparePath = _joinPath(directory, Preallocator.spareName)
         let path = _joinPath(directory, LogStoreFormat.segmentFileName(number))
-        let header = SegmentHeader(flags: 0, segment: number, baseSequence: baseSequence, storeId: storeId)
+        let header = SegmentHeader(flags: 0, segment: number, baseSequence: baseSequence, storeId: storeId, cipher: cipher)
         do {
             try spare.write(header.encoded(), at: 0)
             try spare.sync()
@@ -285,15 +287,16 @@ struct LogWriter: Sendable {
     }
 
     /// Creates segment file `number` of store `storeId` holding only its header (fsync, fsync
-    /// directory). The header has the current version unless `version` says otherwise: a format
-    /// v1 store (no store id) gets a v1 header, so that the store stays one version until its
-    /// upgrade.
+    /// directory), whose records are sealed with `cipher` (MANIFEST's; 0: clear). The header has
+    /// the current version unless `version` says otherwise: a format v1 store (no store id) gets a
+    /// v1 header, so that the store stays one version until its upgrade.
     func createSegment(
-        _ number: UInt32, baseSequence: UInt64, storeId: StoreID?, flags: UInt16 = 0, version: UInt16 = SegmentHeader.currentVersion
+        _ number: UInt32, baseSequence: UInt64, storeId: StoreID?, cipher: UInt8 = 0, flags: UInt16 = 0,
+        version: UInt16 = SegmentHeader.currentVersion
     ) throws -> SegmentFile {
         let path = _joinPath(directory, LogStoreFormat.segmentFileName(number))
         let f = try fileSystem.open(path, mode: .createOrTruncate)
-        let header = SegmentHeader(version: version, flags: flags, segment: number, baseSequence: baseSequence, storeId: storeId)
+        let header = SegmentHeader(version: version, flags: flags, segment: number, baseSequence: baseSequence, storeId: storeId, cipher: cipher)
         try f.write(header.encoded(), at: 0)
         try f.sync()
         try fileSystem.syncDirectory(atPath: directory)

@@ -40,8 +40,8 @@ package struct ManifestFile: Equatable, Sendable {
     package static let currentVersion: UInt16 = 4
     /// The newest version this build reads.
     package static let newestReadable: UInt16 = 4
-    /// The ciphers this build reads (0, records in the clear).
-    package static let knownCiphers: Set<UInt8> = [0]
+    /// The ciphers this build reads: 0 (records in the clear) and 1 (AES-256-GCM).
+    package static let knownCiphers: Set<UInt8> = [StoreCipherAlgorithm.none, StoreCipherAlgorithm.aes256GCM]
 
     package var version: UInt16 = ManifestFile.currentVersion
     /// Incremented on every rewrite (roll-over, compaction).
