@@ -5,8 +5,8 @@ import XCTest
 
 @testable import LogStoreEncryption
 
-/// Keys at open: the key check's choice among the keys offered, and what this build does with a
-/// key (it cannot seal records yet): a store with a key is refused before anything changes.
+/// Keys at open: the key check's choice among the keys offered; a wrong or missing key, or a key
+/// for a clear store, refused before anything changes.
 final class KeySetupTests: XCTestCase {
     var directories: [URL] = []
 
@@ -104,16 +104,28 @@ final class KeySetupTests: XCTestCase {
         try again.tearDown()
     }
 
-    func testThisBuildCreatesNoStoreWithAKey() throws {
+    func testAStoreCreatedWithAKeyOpensOnlyWithIt() throws {
         var options = LogEngineOptions()
+        options.durability = .none
         options.encryption = try .aes256GCM(key: Self.keyA)
-        let missing = newDirectory()
-        assertCode(.invalidArgument) { _ = try LogEngine.open(directory: missing.path, options: options) }
-        XCTAssertFalse(FileManager.default.fileExists(atPath: missing.path), "no directory created")
-        let empty = newDirectory()
-        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
-        assertCode(.invalidArgument) { _ = try LogEngine.open(directory: empty.path, options: options) }
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: empty.path), [], "nothing created")
+        let dir = newDirectory()
+        let engine = try LogEngine.open(directory: dir.path, options: options)
+        try engine.write { try $0.put(type: "Secret", key: RecordKey(Array("k".utf8)), value: Array("v".utf8)) }
+        try engine.close()
+        let before = try contents(dir)
+
+        assertCode(.wrongKey) { _ = try LogEngine.open(directory: dir.path, options: LogEngineOptions()) }
+        var wrong = options
+        wrong.encryption = try .aes256GCM(key: Self.keyB)
+        assertCode(.wrongKey) { _ = try LogEngine.open(directory: dir.path, options: wrong) }
+        XCTAssertEqual(try contents(dir), before, "a wrong key changes nothing")
+
+        // The old key offered beside a new one (an interrupted rekey): the store's own is chosen.
+        var both = options
+        both.encryption = try .aes256GCM(key: Self.keyB, additionalKeys: [Self.keyA])
+        let again = try LogEngine.open(directory: dir.path, options: both)
+        XCTAssertEqual(try again.snapshot().value(type: "Secret", key: RecordKey(Array("k".utf8))).map(Array.init), Array("v".utf8))
+        try again.close()
     }
 
     func testNonceAADAndInfoLayouts() {

@@ -14,9 +14,14 @@ final class BackupWriter {
     /// The bytes copied or appended at once.
     static let chunk = 4 << 20
 
-    init(directory: String, fs: any FileSystem) {
+    /// The store key's cipher (an encrypted store's backup is the same sealed files, and opens
+    /// with the same key); nil for a store in the clear.
+    let cipher: (any StoreCipher)?
+
+    init(directory: String, fs: any FileSystem, cipher: (any StoreCipher)? = nil) {
         self.directory = directory
         self.fs = fs
+        self.cipher = cipher
     }
 
     func path(_ name: String) -> String { _joinPath(directory, name) }
@@ -297,6 +302,7 @@ final class BackupWriter {
         o.autoCompaction = false
         o.checkpointInterval = 0
         o.cacheSize = 1 << 20
+        o.encryption = StoreEncryption(cipher: cipher)
         let engine = try LogEngine.open(directory: directory, fileSystem: fs, options: o)
         defer { try? engine.close() }
         let report = engine.recoveryReport

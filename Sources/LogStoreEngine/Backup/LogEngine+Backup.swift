@@ -81,7 +81,7 @@ extension LogEngine {
                 "The store runs on a version 1 MANIFEST; reopen it writable once (which upgrades it) and back it up then.", path: directory)
         }
 
-        let writer = BackupWriter(directory: dest, fs: fileSystem)
+        let writer = BackupWriter(directory: dest, fs: fileSystem, cipher: storeCipher)
         try writer.prepare(storeId: storeId)
         let lock = try writer.lock()
         var unlocked = false

@@ -5,10 +5,11 @@ extension CheckpointFile {
     /// Appends the meta section's bytes: every type and dictionary `meta` defines, each dictionary
     /// with the location of its define record (`position`: segment number to its index in the
     /// segments section; a location outside them is written as `segmentCount`, which decodes as
-    /// none).
+    /// none), then an encrypted store's key epochs.
     ///
     ///     meta     := typeCount:uvarint (id:uvarint name:string){typeCount}
     ///                 dictCount:uvarint (id:uvarint typeId:uvarint current:u8 location dictionary:bytes){dictCount}
+    ///                 [epochCount:uvarint (id:uvarint salt:16 mac:16){epochCount}]   -- only when epochCount >= 1
     ///     location := segmentIndex:uvarint offset:uvarint length:uvarint sequence:uvarint
     static func encodeMeta(_ meta: MetaTable, position: [UInt32: UInt64], segmentCount: Int, into w: inout _ByteWriter) {
         let types = meta.types
@@ -30,6 +31,16 @@ extension CheckpointFile {
             w.uvarint(UInt64(loc?.length ?? 0))
             w.uvarint(loc?.sequence ?? 0)
             w.lengthPrefixed(d.bytes)
+        }
+        // Key epochs (an encrypted store's) follow only when there are any, so that a clear
+        // store's meta section is the same bytes as before encryption existed.
+        let epochs = meta.allEpochs
+        guard !epochs.isEmpty else { return }
+        w.uvarint(UInt64(epochs.count))
+        for e in epochs {
+            w.uvarint(UInt64(e.id))
+            w.bytes.append(contentsOf: e.salt)
+            w.bytes.append(contentsOf: e.mac)
         }
     }
 
@@ -81,18 +92,35 @@ extension CheckpointFile {
             if isCurrent == 1 { current.append((UInt32(typeID), d)) }
         }
         for (_, d) in current { try? meta.defineDictionary(d, current: true) }
+        guard !r.isAtEnd else { return meta }
+        let epochsAt = r.offset
+        let epochCount = try r.uvarint()
+        let epochSize = 1 + StoreCrypto.saltByteCount + StoreCrypto.macByteCount
+        guard epochCount >= 1, epochCount <= UInt64(r.remaining / epochSize) else {
+            throw _DecodeError("key epoch count \(epochCount) does not fit the section", at: epochsAt)
+        }
+        for _ in 0..<Int(epochCount) {
+            let at = r.offset
+            let id = try RecordCodec.readID(&r, "key epoch")
+            let salt = Array(try r.bytes(StoreCrypto.saltByteCount))
+            let mac = Array(try r.bytes(StoreCrypto.macByteCount))
+            guard meta.epoch(id) == nil else { throw _DecodeError("key epoch \(id) is listed twice", at: at) }
+            meta.defineEpoch(KeyEpoch(id: id, salt: salt, mac: mac, location: nil))
+        }
         return meta
     }
 
     /// Appends a segment's define references, pending bytes and, when known, dead bytes:
     ///
-    ///     refs  := known:u8 [types:idSet dictionaries:idSet] pending:uvarint [dead:uvarint]
-    ///                                                  -- sets only when known = 1; dead when counted
+    ///     refs  := known:u8 [types:idSet dictionaries:idSet [epochs:idSet]] pending:uvarint [dead:uvarint]
+    ///                                                  -- known 0: no sets; 1: types and dictionaries;
+    ///                                                  -- 2: key epochs too; dead when counted
     ///     idSet := count:uvarint id:uvarint{count}     -- ascending
     static func encodeRefs(_ s: Segment, into w: inout _ByteWriter) {
-        w.u8(s.refs == nil ? 0 : 1)
+        let known: UInt8 = s.refs == nil ? 0 : (s.refs?.epochs.isEmpty ?? true) ? 1 : 2
+        w.u8(known)
         if let refs = s.refs {
-            for set in [refs.types, refs.dictionaries] {
+            for set in known == 2 ? [refs.types, refs.dictionaries, refs.epochs] : [refs.types, refs.dictionaries] {
                 w.uvarint(UInt64(set.count))
                 for id in set.sorted() { w.uvarint(UInt64(id)) }
             }
@@ -105,10 +133,10 @@ extension CheckpointFile {
     static func decodeRefs(_ r: inout _ByteReader) throws(_DecodeError) -> DefineRefs? {
         let at = r.offset
         let known = try r.u8()
-        guard known <= 1 else { throw _DecodeError("refs flag \(known)", at: at) }
-        guard known == 1 else { return nil }
+        guard known <= 2 else { throw _DecodeError("refs flag \(known)", at: at) }
+        guard known >= 1 else { return nil }
         var sets: [Set<UInt32>] = []
-        for _ in 0..<2 {
+        for _ in 0..<(known == 2 ? 3 : 2) {
             let countAt = r.offset
             let count = try r.uvarint()
             guard count <= UInt64(r.remaining) else { throw _DecodeError("id count \(count) exceeds the file", at: countAt) }
@@ -121,7 +149,7 @@ extension CheckpointFile {
             }
             sets.append(set)
         }
-        return DefineRefs(types: sets[0], dictionaries: sets[1])
+        return DefineRefs(types: sets[0], dictionaries: sets[1], epochs: sets.count > 2 ? sets[2] : [])
     }
 }
 

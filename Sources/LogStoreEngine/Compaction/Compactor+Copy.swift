@@ -47,14 +47,39 @@ extension Compactor {
                 batch = CopyBatch()
             }
         }
+        // An encrypted store's defines are sealed under the writing epoch, whose define goes first.
+        let cipher = meta.cipher
+        func defineEpoch(_ id: UInt32, path: String, offset: UInt64) throws {
+            guard !emitted.epochs.contains(id) else { return }
+            guard let epoch = meta.epoch(id) ?? cipher?.writingEpoch.flatMap({ $0.id == id ? $0 : nil }) else {
+                throw LogStoreError(
+                    .corruption, "A record sealed under key epoch \(id), which no define names.", path: path, offset: offset)
+            }
+            scratch.removeAll(keepingCapacity: true)
+            RecordCodec.appendEpochDefine(into: &scratch, epoch: epoch)
+            scratch.withUnsafeBytes { frame.add($0, ordinal: -1, sequence: nil, refs: DefineRefs(), into: &batch) }
+            emitted.epochs.insert(id)
+            counts.defines += 1
+        }
+        /// The refs of a record this copy seals (a define, a recompressed record): the writing
+        /// epoch, its define written first.
+        func sealingRefs(_ refs: DefineRefs, path: String, offset: UInt64) throws -> DefineRefs {
+            guard let epoch = cipher?.writingEpoch else { return refs }
+            try defineEpoch(epoch.id, path: path, offset: offset)
+            var r = refs
+            r.epochs.insert(epoch.id)
+            return r
+        }
         func defineType(_ id: UInt32, path: String, offset: UInt64) throws {
             guard !emitted.types.contains(id) else { return }
             guard let name = meta.typeName(id) else {
                 throw LogStoreError(.corruption, "A record of type id \(id), which no define names.", path: path, offset: offset)
             }
+            let refs = try sealingRefs(DefineRefs(), path: path, offset: offset)
             scratch.removeAll(keepingCapacity: true)
             RecordCodec.appendTypeDefine(into: &scratch, id: id, name: name)
-            scratch.withUnsafeBytes { frame.add($0, ordinal: -1, sequence: nil, refs: DefineRefs(), into: &batch) }
+            _ = try RecordCodec.sealLast(&scratch, from: 0, cipher: cipher)
+            scratch.withUnsafeBytes { frame.add($0, ordinal: -1, sequence: nil, refs: refs, into: &batch) }
             emitted.types.insert(id)
             counts.defines += 1
         }
@@ -65,11 +90,11 @@ extension Compactor {
                     .corruption, "A record compressed with dictionary \(id), which no define names.", path: path, offset: offset)
             }
             try defineType(d.typeID, path: path, offset: offset)
+            let refs = try sealingRefs(DefineRefs(types: [d.typeID]), path: path, offset: offset)
             scratch.removeAll(keepingCapacity: true)
             d.bytes.withUnsafeBytes { _ = RecordCodec.appendDictionaryDefine(into: &scratch, id: id, typeID: d.typeID, dictionary: $0) }
-            scratch.withUnsafeBytes {
-                frame.add($0, ordinal: -1, sequence: nil, dictionary: id, refs: DefineRefs(types: [d.typeID]), into: &batch)
-            }
+            _ = try RecordCodec.sealLast(&scratch, from: 0, cipher: cipher)
+            scratch.withUnsafeBytes { frame.add($0, ordinal: -1, sequence: nil, dictionary: id, refs: refs, into: &batch) }
             emitted.dictionaries.insert(id)
             counts.defines += 1
         }
@@ -112,10 +137,15 @@ extension Compactor {
                 }
                 try defineType(fields.typeID, path: segment.path, offset: UInt64(loc.offset))
                 var used = DefineRefs(types: [fields.typeID])
+                if fields.sealed {
+                    try defineEpoch(fields.epoch, path: segment.path, offset: UInt64(loc.offset))
+                    used.epochs.insert(fields.epoch)
+                }
                 if plan != nil {
                     recoded.removeAll(keepingCapacity: true)
                     let (dictionary, done) = try plan!.reencode(bytes, fields, into: &recoded)
                     if done {
+                        if fields.sealed { used = try sealingRefs(DefineRefs(types: [fields.typeID]), path: segment.path, offset: 0) }
                         if let dictionary {
                             try defineDictionary(dictionary.id, path: segment.path, offset: UInt64(loc.offset))
                             used.dictionaries.insert(dictionary.id)
@@ -137,6 +167,7 @@ extension Compactor {
         }
         // The defines later segments may use that the copy has not written (their define may be
         // in the prefix: replay reads the output first).
+        for id in keep.epochs.sorted() where meta.epoch(id) != nil { try defineEpoch(id, path: engine.directory, offset: 0) }
         for id in keep.types.sorted() where meta.typeName(id) != nil { try defineType(id, path: engine.directory, offset: 0) }
         for id in keep.dictionaries.sorted() where meta.dictionary(id) != nil {
             try defineDictionary(id, path: engine.directory, offset: 0)

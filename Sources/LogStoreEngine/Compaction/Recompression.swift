@@ -80,7 +80,33 @@ struct RecompressionPlan {
     /// without one, alone, for values of at least ``LogEngineOptions/compressionThreshold``
     /// bytes). Returns the dictionary used, or nil with `out` untouched when the record is best
     /// copied as it is. Throws `.corruption` when the record's value cannot be read.
+    ///
+    /// A sealed record (an encrypted store's) is opened, re-encoded and sealed again under the
+    /// writing epoch.
     mutating func reencode(_ record: UnsafeRawBufferPointer, _ fields: RecordCodec.Fields, into out: inout [UInt8]) throws
+        -> (DictionaryRef?, Bool)
+    {
+        guard fields.sealed else { return try reencodeClear(record, fields, into: &out) }
+        guard fields.op == .put else { return (nil, false) }
+        // What the clear header tells, before paying for opening it.
+        let dictionary = meta.currentDictionary(ofType: fields.typeID)
+        if fields.codec == .lz4Dictionary && fields.dictionaryID == dictionary?.id { return (nil, false) }
+        if fields.codec == .lz4 && dictionary == nil { return (nil, false) }
+        let meta = self.meta
+        let start = out.count
+        let before = bytesAfter
+        let result = try RecordCodec.withOpenedSealed(record, fields, meta: meta, path: nil, offset: 0) { clear, opened in
+            try reencodeClear(clear, opened, into: &out)
+        }
+        if result.1 {
+            let length = try RecordCodec.sealLast(&out, from: start, cipher: meta.cipher)
+            bytesAfter = before + UInt64(length)
+        }
+        return result
+    }
+
+    /// ``reencode(_:_:into:)`` of a clear record.
+    private mutating func reencodeClear(_ record: UnsafeRawBufferPointer, _ fields: RecordCodec.Fields, into out: inout [UInt8]) throws
         -> (DictionaryRef?, Bool)
     {
         guard fields.op == .put else { return (nil, false) }

@@ -69,7 +69,7 @@ extension LogEngine {
                 // the chunks are written must not make a later frame vouch for unfinished ones.
                 // A type first met in this chunk is defined in it, so the meta table grows chunk by
                 // chunk.
-                var encoded = TransactionEncoder.encode(
+                var encoded = try TransactionEncoder.encode(
                     ops, sequence: seq, meta: index.meta, options: options, syncedThrough: synced, commit: isLast,
                     compressor: compressor)
                 // Locations address segments with 32-bit offsets (see appendLockedOnce).

@@ -198,6 +198,9 @@ extension LogEngine {
         recovery.cipher = cipher
         recovery.runsRejected = runsRejected
         try recovery.startFromCheckpoint()
+        // Every view's defines carry the record keys, from the first record replay reads.
+        let records = cipher.map { RecordCipher(cipher: $0, storeID: manifest.storeId ?? StoreID(bytes: [])) }
+        recovery.index.meta.attach(records)
         try recovery.checkSealedSizes()
         try recovery.checkManifestIsCurrent()
         try recovery.removeStrays()
@@ -217,6 +220,9 @@ extension LogEngine {
         try recovery.makeDurable(tail)
         try recovery.checkWitness()
         tail = try recovery.upgradeFormat(tail)
+        // This process's writes get a key epoch of their own (a new salt: no nonce of an earlier
+        // process can repeat).
+        try records?.startWriting(after: recovery.index.meta)
         return recovery.finish(tail: tail)
     }
 

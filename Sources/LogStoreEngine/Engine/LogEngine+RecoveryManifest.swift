@@ -172,6 +172,11 @@ extension LogEngine {
         report.created = true
         var index = IndexState()
         index.sequence = 0
+        if let cipher {
+            let records = RecordCipher(cipher: cipher, storeID: storeId)
+            index.meta.attach(records)
+            try records.startWriting(after: index.meta)
+        }
         let start = UInt64(segment.headerSize)
         return Recovered(
             index: index, segments: [1: segment], manifest: manifest, tail: segment,

@@ -247,12 +247,30 @@ extension LogEngine {
                 LogStoreError(.corruption, why, offset: UInt64(recordAt - origin))
             }
             do {
-                try LogFrame.forEachRecord(payload, f.header) { fields, at, sequence in
+                func visit(_ fields: RecordCodec.Fields, _ at: Int, _ sequence: UInt64) throws {
                     recordAt = f.payloadOffset + at
                     let record = UnsafeRawBufferPointer(rebasing: payload[at..<(at + fields.length)])
                     let location = RecordLocation(
                         segment: segment, offset: UInt32(base + recordAt), length: UInt32(fields.length), sequence: sequence)
                     refs.note(fields)
+                    if index.meta.cipher != nil, !fields.sealed, fields.defineKind != .keyEpoch {
+                        throw corruption("A record in the clear in an encrypted store.")
+                    }
+                    if fields.sealed {
+                        // Opened in a scratch buffer; its location stays the sealed record's.
+                        let meta = index.meta
+                        do {
+                            try RecordCodec.withOpenedSealed(record, fields, meta: meta, path: nil, offset: 0) { clear, opened in
+                                try applyOne(clear, opened, location)
+                            }
+                        } catch let e as LogStoreError where e.code == .corruption && e.path == nil {
+                            throw corruption(e.message)
+                        }
+                        return
+                    }
+                    try applyOne(record, fields, location)
+                }
+                func applyOne(_ record: UnsafeRawBufferPointer, _ fields: RecordCodec.Fields, _ location: RecordLocation) throws {
                     if fields.op == .define {
                         do { try index.meta.apply(fields, record: record, location: location) } catch let e as LogStoreError {
                             throw corruption(e.message)
@@ -303,6 +321,7 @@ extension LogEngine {
                         break
                     }
                 }
+                try LogFrame.forEachRecord(payload, f.header, visit)
             } catch let e as _DecodeError {
                 recordAt = f.payloadOffset + e.offset
                 throw corruption("Malformed record: \(e.reason).")
@@ -329,9 +348,11 @@ extension LogEngine {
             if let fields = try? RecordCodec.parse(range, at: at) {
                 if fields.op == .define {
                     let record = UnsafeRawBufferPointer(rebasing: buf[at..<(at + fields.length)])
-                    try? meta.apply(
-                        fields, record: record,
-                        location: RecordLocation(segment: segment, offset: UInt32(base + at), length: UInt32(fields.length), sequence: 0))
+                    let location = RecordLocation(segment: segment, offset: UInt32(base + at), length: UInt32(fields.length), sequence: 0)
+                    let known = meta
+                    try? RecordCodec.withOpened(record, fields, meta: known, path: nil, offset: 0) { clear, opened in
+                        try meta.apply(opened, record: clear, location: location)
+                    }
                 }
                 at += fields.length
             } else if case .success(let length) = RecordCodec.frameRecord(range, at: at, checkingCRC: false) {

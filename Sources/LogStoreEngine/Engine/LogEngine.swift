@@ -384,7 +384,7 @@ public final class LogEngine: Sendable {
         // Secondary-index changes first: a unique-index violation refuses the commit while
         // nothing is written yet.
         let secondaryChanges = try secondaryChanges(for: ops, on: head)
-        var encoded = TransactionEncoder.encode(
+        var encoded = try TransactionEncoder.encode(
             ops, sequence: seq, meta: head.index.meta, options: options, syncedThrough: synced, defining: types, compressor: compressor)
         // Locations address segments with 32-bit offsets; segments stay below 2 GiB because a
         // transaction is at most 1 GiB and a segment rolls over at most at 1 GiB.
@@ -399,7 +399,7 @@ public final class LogEngine: Sendable {
             try rollOverLocked(nextSequence: seq)
             (head, tail, offset, synced) = state.withLock { ($0.views.head, $0.log.tail, $0.log.tailOffset, $0.log.syncedThroughForFrames) }
             // The frames claim how far the new segment is durable: encode them again.
-            encoded = TransactionEncoder.encode(
+            encoded = try TransactionEncoder.encode(
                 ops, sequence: seq, meta: head.index.meta, options: options, syncedThrough: synced, defining: types,
                 compressor: compressor)
             rolledOver = true

@@ -125,7 +125,8 @@ extension SegmentFile {
         return try bytes.withUnsafeBytes { try withRecordValue($0, loc, meta, type, key, body) }
     }
 
-    /// The record `record` (exactly the bytes `loc` names) checked and its value handed to `body`.
+    /// The record `record` (exactly the bytes `loc` names) checked, opened when sealed, and its
+    /// value handed to `body`.
     private func withRecordValue<R>(
         _ record: UnsafeRawBufferPointer, _ loc: RecordLocation, _ meta: MetaTable, _ type: String?, _ key: RecordKey?,
         _ body: (UnsafeRawBufferPointer) throws -> R
@@ -136,6 +137,30 @@ extension SegmentFile {
             guard fields.length == record.count else {
                 throw _DecodeError("the record is \(fields.length) bytes, the index says \(record.count)", at: 0)
             }
+        } catch {
+            throw unreadable(error, loc)
+        }
+        if fields.sealed {
+            do {
+                return try RecordCodec.withOpenedSealed(record, fields, meta: meta, path: path, offset: UInt64(loc.offset)) {
+                    clear, opened in
+                    try checkedValue(clear, opened, loc, meta, type, key, body)
+                }
+            } catch let e as LogStoreError where e.code == .corruption && e.path == path && e.offset == UInt64(loc.offset) {
+                throw e.withCorruptionNextStep()
+            }
+        }
+        return try checkedValue(record, fields, loc, meta, type, key, body)
+    }
+
+    /// The clear record `record` checked against what the index expects (a put of `type` and
+    /// `key`) and its value handed to `body`.
+    @inline(__always)
+    private func checkedValue<R>(
+        _ record: UnsafeRawBufferPointer, _ fields: RecordCodec.Fields, _ loc: RecordLocation, _ meta: MetaTable, _ type: String?,
+        _ key: RecordKey?, _ body: (UnsafeRawBufferPointer) throws -> R
+    ) throws -> R {
+        do throws(_DecodeError) {
             guard fields.op == .put else { throw _DecodeError("the index points at a record that is not a put", at: 0) }
             if let type, meta.typeName(fields.typeID) != type {
                 throw _DecodeError("the record is of another item type than the index says", at: 0)
@@ -148,10 +173,7 @@ extension SegmentFile {
                 guard matches else { throw _DecodeError("the record holds another key than the index says", at: 0) }
             }
         } catch {
-            throw LogStoreError(
-                .corruption, "Record unreadable: \(error.reason).", path: path, offset: UInt64(loc.offset) + UInt64(error.offset)
-            )
-            .withCorruptionNextStep()
+            throw unreadable(error, loc)
         }
         if fields.codec == .raw { return try body(UnsafeRawBufferPointer(rebasing: record[fields.content])) }
         do {
@@ -159,6 +181,12 @@ extension SegmentFile {
         } catch let e as LogStoreError where e.code == .corruption && e.path == path && e.offset == UInt64(loc.offset) {
             throw e.withCorruptionNextStep()
         }
+    }
+
+    /// The `.corruption` error of a record at `loc` that does not read as the index expects.
+    private func unreadable(_ error: _DecodeError, _ loc: RecordLocation) -> LogStoreError {
+        LogStoreError(.corruption, "Record unreadable: \(error.reason).", path: path, offset: UInt64(loc.offset) + UInt64(error.offset))
+            .withCorruptionNextStep()
     }
 
     /// Calls `body` with the value bytes of the legacy (version 1 or 2 frame) record at `loc`;

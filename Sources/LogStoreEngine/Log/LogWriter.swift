@@ -296,7 +296,8 @@ struct LogWriter: Sendable {
     ) throws -> SegmentFile {
         let path = _joinPath(directory, LogStoreFormat.segmentFileName(number))
         let f = try fileSystem.open(path, mode: .createOrTruncate)
-        let header = SegmentHeader(version: version, flags: flags, segment: number, baseSequence: baseSequence, storeId: storeId, cipher: cipher)
+        let header = SegmentHeader(
+            version: version, flags: flags, segment: number, baseSequence: baseSequence, storeId: storeId, cipher: cipher)
         try f.write(header.encoded(), at: 0)
         try f.sync()
         try fileSystem.syncDirectory(atPath: directory)

@@ -28,11 +28,16 @@ enum TransactionEncoder {
     /// and LZ4 (with the type's current dictionary, if it has one) makes one of at least
     /// ``LogEngineOptions/compressionThreshold`` bytes smaller; `compressor` is the caller's
     /// reusable LZ4 state for values of types without a dictionary.
+    ///
+    /// In an encrypted store (``MetaTable/cipher``) every record is sealed under the writing key
+    /// epoch, whose define goes first when `meta` does not know it yet. Throws only the cipher's
+    /// errors.
     static func encode(
         _ ops: [RecordOperation], sequence: UInt64, meta: MetaTable, options: LogEngineOptions, syncedThrough: UInt32,
         commit: Bool = true, defining types: [String] = [], compressor: LZ4.Compressor? = nil
-    ) -> Output {
+    ) throws -> Output {
         var meta = meta
+        let cipher = meta.cipher
         var refs = DefineRefs()
         var out: [UInt8] = []
         out.reserveCapacity(ops.reduce(0) { $0 + $1.encodedSizeBound } + LogFrame.headerSizeV4 * 2)
@@ -67,21 +72,32 @@ enum TransactionEncoder {
                 openFrame()
             }
         }
-        func typeID(_ name: String) -> UInt32 {
+        func typeID(_ name: String) throws -> UInt32 {
             if let id = meta.typeID(named: name) { return id }
             let id = meta.nextTypeID
             // A name the meta table has never seen cannot clash with a known id or name.
             try? meta.defineType(id, name: name)
-            reserve(16 + name.utf8.count)
-            defineBytes += RecordCodec.appendTypeDefine(into: &out, id: id, name: name)
+            reserve(48 + name.utf8.count)
+            let at = out.count
+            RecordCodec.appendTypeDefine(into: &out, id: id, name: name)
+            defineBytes += try RecordCodec.sealLast(&out, from: at, cipher: cipher)
             recordCount += 1
             return id
         }
-        for type in types { refs.types.insert(typeID(type)) }
+        if let epoch = cipher?.writingEpoch {
+            refs.epochs.insert(epoch.id)
+            if meta.epoch(epoch.id) != epoch {
+                meta.defineEpoch(epoch)
+                reserve(64)
+                defineBytes += RecordCodec.appendEpochDefine(into: &out, epoch: epoch)
+                recordCount += 1
+            }
+        }
+        for type in types { refs.types.insert(try typeID(type)) }
         for (i, op) in ops.enumerated() {
             switch op {
             case .put(let type, let key, let value):
-                let id = typeID(type)
+                let id = try typeID(type)
                 refs.types.insert(id)
                 var stored: [UInt8]? = nil
                 var codec = RecordCodec.Codec.raw
@@ -96,9 +112,9 @@ enum TransactionEncoder {
                     if stored != nil { codec = dictionary == nil ? .lz4 : .lz4Dictionary }
                 }
                 if codec == .lz4Dictionary, let dictionary { refs.dictionaries.insert(dictionary.id) }
-                reserve(24 + key.count + (stored?.count ?? value.count))
+                reserve(56 + key.count + (stored?.count ?? value.count))
                 let at = out.count
-                let length = key.withUnsafeBytes { k in
+                _ = key.withUnsafeBytes { k in
                     if let stored {
                         return stored.withUnsafeBytes {
                             RecordCodec.appendPut(
@@ -108,20 +124,25 @@ enum TransactionEncoder {
                     }
                     return value.withUnsafeBytes { RecordCodec.appendPut(into: &out, typeID: id, key: k, stored: $0) }
                 }
+                let length = try RecordCodec.sealLast(&out, from: at, cipher: cipher)
                 recordCount += 1
                 placements[i] = RecordLocation(segment: 0, offset: UInt32(at), length: UInt32(length), sequence: 0)
                 if codec != .lz4Dictionary { pendingBytes += UInt64(length) }
             case .delete(let type, let key):
-                let id = typeID(type)
+                let id = try typeID(type)
                 refs.types.insert(id)
-                reserve(24 + key.count)
+                reserve(56 + key.count)
+                let at = out.count
                 key.withUnsafeBytes { _ = RecordCodec.appendDelete(into: &out, typeID: id, key: $0) }
+                _ = try RecordCodec.sealLast(&out, from: at, cipher: cipher)
                 recordCount += 1
             case .deleteAll(let type):
-                let id = typeID(type)
+                let id = try typeID(type)
                 refs.types.insert(id)
-                reserve(16)
+                reserve(48)
+                let at = out.count
                 RecordCodec.appendDeleteAll(into: &out, typeID: id)
+                _ = try RecordCodec.sealLast(&out, from: at, cipher: cipher)
                 recordCount += 1
             }
         }

@@ -20,6 +20,10 @@ package struct MetaTable: Sendable, Equatable {
         var dictionaries: [UInt32: DictionaryRef] = [:]
         /// Per type id: the dictionary new compression of the type uses.
         var current: [UInt32: UInt32] = [:]
+        /// Key epochs by id (an encrypted store's).
+        var epochs: [UInt32: KeyEpoch] = [:]
+        /// The store's record keys (nil: a store in the clear).
+        var cipher: RecordCipher? = nil
     }
 
     private final class Box: Sendable {
@@ -50,6 +54,18 @@ package struct MetaTable: Sendable, Equatable {
         get { box.tables.current }
         set { change { $0.current = newValue } }
     }
+    private var epochs: [UInt32: KeyEpoch] {
+        get { box.tables.epochs }
+        set { change { $0.epochs = newValue } }
+    }
+
+    /// The store's record keys: nil for a store in the clear. Set once at open
+    /// (``attach(_:)``); every copy of the table carries it, so that whatever reads or writes
+    /// records with a view's defines can open and seal them.
+    package var cipher: RecordCipher? { box.tables.cipher }
+
+    /// Sets the store's record keys (recovery, at open, before it replays).
+    package mutating func attach(_ cipher: RecordCipher?) { change { $0.cipher = cipher } }
 
     private mutating func change(_ body: (inout Tables) -> Void) {
         var t = box.tables
@@ -96,7 +112,24 @@ package struct MetaTable: Sendable, Equatable {
     package var nextDictionaryID: UInt32 { (dictionaries.keys.max() ?? 0) &+ 1 }
 
     /// Whether nothing is defined.
-    package var isEmpty: Bool { ids.isEmpty && dictionaries.isEmpty }
+    package var isEmpty: Bool { ids.isEmpty && dictionaries.isEmpty && epochs.isEmpty }
+
+    /// The key epoch `id`, if it is defined.
+    package func epoch(_ id: UInt32) -> KeyEpoch? { epochs[id] }
+
+    /// Every key epoch, ascending by id.
+    package var allEpochs: [KeyEpoch] { epochs.values.sorted { $0.id < $1.id } }
+
+    /// The id a new key epoch gets: one more than the largest defined.
+    package var nextEpochID: UInt32 { (epochs.keys.max() ?? 0) &+ 1 }
+
+    /// Defines key epoch `epoch` (its MAC checked by the caller). A later define of the same id
+    /// replaces an earlier one: an epoch id is given again only after compaction dropped every
+    /// record of the old epoch, and a record always follows its own epoch's define in the log.
+    package mutating func defineEpoch(_ epoch: KeyEpoch) {
+        if let known = epochs[epoch.id], known == epoch, epoch.location == nil { return }
+        epochs[epoch.id] = epoch
+    }
 
     /// Defines type `id` as `name`. Throws `.corruption` when either is defined otherwise already
     /// (a log that gives one id two meanings, or one type two ids).
@@ -138,17 +171,29 @@ package struct MetaTable: Sendable, Equatable {
         }
     }
 
-    /// Applies the define record `fields` (parsed from `record`, the record's bytes) found at
-    /// `location`. Throws `.corruption` as ``defineType(_:name:)`` and
-    /// ``defineDictionary(_:current:)`` do.
+    /// Applies the define record `fields` (parsed from `record`, the record's clear bytes: opened
+    /// first when sealed) found at `location`. Throws `.corruption` as ``defineType(_:name:)``
+    /// and ``defineDictionary(_:current:)`` do, and for a key epoch whose MAC is not the store
+    /// key's or that a store in the clear holds.
     package mutating func apply(_ fields: RecordCodec.Fields, record: UnsafeRawBufferPointer, location: RecordLocation) throws {
+        guard !fields.sealed else { throw LogStoreError(.corruption, "A sealed define read without opening it.") }
         let content = UnsafeRawBufferPointer(rebasing: record[fields.content])
         switch fields.defineKind {
         case .type?:
             try defineType(fields.defineID, name: String(decoding: content, as: UTF8.self))
         case .dictionary?:
             try defineDictionary(DictionaryRef(id: fields.defineID, typeID: fields.typeID, bytes: Array(content), location: location))
-        case .keyEpoch?, nil:
+        case .keyEpoch?:
+            guard let cipher else {
+                throw LogStoreError(.corruption, "A key epoch define in a store that is not encrypted.")
+            }
+            let salt = Array(content[0..<StoreCrypto.saltByteCount])
+            let mac = Array(content[StoreCrypto.saltByteCount...])
+            guard try cipher.verify(epoch: fields.defineID, salt: salt, mac: mac) else {
+                throw LogStoreError(.corruption, "Key epoch \(fields.defineID)'s define does not carry the store key's MAC.")
+            }
+            defineEpoch(KeyEpoch(id: fields.defineID, salt: salt, mac: mac, location: location))
+        case nil:
             throw LogStoreError(.corruption, "A define of a kind this build does not read.")
         }
     }
@@ -168,11 +213,20 @@ package struct MetaTable: Sendable, Equatable {
         while let last = smallNames.last, last == nil { smallNames.removeLast() }
         for id in dictionaries.keys where !keep.dictionaries.contains(id) { dictionaries[id] = nil }
         for (type, id) in current where dictionaries[id] == nil || typeName(type) == nil { current[type] = nil }
+        for id in epochs.keys where !keep.epochs.contains(id) { epochs[id] = nil }
+    }
+
+    /// Records that key epoch `id`'s define record is now at `location` (compaction moved it).
+    package mutating func relocate(epoch id: UInt32, to location: RecordLocation) {
+        if var e = epochs[id] {
+            e.location = location
+            epochs[id] = e
+        }
     }
 
     /// Every define this table holds, as references.
     package var allRefs: DefineRefs {
-        DefineRefs(types: Set(ids.values), dictionaries: Set(dictionaries.keys))
+        DefineRefs(types: Set(ids.values), dictionaries: Set(dictionaries.keys), epochs: Set(epochs.keys))
     }
 
     /// The ids of the current dictionaries.
@@ -180,7 +234,7 @@ package struct MetaTable: Sendable, Equatable {
 
     package static func == (a: MetaTable, b: MetaTable) -> Bool {
         a.ids == b.ids && a.current == b.current && a.dictionaries.keys == b.dictionaries.keys
-            && a.dictionaries.allSatisfy { b.dictionaries[$0.key]?.bytes == $0.value.bytes }
+            && a.dictionaries.allSatisfy { b.dictionaries[$0.key]?.bytes == $0.value.bytes } && a.epochs == b.epochs
     }
 }
 
@@ -189,15 +243,19 @@ package struct MetaTable: Sendable, Equatable {
 package struct DefineRefs: Sendable, Equatable {
     package var types: Set<UInt32> = []
     package var dictionaries: Set<UInt32> = []
+    /// Key epochs (sealed records of an encrypted store).
+    package var epochs: Set<UInt32> = []
 
-    package init(types: Set<UInt32> = [], dictionaries: Set<UInt32> = []) {
+    package init(types: Set<UInt32> = [], dictionaries: Set<UInt32> = [], epochs: Set<UInt32> = []) {
         self.types = types
         self.dictionaries = dictionaries
+        self.epochs = epochs
     }
 
     /// Adds what a record with these fields uses.
     @inline(__always)
     package mutating func note(_ fields: RecordCodec.Fields) {
+        if fields.sealed { epochs.insert(fields.epoch) }
         switch fields.op {
         case .put:
             types.insert(fields.typeID)
@@ -213,6 +271,7 @@ package struct DefineRefs: Sendable, Equatable {
     package mutating func formUnion(_ other: DefineRefs) {
         types.formUnion(other.types)
         dictionaries.formUnion(other.dictionaries)
+        epochs.formUnion(other.epochs)
     }
 
     /// Both sets together.
@@ -224,7 +283,7 @@ package struct DefineRefs: Sendable, Equatable {
 
     /// Whether every id of `other` is here.
     package func contains(_ other: DefineRefs) -> Bool {
-        other.types.isSubset(of: types) && other.dictionaries.isSubset(of: dictionaries)
+        other.types.isSubset(of: types) && other.dictionaries.isSubset(of: dictionaries) && other.epochs.isSubset(of: epochs)
     }
 }
 

@@ -11,12 +11,14 @@
 ///     delete     := 0x02 form typeId:uvarint key:bytes
 ///     deleteAll  := 0x03 form typeId:uvarint
 ///     define     := 0x10 form kind:u8 id:uvarint content     (kind 1 type: name:string;
-///                                                             kind 2 dictionary: typeId:uvarint dictionary)
+///                                                             kind 2 dictionary: typeId:uvarint dictionary;
+///                                                             kind 3 keyEpoch: salt:16 mac:16, never sealed)
 ///
 /// `dictId` is present iff codec is 2, `rawLength` iff codec is not 0; the stored value (and a
-/// dictionary's bytes) run to the end of the body. The sealed form (encrypted records) is read
-/// through a ``RecordOpener`` and written through a ``RecordSealer``; without one, a sealed record
-/// is corruption. Pure functions; any thread.
+/// dictionary's bytes) run to the end of the body. The sealed form of an encrypted store's
+/// records (sealed bit set) is in RecordCodec+Sealed.swift: ``parse(_:at:checkingCRC:)`` reads
+/// its clear header, ``withOpened(_:_:meta:path:offset:_:)`` its fields. Pure functions; any
+/// thread.
 package enum RecordCodec {
     /// The smallest record: a 1-byte size, the checksum, op and form.
     package static let minimumRecordSize = 7
@@ -71,8 +73,17 @@ package enum RecordCodec {
         package var rawLength: Int = 0
         /// put, delete: the key's bytes.
         package var key: Range<Int> = 0..<0
-        /// A put: the stored value. A define: its content (a type's name, a dictionary's bytes).
+        /// A put: the stored value. A define: its content (a type's name, a dictionary's bytes, a
+        /// key epoch's salt and MAC). A sealed record: its ciphertext and tag.
         package var content: Range<Int> = 0..<0
+        /// Whether the record is sealed: only the clear header (op, codec, ids, epoch, counter)
+        /// is parsed; ``RecordCodec/withOpened(_:_:meta:path:offset:_:)`` gives the rest.
+        package var sealed = false
+        /// A sealed record: its key epoch and counter (its nonce).
+        package var epoch: UInt32 = 0
+        package var counter: UInt64 = 0
+        /// A sealed record: where the clear fields after the counter start (ids, a define's kind).
+        package var clearFieldsAt = 0
     }
 
     // MARK: Reading
@@ -101,10 +112,10 @@ package enum RecordCodec {
 
     /// Parses the record that starts at `offset` of `bytes` (which may go on after it): its size,
     /// its checksum (when `checkingCRC`) and every clear field, with every length checked
-    /// against the body. Throws `_DecodeError` (what is wrong, at which offset of `bytes`) for
-    /// anything that is not a well-formed format 4 record, or a sealed one without `opener`.
+    /// against the body (of a sealed record: its clear header). Throws `_DecodeError` (what is
+    /// wrong, at which offset of `bytes`) for anything that is not a well-formed format 4 record.
     package static func parse(
-        _ bytes: UnsafeRawBufferPointer, at offset: Int, checkingCRC: Bool = true, opener: (any RecordOpener)? = nil
+        _ bytes: UnsafeRawBufferPointer, at offset: Int, checkingCRC: Bool = true
     ) throws(_DecodeError) -> Fields {
         var r = _ByteReader(bytes, offset: offset)
         let size = try r.uvarint()
@@ -131,12 +142,12 @@ package enum RecordCodec {
         guard form & ~(codecMask | sealedBit) == 0 else {
             throw _DecodeError("unknown form bits 0x\(String(form, radix: 16))", at: opAt + 1)
         }
-        guard form & sealedBit == 0 else { throw _DecodeError("sealed record, and no cipher to open it", at: opAt + 1) }
         guard let codec = Codec(rawValue: form & codecMask) else {
             throw _DecodeError("unknown codec \(form & codecMask)", at: opAt + 1)
         }
         guard codec == .raw || op == .put else { throw _DecodeError("a compressed record other than a put", at: opAt + 1) }
         var f = Fields(op: op, codec: codec, length: record.count, bodyOffset: bodyOffset)
+        if form & sealedBit != 0 { return try parseSealedHeader(record, &r, &f) }
         func id(_ what: String) throws(_DecodeError) -> UInt32 {
             let at = r.offset
             let v = try r.uvarint()
@@ -202,7 +213,10 @@ package enum RecordCodec {
                     throw _DecodeError("a dictionary of \(f.content.count) bytes", at: r.offset)
                 }
             case .keyEpoch:
-                throw _DecodeError("a key epoch define, and no cipher to read it", at: kindAt)
+                f.content = r.offset..<record.count
+                guard f.content.count == StoreCrypto.saltByteCount + StoreCrypto.macByteCount else {
+                    throw _DecodeError("a key epoch define of \(f.content.count) bytes", at: r.offset)
+                }
             }
         }
         return f
@@ -288,7 +302,7 @@ package enum RecordCodec {
     /// Appends size, a checksum placeholder and the `size` body bytes `body` writes, then the
     /// checksum. Returns the record's length.
     @inline(__always)
-    private static func append(into out: inout [UInt8], size: Int, _ body: (inout [UInt8]) -> Void) -> Int {
+    static func append(into out: inout [UInt8], size: Int, _ body: (inout [UInt8]) -> Void) -> Int {
         let start = out.count
         out.appendUVarint(UInt64(size))
         let crcAt = out.count
@@ -318,23 +332,6 @@ package enum RecordCodec {
     package static func recordLength(bodySize size: Int) -> Int { uvarintSize(UInt64(size)) + 4 + size }
 }
 
-/// Seals a record's body for a segment whose cipher is not 0 (encryption at rest). The engine
-/// calls it for every record it writes to such a segment; no implementation exists in this build
-/// (every segment it writes has cipher 0), so the record layer keeps this door for it.
-package protocol RecordSealer: Sendable {
-    /// Appends to `out` the sealed form of the clear record body `body` (op, form, fields), with
-    /// the form's sealed bit set. Throws what the cipher throws.
-    func seal(body: UnsafeRawBufferPointer, into out: inout [UInt8]) throws
-}
-
-/// Opens sealed records (the counterpart of ``RecordSealer``): ``RecordCodec`` refuses a sealed
-/// record as corruption when it has none.
-package protocol RecordOpener: Sendable {
-    /// Writes the clear body of the sealed record body `sealed` into `out` and returns its length;
-    /// throws `.corruption` when it does not authenticate.
-    func open(sealed: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws -> Int
-}
-
 extension Array where Element == UInt8 {
     /// Appends `v` as an unsigned LEB128 varint.
     @inline(__always)
@@ -350,7 +347,7 @@ extension Array where Element == UInt8 {
 
 extension RecordCodec {
     /// Calls `body` with the value of the put `fields` (parsed from `record`, its bytes): in place
-    /// when stored raw, else decompressed into a scratch buffer that lives only while `body`
+    /// when stored raw (opened first when sealed), else decompressed into a scratch buffer that lives only while `body`
     /// runs (with the dictionary `meta` names for codec 2). Throws `.corruption` naming `path` and
     /// the record's file `offset` when the dictionary is not defined or the value does not
     /// decompress to its raw length; rethrows what `body` throws.
@@ -359,6 +356,11 @@ extension RecordCodec {
         _ record: UnsafeRawBufferPointer, _ fields: Fields, meta: MetaTable, path: String?, offset: UInt64,
         _ body: (UnsafeRawBufferPointer) throws -> R
     ) throws -> R {
+        if fields.sealed {
+            return try withOpenedSealed(record, fields, meta: meta, path: path, offset: offset) { clear, opened in
+                try withValue(clear, opened, meta: meta, path: path, offset: offset, body)
+            }
+        }
         let stored = UnsafeRawBufferPointer(rebasing: record[fields.content])
         if fields.codec == .raw { return try body(stored) }
         return try withDecompressed(stored, fields, meta: meta, path: path, offset: offset, body)
