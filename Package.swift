@@ -203,7 +203,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LogStoreEncryptionTests",
-            dependencies: ["LogStoreEncryption", "LogStoreEngine", "LogStore", "_LogStoreTestSupport"],
+            dependencies: ["LogStoreEncryption", "LogStoreEngine", "LogStore", "DataStoreConformance", "_LogStoreTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -213,7 +213,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LogStoreCompactTests",
-            dependencies: ["LogStoreCompactCommands", "LogStoreEngine", "_LogStoreTestSupport", "logstore-compact"],
+            dependencies: ["LogStoreCompactCommands", "LogStoreEngine", "LogStoreEncryption", "_LogStoreTestSupport", "logstore-compact"],
             swiftSettings: strict
         ),
         .testTarget(

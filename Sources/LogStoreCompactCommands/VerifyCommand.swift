@@ -54,7 +54,7 @@ public struct VerifyCommand: ParsableCommand {
         let encryption = try StoreAccess.encryption(key, for: dir)
         let progress = ProgressLine(common.progress)
         var scan = try StoreAccess.withLock(dir) {
-            try StoreScanner(directory: dir, fileSystem: StoreAccess.fs, decodeValues: !noValues).scan { p in
+            try StoreScanner(directory: dir, fileSystem: StoreAccess.fs, decodeValues: !noValues, cipher: encryption.cipher).scan { p in
                 progress.update("checking files", done: p.bytesDone, total: p.bytesTotal)
             }
         }

@@ -1,11 +1,12 @@
 import Foundation
 import LogStoreCompactCommands
+import LogStoreEncryption
 import LogStoreEngine
 import XCTest
 
 /// `--key-file` and `--key-env`: the key never comes from the command line, a malformed key file
-/// or variable is a usage error that never shows its contents, and (until stores are encrypted) a
-/// key given for a clear store is refused before anything is read or changed.
+/// or variable is a usage error that never shows its contents, a key given for a clear store is
+/// refused before anything is read or changed, and an encrypted store is read with its key only.
 final class KeyOptionTests: XCTestCase {
     static let hexKey = String(repeating: "0123456789abcdef", count: 4)
 
@@ -79,5 +80,28 @@ final class KeyOptionTests: XCTestCase {
         // A readable-by-others key file draws a warning.
         let open = try writeKeyFile(Array(Self.hexKey.utf8), mode: 0o644)
         XCTAssertTrue(runTool(["stats", store.dir, "--key-file", open]).stderr.contains("can be read by other users"))
+    }
+
+    func testTheReadingCommandsReadAnEncryptedStoreWithItsKeyOnly() throws {
+        var options = StoreFixture.options()
+        options.encryption = try .aes256GCM(key: try KeyOptions.parse(["--key-env", "K"]).load(environment: ["K": Self.hexKey])!.bytes)
+        let store = try StoreFixture.build(in: temporaryPath("encrypted"), options: options)
+        let keyFile = try writeKeyFile(Array(Self.hexKey.utf8))
+        let wrongFile = try writeKeyFile([UInt8](repeating: 7, count: 32))
+        let before = try snapshotFiles(store.dir)
+        for args in [["stats", store.dir], ["verify", store.dir], ["dump", store.dir], ["compact", store.dir, "--dry-run"]] {
+            let run = runTool(args + ["--key-file", keyFile, "--progress", "none", "--json"])
+            XCTAssertEqual(run.code, 0, "\(args[0]): \(run.stderr)")
+            for (missing, extra) in [("no key", [String]()), ("wrong key", ["--key-file", wrongFile])] {
+                let refused = runTool(args + extra + ["--progress", "none"])
+                XCTAssertEqual(refused.code, ToolExitCode.usage.rawValue, "\(args[0]), \(missing): \(refused.stderr)")
+                XCTAssertTrue(refused.stderr.contains("key"), "\(args[0]), \(missing): \(refused.stderr)")
+            }
+        }
+        let stats = runTool(["stats", store.dir, "--key-file", keyFile, "--json", "--progress", "none"])
+        XCTAssertTrue(stats.stdout.contains("\"User\""), stats.stdout)
+        let verify = runTool(["verify", store.dir, "--key-file", keyFile, "--json", "--progress", "none"])
+        XCTAssertTrue(verify.stdout.contains("\"ok\":true") || verify.stdout.contains("\"ok\": true"), verify.stdout)
+        XCTAssertEqual(try snapshotFiles(store.dir), before, "reading commands change nothing")
     }
 }

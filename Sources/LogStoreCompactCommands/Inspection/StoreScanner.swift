@@ -39,12 +39,18 @@ public struct StoreScanner: Sendable {
     /// issue). LogStore always writes attribute values; turn this off for engine-level stores
     /// that hold other bytes.
     public var decodeValues: Bool
+    /// The store key's cipher, which opens an encrypted store's sealed records (the tools' key
+    /// options; nil for a store in the clear).
+    public var cipher: (any StoreCipher)?
 
     /// Creates a scanner for `directory`. Cheap; reads nothing until ``scan(progress:)``.
-    public init(directory: String, fileSystem: any FileSystem = POSIXFileSystem(), decodeValues: Bool = true) {
+    public init(
+        directory: String, fileSystem: any FileSystem = POSIXFileSystem(), decodeValues: Bool = true, cipher: (any StoreCipher)? = nil
+    ) {
         self.directory = directory
         self.fileSystem = fileSystem
         self.decodeValues = decodeValues
+        self.cipher = cipher
     }
 
     /// Scans the store. `progress` is called on the calling thread after each segment and every
@@ -54,6 +60,7 @@ public struct StoreScanner: Sendable {
     /// `.notAStore` if it is a file); damage of any kind is reported in ``StoreScan/issues``.
     public func scan(progress: ((Progress) -> Void)? = nil) throws -> StoreScan {
         var run = ScanRun(directory: directory, fs: fileSystem, decodeValues: decodeValues, progress: progress)
+        run.cipher = cipher
         try run.run()
         return run.scan
     }
@@ -71,8 +78,11 @@ struct ScanRun {
     var applied: UInt64 = 0
     /// MANIFEST as decoded (for the version 2 checks: store id, sealed lengths).
     var manifestFile: ManifestFile? = nil
-    /// The defines replayed so far (format 4 segments: type ids, dictionaries).
+    /// The defines replayed so far (format 4 segments: type ids, dictionaries, key epochs).
     var meta = MetaTable()
+    /// The store key's cipher (an encrypted store's), attached to ``meta`` once MANIFEST names
+    /// the store.
+    var cipher: (any StoreCipher)? = nil
     var bytesDone: UInt64 = 0
     var bytesTotal: UInt64 = 0
 
@@ -137,6 +147,9 @@ struct ScanRun {
                     storeId: m.storeId?.description)
                 manifestFile = m
                 order = m.segments
+                if m.cipher != StoreCipherAlgorithm.none, let cipher, let id = m.storeId {
+                    meta.attach(RecordCipher(cipher: cipher, storeID: id))
+                }
             } catch let e as LogStoreError {
                 let kind: StoreIssue.Kind =
                     e.code == .unsupportedFormatVersion
@@ -487,13 +500,25 @@ struct ScanRun {
             var failure: String? = nil
             var failedAt = f.payloadOffset
             do {
-                try LogFrame.forEachRecord(payload, f.header) { fields, at, sequence in
+                func visit(_ sealed: RecordCodec.Fields, _ at: Int, _ sequence: UInt64) throws {
                     let offset = f.payloadOffset + at
                     failedAt = offset
-                    let record = UnsafeRawBufferPointer(rebasing: payload[at..<(at + fields.length)])
+                    let stored = UnsafeRawBufferPointer(rebasing: payload[at..<(at + sealed.length)])
                     let location = RecordLocation(
-                        segment: segment, offset: UInt32(offset), length: UInt32(fields.length), sequence: sequence)
+                        segment: segment, offset: UInt32(offset), length: UInt32(sealed.length), sequence: sequence)
                     scan.records += 1
+                    if next.cipher != nil, !sealed.sealed, sealed.defineKind != .keyEpoch {
+                        throw LogStoreError(.corruption, "a record in the clear in an encrypted store")
+                    }
+                    let known = next
+                    try RecordCodec.withOpened(stored, sealed, meta: known, path: path, offset: UInt64(offset)) { record, fields in
+                        try visitOpened(record, fields, offset, location, sequence)
+                    }
+                }
+                func visitOpened(
+                    _ record: UnsafeRawBufferPointer, _ fields: RecordCodec.Fields, _ offset: Int, _ location: RecordLocation,
+                    _ sequence: UInt64
+                ) throws {
                     if fields.op == .define {
                         try next.apply(fields, record: record, location: location)
                         return
@@ -532,6 +557,7 @@ struct ScanRun {
                             entry: ScanEntry(location: location, valueCRC: crc, rawSize: fields.length, storedShare: Double(fields.length)))
                     )
                 }
+                try LogFrame.forEachRecord(payload, f.header, visit)
             } catch let e as _DecodeError {
                 failedAt = f.payloadOffset + e.offset
                 failure = "malformed record: \(e.reason)"

@@ -37,16 +37,21 @@ enum StoreAccess {
     }
 
     /// The encryption that `options` give (``StoreEncryption/none`` without a key), checked
-    /// against the store in `dir` before a command reads it, so that commands which read the files
-    /// without opening an engine refuse a key as an engine would. Throws `.usage` failures for an
-    /// unreadable or malformed key, `.notEncrypted` for a key given to a store that is not
-    /// encrypted (every store this build writes: sealed records come with store format 4).
+    /// against MANIFEST's key check before a command reads the store, so that commands which read
+    /// the files without opening an engine refuse a key as an engine would. Throws `.usage`
+    /// failures for an unreadable or malformed key, `.wrongKey` for a missing or wrong key of an
+    /// encrypted store, `.notEncrypted` for a key given to a store that is not encrypted. A
+    /// MANIFEST that does not read is left to the command to report.
     static func encryption(_ options: KeyOptions, for dir: String) throws -> StoreEncryption {
-        guard let key = try options.load() else { return .none }
-        let encryption = try StoreEncryption.aes256GCM(key: key.bytes)
+        let encryption = try options.load().map { try StoreEncryption.aes256GCM(key: $0.bytes) } ?? .none
+        let path = _joinPath(dir, LogStoreFormat.manifestFileName)
+        guard let f = try? fs.open(path, mode: .readOnly) else { return encryption }
+        defer { try? f.close() }
+        guard let size = try? f.size(), size <= 1 << 30, let bytes = try? f.read(at: 0, count: Int(size)),
+            let manifest = try? ManifestFile.decode(bytes, path: path)
+        else { return encryption }
         _ = try encryption.select(
-            storeCipher: StoreCipherAlgorithm.none, keyCheck: [], storeID: StoreID(bytes: []),
-            path: _joinPath(dir, LogStoreFormat.manifestFileName))
+            storeCipher: manifest.cipher, keyCheck: manifest.keyCheck, storeID: manifest.storeId ?? StoreID(bytes: []), path: path)
         return encryption
     }
 

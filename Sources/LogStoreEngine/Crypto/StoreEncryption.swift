@@ -12,11 +12,9 @@
 /// an encrypted store opened without its key throws `.wrongKey`, and a key given for a store that
 /// is not encrypted throws `.notEncrypted` (a key is never silently ignored).
 ///
-/// What works in this build: the key handling above, and sealing of spill files (a child store's
-/// or a large transaction's temporary file) under a random key that is never written. Sealed
-/// records, checkpoints and backups come with store format 4; until then opening or creating a
-/// store with a key throws (`.notEncrypted` for an existing store, `.invalidArgument` for a new
-/// one), so no app believes a clear store is encrypted.
+/// A store created with a key seals everything it writes derived from the app's data: records
+/// (keys, values, type names, dictionaries), index run files, CHECKPOINT, spill files and
+/// backups (Docs/FileFormatEncryption.md lists what stays clear). The key is never written.
 public struct StoreEncryption: Sendable {
     /// The cipher of the store's key, which everything the store writes is sealed with; nil: the
     /// store is not encrypted.
@@ -56,6 +54,12 @@ public struct StoreEncryption: Sendable {
         let offered = (cipher.map { [$0] } ?? []) + additionalCiphers
         guard !offered.isEmpty else {
             throw LogStoreError(.wrongKey, "The store is encrypted; open it with its key.", path: path)
+        }
+        // All zeros: the MANIFEST salvage rebuilt from the segment headers, whose key check was
+        // lost with the old one. The first key of the store's construction is taken; replay then
+        // checks it against every key epoch's MAC (a wrong key is damage there, never data).
+        if keyCheck.allSatisfy({ $0 == 0 }), let candidate = offered.first(where: { $0.algorithmID == storeCipher }) {
+            return candidate
         }
         for candidate in offered where candidate.algorithmID == storeCipher {
             if StoreCrypto.constantTimeEqual(try StoreCrypto.keyCheck(candidate, storeID: storeID), keyCheck) { return candidate }

@@ -137,9 +137,13 @@ extension LogEngine {
         var votes: [StoreID: Int] = [:]
         for n in usable { if let id = segmentHeaders[n]?.storeId { votes[id, default: 0] += 1 } }
         let id = votes.max { $0.value < $1.value || ($0.value == $1.value && $0.key.description < $1.key.description) }?.key
+        // An encrypted store's segments say so; its key check went with MANIFEST (left as zeros,
+        // which the key selection reads as "check the key against the key epochs instead").
+        let sealed = usable.filter { (segmentHeaders[$0]?.cipher ?? 0) != StoreCipherAlgorithm.none }
         let manifest = ManifestFile(
             version: id == nil ? 1 : ManifestFile.currentVersion, generation: 1, nextSegment: (usable.last ?? 0) + 1,
-            segments: order, storeId: id)
+            segments: order, storeId: id,
+            cipher: sealed.count * 2 > usable.count ? segmentHeaders[sealed[0]]?.cipher ?? 0 : StoreCipherAlgorithm.none)
         let why = problem.map { "MANIFEST damaged (\($0.message))" } ?? "MANIFEST missing"
         report.dropped.append(
             .init(

@@ -116,6 +116,14 @@ extension LogEngine {
                     }
                     throw LogStoreError(.corruption, message + " " + LogStoreError.corruptionNextStep, path: path, offset: 24)
                 }
+                // An encrypted store's segments all say so, and a clear store's none (its cipher
+                // byte sits at offset 40 of a version 4 header).
+                if h.version >= 4, (h.cipher != StoreCipherAlgorithm.none) != (index.meta.cipher != nil) {
+                    throw LogStoreError(
+                        .corruption,
+                        "Segment \(number)'s header says its records are \(h.cipher == 0 ? "in the clear" : "sealed"), MANIFEST says the store is \(index.meta.cipher == nil ? "not " : "")encrypted. "
+                            + LogStoreError.corruptionNextStep, path: path, offset: 40)
+                }
                 segmentHeader = h
             case .newerVersion(let v):
                 throw LogStoreError(

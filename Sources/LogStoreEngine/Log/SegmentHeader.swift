@@ -8,7 +8,7 @@
 ///     v4 (48 bytes) := magic:8   version:u16le = 4   flags:u16le   segment:u32le   baseSequence:u64le
 ///                      storeId:16   cipher:u8   reserved:u8 = 0   reserved:u16le = 0
 ///                      crc:u32le (masked CRC-32C of bytes 0..<44)
-///     cipher := 0 (records in the clear) | 1 (records sealed with AES-256-GCM; Docs/FileFormat.md)
+///     cipher := 0 (records in the clear) | 1 (records sealed with AES-256-GCM; Docs/FileFormatEncryption.md)
 ///     flags := bit 0 (0x0001): compacted (written by compaction: only commit frames, frame
 ///              sequences non-decreasing; see Docs/Compaction.md); other bits 0
 ///

@@ -58,9 +58,9 @@ struct StoreFixture {
     }
 
     /// Writes the fixture into `dir` (which must not exist yet).
-    static func build(in dir: String) throws -> StoreFixture {
+    static func build(in dir: String, options: LogEngineOptions = options()) throws -> StoreFixture {
         var rng = SplitMix64(seed: 42)
-        let e = try LogEngine.open(directory: dir, options: options())
+        let e = try LogEngine.open(directory: dir, options: options)
         // 300 users in 10 transactions, then half of them overwritten, a sixth deleted.
         for t in 0..<10 {
             try e.write { txn in
