@@ -127,7 +127,7 @@ let package = Package(
         ),
         .target(
             name: "LogStoreFuzzSupport",
-            dependencies: ["LogStoreEngine", "LogStore", "LogStoreSQL", "_LogStoreTestSupport"],
+            dependencies: ["LogStoreEngine", "LogStore", "LogStoreSQL", "LogStoreEncryption", "_LogStoreTestSupport"],
             swiftSettings: strict
         ),
         .executableTarget(

@@ -63,6 +63,7 @@ extension FuzzEntryPoints {
         else {
             throw FuzzPropertyViolation("\(context): an accepted record's parts leave its \(n) bytes: \(fields)")
         }
+        if fields.sealed { return try checkSealed(record, fields, meta: meta, context: context) }
         let key = UnsafeRawBufferPointer(rebasing: record[fields.key])
         let content = UnsafeRawBufferPointer(rebasing: record[fields.content])
         var again: [UInt8] = []
@@ -78,8 +79,14 @@ extension FuzzEntryPoints {
             case .type?: RecordCodec.appendTypeDefine(into: &again, id: fields.defineID, name: String(decoding: content, as: UTF8.self))
             case .dictionary?:
                 RecordCodec.appendDictionaryDefine(into: &again, id: fields.defineID, typeID: fields.typeID, dictionary: content)
-            case .keyEpoch?, nil:
-                throw FuzzPropertyViolation("\(context): parse accepted a define of a kind this build cannot read")
+            case .keyEpoch?:
+                RecordCodec.appendEpochDefine(
+                    into: &again,
+                    epoch: KeyEpoch(
+                        id: fields.defineID, salt: Array(content[0..<StoreCrypto.saltByteCount]),
+                        mac: Array(content[StoreCrypto.saltByteCount...]), location: nil))
+            case nil:
+                throw FuzzPropertyViolation("\(context): parse accepted a define of no kind")
             }
         }
         try again.withUnsafeBytes { a in

@@ -10,6 +10,7 @@
 //   fuzz-frame     frame parser, LZ4 payloads, record decoding   FuzzEntryPoints.frames
 //                  (mode bit 6: version 4 frames and records)
 //   fuzz-record    one format 4 record and its value             FuzzEntryPoints.record
+//   fuzz-sealed    sealed records under random keys: opening     FuzzEntryPoints.sealedRecord
 //   fuzz-dict      LZ4 with dictionaries, the trainer            FuzzEntryPoints.dictionary
 //   fuzz-segment   segment scanner of recovery (strict/salvage)  FuzzEntryPoints.segmentRecovery
 //   fuzz-segment4  the same for format 4 segments               FuzzEntryPoints.segmentRecovery4
@@ -39,6 +40,7 @@ let package = Package(
     targets: [
         .executableTarget(name: "fuzz-frame", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(name: "fuzz-record", dependencies: [fuzzSupport], swiftSettings: settings),
+        .executableTarget(name: "fuzz-sealed", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(name: "fuzz-dict", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(name: "fuzz-segment", dependencies: [fuzzSupport], swiftSettings: settings),
         .executableTarget(name: "fuzz-segment4", dependencies: [fuzzSupport], swiftSettings: settings),

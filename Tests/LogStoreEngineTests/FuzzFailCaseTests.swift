@@ -15,6 +15,7 @@ final class FuzzFailCaseTests: XCTestCase {
     static let targets: [String: @Sendable ([UInt8]) throws -> Void] = [
         "frame": { b in try b.withUnsafeBytes { try FuzzEntryPoints.frames($0) } },
         "record": { b in try b.withUnsafeBytes { try FuzzEntryPoints.record($0) } },
+        "sealed": { b in try b.withUnsafeBytes { try FuzzEntryPoints.sealedRecord($0) } },
         "dict": { b in try b.withUnsafeBytes { try FuzzEntryPoints.dictionary($0) } },
         "segment": { b in try b.withUnsafeBytes { try FuzzEntryPoints.segmentRecovery($0) } },
         "segment4": { b in try b.withUnsafeBytes { try FuzzEntryPoints.segmentRecovery4($0) } },
