@@ -191,7 +191,7 @@ let package = Package(
         .executableTarget(
             name: "logstore-crashtest",
             dependencies: [
-                "LogStore", "_LogStoreTestSupport",
+                "LogStore", "LogStoreEncryption", "_LogStoreTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict

@@ -61,7 +61,7 @@ struct Kill: ParsableCommand {
         try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
         let limit = length.cycleLimit()
         let deadline = length.seconds.map { Date().addingTimeInterval($0) }
-        print("logstore-crashtest kill: seed \(seed), work directory \(base)")
+        print("logstore-crashtest kill: seed \(seed), work directory \(base)\(CrashTestSettings.encrypted ? ", encrypted stores" : "")")
         let driver = KillDriver(
             seed: seed, base: base, steps: steps, cyclesPerStore: cyclesPerStore,
             hangTimeout: hangTimeout, verbose: verbose)
@@ -123,7 +123,11 @@ final class KillDriver {
     let executable: String
     /// The driver checks with background compaction and checkpoints off, so that no temporary
     /// file it finds after setup() can be one that background work just started writing.
-    let options = DataStorePowerLossConfiguration(seed: 0, cycles: 0).options
+    let options = {
+        var o = DataStorePowerLossConfiguration(seed: 0, cycles: 0).options
+        o.encryption = CrashTestSettings.encryption
+        return o
+    }()
     let workload = CrashTestSettings.workload
 
     var rng: SplitMix64

@@ -68,7 +68,7 @@ struct PowerLoss: ParsableCommand {
         let deadline = length.seconds.map { Date().addingTimeInterval($0) }
         let chunk = chunkSeed != nil ? total : max(1, min(self.chunk, total))
         print(
-            "logstore-crashtest powerloss: level \(level.rawValue), engine durability \(durability.rawValue), seed \(seed), chunks of \(chunk) cycles, \(jobs) job(s)"
+            "logstore-crashtest powerloss: level \(level.rawValue), engine durability \(durability.rawValue), seed \(seed), chunks of \(chunk) cycles, \(jobs) job(s)\(CrashTestSettings.encrypted ? ", encrypted stores" : "")"
         )
         let run = PowerLossRun(
             seed: seed, level: level, total: total, chunk: chunk, deadline: deadline, fixedChunkSeed: chunkSeed, background: background,
@@ -159,6 +159,7 @@ final class PowerLossRun: Sendable {
                 // As PowerLossTests runs it: sectors reordered in a quarter of the files.
                 var c = PowerLossConfiguration(seed: s, cycles: cycles)
                 c.options.durability = durability
+                c.options.encryption = CrashTestSettings.encryption
                 c.powerLossModel.sectorReorderingProbability = 0.25
                 let r = EnginePowerLossHarness(c).run()
                 state.withLock { t in
@@ -178,6 +179,7 @@ final class PowerLossRun: Sendable {
             } else {
                 // Every other DataStore chunk also compacts and checkpoints in the background.
                 var c = DataStorePowerLossConfiguration(seed: s, cycles: cycles)
+                c.options.encryption = CrashTestSettings.encryption
                 switch background {
                 case .on: c.backgroundMaintenance = true
                 case .off: c.backgroundMaintenance = false

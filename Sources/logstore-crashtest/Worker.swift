@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LogStore
+import LogStoreEncryption
 import LogStoreEngine
 import _LogStoreTestSupport
 
@@ -17,7 +18,20 @@ enum CrashTestSettings {
     /// roll-overs), 512-byte frames (multi-frame transactions), 2 KiB child spill threshold,
     /// background compaction and checkpoints with low thresholds (so kills land in them).
     static func options() -> LogStoreOptions {
-        DataStorePowerLossConfiguration.withBackgroundMaintenance(DataStorePowerLossConfiguration(seed: 0, cycles: 0).options)
+        var o = DataStorePowerLossConfiguration.withBackgroundMaintenance(DataStorePowerLossConfiguration(seed: 0, cycles: 0).options)
+        o.encryption = encryption
+        return o
+    }
+
+    /// Whether the run's stores are encrypted: `LOGSTORE_CRASHTEST_ENCRYPTED=1` in the
+    /// environment (the driver's workers inherit it), with a fixed test key. Every harness of the
+    /// process (kill -9 driver and workers, power loss at both levels) reads it.
+    static let encrypted = ProcessInfo.processInfo.environment["LOGSTORE_CRASHTEST_ENCRYPTED"] == "1"
+
+    /// The stores' encryption (``encrypted``): AES-256-GCM under a fixed test key, or none.
+    static var encryption: StoreEncryption {
+        guard encrypted else { return .none }
+        return (try? .aes256GCM(key: [UInt8](repeating: 0xC7, count: 32))) ?? .none
     }
 
     static let workload = DataStoreCrashWorkloadGenerator()

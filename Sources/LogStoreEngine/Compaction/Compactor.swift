@@ -281,12 +281,17 @@ extension Compactor {
     /// may lie in the prefix, and replay reads the output first; all of `meta`'s when a later
     /// segment's references are not known), and each type's current one (what writers compress
     /// with). Writers never use another dictionary, so one that no copied record and none of these
-    /// need is dropped.
+    /// need is dropped. Key epochs: those the later segments use, and the writing epoch once the
+    /// head knows it (writers seal under it without writing its define again).
     static func definesNeeded(after prefix: [UInt32], manifest: ManifestFile, info: [UInt32: SegmentInfo], meta: MetaTable) -> DefineRefs {
         var refs = DefineRefs(types: meta.allRefs.types)
+        // The writing key epoch: commits after the copy's snapshot seal under it without writing
+        // its define again (the head knows it), so the output must carry it.
+        if let writing = meta.cipher?.writingEpoch, meta.epoch(writing.id) == writing { refs.epochs.insert(writing.id) }
         for n in manifest.segments.dropFirst(prefix.count) {
             guard let r = info[n]?.refs else { return meta.allRefs }
             refs.dictionaries.formUnion(r.dictionaries)
+            refs.epochs.formUnion(r.epochs)
         }
         refs.dictionaries.formUnion(meta.currentDictionaryIDs)
         return refs
@@ -303,7 +308,15 @@ extension Compactor {
         let dropped = Set(defines.before.allRefs.dictionaries).subtracting(defines.emitted.dictionaries)
         var keep = meta.allRefs
         keep.dictionaries.subtract(dropped)
+        // Key epochs likewise: those of the copied view the output did not carry (an epoch defined
+        // after the snapshot, or the writing one, which the output always carries, stays).
+        keep.epochs.subtract(Set(defines.before.allRefs.epochs).subtracting(defines.emitted.epochs))
         meta.retain(keep)
+        // Records the pass sealed again under the writing epoch need its define in the head even
+        // before the writer's first commit writes it.
+        if let writing = meta.cipher?.writingEpoch, defines.emitted.epochs.contains(writing.id), meta.epoch(writing.id) == nil {
+            meta.defineEpoch(writing)
+        }
         for d in defines.trained {
             guard let location = moved[d.id] else { continue }
             try? meta.defineDictionary(d.moved(to: location), current: true)
@@ -318,6 +331,10 @@ extension Compactor {
         for id in refs.types {
             guard let name = meta.typeName(id) else { continue }
             let body = 3 + RecordCodec.uvarintSize(UInt64(id)) + RecordCodec.uvarintSize(UInt64(name.utf8.count)) + name.utf8.count
+            n += UInt64(RecordCodec.recordLength(bodySize: body))
+        }
+        for id in refs.epochs where meta.epoch(id) != nil {
+            let body = 3 + RecordCodec.uvarintSize(UInt64(id)) + StoreCrypto.saltByteCount + StoreCrypto.macByteCount
             n += UInt64(RecordCodec.recordLength(bodySize: body))
         }
         for id in refs.dictionaries {
