@@ -289,9 +289,11 @@ final class BackupWriter {
     /// transaction, every record at the same location, the same secondary indexes. With `replay`,
     /// the backup has no checkpoint yet and is opened by replaying its whole log, its secondary
     /// indexes are built again from its records, and the opened engine writes its checkpoint. A backup that does not check out loses its MANIFEST (it no longer opens)
-    /// and the call throws `.corruption`.
-    func verifyByOpening(expected: IndexState, replay: Bool) throws {
+    /// and the call throws `.corruption`. `cipher` is the store's key (nil: a clear store), which
+    /// opens the backup of an encrypted store.
+    func verifyByOpening(expected: IndexState, replay: Bool, cipher: (any StoreCipher)?) throws {
         var o = LogEngineOptions()
+        o.encryption = StoreEncryption(cipher: cipher)
         o.durability = .none
         o.checkpointOnClose = false
         o.autoCompaction = false
