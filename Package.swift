@@ -213,7 +213,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LogStoreCompactTests",
-            dependencies: ["LogStoreCompactCommands", "LogStoreEngine", "_LogStoreTestSupport", "logstore-compact"],
+            dependencies: ["LogStoreCompactCommands", "LogStoreEngine", "LogStoreEncryption", "_LogStoreTestSupport", "logstore-compact"],
             swiftSettings: strict
         ),
         .testTarget(

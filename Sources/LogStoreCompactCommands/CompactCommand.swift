@@ -70,7 +70,7 @@ public struct CompactCommand: ParsableCommand {
         let progress = ProgressLine(common.progress)
         defer { progress.finish() }
         if dryRun {
-            try runDryRun(dir, progress)
+            try runDryRun(dir, cipher: encryption.cipher, progress)
         } else if let into {
             try runCopy(dir, into: StoreAccess.resolve(into), encryption: encryption, progress)
         } else {
@@ -83,9 +83,9 @@ public struct CompactCommand: ParsableCommand {
         var segments: Int
     }
 
-    func runDryRun(_ dir: String, _ progress: ProgressLine) throws {
+    func runDryRun(_ dir: String, cipher: (any StoreCipher)?, _ progress: ProgressLine) throws {
         let scan = try StoreAccess.withLock(dir) {
-            try StoreScanner(directory: dir, fileSystem: StoreAccess.fs, decodeValues: false).scan { p in
+            try StoreScanner(directory: dir, fileSystem: StoreAccess.fs, decodeValues: false, cipher: cipher).scan { p in
                 progress.update("scanning", done: p.bytesDone, total: p.bytesTotal)
             }
         }

@@ -38,11 +38,11 @@ public struct StatsCommand: ParsableCommand {
     public func run() throws {
         let dir = StoreAccess.resolve(store)
         try StoreAccess.requireStore(dir)
-        // The scan reads only what stays clear in an encrypted store; the key is still checked.
-        _ = try StoreAccess.encryption(key, for: dir)
+        // The key is checked, and opens an encrypted store's sealed CHECKPOINT and runs.
+        let encryption = try StoreAccess.encryption(key, for: dir)
         let progress = ProgressLine(common.progress)
         let scan = try StoreAccess.withLock(dir) {
-            try StoreScanner(directory: dir, fileSystem: StoreAccess.fs, decodeValues: false).scan { p in
+            try StoreScanner(directory: dir, fileSystem: StoreAccess.fs, decodeValues: false, cipher: encryption.cipher).scan { p in
                 progress.update("scanning", done: p.bytesDone, total: p.bytesTotal)
             }
         }

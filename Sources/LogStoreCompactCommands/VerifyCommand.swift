@@ -54,7 +54,7 @@ public struct VerifyCommand: ParsableCommand {
         let encryption = try StoreAccess.encryption(key, for: dir)
         let progress = ProgressLine(common.progress)
         var scan = try StoreAccess.withLock(dir) {
-            try StoreScanner(directory: dir, fileSystem: StoreAccess.fs, decodeValues: !noValues).scan { p in
+            try StoreScanner(directory: dir, fileSystem: StoreAccess.fs, decodeValues: !noValues, cipher: encryption.cipher).scan { p in
                 progress.update("checking files", done: p.bytesDone, total: p.bytesTotal)
             }
         }
@@ -77,7 +77,7 @@ public struct VerifyCommand: ParsableCommand {
                 defer { try? engine.close() }
                 let snapshot = try engine.snapshot()
                 scan.issues += scan.compareIndex(with: snapshot, checkValues: true)
-                scan.issues += scan.checkpointIndexIssues(fileSystem: StoreAccess.fs, snapshot: snapshot)
+                scan.issues += scan.checkpointIndexIssues(fileSystem: StoreAccess.fs, snapshot: snapshot, cipher: encryption.cipher)
                 indexEntries = snapshot.totalCount
                 indexCompared = true
             } catch let failure as ToolFailure {

@@ -39,12 +39,20 @@ public struct StoreScanner: Sendable {
     /// issue). LogStore always writes attribute values; turn this off for engine-level stores
     /// that hold other bytes.
     public var decodeValues: Bool
+    /// The store key's cipher for an encrypted store (nil: a clear store, or no key given): it
+    /// opens the sealed CHECKPOINT and run files. Without it, an encrypted store's checkpoint is
+    /// reported as one that cannot be read.
+    public var cipher: (any StoreCipher)?
 
-    /// Creates a scanner for `directory`. Cheap; reads nothing until ``scan(progress:)``.
-    public init(directory: String, fileSystem: any FileSystem = POSIXFileSystem(), decodeValues: Bool = true) {
+    /// Creates a scanner for `directory`, with the store key's `cipher` for an encrypted store.
+    /// Cheap; reads nothing until ``scan(progress:)``.
+    public init(
+        directory: String, fileSystem: any FileSystem = POSIXFileSystem(), decodeValues: Bool = true, cipher: (any StoreCipher)? = nil
+    ) {
         self.directory = directory
         self.fileSystem = fileSystem
         self.decodeValues = decodeValues
+        self.cipher = cipher
     }
 
     /// Scans the store. `progress` is called on the calling thread after each segment and every
@@ -54,6 +62,7 @@ public struct StoreScanner: Sendable {
     /// `.notAStore` if it is a file); damage of any kind is reported in ``StoreScan/issues``.
     public func scan(progress: ((Progress) -> Void)? = nil) throws -> StoreScan {
         var run = ScanRun(directory: directory, fs: fileSystem, decodeValues: decodeValues, progress: progress)
+        run.cipher = cipher
         try run.run()
         return run.scan
     }
@@ -65,6 +74,8 @@ struct ScanRun {
     let fs: any FileSystem
     let decodeValues: Bool
     let progress: ((StoreScanner.Progress) -> Void)?
+    /// The store key's cipher (sealed CHECKPOINT and runs), if given.
+    var cipher: (any StoreCipher)? = nil
     var scan: StoreScan
     /// The sequence number of the last transaction replayed into the index (the engine's
     /// `index.sequence`).
@@ -188,7 +199,7 @@ struct ScanRun {
                     defer { try? f.close() }
                     let bytes = try f.read(at: 0, count: Int(try f.size()))
                     // Format 4: the run files it names are opened and checked page by page too.
-                    switch CheckpointFile.read(bytes, directory: directory, fs: fs, validatingRuns: true) {
+                    switch CheckpointFile.read(bytes, directory: directory, fs: fs, validatingRuns: true, cipher: cipher) {
                     case .success(let cp):
                         scan.checkpoint = (cp.sequence, cp.generation, cp.createdAtMillis)
                         scan.checkpointIndexes = cp.index.secondarySummaries

@@ -37,16 +37,23 @@ enum StoreAccess {
     }
 
     /// The encryption that `options` give (``StoreEncryption/none`` without a key), checked
-    /// against the store in `dir` before a command reads it, so that commands which read the files
-    /// without opening an engine refuse a key as an engine would. Throws `.usage` failures for an
-    /// unreadable or malformed key, `.notEncrypted` for a key given to a store that is not
-    /// encrypted (every store this build writes: sealed records come with store format 4).
+    /// against the key check of the store's MANIFEST in `dir` before a command reads it, so that
+    /// commands which read the files without opening an engine refuse a key as an engine would.
+    /// When MANIFEST cannot be read, the key is returned unchecked (an engine open refuses it
+    /// later if it is wrong). Throws `.usage` failures for an unreadable or malformed key,
+    /// `.notEncrypted` for a key given to a store that is not encrypted, `.wrongKey` for a key
+    /// that is not the store's.
     static func encryption(_ options: KeyOptions, for dir: String) throws -> StoreEncryption {
         guard let key = try options.load() else { return .none }
         let encryption = try StoreEncryption.aes256GCM(key: key.bytes)
+        let path = _joinPath(dir, LogStoreFormat.manifestFileName)
+        guard let file = try? fs.open(path, mode: .readOnly) else { return encryption }
+        defer { try? file.close() }
+        guard let size = try? file.size(), size <= 1 << 26, let bytes = try? file.read(at: 0, count: Int(size)),
+            let manifest = try? ManifestFile.decode(bytes, path: path)
+        else { return encryption }
         _ = try encryption.select(
-            storeCipher: StoreCipherAlgorithm.none, keyCheck: [], storeID: StoreID(bytes: []),
-            path: _joinPath(dir, LogStoreFormat.manifestFileName))
+            storeCipher: manifest.cipher, keyCheck: manifest.keyCheck, storeID: manifest.storeId ?? StoreID(bytes: []), path: path)
         return encryption
     }
 
