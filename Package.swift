@@ -127,7 +127,8 @@ let package = Package(
         ),
         .target(
             name: "LogStoreFuzzSupport",
-            dependencies: ["LogStoreEngine", "LogStore", "LogStoreSQL", "LogStoreEncryption", "_LogStoreTestSupport"],
+            // LogStoreEncryption: the sealed variants feed random keys and bytes to the decryption paths.
+            dependencies: ["LogStoreEngine", "LogStore", "LogStoreSQL", "_LogStoreTestSupport", "LogStoreEncryption"],
             swiftSettings: strict
         ),
         .executableTarget(

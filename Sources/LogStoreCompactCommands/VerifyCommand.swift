@@ -77,7 +77,7 @@ public struct VerifyCommand: ParsableCommand {
                 defer { try? engine.close() }
                 let snapshot = try engine.snapshot()
                 scan.issues += scan.compareIndex(with: snapshot, checkValues: true)
-                scan.issues += scan.checkpointIndexIssues(fileSystem: StoreAccess.fs, snapshot: snapshot)
+                scan.issues += scan.checkpointIndexIssues(fileSystem: StoreAccess.fs, snapshot: snapshot, cipher: encryption.cipher)
                 indexEntries = snapshot.totalCount
                 indexCompared = true
             } catch let failure as ToolFailure {

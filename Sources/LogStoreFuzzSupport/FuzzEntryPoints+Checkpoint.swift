@@ -1,4 +1,5 @@
 import Foundation
+import LogStoreEncryption
 import LogStoreEngine
 
 extension FuzzEntryPoints {
@@ -24,10 +25,22 @@ extension FuzzEntryPoints {
     /// sequence, segments and index (secondary indexes included: one well-formed entry per
     /// record); a store with the checkpoint file opens or throws a `LogStoreError`, every record
     /// it indexes reads back or throws a `LogStoreError`, and every secondary-index entry it
-    /// loaded can be walked. Throws ``FuzzPropertyViolation``.
+    /// loaded can be walked.
+    ///
+    /// Mode bit 3, sealed (an encrypted store's CHECKPOINT): `bytes` starts with a 32-byte
+    /// AES-256-GCM store key (zero-padded when short); the rest, made a sealed checkpoint (its
+    /// first 80 bytes the header with cipher 1, everything after them up to the last 4 the
+    /// plaintext body, sealed under that key, then the CRC), is decoded with the key: it must
+    /// decode exactly as its clear twin does (cipher 0, zero salt, the body in the clear), fail
+    /// without a key or with another, and fail with any one byte of the sealed body changed.
+    /// Throws ``FuzzPropertyViolation``.
     public static func checkpoint(_ data: UnsafeRawBufferPointer) throws {
         guard let mode = data.first else { return }
         var bytes = Array(data.dropFirst())
+        if mode & 8 != 0 {
+            try sealedCheckpoint(bytes)
+            return
+        }
         if mode & 1 != 0, bytes.count >= 4 {
             let crc = bytes.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<(bytes.count - 4)]))) }
             for i in 0..<4 { bytes[bytes.count - 4 + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
@@ -175,6 +188,61 @@ extension FuzzEntryPoints {
         let again = cp.encode()
         guard again.withUnsafeBytes({ try? CheckpointFileV4.decode($0) }) == cp else {
             throw FuzzPropertyViolation("CHECKPOINT 4 changed in an encode/decode round trip")
+        }
+    }
+
+    /// Mode bit 3: see ``checkpoint(_:)``.
+    static func sealedCheckpoint(_ input: [UInt8]) throws {
+        let n = StoreCrypto.keyByteCount
+        let key = Array((input.prefix(n) + [UInt8](repeating: 0, count: n)).prefix(n))
+        let rest = Array(input.dropFirst(n))
+        let h = CheckpointFileV4.headerSize
+        guard rest.count >= h + 4 else { return }
+        let cipher: AESGCMCipher
+        do { cipher = try AESGCMCipher(key: key) } catch { throw FuzzPropertyViolation("a 32-byte key was refused: \(error)") }
+        let body = Array(rest[h..<(rest.count - 4)])
+        func withCRC(_ b: [UInt8]) -> [UInt8] {
+            let crc = b.withUnsafeBytes { CRC32C.mask(CRC32C.checksum($0)) }
+            return b + withUnsafeBytes(of: crc.littleEndian, Array.init)
+        }
+        func header(cipher c: UInt8, salt: [UInt8], bodyLength: Int) -> [UInt8] {
+            var head = Array(rest[0..<h])
+            head[52] = c
+            for i in 53..<60 { head[i] = 0 }
+            head.replaceSubrange(60..<76, with: salt)
+            head.replaceSubrange(76..<80, with: withUnsafeBytes(of: UInt32(bodyLength).littleEndian, Array.init))
+            return head
+        }
+        let clear = withCRC(header(cipher: 0, salt: [UInt8](repeating: 0, count: 16), bodyLength: body.count) + body)
+        let salt = Array(rest[60..<76])
+        let sealedHead = header(cipher: cipher.algorithmID, salt: salt, bodyLength: body.count + StoreCrypto.tagByteCount)
+        let storeId = StoreID(bytes: Array(rest[36..<52]))
+        let sealedBody = try StoreCrypto.checkpointKey(cipher, storeID: storeId, salt: salt).seal(
+            body, nonce: StoreCrypto.checkpointNonce, aad: sealedHead)
+        let sealed = withCRC(sealedHead + sealedBody)
+        let twin = clear.withUnsafeBytes { try? CheckpointFileV4.decode($0) }
+        let opened = sealed.withUnsafeBytes { try? CheckpointFileV4.decode($0, cipher: cipher) }
+        guard opened == twin else { throw FuzzPropertyViolation("a sealed checkpoint decodes otherwise than its clear twin") }
+        guard sealed.withUnsafeBytes({ try? CheckpointFileV4.decode($0) }) == nil else {
+            throw FuzzPropertyViolation("a sealed checkpoint decoded without its key")
+        }
+        let other = try AESGCMCipher(key: key.map { $0 ^ 0x5A })
+        guard sealed.withUnsafeBytes({ try? CheckpointFileV4.decode($0, cipher: other) }) == nil else {
+            throw FuzzPropertyViolation("a sealed checkpoint decoded with another key")
+        }
+        // One changed byte of the sealed body (CRC fixed again) never decodes.
+        let at = h + Int(input.count % max(1, sealedBody.count))
+        var changed = Array(sealed.dropLast(4))
+        changed[at] ^= 0x01
+        guard withCRC(changed).withUnsafeBytes({ try? CheckpointFileV4.decode($0, cipher: cipher) }) == nil else {
+            throw FuzzPropertyViolation("a sealed checkpoint with a changed byte decoded")
+        }
+        // A sealed checkpoint the decoder accepts re-seals (new salt) to the same checkpoint.
+        if let cp = opened {
+            let again = try cp.encode(sealedWith: cipher)
+            guard again.withUnsafeBytes({ try? CheckpointFileV4.decode($0, cipher: cipher) }) == cp else {
+                throw FuzzPropertyViolation("a sealed CHECKPOINT 4 changed in an encode/decode round trip")
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import LogStoreEncryption
 import LogStoreEngine
 
 extension FuzzEntryPoints {
@@ -14,25 +15,41 @@ extension FuzzEntryPoints {
     /// - 2 and 3: `bytes` is a list of entries (`length:u8 key`), sorted and made unique, written
     ///   with `RunWriter` as the kind and layout bits 2-4 of the mode pick.
     ///
+    /// Mode bit 5, sealed (an encrypted store's run): `bytes` starts with a 32-byte AES-256-GCM
+    /// store key (zero-padded when short), and the run is opened with that key. Modes 0: the file
+    /// as it is (its pages rarely authenticate: the tag check path); 1: the pages are taken as
+    /// plaintext, their CRCs fixed over 4080 bytes and sealed under the key of the header's run
+    /// number and salt (header cipher set to 1), so random plaintext reaches the checks after
+    /// decryption; 2/3: written sealed by `RunWriter`, read back, and also opened with another
+    /// key, which must fail as `.corruption` on the first page it reads.
+    ///
     /// Checks: opening, lookups, ranks and cursors never trap (errors are `.corruption`); a run
     /// the validator accepts gives the same lookups, ranks and iteration (forward and backward)
     /// as a sorted model of the entries its cursor enumerates; a run the writer wrote validates
     /// and holds exactly the entries it was given. Throws ``FuzzPropertyViolation``.
     public static func run(_ data: UnsafeRawBufferPointer) throws {
         guard let mode = data.first else { return }
-        let body = Array(data.dropFirst())
+        var body = Array(data.dropFirst())
+        var cipher: (any StoreCipher)? = nil
+        if mode & 0x20 != 0 {
+            let key = Array((body.prefix(StoreCrypto.keyByteCount) + [UInt8](repeating: 0, count: StoreCrypto.keyByteCount)).prefix(32))
+            body = Array(body.dropFirst(StoreCrypto.keyByteCount))
+            do { cipher = try AESGCMCipher(key: key) } catch { throw FuzzPropertyViolation("a 32-byte key was refused: \(error)") }
+        }
         if mode & 2 != 0 {
-            try runRoundTrip(body, mode: mode)
+            try runRoundTrip(body, mode: mode, cipher: cipher)
             return
         }
         var bytes = body
         let pages = max(1, (bytes.count + RunFile.pageSize - 1) / RunFile.pageSize)
         guard pages <= 256 else { return }
         bytes.append(contentsOf: repeatElement(0, count: pages * RunFile.pageSize - bytes.count))
-        if mode & 1 != 0 { fixRunChecksums(&bytes) }
+        if mode & 1 != 0 {
+            if let cipher { try sealRunPages(&bytes, cipher: cipher) } else { fixRunChecksums(&bytes) }
+        }
         let run: MappedRun
         do {
-            run = try MappedRun(data: RunBytes(copying: bytes), path: "/fuzz.run")
+            run = try MappedRun(data: RunBytes(copying: bytes), path: "/fuzz.run", cipher: cipher, storeId: fuzzRunStore)
         } catch {
             try expectCorruption(error, "MappedRun")
             return
@@ -71,8 +88,12 @@ extension FuzzEntryPoints {
         if valid { try checkAgainstModel(run) }
     }
 
-    /// Mode 2/3: a list of keys written with `RunWriter`, read back.
-    static func runRoundTrip(_ body: [UInt8], mode: UInt8) throws {
+    /// The store id the run target's sealed runs are keyed with.
+    static let fuzzRunStore = StoreID(bytes: Array(repeating: 1, count: 16))
+
+    /// Mode 2/3: a list of keys written with `RunWriter` (sealed with `cipher` when given), read
+    /// back.
+    static func runRoundTrip(_ body: [UInt8], mode: UInt8, cipher: (any StoreCipher)?) throws {
         let kinds: [(RunKind, RunLayout)] = [
             (.secondaryBase, .variable), (.primaryBase, .variable), (.primaryBase, .fixed8), (.primaryBase, .fixed16),
             (.secondaryDelta, .variable), (.primaryDelta, .fixed8), (.primaryDelta, .variable), (.secondaryBase, .variable),
@@ -92,10 +113,13 @@ extension FuzzEntryPoints {
         }
         let sorted = keys.sorted { $0.lexicographicallyPrecedes($1) }
         let sink = RunMemorySink()
-        let writer = RunWriter(
-            header: RunHeader(
-                storeId: StoreID(bytes: Array(repeating: 1, count: 16)), runNumber: 1, kind: kind, layout: layout, sequence: 1),
-            sink: sink)
+        let writer: RunWriter
+        do {
+            writer = try RunWriter(
+                header: RunHeader(storeId: fuzzRunStore, runNumber: 1, kind: kind, layout: layout, sequence: 1), sink: sink, cipher: cipher)
+        } catch {
+            throw FuzzPropertyViolation("RunWriter refused a cipher: \(error)")
+        }
         for (n, key) in sorted.enumerated() {
             var payload = [UInt8](repeating: UInt8(truncatingIfNeeded: n), count: kind.payloadSize)
             if kind.isDelta { payload[0] = [RunChange.newKey, RunChange.tombstone, 0][kind.isPrimary ? n % 3 : n % 2] }
@@ -108,7 +132,7 @@ extension FuzzEntryPoints {
         let run: MappedRun
         do {
             _ = try writer.finish()
-            run = try MappedRun(data: RunBytes(copying: sink.bytes), path: "/fuzz.run")
+            run = try MappedRun(data: RunBytes(copying: sink.bytes), path: "/fuzz.run", cipher: cipher, storeId: fuzzRunStore)
             _ = try RunValidator.validate(run)
         } catch {
             throw FuzzPropertyViolation("a run RunWriter wrote does not read back: \(error)")
@@ -116,6 +140,55 @@ extension FuzzEntryPoints {
         let read = try enumerate(run)
         guard read.map(\.key) == sorted else { throw FuzzPropertyViolation("a written run iterates other keys than it was given") }
         try checkAgainstModel(run)
+        guard let cipher, run.header.levels > 0 else { return }
+        // Another key, or the same key with another store's id, opens the header, never a page.
+        let otherKey = [UInt8](repeating: 0xEE, count: StoreCrypto.keyByteCount)
+        var others: [(any StoreCipher, StoreID)] = [(cipher, StoreID(bytes: Array(repeating: 2, count: 16)))]
+        if let other = try? AESGCMCipher(key: otherKey), !sameKey(other, cipher) {
+            others.append((other, fuzzRunStore))
+        }
+        for (other, store) in others {
+            do {
+                let wrong = try MappedRun(data: RunBytes(copying: sink.bytes), path: "/fuzz.run", cipher: other, storeId: store)
+                _ = try wrong.cursor(from: nil)
+            } catch {
+                try expectCorruption(error, "a sealed run under another key")
+                continue
+            }
+            throw FuzzPropertyViolation("a sealed run read a page under another key or store id")
+        }
+    }
+
+    /// Whether two ciphers derive the same keys (the same store key).
+    static func sameKey(_ a: any StoreCipher, _ b: any StoreCipher) -> Bool {
+        let salt = [UInt8](repeating: 3, count: 16)
+        return (try? a.mac(salt: salt, info: [1], message: [2])) == (try? b.mac(salt: salt, info: [1], message: [2]))
+    }
+
+    /// Mode 1, sealed: sets the header's cipher to 1 and its page count to the buffer's, then
+    /// takes every page as plaintext, sets its CRC over its first 4080 bytes and seals it under
+    /// the key of the header's run number and salt (the run target's store id), and fixes the
+    /// header's CRC.
+    static func sealRunPages(_ bytes: inout [UInt8], cipher: any StoreCipher) throws {
+        let pages = bytes.count / RunFile.pageSize
+        guard pages >= 1, bytes.count >= RunFile.headerBytes else { return }
+        bytes[35] = cipher.algorithmID
+        for (i, b) in withUnsafeBytes(of: UInt32(pages).littleEndian, Array.init).enumerated() { bytes[44 + i] = b }
+        let runNumber = bytes.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 28, as: UInt32.self)) }
+        let key = try StoreCrypto.runKey(cipher, storeID: fuzzRunStore, runNumber: runNumber, salt: Array(bytes[68..<84]))
+        for p in 1..<max(1, pages) {
+            let start = p * RunFile.pageSize
+            var page = Array(bytes[start..<(start + RunFile.sealedPageSize)])
+            let crc = page.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[4...]))) }
+            page.withUnsafeMutableBytes { $0.storeBytes(of: crc.littleEndian, toByteOffset: 0, as: UInt32.self) }
+            let sealed = try key.seal(
+                page, nonce: StoreCrypto.pageNonce(page: UInt32(p)), aad: StoreCrypto.pageAAD(runNumber: runNumber, page: UInt32(p)))
+            bytes.replaceSubrange(start..<(start + RunFile.pageSize), with: sealed)
+        }
+        bytes.withUnsafeMutableBytes { raw in
+            let crc = CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<(RunFile.headerBytes - 4)])))
+            raw.storeBytes(of: crc.littleEndian, toByteOffset: RunFile.headerBytes - 4, as: UInt32.self)
+        }
     }
 
     /// Every entry of a run, by its cursor.
@@ -228,6 +301,11 @@ extension FuzzEntryPoints {
         out.append(("writer-secondary", 2, list))
         out.append(("writer-primary-fixed8", 2 | (2 << 2), list))
         out.append(("writer-long-keys", 2, [203] + [UInt8](repeating: 0x62, count: 300) + [4, 1, 2, 3, 4]))
+        // Sealed (mode bit 5): a key, then as above.
+        let key = [UInt8](0..<32)
+        out.append(("sealed-writer-secondary", 2 | 0x20, key + list))
+        out.append(("sealed-writer-long-keys", 2 | 0x20, key + [203] + [UInt8](repeating: 0x62, count: 300) + [4, 1, 2, 3, 4]))
+        out.append(("sealed-plain-fixcrc", 1 | 0x20, key + (try build(.primaryBase, .fixed8, ints))))
         return out
     }
 }

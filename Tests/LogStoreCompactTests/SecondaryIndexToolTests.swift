@@ -53,7 +53,7 @@ final class SecondaryIndexToolTests: XCTestCase {
         let k = RecordKey(Array("s0".utf8))
         try cp.index.secondary["Shop"]?["city"]?.entries.remove(IndexKeyEncoding.entry([.string("Oslo")], key: k))
         try cp.index.secondary["Shop"]?["city"]?.entries.insert(IndexKeyEncoding.entry([.string("Rome")], key: k))
-        var writer = RunSetWriter(fs: fs, directory: dir, storeId: v4.storeId, sequence: v4.sequence, next: v4.nextRun)
+        var writer = RunSetWriter(fs: fs, directory: dir, storeId: v4.storeId, cipher: nil, sequence: v4.sequence, next: v4.nextRun)
         let (_, references) = try writer.write(cp.index)
         let forged = CheckpointFileV4(
             generation: v4.generation, sequence: v4.sequence, createdAtMillis: v4.createdAtMillis, storeId: v4.storeId,

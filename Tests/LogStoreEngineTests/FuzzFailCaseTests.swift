@@ -97,6 +97,35 @@ final class FuzzFailCaseTests: XCTestCase {
     /// frame of a few bytes announcing a raw length of hundreds of MiB made the decoder allocate
     /// that much before LZ4 failed (libFuzzer: out-of-memory). The parser now rejects raw lengths
     /// beyond LZ4's 255-fold expansion as an invalid frame.
+    /// The sealed variants (run mode bit 5, checkpoint mode bit 3: a key, then the bytes) pass
+    /// on their seeds and on random keys and bytes, mutated seeds included: random bytes and keys
+    /// reach the page and body decryption without a trap or a property violation.
+    func testSealedRunAndCheckpointVariantsPassOnSeedsAndRandomInputs() throws {
+        let runSeeds = try FuzzEntryPoints.runSeeds()
+        let sealedRuns = runSeeds.filter { $0.mode & 0x20 != 0 }
+        XCTAssertGreaterThanOrEqual(sealedRuns.count, 3)
+        let checkpoint = [UInt8](0..<32) + (try FuzzEntryPoints.checkpointFuzzStoreCheckpoint())
+        var inputs: [(String, [UInt8])] = sealedRuns.map { ("run", [$0.mode] + $0.bytes) } + [("checkpoint", [8] + checkpoint)]
+        var rng = SplitMix64(seed: 0x5EA1)
+        for i in 0..<120 {
+            // A clear seed sealed under a random key (run modes 0, 1, 2 with bit 5), or a sealed
+            // seed with a few random bytes changed.
+            let seed = runSeeds[i % runSeeds.count]
+            let key = (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            var bytes = seed.mode & 0x20 != 0 ? seed.bytes : key + seed.bytes
+            for _ in 0..<(i % 4) where !bytes.isEmpty {
+                bytes[Int.random(in: 0..<bytes.count, using: &rng)] ^= UInt8.random(in: 1...255, using: &rng)
+            }
+            inputs.append(("run", [(seed.mode & 0x1F) | 0x20] + bytes))
+            var cp = checkpoint
+            for _ in 0..<(i % 3) { cp[Int.random(in: 32..<cp.count, using: &rng)] ^= UInt8.random(in: 1...255, using: &rng) }
+            inputs.append(("checkpoint", [8] + key + cp.dropFirst(32)))
+        }
+        for (n, (target, bytes)) in inputs.enumerated() {
+            XCTAssertNoThrow(try Self.targets[target]?(bytes), "\(target) input \(n)")
+        }
+    }
+
     func testCompressedFrameClaimingMoreThanLZ4CanExpandIsRejectedAsInvalid() throws {
         try run("frame", "lz4-raw-length-far-beyond-payload")
         let fs = InMemoryFileSystem()

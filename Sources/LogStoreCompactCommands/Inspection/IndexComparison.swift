@@ -98,14 +98,17 @@ extension StoreScan {
     /// a rebuild from the records the checkpoint covers, read through `snapshot`'s segments, and
     /// the primary indexes of a format 4 checkpoint's runs must equal this scan's replay of the
     /// log up to the checkpoint's sequence, key by key. Nothing to check without a valid
-    /// checkpoint of this store. Returns `.index` damage issues (at most `limit` per check plus
-    /// one that counts the rest); never throws.
-    public func checkpointIndexIssues(fileSystem: any FileSystem, snapshot: EngineSnapshot, limit: Int = 100) -> [StoreIssue] {
+    /// checkpoint of this store. `cipher` is the store key's for an encrypted store (its
+    /// CHECKPOINT and runs are sealed). Returns `.index` damage issues (at most `limit` per check
+    /// plus one that counts the rest); never throws.
+    public func checkpointIndexIssues(
+        fileSystem: any FileSystem, snapshot: EngineSnapshot, limit: Int = 100, cipher: (any StoreCipher)? = nil
+    ) -> [StoreIssue] {
         let path = _joinPath(directory, LogStoreFormat.checkpointFileName)
         guard checkpoint != nil, let f = try? fileSystem.open(path, mode: .readOnly) else { return [] }
         defer { try? f.close() }
         guard let size = try? f.size(), let bytes = try? f.read(at: 0, count: Int(size)),
-            case .success(let cp) = CheckpointFile.read(bytes, directory: directory, fs: fileSystem, validatingRuns: false),
+            case .success(let cp) = CheckpointFile.read(bytes, directory: directory, fs: fileSystem, validatingRuns: false, cipher: cipher),
             cp.storeId?.description == manifest?.storeId
         else { return [] }
         var issues: [StoreIssue] = []

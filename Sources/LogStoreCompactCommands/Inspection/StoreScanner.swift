@@ -39,11 +39,13 @@ public struct StoreScanner: Sendable {
     /// issue). LogStore always writes attribute values; turn this off for engine-level stores
     /// that hold other bytes.
     public var decodeValues: Bool
-    /// The store key's cipher, which opens an encrypted store's sealed records (the tools' key
-    /// options; nil for a store in the clear).
+    /// The store key's cipher for an encrypted store (nil: a clear store, or no key given): it
+    /// opens the sealed records, CHECKPOINT and run files. Without it, an encrypted store's
+    /// records and checkpoint are reported as ones that cannot be read.
     public var cipher: (any StoreCipher)?
 
-    /// Creates a scanner for `directory`. Cheap; reads nothing until ``scan(progress:)``.
+    /// Creates a scanner for `directory`, with the store key's `cipher` for an encrypted store.
+    /// Cheap; reads nothing until ``scan(progress:)``.
     public init(
         directory: String, fileSystem: any FileSystem = POSIXFileSystem(), decodeValues: Bool = true, cipher: (any StoreCipher)? = nil
     ) {
@@ -72,6 +74,9 @@ struct ScanRun {
     let fs: any FileSystem
     let decodeValues: Bool
     let progress: ((StoreScanner.Progress) -> Void)?
+    /// The store key's cipher, if given: opens sealed records (attached to ``meta`` once MANIFEST
+    /// names the store), the sealed CHECKPOINT and runs.
+    var cipher: (any StoreCipher)? = nil
     var scan: StoreScan
     /// The sequence number of the last transaction replayed into the index (the engine's
     /// `index.sequence`).
@@ -80,9 +85,6 @@ struct ScanRun {
     var manifestFile: ManifestFile? = nil
     /// The defines replayed so far (format 4 segments: type ids, dictionaries, key epochs).
     var meta = MetaTable()
-    /// The store key's cipher (an encrypted store's), attached to ``meta`` once MANIFEST names
-    /// the store.
-    var cipher: (any StoreCipher)? = nil
     var bytesDone: UInt64 = 0
     var bytesTotal: UInt64 = 0
 
@@ -201,7 +203,7 @@ struct ScanRun {
                     defer { try? f.close() }
                     let bytes = try f.read(at: 0, count: Int(try f.size()))
                     // Format 4: the run files it names are opened and checked page by page too.
-                    switch CheckpointFile.read(bytes, directory: directory, fs: fs, validatingRuns: true) {
+                    switch CheckpointFile.read(bytes, directory: directory, fs: fs, validatingRuns: true, cipher: cipher) {
                     case .success(let cp):
                         scan.checkpoint = (cp.sequence, cp.generation, cp.createdAtMillis)
                         scan.checkpointIndexes = cp.index.secondarySummaries

@@ -14,14 +14,9 @@ final class BackupWriter {
     /// The bytes copied or appended at once.
     static let chunk = 4 << 20
 
-    /// The store key's cipher (an encrypted store's backup is the same sealed files, and opens
-    /// with the same key); nil for a store in the clear.
-    let cipher: (any StoreCipher)?
-
-    init(directory: String, fs: any FileSystem, cipher: (any StoreCipher)? = nil) {
+    init(directory: String, fs: any FileSystem) {
         self.directory = directory
         self.fs = fs
-        self.cipher = cipher
     }
 
     func path(_ name: String) -> String { _joinPath(directory, name) }
@@ -294,15 +289,16 @@ final class BackupWriter {
     /// transaction, every record at the same location, the same secondary indexes. With `replay`,
     /// the backup has no checkpoint yet and is opened by replaying its whole log, its secondary
     /// indexes are built again from its records, and the opened engine writes its checkpoint. A backup that does not check out loses its MANIFEST (it no longer opens)
-    /// and the call throws `.corruption`.
-    func verifyByOpening(expected: IndexState, replay: Bool) throws {
+    /// and the call throws `.corruption`. `cipher` is the store's key (nil: a clear store), which
+    /// opens the backup of an encrypted store.
+    func verifyByOpening(expected: IndexState, replay: Bool, cipher: (any StoreCipher)?) throws {
         var o = LogEngineOptions()
+        o.encryption = StoreEncryption(cipher: cipher)
         o.durability = .none
         o.checkpointOnClose = false
         o.autoCompaction = false
         o.checkpointInterval = 0
         o.cacheSize = 1 << 20
-        o.encryption = StoreEncryption(cipher: cipher)
         let engine = try LogEngine.open(directory: directory, fileSystem: fs, options: o)
         defer { try? engine.close() }
         let report = engine.recoveryReport

@@ -81,7 +81,7 @@ extension LogEngine {
                 "The store runs on a version 1 MANIFEST; reopen it writable once (which upgrades it) and back it up then.", path: directory)
         }
 
-        let writer = BackupWriter(directory: dest, fs: fileSystem, cipher: storeCipher)
+        let writer = BackupWriter(directory: dest, fs: fileSystem)
         try writer.prepare(storeId: storeId)
         let lock = try writer.lock()
         var unlocked = false
@@ -116,10 +116,11 @@ extension LogEngine {
             // runs' numbers.)
             try writer.removeCheckpoint()
             if verification != .replay {
-                checkpoint = BackgroundValue { [generation = manifest.generation, index = capture.view.index] in
+                checkpoint = BackgroundValue { [generation = manifest.generation, index = capture.view.index, cipher = storeCipher] in
                     Result { () throws(any Error) -> BackupCheckpoint in
                         try BackupCheckpoint.write(
-                            index, fs: fs, directory: dest, generation: generation, storeId: storeId, segments: segmentList)
+                            index, fs: fs, directory: dest, generation: generation, storeId: storeId, cipher: cipher,
+                            segments: segmentList)
                     }
                 }
             }
@@ -142,7 +143,9 @@ extension LogEngine {
             }
             lock.unlock()
             unlocked = true
-            if verification != .readBack { try writer.verifyByOpening(expected: capture.view.index, replay: verification == .replay) }
+            if verification != .readBack {
+                try writer.verifyByOpening(expected: capture.view.index, replay: verification == .replay, cipher: storeCipher)
+            }
             try writer.finish()
         } catch {
             // Run files no CHECKPOINT names (best effort, like the rest of what abandon removes).
@@ -177,21 +180,23 @@ struct BackupCheckpoint: Sendable {
     var runPaths: [String]
 
     /// Writes a base run of every index of `index` into `directory` (numbered from 1), syncs them
-    /// and the directory, and encodes the CHECKPOINT that names them. Reads every entry of the
-    /// index (runs included: `.corruption` for a damaged page); throws I/O errors, after removing
-    /// the runs it wrote.
+    /// and the directory, and encodes the CHECKPOINT that names them, runs and CHECKPOINT sealed
+    /// with `cipher` (the store's; nil: clear). Reads every entry of the index (runs included:
+    /// `.corruption` for a damaged page); throws I/O and cipher errors, after removing the runs it
+    /// wrote.
     static func write(
-        _ index: IndexState, fs: any FileSystem, directory: String, generation: UInt64, storeId: StoreID,
+        _ index: IndexState, fs: any FileSystem, directory: String, generation: UInt64, storeId: StoreID, cipher: (any StoreCipher)?,
         segments: [CheckpointFile.Segment]
     ) throws -> BackupCheckpoint {
-        var runs = RunSetWriter(fs: fs, directory: directory, storeId: storeId, sequence: index.sequence, next: 1, fresh: true)
+        var runs = RunSetWriter(
+            fs: fs, directory: directory, storeId: storeId, cipher: cipher, sequence: index.sequence, next: 1, fresh: true)
         do {
             let (_, references) = try runs.write(index)
             if !runs.written.isEmpty { try fs.syncDirectory(atPath: directory) }
-            let bytes = CheckpointFileV4(
+            let bytes = try CheckpointFileV4(
                 generation: generation, sequence: index.sequence, createdAtMillis: UInt64(max(0, Date().timeIntervalSince1970 * 1000)),
                 storeId: storeId, segments: segments, indexes: references, nextRun: runs.next, meta: index.meta
-            ).encode()
+            ).encode(sealedWith: cipher)
             return BackupCheckpoint(bytes: bytes, runPaths: runs.written.map(\.path))
         } catch {
             for run in runs.written { try? fs.removeFile(atPath: run.path) }

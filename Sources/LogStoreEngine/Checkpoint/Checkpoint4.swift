@@ -3,8 +3,13 @@
 /// the runs it names and checks their header pages against it; nothing else of an index is read.
 ///
 ///     checkpoint-4 := magic:8 version:u16le=4 flags:u16le=0 generation:u64le sequence:u64le
-///                     createdAtMillis:u64le storeId:16 cipher:u8=0 reserved:u8{7}=0 salt:16=0
-///                     bodyLength:u32le body crc:u32le            -- crc: masked CRC-32C of every byte before it
+///                     createdAtMillis:u64le storeId:16 cipher:u8 reserved:u8{7}=0 salt:16
+///                     bodyLength:u32le (body | sealedBody) crc:u32le
+///                                                                -- crc: masked CRC-32C of every byte before it
+///     cipher       := 0 (body in the clear; salt = 0^16) | 1 (sealedBody; salt: 16 random bytes, new per file)
+///     sealedBody   := ciphertext:(bodyLength − 16) tag:16        -- AES-256-GCM of `body` under
+///                     K_cp = StoreCrypto.checkpointKey(storeId, salt), nonce 0^12,
+///                     AAD = the 80 bytes before it (magic … bodyLength)
 ///     body         := segments meta indexes nextRun:u32le end:u8=0xFF
 ///     segments     := count:uvarint (segment:u32le length:u64le rawBytes:u64le refs){count}
 ///     refs         := length:uvarint bytes{length}               -- the defines the segment's records use
@@ -20,6 +25,12 @@
 /// a dictionary's define location names a segment by its index in `segments`). A run reference is a witness: the run's
 /// header page must show the same numbers and CRC, or the checkpoint is not used. `entryCount` is
 /// the count of the index its runs make together. `nextRun` is above every run number it names.
+///
+/// An encrypted store's CHECKPOINT (cipher 1) keeps only the header in the clear (positions and
+/// counts of the log, no key bytes or type names) and seals the whole body, its type names,
+/// defines and run witnesses, as one AEAD message; the header is its additional data, so no
+/// header byte can change either without the file failing to open. Each file has a fresh salt,
+/// hence a key of its own, so its one nonce (zero) is never reused under a key.
 ///
 /// The decoder accepts any bytes without trapping: counts are checked against the bytes left
 /// before anything is allocated, and an index is named at most once.
@@ -87,8 +98,60 @@ package struct CheckpointFileV4: Equatable, Sendable {
     /// Every run it names.
     package var runNumbers: [UInt32] { indexes.flatMap { [$0.base?.runNumber, $0.delta?.runNumber].compactMap { $0 } } }
 
-    /// The file's bytes.
+    /// The file's bytes, body in the clear (a clear store's CHECKPOINT).
     package func encode() -> [UInt8] {
+        let body = encodeBody()
+        var w = header(
+            cipher: StoreCipherAlgorithm.none, salt: [UInt8](repeating: 0, count: StoreCrypto.saltByteCount), bodyLength: body.count)
+        w.append(contentsOf: body)
+        return Self.appendingCRC(w)
+    }
+
+    /// The file's bytes, body sealed with `cipher` when one is given (an encrypted store's
+    /// CHECKPOINT: a new random salt, K_cp derived from it and ``storeId``, nonce zero, the header
+    /// as additional data); nil: ``encode()``. Runs on the calling thread. Throws
+    /// `.invalidArgument` when the cipher gives a salt of another length, and the cipher's errors.
+    package func encode(sealedWith cipher: (any StoreCipher)?) throws -> [UInt8] {
+        guard let cipher else { return encode() }
+        let salt = cipher.randomBytes(StoreCrypto.saltByteCount)
+        guard salt.count == StoreCrypto.saltByteCount else {
+            throw LogStoreError(.invalidArgument, "A StoreCipher returned \(salt.count) random bytes for a 16-byte salt.")
+        }
+        let body = encodeBody()
+        var w = header(cipher: cipher.algorithmID, salt: salt, bodyLength: body.count + StoreCrypto.tagByteCount)
+        let key = try StoreCrypto.checkpointKey(cipher, storeID: storeId, salt: salt)
+        let sealed = try key.seal(body, nonce: StoreCrypto.checkpointNonce, aad: w.bytes)
+        w.append(contentsOf: sealed)
+        return Self.appendingCRC(w)
+    }
+
+    /// The clear header, up to and including `bodyLength` (the sealed body's additional data).
+    private func header(cipher: UInt8, salt: [UInt8], bodyLength: Int) -> _ByteWriter {
+        var w = _ByteWriter(capacity: Self.headerSize + bodyLength + 4)
+        w.append(contentsOf: CheckpointFile.magic)
+        w.u16(Self.version)
+        w.u16(0)
+        w.u64(generation)
+        w.u64(sequence)
+        w.u64(createdAtMillis)
+        w.append(contentsOf: storeId.bytes.count == 16 ? storeId.bytes : [UInt8](repeating: 0, count: 16))
+        w.u8(cipher)
+        w.append(contentsOf: [UInt8](repeating: 0, count: 7))
+        w.append(contentsOf: salt)
+        w.u32(UInt32(bodyLength))
+        return w
+    }
+
+    /// `w`'s bytes followed by their masked CRC-32C.
+    private static func appendingCRC(_ w: _ByteWriter) -> [UInt8] {
+        var w = w
+        let crc = w.bytes.withUnsafeBytes { CRC32C.mask(CRC32C.checksum($0)) }
+        w.u32(crc)
+        return w.bytes
+    }
+
+    /// The body's bytes (`segments meta indexes nextRun end`), before any sealing.
+    private func encodeBody() -> [UInt8] {
         var body = _ByteWriter(capacity: 64 + indexes.count * 64)
         body.uvarint(UInt64(segments.count))
         var position: [UInt32: UInt64] = [:]
@@ -130,26 +193,21 @@ package struct CheckpointFileV4: Equatable, Sendable {
         }
         body.u32(nextRun)
         body.u8(0xFF)
-        var w = _ByteWriter(capacity: Self.headerSize + body.count + 4)
-        w.append(contentsOf: CheckpointFile.magic)
-        w.u16(Self.version)
-        w.u16(0)
-        w.u64(generation)
-        w.u64(sequence)
-        w.u64(createdAtMillis)
-        w.append(contentsOf: storeId.bytes.count == 16 ? storeId.bytes : [UInt8](repeating: 0, count: 16))
-        w.u8(0)
-        w.append(contentsOf: [UInt8](repeating: 0, count: 7 + 16))
-        w.u32(UInt32(body.count))
-        w.append(contentsOf: body.bytes)
-        let crc = w.bytes.withUnsafeBytes { CRC32C.mask(CRC32C.checksum($0)) }
-        w.u32(crc)
-        return w.bytes
+        return body.bytes
     }
 
-    /// Decodes and checks a version 4 checkpoint. Throws `_DecodeError` (what is wrong and where)
-    /// for anything else.
+    /// Decodes and checks a clear version 4 checkpoint (``decode(_:cipher:)`` without a cipher:
+    /// a sealed one throws). Throws `_DecodeError` (what is wrong and where) for anything else.
     package static func decode(_ buf: UnsafeRawBufferPointer) throws(_DecodeError) -> CheckpointFileV4 {
+        try decode(buf, cipher: nil)
+    }
+
+    /// Decodes and checks a version 4 checkpoint of a store whose cipher is `cipher` (nil: a clear
+    /// store): its `cipher` byte must be the same, and a sealed body must authenticate under the
+    /// key of the file's salt and store id. Runs on the calling thread. Throws `_DecodeError`
+    /// (what is wrong and where; for a sealed body, offsets of the plaintext are counted from
+    /// where the body starts in the file) for anything else, the cipher's errors included.
+    package static func decode(_ buf: UnsafeRawBufferPointer, cipher: (any StoreCipher)?) throws(_DecodeError) -> CheckpointFileV4 {
         guard buf.count >= headerSize + 4 else { throw _DecodeError("file is \(buf.count) bytes, too short for a checkpoint", at: 0) }
         guard buf.prefix(8).elementsEqual(CheckpointFile.magic) else { throw _DecodeError("bad magic", at: 0) }
         let bodyEnd = buf.count - 4
@@ -166,12 +224,57 @@ package struct CheckpointFileV4: Equatable, Sendable {
         let createdAt = try r.u64()
         let storeId = StoreID(bytes: Array(try r.bytes(16)))
         let cipherAt = r.offset
-        guard try r.u8() == 0 else { throw _DecodeError("an encrypted checkpoint; this build reads clear ones only", at: cipherAt) }
+        let fileCipher = try r.u8()
+        let expected = cipher?.algorithmID ?? StoreCipherAlgorithm.none
+        guard fileCipher == expected else {
+            throw _DecodeError(
+                fileCipher == StoreCipherAlgorithm.none
+                    ? "a clear checkpoint in an encrypted store"
+                    : expected == StoreCipherAlgorithm.none
+                        ? "a sealed checkpoint (cipher \(fileCipher)), and the store is not encrypted or no key was given"
+                        : "a checkpoint sealed with cipher \(fileCipher), the store's is \(expected)",
+                at: cipherAt)
+        }
         let reservedAt = r.offset
-        guard try r.bytes(7 + 16).allSatisfy({ $0 == 0 }) else { throw _DecodeError("reserved bytes or salt are not zero", at: reservedAt) }
+        guard try r.bytes(7).allSatisfy({ $0 == 0 }) else { throw _DecodeError("reserved bytes are not zero", at: reservedAt) }
+        let saltAt = r.offset
+        let salt = Array(try r.bytes(StoreCrypto.saltByteCount))
         let lengthAt = r.offset
         guard Int(try r.u32()) == r.remaining else { throw _DecodeError("body length disagrees with the file's", at: lengthAt) }
+        guard let cipher else {
+            guard salt.allSatisfy({ $0 == 0 }) else { throw _DecodeError("the salt of a clear checkpoint is not zero", at: saltAt) }
+            return try decodeBody(
+                UnsafeRawBufferPointer(rebasing: buf[0..<bodyEnd]), generation: generation, sequence: sequence, createdAt: createdAt,
+                storeId: storeId)
+        }
+        // Sealed: the header, then the opened body, read as a clear file's bytes would be.
+        guard r.remaining >= StoreCrypto.tagByteCount else { throw _DecodeError("a sealed body shorter than its tag", at: lengthAt) }
+        let plain: [UInt8]?
+        do {
+            let key = try StoreCrypto.checkpointKey(cipher, storeID: storeId, salt: salt)
+            plain = try key.open(
+                UnsafeRawBufferPointer(rebasing: buf[headerSize..<bodyEnd]), nonce: StoreCrypto.checkpointNonce,
+                aad: Array(UnsafeRawBufferPointer(rebasing: buf[0..<headerSize])))
+        } catch {
+            throw _DecodeError("the checkpoint's key could not be used: \(error)", at: cipherAt)
+        }
+        guard let plain else {
+            throw _DecodeError("the sealed body does not authenticate (altered bytes, or another key)", at: headerSize)
+        }
+        let opened = Array(UnsafeRawBufferPointer(rebasing: buf[0..<headerSize])) + plain
+        let decoded: Result<CheckpointFileV4, _DecodeError> = opened.withUnsafeBytes { b in
+            do throws(_DecodeError) {
+                return .success(try decodeBody(b, generation: generation, sequence: sequence, createdAt: createdAt, storeId: storeId))
+            } catch { return .failure(error) }
+        }
+        return try decoded.get()
+    }
 
+    /// The body of a checkpoint whose clear bytes (header, then body) are `bytes`, CRC excluded.
+    private static func decodeBody(
+        _ bytes: UnsafeRawBufferPointer, generation: UInt64, sequence: UInt64, createdAt: UInt64, storeId: StoreID
+    ) throws(_DecodeError) -> CheckpointFileV4 {
+        var r = _ByteReader(bytes, offset: headerSize)
         let countAt = r.offset
         let count = try r.uvarint()
         guard count >= 1, count <= UInt64(ManifestFile.maxSegments), count <= UInt64(r.remaining / 21) else {

@@ -154,17 +154,18 @@ extension CheckpointFile {
 }
 
 extension LogEngine {
-    /// The defines of the store's CHECKPOINT, if it decodes, is of version 4 and belongs to
-    /// store `storeId`: salvage starts from them, so that records whose define was lost with
-    /// damage in the log keep their type's name. Nil otherwise; never throws.
-    static func checkpointMeta(directory: String, fs: any FileSystem, storeId: StoreID?) -> MetaTable? {
+    /// The defines of the store's CHECKPOINT, if it decodes (sealed ones with `cipher`, the
+    /// store's), is of version 4 and belongs to store `storeId`: salvage starts from them, so that
+    /// records whose define was lost with damage in the log keep their type's name. Nil
+    /// otherwise; never throws.
+    static func checkpointMeta(directory: String, fs: any FileSystem, storeId: StoreID?, cipher: (any StoreCipher)?) -> MetaTable? {
         guard let storeId, let f = try? fs.open(_joinPath(directory, LogStoreFormat.checkpointFileName), mode: .readOnly) else {
             return nil
         }
         defer { try? f.close() }
         guard let size = try? f.size(), size <= UInt64(Int.max), let bytes = try? f.read(at: 0, count: Int(size)) else { return nil }
         let decoded: CheckpointFileV4? = bytes.withUnsafeBytes { buf in
-            do throws(_DecodeError) { return try CheckpointFileV4.decode(buf) } catch { return nil }
+            do throws(_DecodeError) { return try CheckpointFileV4.decode(buf, cipher: cipher) } catch { return nil }
         }
         guard let decoded, decoded.storeId == storeId else { return nil }
         return decoded.meta

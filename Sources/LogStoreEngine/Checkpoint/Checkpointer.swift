@@ -90,18 +90,18 @@ final class Checkpointer: Sendable {
                     underlying: error))
         }
         var writer = RunSetWriter(
-            fs: engine.fileSystem, directory: engine.directory, storeId: storeId, sequence: capture.index.sequence,
-            next: files.withLock { $0.next })
+            fs: engine.fileSystem, directory: engine.directory, storeId: storeId, cipher: engine.storeCipher,
+            sequence: capture.index.sequence, next: files.withLock { $0.next })
         let (runsIndex, references): (IndexState, [CheckpointFileV4.Index])
         let created = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
         let bytes: [UInt8]
         do {
             (runsIndex, references) = try writer.write(capture.index)
             if !writer.written.isEmpty { try engine.fileSystem.syncDirectory(atPath: engine.directory) }
-            bytes = CheckpointFileV4(
+            bytes = try CheckpointFileV4(
                 generation: capture.log.manifest.generation, sequence: capture.index.sequence, createdAtMillis: created, storeId: storeId,
                 segments: segments, indexes: references, nextRun: writer.next, meta: capture.index.meta
-            ).encode()
+            ).encode(sealedWith: engine.storeCipher)
             try AtomicFileReplace.replaceOrThrow(
                 LogStoreFormat.checkpointFileName, in: engine.directory, with: bytes, fs: engine.fileSystem)
         } catch {

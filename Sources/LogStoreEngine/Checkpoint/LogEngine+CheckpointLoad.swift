@@ -17,9 +17,14 @@ enum CheckpointLoad {
 extension LogEngine {
     // MARK: Loading
 
-    /// Reads, decodes and checks `CHECKPOINT` against `manifest` and the segment files.
-    /// Never throws: anything wrong makes it `.rejected` with the reason.
-    static func loadCheckpoint(directory: String, fs: any FileSystem, manifest: ManifestFile, options: LogEngineOptions) -> CheckpointLoad {
+    /// Reads, decodes and checks `CHECKPOINT` against `manifest` and the segment files. `cipher`
+    /// is the store's (chosen by MANIFEST's key check; nil: a clear store): a sealed checkpoint
+    /// and its runs are opened with it, and one whose cipher is not the store's, or that does not
+    /// authenticate, is rejected like a damaged one. Never throws: anything wrong makes it
+    /// `.rejected` with the reason.
+    static func loadCheckpoint(
+        directory: String, fs: any FileSystem, manifest: ManifestFile, options: LogEngineOptions, cipher: (any StoreCipher)?
+    ) -> CheckpointLoad {
         let path = _joinPath(directory, LogStoreFormat.checkpointFileName)
         let bytes: [UInt8]
         do {
@@ -32,7 +37,9 @@ extension LogEngine {
             return .rejected("checkpoint unreadable: \(error)", witness: nil)
         }
         let decoded: Result<CheckpointFile, _DecodeError> = bytes.withUnsafeBytes { buf in
-            do throws(_DecodeError) { return .success(try CheckpointFile.decodeAnyVersion(buf)) } catch { return .failure(error) }
+            do throws(_DecodeError) { return .success(try CheckpointFile.decodeAnyVersion(buf, cipher: cipher)) } catch {
+                return .failure(error)
+            }
         }
         var cp: CheckpointFile
         switch decoded {
@@ -101,7 +108,7 @@ extension LogEngine {
         // Salvage replays every segment on its own terms; it only uses the checkpoint as a witness.
         guard options.recovery == .strict else { return .rejected("salvage mode replays the whole log", witness: witness) }
         if let references = cp.runReferences {
-            switch openRuns(references, directory: directory, fs: fs) {
+            switch openRuns(references, directory: directory, fs: fs, cipher: cipher) {
             case .success(let (index, runs)):
                 cp.index = index
                 cp.runs = runs
@@ -122,8 +129,9 @@ extension LogEngine {
     /// Maps the runs CHECKPOINT 4 names and builds the index from them: every run's header page
     /// must equal its witness in the checkpoint and belong to this store, and every index must
     /// hold the count the checkpoint recorded (and each secondary index one entry per record).
-    /// Reads the header page of each run, nothing else. Fails with the reason otherwise.
-    static func openRuns(_ cp: CheckpointFileV4, directory: String, fs: any FileSystem) -> Result<
+    /// The runs must be sealed with `cipher` (nil: clear runs); their keys take the checkpoint's
+    /// store id. Reads the header page of each run, nothing else. Fails with the reason otherwise.
+    static func openRuns(_ cp: CheckpointFileV4, directory: String, fs: any FileSystem, cipher: (any StoreCipher)?) -> Result<
         (IndexState, [UInt32: MappedRun]), RunRejection
     > {
         var runs: [UInt32: MappedRun] = [:]
@@ -134,7 +142,7 @@ extension LogEngine {
                 throw RunRejection(message: "run file \(w.runNumber) the checkpoint names is missing")
             }
             let run: MappedRun
-            do { run = try MappedRun.open(path: path, fs: fs) } catch {
+            do { run = try MappedRun.open(path: path, fs: fs, cipher: cipher, storeId: cp.storeId) } catch {
                 throw RunRejection(message: "run file \(w.runNumber) is unreadable: \(error)")
             }
             guard RunWitness(run.header) == w else {
@@ -183,10 +191,15 @@ extension LogEngine {
 extension CheckpointFile {
     /// Decodes checkpoint bytes of any version this build reads: version 4 names run files
     /// (``runReferences``; ``index`` stays empty until they are opened), versions 1 to 3 hold the
-    /// index itself (read only: format 3 stores). Throws `_DecodeError` for anything else.
-    package static func decodeAnyVersion(_ buf: UnsafeRawBufferPointer) throws(_DecodeError) -> CheckpointFile {
-        guard CheckpointFileV4.version(of: buf) == CheckpointFileV4.version else { return try decode(buf) }
-        let v4 = try CheckpointFileV4.decode(buf)
+    /// index itself (read only: format 3 stores, never encrypted). `cipher` is the store's (nil:
+    /// clear), as ``CheckpointFileV4/decode(_:cipher:)`` takes it. Throws `_DecodeError` for
+    /// anything else, and for a version 1 to 3 checkpoint when `cipher` is set.
+    package static func decodeAnyVersion(_ buf: UnsafeRawBufferPointer, cipher: (any StoreCipher)?) throws(_DecodeError) -> CheckpointFile {
+        guard CheckpointFileV4.version(of: buf) == CheckpointFileV4.version else {
+            guard cipher == nil else { throw _DecodeError("a clear checkpoint of an older format in an encrypted store", at: 8) }
+            return try decode(buf)
+        }
+        let v4 = try CheckpointFileV4.decode(buf, cipher: cipher)
         var c = CheckpointFile(
             version: 4, generation: v4.generation, sequence: v4.sequence, createdAtMillis: v4.createdAtMillis, segments: v4.segments,
             index: IndexState(), storeId: v4.storeId)
@@ -206,14 +219,15 @@ extension CheckpointFile {
     /// Reads `CHECKPOINT` bytes as the tools do (`logstore-compact verify` and `stats`): any
     /// version; for version 4 the run files it names in `directory` are opened, checked against
     /// their witnesses and, with `validatingRuns`, checked page by page (``RunValidator``), and
-    /// ``index`` is read from them. Returns the checkpoint or its first problem; never throws.
-    /// The result's runs stay mapped while it is held.
+    /// ``index`` is read from them. `cipher` is the store's key (nil: a clear store), which opens
+    /// a sealed checkpoint and its runs. Returns the checkpoint or its first problem; never
+    /// throws. The result's runs stay mapped while it is held.
     package static func read(
-        _ bytes: [UInt8], directory: String, fs: any FileSystem, validatingRuns: Bool
+        _ bytes: [UInt8], directory: String, fs: any FileSystem, validatingRuns: Bool, cipher: (any StoreCipher)? = nil
     ) -> Result<CheckpointFile, Problem> {
         let path = _joinPath(directory, LogStoreFormat.checkpointFileName)
         let decoded: Result<CheckpointFile, _DecodeError> = bytes.withUnsafeBytes { buf in
-            do throws(_DecodeError) { return .success(try decodeAnyVersion(buf)) } catch { return .failure(error) }
+            do throws(_DecodeError) { return .success(try decodeAnyVersion(buf, cipher: cipher)) } catch { return .failure(error) }
         }
         var cp: CheckpointFile
         switch decoded {
@@ -221,7 +235,7 @@ extension CheckpointFile {
         case .failure(let e): return .failure(Problem(message: e.reason, path: path, offset: UInt64(e.offset)))
         }
         guard let references = cp.runReferences else { return .success(cp) }
-        switch LogEngine.openRuns(references, directory: directory, fs: fs) {
+        switch LogEngine.openRuns(references, directory: directory, fs: fs, cipher: cipher) {
         case .success(let (index, runs)):
             cp.index = index
             cp.runs = runs

@@ -1,11 +1,14 @@
 /// Writes the runs of one checkpoint into a directory: per index, nothing (it keeps its runs), a
 /// delta run or a new base run; with `fresh`, a base run for every index (a backup, whose
 /// directory holds none of the store's runs). Each run file is synced; the caller syncs the
-/// directory before a CHECKPOINT names them. Used on one thread.
+/// directory before a CHECKPOINT names them. The runs of an encrypted store are sealed with its
+/// `cipher` (``RunFile``). Used on one thread.
 struct RunSetWriter {
     let fs: any FileSystem
     let directory: String
     let storeId: StoreID
+    /// The store's cipher: every run written is sealed with it; nil: clear runs.
+    let cipher: (any StoreCipher)?
     let sequence: UInt64
     /// Whether every index gets a new base run.
     let fresh: Bool
@@ -16,10 +19,14 @@ struct RunSetWriter {
     /// Every run the new checkpoint names (written or kept).
     private(set) var used: [MappedRun] = []
 
-    init(fs: any FileSystem, directory: String, storeId: StoreID, sequence: UInt64, next: UInt32, fresh: Bool = false) {
+    init(
+        fs: any FileSystem, directory: String, storeId: StoreID, cipher: (any StoreCipher)?, sequence: UInt64, next: UInt32,
+        fresh: Bool = false
+    ) {
         self.fs = fs
         self.directory = directory
         self.storeId = storeId
+        self.cipher = cipher
         self.sequence = sequence
         self.next = next
         self.fresh = fresh
@@ -34,7 +41,7 @@ struct RunSetWriter {
     /// Writes the runs of every index of `index`; returns the index as read from its runs (empty
     /// trees) and the checkpoint's references to them.
     mutating func write(_ index: IndexState) throws -> (IndexState, [CheckpointFileV4.Index]) {
-        let (storeId, sequence) = (self.storeId, self.sequence)
+        let (storeId, sequence, cipher) = (self.storeId, self.sequence, self.cipher)
         var out = IndexState()
         out.sequence = index.sequence
         out.meta = index.meta
@@ -42,7 +49,7 @@ struct RunSetWriter {
         for type in index.types.keys.sorted() {
             guard let t = index.types[type], !t.isEmpty else { continue }
             let (base, delta) = try runs(current: t.runs, changes: t.treeCount) { fold, number, sink in
-                try t.writeRun(delta: !fold, storeId: storeId, runNumber: number, sequence: sequence, sink: sink)
+                try t.writeRun(delta: !fold, storeId: storeId, runNumber: number, sequence: sequence, cipher: cipher, sink: sink)
             }
             let rebuilt = TypeIndex(base: base, deltaRun: delta)
             out.types[type] = rebuilt
@@ -57,7 +64,8 @@ struct RunSetWriter {
                 var delta: MappedRun? = nil
                 if s.entries.count > 0 {
                     (base, delta) = try runs(current: s.entries.runs, changes: s.entries.treeCount) { fold, number, sink in
-                        try s.entries.writeRun(delta: !fold, storeId: storeId, runNumber: number, sequence: sequence, sink: sink)
+                        try s.entries.writeRun(
+                            delta: !fold, storeId: storeId, runNumber: number, sequence: sequence, cipher: cipher, sink: sink)
                     }
                 }
                 let entries = SecondaryEntries(base: base, deltaRun: delta)
@@ -104,7 +112,7 @@ struct RunSetWriter {
             try? fs.removeFile(atPath: path)
             throw error
         }
-        let run = try MappedRun.open(path: path, fs: fs)
+        let run = try MappedRun.open(path: path, fs: fs, cipher: cipher, storeId: storeId)
         written.append(run)
         used.append(run)
         return run

@@ -6,7 +6,8 @@ import Logging
 
 extension Recovery {
     /// Phase 3, the checkpoint. Reads CHECKPOINT, if present, through
-    /// ``LogEngine/loadCheckpoint(directory:fs:manifest:options:)``, and decides where replay
+    /// ``LogEngine/loadCheckpoint(directory:fs:manifest:options:cipher:)`` (with the store's
+    /// ``cipher``), and decides where replay
     /// starts. Adopted: its index, its covered segments (opened) and their lengths, replay from
     /// its last covered segment at the recorded length. Rejected (damaged, another store's, or
     /// older than a compaction): replay the whole log, keeping the sequence it proves committed
@@ -16,7 +17,7 @@ extension Recovery {
     /// reports it and replays. Changes nothing on disk.
     mutating func startFromCheckpoint() throws {
         guard found.hasCheckpoint else { return }
-        var load = LogEngine.loadCheckpoint(directory: found.path, fs: fs, manifest: manifest, options: options)
+        var load = LogEngine.loadCheckpoint(directory: found.path, fs: fs, manifest: manifest, options: options, cipher: cipher)
         if let reason = runsRejected, case .adopted(let cp, _) = load, cp.runReferences != nil {
             load = .rejected(reason, witness: cp.sequence)
         }
@@ -45,7 +46,9 @@ extension Recovery {
             report.checkpointRejectedReason = reason
             // Salvage replays the whole log, but starts from the checkpoint's defines: a record
             // whose define the damage took keeps its type's name.
-            if options.recovery == .salvage, let meta = LogEngine.checkpointMeta(directory: found.path, fs: fs, storeId: manifest.storeId) {
+            if options.recovery == .salvage,
+                let meta = LogEngine.checkpointMeta(directory: found.path, fs: fs, storeId: manifest.storeId, cipher: cipher)
+            {
                 index.meta = meta
             }
             options.logger?.warning(
@@ -58,7 +61,9 @@ extension Recovery {
             witness = w
             report.checkpointRejectedReason = reason
             report.dropped.append(.init(path: path, offset: 0, bytes: 0, reason: message))
-            if let meta = LogEngine.checkpointMeta(directory: found.path, fs: fs, storeId: manifest.storeId) { index.meta = meta }
+            if let meta = LogEngine.checkpointMeta(directory: found.path, fs: fs, storeId: manifest.storeId, cipher: cipher) {
+                index.meta = meta
+            }
         }
     }
 

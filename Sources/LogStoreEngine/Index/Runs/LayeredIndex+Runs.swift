@@ -115,15 +115,18 @@ extension LayeredIndex {
 extension TypeIndex {
     /// Writes this index as a run through `sink`: a base run of every entry, or with `delta` the
     /// delta run that replaces its delta run (its changes since the base; it must have a base).
-    /// Returns the run's header. Reads the runs it merges (`.corruption` if damaged) and throws
-    /// the sink's errors.
-    package func writeRun(delta: Bool, storeId: StoreID, runNumber: UInt32, sequence: UInt64, sink: any RunSink) throws -> RunHeader {
+    /// The run's pages are sealed with `cipher` when one is given (an encrypted store's; nil: a
+    /// clear run). Returns the run's header. Reads the runs it merges (`.corruption` if damaged)
+    /// and throws the sink's and the cipher's errors.
+    package func writeRun(
+        delta: Bool, storeId: StoreID, runNumber: UInt32, sequence: UInt64, cipher: (any StoreCipher)? = nil, sink: any RunSink
+    ) throws -> RunHeader {
         func write<K>(_ l: LayeredIndex<K, PrimaryDelta>) throws -> RunHeader {
             let kind: RunKind = delta ? .primaryDelta : .primaryBase
-            let w = RunWriter(
+            let w = try RunWriter(
                 header: RunHeader(
                     storeId: storeId, runNumber: runNumber, kind: kind, layout: l.runLayout(primary: true), sequence: sequence),
-                sink: sink)
+                sink: sink, cipher: cipher)
             if delta { try l.writeDelta(to: w, kind: kind) } else { try l.writeBase(to: w, kind: kind) }
             return try w.finish()
         }
@@ -136,12 +139,15 @@ extension TypeIndex {
 }
 
 extension SecondaryEntries {
-    /// ``TypeIndex/writeRun(delta:storeId:runNumber:sequence:sink:)`` for secondary entries.
-    package func writeRun(delta: Bool, storeId: StoreID, runNumber: UInt32, sequence: UInt64, sink: any RunSink) throws -> RunHeader {
+    /// ``TypeIndex/writeRun(delta:storeId:runNumber:sequence:cipher:sink:)`` for secondary entries.
+    package func writeRun(
+        delta: Bool, storeId: StoreID, runNumber: UInt32, sequence: UInt64, cipher: (any StoreCipher)? = nil, sink: any RunSink
+    ) throws -> RunHeader {
         func write<K>(_ l: LayeredIndex<K, SecondaryDelta>) throws -> RunHeader {
             let kind: RunKind = delta ? .secondaryDelta : .secondaryBase
-            let w = RunWriter(
-                header: RunHeader(storeId: storeId, runNumber: runNumber, kind: kind, layout: .variable, sequence: sequence), sink: sink)
+            let w = try RunWriter(
+                header: RunHeader(storeId: storeId, runNumber: runNumber, kind: kind, layout: .variable, sequence: sequence), sink: sink,
+                cipher: cipher)
             if delta { try l.writeDelta(to: w, kind: kind) } else { try l.writeBase(to: w, kind: kind) }
             return try w.finish()
         }

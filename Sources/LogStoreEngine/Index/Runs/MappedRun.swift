@@ -38,6 +38,12 @@ package final class RunBytes: @unchecked Sendable {
 /// `Sendable`: the mapping is read-only and the bitmap is only touched atomically. Once open, it
 /// never reads its file again, so the file may be removed (a newer checkpoint no longer names it)
 /// while views still search it.
+///
+/// A sealed run (an encrypted store's, ``RunFile``) is searched in a heap copy of the same
+/// geometry, allocated (not touched) at open: a page's first use opens it with the run's key into
+/// its place in the copy, under a lock, then checks it as a clear page and sets its bit; later
+/// uses read the copy without the lock, like a clear run's mapping. A page that does not
+/// authenticate is `.corruption` naming the run file and the page's offset.
 package final class MappedRun: @unchecked Sendable {
     /// The checked header.
     package let header: RunHeader
@@ -46,19 +52,55 @@ package final class MappedRun: @unchecked Sendable {
     let data: RunBytes
     private let words: Int
     private let verified: UnsafeMutablePointer<Atomic<UInt64>>
+    /// Where page 0 of the searched bytes is: the mapping, or a sealed run's plaintext copy.
+    private let pages: UnsafeRawPointer
+    /// Bytes of each page the tree uses: 4096, or 4080 in a sealed run.
+    let usable: Int
+    /// A sealed run's key and plaintext copy; nil for a clear run.
+    private let sealed: SealedPages?
 
-    /// A run over `data`, whose header page must decode (``RunHeader/decode(_:)``) and whose
-    /// length must be its page count times 4096. Throws `.corruption` otherwise.
-    package init(data: RunBytes, path: String) throws {
+    /// A clear run over `data` (tests, tools): ``init(data:path:cipher:storeId:)`` without a cipher.
+    package convenience init(data: RunBytes, path: String) throws {
+        try self.init(data: data, path: path, cipher: nil, storeId: StoreID(bytes: []))
+    }
+
+    /// A run over `data`, whose header page must decode (``RunHeader/decode(_:)``), whose length
+    /// must be its page count times 4096, and whose cipher must be `cipher`'s (0 when `cipher` is
+    /// nil: a clear store's). A sealed run's key is derived here from `storeId` (the store's),
+    /// the header's run number and salt. Throws `.corruption` for a damaged header, a wrong
+    /// length or another cipher, and the cipher's errors.
+    package init(data: RunBytes, path: String, cipher: (any StoreCipher)?, storeId: StoreID) throws {
         let header: RunHeader
         do throws(_DecodeError) {
             header = try RunHeader.decode(data.bytes)
         } catch {
             throw LogStoreError(.corruption, "Run file header is damaged: \(error.reason).", path: path, offset: UInt64(error.offset))
         }
-        guard UInt64(data.bytes.count) == UInt64(header.pageCount) * UInt64(RunFile.pageSize) else {
+        guard UInt64(data.bytes.count) == UInt64(header.pageCount) * UInt64(RunFile.pageSize), let base = data.bytes.baseAddress else {
             throw LogStoreError(
                 .corruption, "Run file holds \(data.bytes.count) bytes, its header says \(header.pageCount) pages.", path: path)
+        }
+        let expected = cipher?.algorithmID ?? StoreCipherAlgorithm.none
+        guard header.cipher == expected else {
+            throw LogStoreError(
+                .corruption,
+                header.cipher == StoreCipherAlgorithm.none
+                    ? "Run file is in the clear, but the store is encrypted."
+                    : expected == StoreCipherAlgorithm.none
+                        ? "Run file is sealed (cipher \(header.cipher)), but the store is not encrypted."
+                        : "Run file is sealed with cipher \(header.cipher), the store with cipher \(expected).",
+                path: path, offset: 35)
+        }
+        if let cipher {
+            let key = try StoreCrypto.runKey(cipher, storeID: storeId, runNumber: header.runNumber, salt: header.salt)
+            let copy = SealedPages(key: key, byteCount: data.bytes.count)
+            sealed = copy
+            pages = UnsafeRawPointer(copy.plain)
+            usable = RunFile.sealedPageSize
+        } else {
+            sealed = nil
+            pages = base
+            usable = RunFile.pageSize
         }
         self.header = header
         self.path = path
@@ -68,10 +110,16 @@ package final class MappedRun: @unchecked Sendable {
         for i in 0..<words { (verified + i).initialize(to: Atomic(0)) }
     }
 
-    /// Opens the run file at `path`: maps it (or reads it whole on a file system that cannot
-    /// map) and checks its header. Throws `.corruption` for a damaged or short file, `.io` when
-    /// it cannot be opened.
+    /// A clear run at `path` (tests, tools): ``open(path:fs:cipher:storeId:)`` without a cipher.
     package static func open(path: String, fs: any FileSystem) throws -> MappedRun {
+        try open(path: path, fs: fs, cipher: nil, storeId: StoreID(bytes: []))
+    }
+
+    /// Opens the run file at `path`: maps it (or reads it whole on a file system that cannot
+    /// map) and checks its header, whose cipher must be `cipher`'s (nil: a clear store's; the
+    /// store's id `storeId` enters a sealed run's key). Throws `.corruption` for a damaged or short
+    /// file or another cipher, `.io` when it cannot be opened, and the cipher's errors.
+    package static func open(path: String, fs: any FileSystem, cipher: (any StoreCipher)?, storeId: StoreID) throws -> MappedRun {
         let file = try fs.open(path, mode: .readOnly)
         defer { try? file.close() }
         let size = try file.size()
@@ -90,9 +138,10 @@ package final class MappedRun: @unchecked Sendable {
             throw LogStoreError(.corruption, "Run file holds \(size) bytes, its header says \(header.pageCount) pages.", path: path)
         }
         if let mappable = file as? any MappableFile, let mapping = try? mappable.mapReadOnly(length: Int(expected)) {
-            return try MappedRun(data: RunBytes(mapping: mapping), path: path)
+            return try MappedRun(data: RunBytes(mapping: mapping), path: path, cipher: cipher, storeId: storeId)
         }
-        return try MappedRun(data: RunBytes(copying: try file.read(at: 0, count: Int(expected))), path: path)
+        return try MappedRun(
+            data: RunBytes(copying: try file.read(at: 0, count: Int(expected))), path: path, cipher: cipher, storeId: storeId)
     }
 
     deinit {
@@ -110,18 +159,22 @@ package final class MappedRun: @unchecked Sendable {
     // MARK: Pages
 
     /// The page `number`, checked (CRC, structure) on its first use: `level` is the level the
-    /// caller expects it at (``RunFile/overflowLevel`` for overflow pages). Throws `.corruption`.
+    /// caller expects it at (``RunFile/overflowLevel`` for overflow pages). A sealed run's page is
+    /// opened on its first use. Throws `.corruption`.
+    ///
+    /// The bit is read with acquiring and set with releasing order, so a thread that sees it set
+    /// also sees the plaintext another thread wrote before setting it (on x86 both are plain
+    /// loads and stores, as the relaxed ones were).
     @inline(__always)
     func page(_ number: UInt32, level: UInt8) throws -> UnsafeRawPointer {
-        guard number >= 1, number < header.pageCount, let base = data.bytes.baseAddress else {
+        guard number >= 1, number < header.pageCount else {
             throw damaged("a reference to page \(number) outside the run", page: 0)
         }
-        let p = base + Int(number) * RunFile.pageSize
+        let p = pages + Int(number) * RunFile.pageSize
         let w = Int(number) >> 6
         let bit = UInt64(1) << UInt64(number & 63)
-        if verified[w].load(ordering: .relaxed) & bit == 0 {
-            try check(p, number: number)
-            verified[w].bitwiseOr(bit, ordering: .relaxed)
+        if verified[w].load(ordering: .acquiring) & bit == 0 {
+            try firstUse(p, number: number, word: w, bit: bit)
         }
         guard p.load(fromByteOffset: 4, as: UInt8.self) == level else {
             throw damaged("page at level \(p.load(fromByteOffset: 4, as: UInt8.self)) where level \(level) was expected", page: number)
@@ -141,11 +194,39 @@ package final class MappedRun: @unchecked Sendable {
             path: path, offset: UInt64(page) * UInt64(RunFile.pageSize))
     }
 
+    /// A page's first use: checks it (a sealed run's: opens it into its place in the copy first,
+    /// under the lock, so that no two threads write one page) and sets its bit. Throws
+    /// `.corruption`.
+    private func firstUse(_ p: UnsafeRawPointer, number: UInt32, word w: Int, bit: UInt64) throws {
+        guard let sealed else {
+            try check(p, number: number)
+            verified[w].bitwiseOr(bit, ordering: .releasing)
+            return
+        }
+        try sealed.lock.withLock { _ throws(any Error) in
+            // Another thread may have opened it while this one waited.
+            guard verified[w].load(ordering: .acquiring) & bit == 0, let source = data.bytes.baseAddress else { return }
+            let out = UnsafeMutableRawPointer(mutating: p)
+            let aad = StoreCrypto.pageAAD(runNumber: header.runNumber, page: number)
+            let ok = try aad.withUnsafeBytes { a in
+                try sealed.key.open(
+                    UnsafeRawBufferPointer(start: source + Int(number) * RunFile.pageSize, count: RunFile.pageSize),
+                    nonce: StoreCrypto.pageNonce(page: number), aad: a,
+                    into: UnsafeMutableRawBufferPointer(start: out, count: RunFile.sealedPageSize))
+            }
+            // The tag's place in the copy: zeros, never read as page bytes (checks stop at 4080).
+            (out + RunFile.sealedPageSize).initializeMemory(as: UInt8.self, repeating: 0, count: StoreCrypto.tagByteCount)
+            guard ok else { throw damaged("it does not authenticate (altered bytes, or another store's or run's page)", page: number) }
+            try check(p, number: number)
+            verified[w].bitwiseOr(bit, ordering: .releasing)
+        }
+    }
+
     /// Checks one page: its CRC, its kind, and that every count, offset and page number it holds
-    /// stays inside the page and the run.
+    /// stays inside the page's ``usable`` bytes and the run.
     private func check(_ p: UnsafeRawPointer, number: UInt32) throws {
         let stored = UInt32(littleEndian: p.loadUnaligned(as: UInt32.self))
-        guard CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(start: p + 4, count: RunFile.pageSize - 4))) == stored else {
+        guard CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(start: p + 4, count: usable - 4))) == stored else {
             throw damaged("checksum mismatch", page: number)
         }
         guard p.load(fromByteOffset: 5, as: UInt8.self) == header.kind.rawValue else {
@@ -155,7 +236,7 @@ package final class MappedRun: @unchecked Sendable {
         let count = Int(UInt16(littleEndian: p.loadUnaligned(fromByteOffset: 6, as: UInt16.self)))
         if level == RunFile.overflowLevel {
             let next = UInt32(littleEndian: p.loadUnaligned(fromByteOffset: RunPage.bodyStart, as: UInt32.self))
-            guard count >= 1, count <= RunFile.pageSize - RunPage.overflowDataStart, next < header.pageCount else {
+            guard count >= 1, count <= usable - RunPage.overflowDataStart, next < header.pageCount else {
                 throw damaged("an overflow page with a bad length or link", page: number)
             }
             return
@@ -168,7 +249,7 @@ package final class MappedRun: @unchecked Sendable {
         }
         let view = RunPageView(p, run: self, isLeaf: isLeaf)
         if let w = header.layout.keyWidth {
-            guard view.fixedStart + count * (w + view.payloadSize) <= RunFile.pageSize else {
+            guard view.fixedStart + count * (w + view.payloadSize) <= usable else {
                 throw damaged("more entries than the page holds", page: number)
             }
         } else {
@@ -187,28 +268,28 @@ package final class MappedRun: @unchecked Sendable {
     /// The slotted layout's checks: prefix, slots and every cell inside the page.
     private func checkSlotted(_ view: RunPageView, number: UInt32) throws {
         let start = view.slottedStart
-        guard start + 2 <= RunFile.pageSize else { throw damaged("no room for the prefix length", page: number) }
+        guard start + 2 <= usable else { throw damaged("no room for the prefix length", page: number) }
         let prefix = view.prefixLength
         let slots = start + 2 + prefix
-        guard prefix <= RunFile.maxPrefix, slots + 2 * view.count <= RunFile.pageSize else {
+        guard prefix <= RunFile.maxPrefix, slots + 2 * view.count <= usable else {
             throw damaged("prefix or slots beyond the page", page: number)
         }
         for i in 0..<view.count {
             let cell = view.slot(i)
-            guard cell >= slots + 2 * view.count, cell < RunFile.pageSize else { throw damaged("a slot outside the cells", page: number) }
+            guard cell >= slots + 2 * view.count, cell < usable else { throw damaged("a slot outside the cells", page: number) }
             var at = cell
-            guard let suffix = RunPageView.readVarint(view.base, &at), suffix <= UInt64(UInt32.max) else {
+            guard let suffix = RunPageView.readVarint(view.base, &at, limit: usable), suffix <= UInt64(UInt32.max) else {
                 throw damaged("a cell's length runs off the page", page: number)
             }
             let total = prefix + Int(suffix)
             if total > RunFile.maxInlineKey {
-                guard at + RunFile.overflowInline + 4 + view.payloadSize <= RunFile.pageSize, Int(suffix) >= RunFile.overflowInline else {
+                guard at + RunFile.overflowInline + 4 + view.payloadSize <= usable, Int(suffix) >= RunFile.overflowInline else {
                     throw damaged("an overflow cell runs off the page", page: number)
                 }
                 let overflow = UInt32(littleEndian: view.base.loadUnaligned(fromByteOffset: at + RunFile.overflowInline, as: UInt32.self))
                 guard overflow >= 1, overflow < header.pageCount else { throw damaged("an overflow link outside the run", page: number) }
             } else {
-                guard at + Int(suffix) + view.payloadSize <= RunFile.pageSize else {
+                guard at + Int(suffix) + view.payloadSize <= usable else {
                     throw damaged("a cell runs off the page", page: number)
                 }
             }
@@ -220,11 +301,11 @@ package final class MappedRun: @unchecked Sendable {
         var out: [UInt8] = []
         out.reserveCapacity(min(length, 1 << 20))
         var page = first
-        let capacity = RunFile.pageSize - RunPage.overflowDataStart
-        var pages = 0
+        let capacity = usable - RunPage.overflowDataStart
+        var chained = 0
         while out.count < length {
-            pages += 1
-            guard page != 0, pages <= length / capacity + 1 else { throw damaged("an overflow chain shorter than its key", page: page) }
+            chained += 1
+            guard page != 0, chained <= length / capacity + 1 else { throw damaged("an overflow chain shorter than its key", page: page) }
             let p = try self.page(page, level: RunFile.overflowLevel)
             let n = Int(UInt16(littleEndian: p.loadUnaligned(fromByteOffset: 6, as: UInt16.self)))
             guard n <= length - out.count else { throw damaged("an overflow chain longer than its key", page: page) }
@@ -301,11 +382,12 @@ struct RunPageView {
     /// Inner pages: the rank base of entry `i`.
     @inline(__always) func rankBase(_ i: Int) -> Int32 { Int32(littleEndian: payload(i).loadUnaligned(fromByteOffset: 4, as: Int32.self)) }
 
-    /// LEB128 at `at` inside the page (nil if it runs off the page or past 10 bytes).
-    static func readVarint(_ base: UnsafeRawPointer, _ at: inout Int) -> UInt64? {
+    /// LEB128 at `at` inside the page's first `limit` bytes (nil if it runs past them or past 10
+    /// bytes).
+    static func readVarint(_ base: UnsafeRawPointer, _ at: inout Int, limit: Int = RunFile.pageSize) -> UInt64? {
         var result: UInt64 = 0
         var shift: UInt64 = 0
-        while at < RunFile.pageSize, shift < 64 {
+        while at < limit, shift < 64 {
             let b = base.load(fromByteOffset: at, as: UInt8.self)
             at += 1
             result |= UInt64(b & 0x7F) << shift
@@ -314,4 +396,23 @@ struct RunPageView {
         }
         return nil
     }
+}
+
+/// A sealed run's key and the heap copy its pages are opened into: `pageCount × 4096` bytes,
+/// allocated at open and written page by page on first use (the memory of a page never used is
+/// never touched), under `lock`. Lives as long as its ``MappedRun``.
+final class SealedPages: @unchecked Sendable {
+    /// K_run.
+    let key: any AEADKey
+    /// The copy, page `n` at `n × 4096` (page 0, the header, is never written).
+    let plain: UnsafeMutableRawPointer
+    /// Held while a page is opened into the copy.
+    let lock = Mutex<Void>(())
+
+    init(key: any AEADKey, byteCount: Int) {
+        self.key = key
+        plain = .allocate(byteCount: max(byteCount, 1), alignment: 16)
+    }
+
+    deinit { plain.deallocate() }
 }

@@ -7,6 +7,17 @@
 ///                   rootPage:u32le firstLeaf:u32le leafCount:u32le sequence:u64le salt:16
 ///                   netCount:i64le reserved:u8{32} crc:u32le        (128 bytes, then zeros to 4096)
 ///     page       := crc:u32le level:u8 kind:u8 count:u16le firstRank:i64le body
+///                                                               -- clear run (cipher 0): 4096 bytes, crc over [4, 4096)
+///     sealedPage := ciphertext:4080 tag:16                      -- cipher 1: AES-256-GCM of the page's first 4080 bytes
+///                   (a `page` whose body ends at 4080, crc over [4, 4080)) under K_run, nonce
+///                   u32le(pageNumber)‖0^8, AAD "LS4P"‖u32le(runNumber)‖u32le(pageNumber)
+///
+/// In a run of an encrypted store (`cipher` 1) the header page stays clear (it holds counts, no
+/// key bytes) and names the cipher and the run's random `salt`; K_run =
+/// ``StoreCrypto/runKey(_:storeID:runNumber:salt:)`` of the store's id, the run's number and that
+/// salt, derived once per run. Every other page is sealed whole, so keys, fences and locations
+/// are unreadable without the key and any changed byte fails the page's tag. A clear run's
+/// `cipher` is 0 and its `salt` zeros.
 ///
 /// Leaves come first (with any overflow pages among them), then each inner level bottom-up; the
 /// root is the last page. ``RunWriter`` writes them, ``MappedRun`` searches them in place, and
@@ -29,6 +40,9 @@ package enum RunFile {
     package static let maxInlineKey = 1024
     /// Bytes of an overflow key's suffix kept in its cell.
     package static let overflowInline = 64
+    /// Bytes of a page a sealed run's pages can use: the last 16 of each page on disk are its
+    /// AEAD tag (``StoreCrypto/tagByteCount``).
+    package static let sealedPageSize = pageSize - StoreCrypto.tagByteCount
     /// The longest page prefix a variable page stores.
     package static let maxPrefix = 256
     /// Most levels a run may have (a fan-out of two at every level reaches 2^32 pages).
@@ -133,8 +147,11 @@ package struct RunHeader: Equatable, Sendable {
     /// Levels of the tree (leaves are level 0, the root is level `levels − 1`); 0 for a run with
     /// no entries, which has no page but the header.
     package var levels: UInt8 = 0
-    /// 0: clear pages (the only cipher this build writes).
+    /// 0: clear pages; ``StoreCipherAlgorithm/aes256GCM`` (1): every page but the header is
+    /// sealed (``RunFile``).
     package var cipher: UInt8 = 0
+    /// The random salt of a sealed run's key (16 bytes); zeros in a clear run.
+    package var salt: [UInt8] = [UInt8](repeating: 0, count: StoreCrypto.saltByteCount)
     package var entryCount: UInt64 = 0
     package var pageCount: UInt32 = 1
     package var rootPage: UInt32 = 0
@@ -177,7 +194,7 @@ package struct RunHeader: Equatable, Sendable {
         w.u32(firstLeaf)
         w.u32(leafCount)
         w.u64(sequence)
-        w.append(contentsOf: [UInt8](repeating: 0, count: 16))
+        w.append(contentsOf: salt.count == 16 ? salt : [UInt8](repeating: 0, count: 16))
         w.u64(UInt64(bitPattern: netCount))
         w.append(contentsOf: [UInt8](repeating: 0, count: 32))
         let crc = w.bytes.withUnsafeBytes { CRC32C.mask(CRC32C.checksum($0)) }
@@ -214,7 +231,9 @@ package struct RunHeader: Equatable, Sendable {
         guard let layout = RunLayout(rawValue: try r.u8()) else { throw _DecodeError("unknown run layout", at: kindAt + 1) }
         let levels = try r.u8()
         let cipher = try r.u8()
-        guard cipher == 0 else { throw _DecodeError("run cipher \(cipher) is not supported by this build", at: kindAt + 3) }
+        guard cipher == StoreCipherAlgorithm.none || cipher == StoreCipherAlgorithm.aes256GCM else {
+            throw _DecodeError("run cipher \(cipher) is not supported by this build", at: kindAt + 3)
+        }
         guard flags & ~RunFile.flagClears == 0, kind.isDelta || flags == 0 else {
             throw _DecodeError("unknown run flags 0x\(String(flags, radix: 16))", at: 10)
         }
@@ -228,7 +247,7 @@ package struct RunHeader: Equatable, Sendable {
         h.firstLeaf = try r.u32()
         h.leafCount = try r.u32()
         h.sequence = try r.u64()
-        _ = try r.bytes(16)
+        h.salt = Array(try r.bytes(16))
         h.netCount = Int64(bitPattern: try r.u64())
         guard h.pageCount >= 1, Int(h.levels) <= RunFile.maxLevels else { throw _DecodeError("implausible page count or levels", at: 34) }
         if h.levels == 0 {

@@ -85,13 +85,21 @@ package final class RunMemorySink: RunSink {
 /// header are written by ``finish()``. Memory: one page per level plus the fences of one level
 /// (one key per 4 KiB of the level below).
 ///
+/// With a cipher (a run of an encrypted store) it packs every page into its first
+/// ``RunFile/sealedPageSize`` bytes and seals it under the run's key before the sink sees it
+/// (``RunFile``); the header page names the cipher and the run's salt.
+///
 /// Used on one thread at a time. Throws `.invalidArgument` for keys out of order or a payload of
-/// the wrong size, and the sink's I/O errors.
+/// the wrong size, the cipher's errors, and the sink's I/O errors.
 package final class RunWriter {
     private var header: RunHeader
     private let sink: any RunSink
     private let payloadSize: Int
     private var nextPage: UInt32 = 1
+    /// Bytes of each page the tree uses: 4096, or 4080 when pages are sealed.
+    private let usable: Int
+    /// The run's key K_run when its pages are sealed.
+    private let sealKey: (any AEADKey)?
 
     /// Fences of the level being built: (first key, its overflow page or 0, page, firstRank).
     private var fences: [Fence] = []
@@ -112,12 +120,38 @@ package final class RunWriter {
         var rank: Int64
     }
 
-    /// A writer of a run described by `header` (its counts are filled in by ``finish()``).
-    package init(header: RunHeader, sink: any RunSink) {
+    /// A writer of a clear run described by `header` (its counts are filled in by ``finish()``).
+    package convenience init(header: RunHeader, sink: any RunSink) {
+        self.init(header: header, sink: sink, key: nil)
+    }
+
+    /// A writer of a run described by `header`, sealed with `cipher` when one is given (an
+    /// encrypted store's): the header gets the cipher's id and a new random salt, and the run's
+    /// key is derived once, here, from the store id and run number in `header`. Nil: a clear run,
+    /// as ``init(header:sink:)``. Throws `.invalidArgument` when the cipher gives a salt of
+    /// another length, and the cipher's errors.
+    package convenience init(header: RunHeader, sink: any RunSink, cipher: (any StoreCipher)?) throws {
+        guard let cipher else {
+            self.init(header: header, sink: sink, key: nil)
+            return
+        }
+        var sealed = header
+        sealed.cipher = cipher.algorithmID
+        sealed.salt = cipher.randomBytes(StoreCrypto.saltByteCount)
+        guard sealed.salt.count == StoreCrypto.saltByteCount else {
+            throw LogStoreError(.invalidArgument, "A StoreCipher returned \(sealed.salt.count) random bytes for a 16-byte salt.")
+        }
+        let key = try StoreCrypto.runKey(cipher, storeID: header.storeId, runNumber: header.runNumber, salt: sealed.salt)
+        self.init(header: sealed, sink: sink, key: key)
+    }
+
+    private init(header: RunHeader, sink: any RunSink, key: (any AEADKey)?) {
         self.header = header
         self.sink = sink
+        sealKey = key
+        usable = key == nil ? RunFile.pageSize : RunFile.sealedPageSize
         payloadSize = header.kind.payloadSize
-        leaf = PageBuilder(layout: header.layout, isLeaf: true, payloadSize: header.kind.payloadSize)
+        leaf = PageBuilder(layout: header.layout, isLeaf: true, payloadSize: header.kind.payloadSize, usable: usable)
     }
 
     /// Appends an entry; `key` must be greater than the previous one's and `payload` exactly the
@@ -229,14 +263,35 @@ package final class RunWriter {
         guard !leaf.isEmpty else { return }
         var bytes = leaf.encode(level: 0, kind: header.kind)
         RunPage.setNextLeaf(next, in: &bytes)
-        RunPage.seal(&bytes)
-        try bytes.withUnsafeBytes { try sink.write(page: leafNumber, $0) }
+        try emit(&bytes, number: leafNumber)
         leaf.reset()
+    }
+
+    /// Stores the CRC of plaintext page `number` (its first ``usable`` bytes) and hands the sink
+    /// the page, sealed when the run is: ciphertext of the first 4080 bytes, then the tag.
+    private func emit(_ page: inout [UInt8], number: UInt32) throws {
+        RunPage.setChecksum(&page, usable: usable)
+        guard let sealKey else {
+            try page.withUnsafeBytes { try sink.write(page: number, $0) }
+            return
+        }
+        let aad = StoreCrypto.pageAAD(runNumber: header.runNumber, page: number)
+        var out = [UInt8](repeating: 0, count: RunFile.pageSize)
+        try page.withUnsafeBytes { plain in
+            try aad.withUnsafeBytes { a in
+                try out.withUnsafeMutableBytes { o in
+                    try sealKey.seal(
+                        UnsafeRawBufferPointer(rebasing: plain[0..<RunFile.sealedPageSize]), nonce: StoreCrypto.pageNonce(page: number),
+                        aad: a, into: o)
+                }
+            }
+        }
+        try out.withUnsafeBytes { try sink.write(page: number, $0) }
     }
 
     /// Writes `key` whole on a chain of overflow pages; returns the first page's number.
     private func writeOverflow(_ key: UnsafeRawBufferPointer) throws -> UInt32 {
-        let capacity = RunFile.pageSize - RunPage.overflowDataStart
+        let capacity = usable - RunPage.overflowDataStart
         let pages = (key.count + capacity - 1) / capacity
         let first = nextPage
         for i in 0..<pages {
@@ -251,8 +306,7 @@ package final class RunWriter {
                 guard let base = p.baseAddress, let src = key.baseAddress else { return }
                 (base + RunPage.overflowDataStart).copyMemory(from: src + start, byteCount: end - start)
             }
-            RunPage.seal(&page)
-            try page.withUnsafeBytes { try sink.write(page: number, $0) }
+            try emit(&page, number: number)
         }
         return first
     }
@@ -260,15 +314,14 @@ package final class RunWriter {
     /// Writes one inner level over `children`; returns the fences of the pages written.
     private func writeInnerLevel(_ children: [Fence], level: UInt8) throws -> [Fence] {
         var out: [Fence] = []
-        var page = PageBuilder(layout: header.layout, isLeaf: false, payloadSize: 8)
+        var page = PageBuilder(layout: header.layout, isLeaf: false, payloadSize: 8, usable: usable)
         var pageRank: Int64 = 0
         func flush() throws {
             guard !page.isEmpty else { return }
             let number = allocate()
             out[out.count - 1].page = number
             var bytes = page.encode(level: level, kind: header.kind)
-            RunPage.seal(&bytes)
-            try bytes.withUnsafeBytes { try sink.write(page: number, $0) }
+            try emit(&bytes, number: number)
             page.reset()
         }
         for child in children {
@@ -301,10 +354,12 @@ package final class RunWriter {
 }
 
 /// One page being filled: its entries' keys and payloads, and an upper bound of its encoded size.
+/// It fills the page's first `usable` bytes: 4096, or 4080 in a sealed run (the rest is the tag).
 struct PageBuilder {
     let layout: RunLayout
     let isLeaf: Bool
     let payloadSize: Int
+    let usable: Int
     private var keys: [UInt8] = []
     private var keyEnds: [Int] = []
     private var overflows: [UInt32] = []
@@ -316,10 +371,11 @@ struct PageBuilder {
     private var cellBytes = 0
     private var inlineKeys = 0
 
-    init(layout: RunLayout, isLeaf: Bool, payloadSize: Int) {
+    init(layout: RunLayout, isLeaf: Bool, payloadSize: Int, usable: Int) {
         self.layout = layout
         self.isLeaf = isLeaf
         self.payloadSize = payloadSize
+        self.usable = usable
     }
 
     var isEmpty: Bool { keyEnds.isEmpty }
@@ -358,7 +414,7 @@ struct PageBuilder {
         if let w = layout.keyWidth {
             let entry = isLeaf ? w + payloadSize : w + 8
             let start = isLeaf ? RunPage.bodyStart + 4 : RunPage.bodyStart
-            return start + (count + 1) * entry <= RunFile.pageSize
+            return start + (count + 1) * entry <= usable
         }
         let p = min(prefix, shared)
         // Cell sizes were summed without a prefix; every inline key saves `p` bytes.
@@ -366,7 +422,7 @@ struct PageBuilder {
             cellBytes - inlineKeys * p
             + Self.cellSize(keyLength: length, payload: payloadSize, prefix: length > RunFile.maxInlineKey ? 0 : p)
         let start = RunPage.bodyStart + (isLeaf ? 4 : 0) + 2 + p
-        return start + (count + 1) * 2 + withNew <= RunFile.pageSize
+        return start + (count + 1) * 2 + withNew <= usable
     }
 
     mutating func append(
@@ -413,7 +469,7 @@ struct PageBuilder {
                     if p0 > 0 { (base + at).copyMemory(from: k, byteCount: p0) }
                     at += p0
                     let slots = at
-                    var end = RunFile.pageSize
+                    var end = usable
                     for i in 0..<count {
                         let start = i == 0 ? 0 : keyEnds[i - 1]
                         let length = keyEnds[i] - start
@@ -460,9 +516,10 @@ enum RunPage {
         page.withUnsafeMutableBytes { $0.storeBytes(of: next.littleEndian, toByteOffset: bodyStart, as: UInt32.self) }
     }
 
-    /// Stores the page's CRC (masked CRC-32C of bytes 4..<4096).
-    static func seal(_ page: inout [UInt8]) {
-        let crc = page.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[4...]))) }
+    /// Stores the page's CRC: masked CRC-32C of bytes 4..<`usable` (4096 in a clear run, 4080 in
+    /// the plaintext of a sealed one).
+    static func setChecksum(_ page: inout [UInt8], usable: Int) {
+        let crc = page.withUnsafeBytes { CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[4..<usable]))) }
         page.withUnsafeMutableBytes { $0.storeBytes(of: crc.littleEndian, toByteOffset: 0, as: UInt32.self) }
     }
 }

@@ -76,6 +76,8 @@ struct SeedCorpus {
         try write("checkpoint", "v4-rolled-over", 0, big.checkpoint)
         try write("checkpoint", "v4-rolled-over-fixcrc-in-store", 3, big.checkpoint)
         try write("checkpoint", "v4-own-store", 2 | 4, try FuzzEntryPoints.checkpointFuzzStoreCheckpoint())
+        // Sealed (mode bit 3): a key, then a clear checkpoint whose body the target seals.
+        try write("checkpoint", "v4-sealed", 8, [UInt8](0..<32) + small.checkpoint)
 
         // value: encoded values (mode 0) and value recipes (mode 1).
         let values: [(String, AttributeValue)] = [
