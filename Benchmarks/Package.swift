@@ -62,6 +62,8 @@ let package = Package(
                 .product(name: "LogStore", package: "LogStore"),
                 .product(name: "LogStoreEngine", package: "LogStore"),
                 .product(name: "LogStoreSQLite", package: "LogStore"),
+                // The encryption workload's encrypted stores (AES-256-GCM).
+                .product(name: "LogStoreEncryption", package: "LogStore"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "LogStorePostgres", package: "LogStore"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

@@ -122,7 +122,7 @@ public struct CompactCommand: ParsableCommand {
                 path: first.path)
         }
         let snapshot = try engine.snapshot()
-        let copy = try StoreAccess.openEngine(target, options: StoreCopier.targetOptions(segmentSize: segmentSize))
+        let copy = try StoreAccess.openEngine(target, options: StoreCopier.targetOptions(segmentSize: segmentSize), encryption: encryption)
         let result: StoreCopier.Result
         do {
             result = try StoreCopier(segmentSize: segmentSize ?? LogEngineOptions().segmentSize).copy(

@@ -124,7 +124,7 @@ public struct SalvageCommand: ParsableCommand {
         let engine = try StoreAccess.openEngine(source, options: StoreAccess.readOnlyOptions, encryption: encryption)
         defer { try? engine.close() }
         let snapshot = try engine.snapshot()
-        let copy = try StoreAccess.openEngine(target, options: StoreCopier.targetOptions(segmentSize: segmentSize))
+        let copy = try StoreAccess.openEngine(target, options: StoreCopier.targetOptions(segmentSize: segmentSize), encryption: encryption)
         let result: StoreCopier.Result
         do {
             result = try StoreCopier(segmentSize: segmentSize ?? LogEngineOptions().segmentSize).copy(

@@ -104,4 +104,32 @@ final class KeyOptionTests: XCTestCase {
         XCTAssertTrue(verify.stdout.contains("\"ok\":true") || verify.stdout.contains("\"ok\": true"), verify.stdout)
         XCTAssertEqual(try snapshotFiles(store.dir), before, "reading commands change nothing")
     }
+
+    func testTheWritingCommandsWriteEncryptedStoresFromAnEncryptedOne() throws {
+        var options = StoreFixture.options()
+        options.encryption = try .aes256GCM(key: try KeyOptions.parse(["--key-env", "K"]).load(environment: ["K": Self.hexKey])!.bytes)
+        let store = try StoreFixture.build(in: temporaryPath("encrypted"), options: options)
+        let keyFile = try writeKeyFile(Array(Self.hexKey.utf8))
+        let copy = temporaryPath("copy")
+        let salvaged = temporaryPath("salvaged")
+        let backup = temporaryPath("backup")
+        let restored = temporaryPath("restored")
+        for args in [
+            ["compact", store.dir, "--into", copy], ["salvage", store.dir, "--into", salvaged], ["backup", store.dir, backup],
+            ["restore", backup, restored], ["compact", store.dir],
+        ] {
+            let run = runTool(args + ["--key-file", keyFile, "--progress", "none"])
+            XCTAssertEqual(run.code, 0, "\(args[0]): \(run.stderr)")
+        }
+        for dir in [store.dir, copy, salvaged, backup, restored] {
+            // The fixture's notes hold "note 1", "note 2"... in the clear before sealing.
+            for (name, bytes) in try snapshotFiles(dir) {
+                XCTAssertNil(bytes.range(of: Data("note 1".utf8)), "\(dir)/\(name) shows a value")
+                XCTAssertNil(bytes.range(of: Data("Note".utf8)), "\(dir)/\(name) shows a type name")
+            }
+            XCTAssertEqual(runTool(["stats", dir, "--progress", "none"]).code, ToolExitCode.usage.rawValue, "\(dir) needs its key")
+            let stats = runTool(["stats", dir, "--key-file", keyFile, "--json", "--progress", "none"])
+            XCTAssertEqual(stats.code, 0, "\(dir): \(stats.stderr)")
+        }
+    }
 }

@@ -52,7 +52,7 @@ final class Bench {
     static let workloadNames =
         [
             "durable-write", "durable-write-16", "buffered-write", "bulk-insert", "point-read", "page", "scan", "count",
-            "count-predicate", "open", "memory", "compaction", "child-merge", "lz4",
+            "count-predicate", "open", "memory", "compaction", "child-merge", "lz4", "encryption",
             "observe-latency", "observe-write", "observe-large", "sqlite-adapter", "migrate", "migration", "backup", "backup-writers",
             "postgres-peers", "postgres-migrate", "launch", "heap", "close",
         ] + appWorkloadNames
@@ -122,6 +122,7 @@ final class Bench {
             case "compaction": return try compaction()
             case "child-merge": return try childMerge()
             case "lz4": return try lz4()
+            case "encryption": return try encryption()
             case "observe-latency": return try observeLatency()
             case "observe-write": return try observeWrite()
             case "observe-large": return try observeLarge()
@@ -176,6 +177,13 @@ final class Bench {
                 o.compressOnWrite = false
                 return ", compressOnWrite false"
             }
+        // Encryption at rest (AES-256-GCM under the bench's fixed test key): the encryption workload.
+        case "logstore-encrypted":
+            let encryption = try Self.testEncryption()
+            return try LogStoreDataStore(path: freshDir(key), mode: mode, key: key) { o in
+                o.encryption = encryption
+                return ", AES-256-GCM"
+            }
         case "sqlite": return try SQLiteStore(path: freshDir(key), mode: mode)
         case "lmdb": return try LMDBStore(path: freshDir(key), flags: mode == .durable ? 0 : MDB_NOSYNC)
         case "lmdb-nometasync": return try LMDBStore(path: freshDir(key), flags: MDB_NOMETASYNC)
@@ -187,8 +195,14 @@ final class Bench {
 
     /// Inserts items 0..<n in transactions of `cfg.batch`; returns the per-transaction run.
     func load(_ store: any BenchStore, n: Int, version: UInt64 = 0) throws -> Run {
+        try load(store, ids: 0..<n, version: version)
+    }
+
+    /// Inserts the items of `ids` in transactions of `cfg.batch`; returns the per-transaction run.
+    func load(_ store: any BenchStore, ids: Range<Int>, version: UInt64 = 0) throws -> Run {
         var total = Run()
-        var start = 0
+        var start = ids.lowerBound
+        let n = ids.upperBound
         while start < n {
             let end = min(n, start + cfg.batch)
             let items = (start..<end).map { ItemFactory.make(id: $0, version: version) }
@@ -372,27 +386,29 @@ final class Bench {
             name: "buffered-write", title: "buffered single-item write transactions, 1 writer",
             op: "one write transaction inserting one item, written to the OS but not synced", unit: "txn")
         let size = try logStoreBytesPerCommit()
-        let items = (0..<cfg.bufferedOps).map { ItemFactory.make(id: $0) }
-        let stores = try selected([
-            "logstore", "logstore-engine", "logstore-lazy", "logstore-engine-lazy", "sqlite", "lmdb", "lmdb-nometasync",
-        ]).map {
-            try makeStore($0, mode: .buffered)
-        }
         let bare = try Physical.Log(path: freshDir("bare"), recordSize: size, sync: false)
-        defer {
-            for s in stores { remove(s) }
-            bare.close()
+        defer { bare.close() }
+        let limit = Contender(key: "bare-append", system: "disk: pwrite", config: "\(size) B records, no sync", role: .limit) { _ in
+            try bare.append()
         }
-        var cs = stores.map { s in Contender(s, role: role(s.key)) { i in try s.insert(items[i]) } }
-        cs.append(
-            Contender(key: "bare-append", system: "disk: pwrite", config: "\(size) B records, no sync", role: .limit) { _ in
-                try bare.append()
-            })
-        w.rows = try interleaved(cs, maxOps: cfg.bufferedOps, maxSeconds: cfg.bufferedSeconds)
+        w.rows = try bufferedWriteRows(
+            selected(["logstore", "logstore-engine", "logstore-lazy", "logstore-engine-lazy", "sqlite", "lmdb", "lmdb-nometasync"]),
+            others: [limit])
         w.notes.append(
             "LogStore .buffered syncs every 100 ms in the background; SQLite synchronous=NORMAL syncs the WAL only at checkpoints; LMDB MDB_NOSYNC never syncs on commit, MDB_NOMETASYNC syncs the data pages but not the meta page."
         )
         return w
+    }
+
+    /// The buffered-write measurement: fresh stores of `keys` opened with `Mode.buffered`, one
+    /// single-item write transaction per operation, interleaved with `others`; the stores are
+    /// removed afterwards.
+    func bufferedWriteRows(_ keys: [String], others: [Contender] = []) throws -> [Row] {
+        let items = (0..<cfg.bufferedOps).map { ItemFactory.make(id: $0) }
+        let stores = try keys.map { try makeStore($0, mode: .buffered) }
+        defer { for s in stores { remove(s) } }
+        let cs = stores.map { s in Contender(s, role: role(s.key)) { i in try s.insert(items[i]) } }
+        return try interleaved(cs + others, maxOps: cfg.bufferedOps, maxSeconds: cfg.bufferedSeconds)
     }
 
     func bulkInsert() throws -> WorkloadResult {
@@ -429,13 +445,22 @@ final class Bench {
         var w = WorkloadResult(
             name: "point-read", title: "random point reads by id in a store of \(cfg.n) items",
             op: "one read transaction fetching one item by id and decoding it", unit: "read")
+        // The engine with writers storing values raw (compressOnWrite false, the default in format
+        // 4: reads use the record in place), beside the defaults.
+        let stores = try selected(Self.loadedKeys + ["logstore-lazy", "logstore-engine-lazy"]).map { try loadedStore($0) }
+        w.rows = try pointReadRows(stores)
+        w.notes.append("Warm: the stores were just written, so their files are in the page cache. Interleaved in \(cfg.rounds) rounds.")
+        return w
+    }
+
+    /// The point-read measurement on `stores`, each holding items 0..<`cfg.n`: a few items
+    /// checked, then random reads by id (the same ids for every store), interleaved.
+    func pointReadRows(_ stores: [any BenchStore]) throws -> [Row] {
         var rng = SplitMix64(seed: 7)
         let ids = (0..<cfg.readOps).map { _ in Int(rng.next() % UInt64(cfg.n)) }
         var cs: [Contender] = []
-        // The engine with writers storing values raw (compressOnWrite false, the default in format
-        // 4: reads use the record in place), beside the defaults.
-        for key in selected(Self.loadedKeys + ["logstore-lazy", "logstore-engine-lazy"]) {
-            let s = try loadedStore(key)
+        for s in stores {
+            let key = s.key
             for id in [0, cfg.n / 2, cfg.n - 1] {
                 guard try s.get(id) == ItemFactory.make(id: id) else { throw BenchError("\(key) returned a wrong item for id \(id)") }
             }
@@ -444,9 +469,7 @@ final class Bench {
                     guard try s.get(ids[i]) != nil else { throw BenchError("\(key): item \(ids[i]) missing") }
                 })
         }
-        w.rows = try interleaved(cs, maxOps: ids.count, maxSeconds: cfg.readSeconds)
-        w.notes.append("Warm: the stores were just written, so their files are in the page cache. Interleaved in \(cfg.rounds) rounds.")
-        return w
+        return try interleaved(cs, maxOps: ids.count, maxSeconds: cfg.readSeconds)
     }
 
     /// A page in id order far into the store (offset n/2) and the first page, as a list

@@ -23,25 +23,8 @@ extension Bench {
         for n in launchSizes {
             let (lp, sp) = try launchStores(n)
             let resident = warmPageCache([lp, sp])
-            var rng = SplitMix64(seed: 21)
-            let reps = ProcessInfo.processInfo.environment["LOGSTORE_BENCH_LAUNCH_REPS"].flatMap { Int($0) } ?? max(cfg.openReps, 7)
-            var runs = [Run(), Run()]
-            for rep in 0..<reps {
-                // A restaurant that has menu items at this size: one of a random item's.
-                let rid = AppData.menuItem(Int(rng.next() % UInt64(n))).restaurantId
-                for j in 0..<2 {
-                    let k = (j + rep) % 2
-                    let c0 = processCPUSeconds()
-                    let t0 = nowNanos()
-                    let got = k == 0 ? try launchLogStore(lp, restaurant: rid) : try launchSQLite(sp, restaurant: rid)
-                    let dt = nowNanos() - t0
-                    runs[k].cpuSeconds += processCPUSeconds() - c0
-                    runs[k].latencies.append(dt)
-                    runs[k].seconds += Double(dt) / 1e9
-                    try got.close()
-                    guard got.count > 0 else { throw BenchError("launch: restaurant \(rid) has no menu items at n = \(n)") }
-                }
-            }
+            let runs = try timeLaunches(
+                n: n, [{ try self.launchLogStore(lp, restaurant: $0) }, { try self.launchSQLite(sp, restaurant: $0) }])
             let atN = n == cfg.n
             w.rows.append(
                 Row(
@@ -67,18 +50,51 @@ extension Bench {
         return w
     }
 
+    /// Times the launches of stores of `n` menu items, one `Run` per launcher: each launcher opens
+    /// its store and reads the first 20 menu items of the restaurant it is given (the same
+    /// restaurants for every launcher); its close is not timed. The launchers take turns in a
+    /// rotating order, 7 launches each, or `LOGSTORE_BENCH_LAUNCH_REPS`.
+    func timeLaunches(n: Int, _ launchers: [(Int) throws -> (count: Int, close: () throws -> Void)]) throws -> [Run] {
+        var rng = SplitMix64(seed: 21)
+        let reps = ProcessInfo.processInfo.environment["LOGSTORE_BENCH_LAUNCH_REPS"].flatMap { Int($0) } ?? max(cfg.openReps, 7)
+        var runs = Array(repeating: Run(), count: launchers.count)
+        for rep in 0..<reps {
+            // A restaurant that has menu items at this size: one of a random item's.
+            let rid = AppData.menuItem(Int(rng.next() % UInt64(n))).restaurantId
+            for j in launchers.indices {
+                let k = (j + rep) % launchers.count
+                let c0 = processCPUSeconds()
+                let t0 = nowNanos()
+                let got = try launchers[k](rid)
+                let dt = nowNanos() - t0
+                runs[k].cpuSeconds += processCPUSeconds() - c0
+                runs[k].latencies.append(dt)
+                runs[k].seconds += Double(dt) / 1e9
+                try got.close()
+                guard got.count > 0 else { throw BenchError("launch: restaurant \(rid) has no menu items at n = \(n)") }
+            }
+        }
+        return runs
+    }
+
+    /// Writes `n` menu items into a new LogStore in `dir` opened with `options` (durability
+    /// `.buffered`, transactions of `cfg.batch`), then closes it (which writes its checkpoint).
+    func writeLaunchLogStore(_ dir: String, _ n: Int, options: LogStoreOptions = LogStoreOptions()) throws {
+        var o = options
+        o.durability = .buffered
+        let store = LogDataStore(directory: URL(fileURLWithPath: dir), options: o)
+        try store.setup()
+        _ = try appLoad(n, AppData.menuItem) { items in try store.writeSync { a in for m in items { try a.insert(m) } } }
+        try store.tearDown()
+    }
+
     /// A LogStore and a SQLite database of `n` menu items with `MenuItem`'s two indexes, both
     /// closed; their directories.
     func launchStores(_ n: Int) throws -> (logstore: String, sqlite: String) {
         log("  launch: loading \(n) menu items into LogStore and SQLite (untimed)")
         let lp = freshDir("launch-logstore-\(n)")
         let sp = freshDir("launch-sqlite-\(n)")
-        var o = LogStoreOptions()
-        o.durability = .buffered
-        let store = LogDataStore(directory: URL(fileURLWithPath: lp), options: o)
-        try store.setup()
-        _ = try appLoad(n, AppData.menuItem) { items in try store.writeSync { a in for m in items { try a.insert(m) } } }
-        try store.tearDown()
+        try writeLaunchLogStore(lp, n)
         let sqlite = try AppSQLite(path: sp)
         _ = try appLoad(n, AppData.menuItem) { items in try sqlite.insert(items) }
         try sqlite.pool.close()

@@ -133,6 +133,8 @@ func evaluateTargets(_ r: BenchReport) -> [TargetResult] {
     out += launchTargets(r)
     out += closeTargets(r)
     out += heapTargets(r)
+    // Encryption at rest against the same store unencrypted (EncryptionWorkload.swift).
+    out += encryptionTargets(r)
 
     // Schema migrations and backup.
     atLeast(

@@ -34,11 +34,12 @@ package final class RecordCipher: Sendable {
     }
 
     /// Starts a new key epoch for this process's writes: the id after every epoch `meta` knows,
-    /// a random salt, and its MAC. Called once per open, after recovery has replayed the log.
-    /// Throws the cipher's errors.
-    package func startWriting(after meta: MetaTable) throws {
+    /// a random salt (`salt` only for the format's worked example, which needs fixed bytes), and
+    /// its MAC. Called once per open, after recovery has replayed the log. Throws the cipher's
+    /// errors.
+    package func startWriting(after meta: MetaTable, salt fixedSalt: [UInt8]? = nil) throws {
         let id = meta.nextEpochID
-        let salt = cipher.randomBytes(StoreCrypto.saltByteCount)
+        let salt = fixedSalt ?? cipher.randomBytes(StoreCrypto.saltByteCount)
         let mac = try StoreCrypto.epochMAC(cipher, storeID: storeID, epoch: id, salt: salt)
         let key = try StoreCrypto.recordKey(cipher, storeID: storeID, epoch: id, salt: salt)
         state.withLock {
