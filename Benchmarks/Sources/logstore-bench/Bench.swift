@@ -81,6 +81,13 @@ final class Bench {
         return keys.filter { systems.contains($0) }
     }
 
+    /// The stores of `keys` that `--systems` names: stores a workload measures only when asked
+    /// for by name (`logstore-encrypted` in buffered-write, bulk-insert and point-read, to
+    /// profile it alone; the encryption workload compares it with `logstore`).
+    func requested(_ keys: [String]) -> [String] {
+        keys.filter { systems?.contains($0) ?? false }
+    }
+
     init(cfg: BenchConfig, root: String, report: BenchReport) {
         self.cfg = cfg
         self.root = root
@@ -392,7 +399,8 @@ final class Bench {
             try bare.append()
         }
         w.rows = try bufferedWriteRows(
-            selected(["logstore", "logstore-engine", "logstore-lazy", "logstore-engine-lazy", "sqlite", "lmdb", "lmdb-nometasync"]),
+            selected(["logstore", "logstore-engine", "logstore-lazy", "logstore-engine-lazy", "sqlite", "lmdb", "lmdb-nometasync"])
+                + requested(["logstore-encrypted"]),
             others: [limit])
         w.notes.append(
             "LogStore .buffered syncs every 100 ms in the background; SQLite synchronous=NORMAL syncs the WAL only at checkpoints; LMDB MDB_NOSYNC never syncs on commit, MDB_NOMETASYNC syncs the data pages but not the meta page."
@@ -417,7 +425,7 @@ final class Bench {
             op: "one durable transaction of \(cfg.batch) inserts", unit: "item")
         closeAll()
         // And with writers storing values raw (compressOnWrite false, the default in format 4).
-        for key in selected(Self.loadedKeys + ["logstore-lazy", "logstore-engine-lazy"]) {
+        for key in selected(Self.loadedKeys + ["logstore-lazy", "logstore-engine-lazy"]) + requested(["logstore-encrypted"]) {
             let s = try makeStore(key)
             let run = try load(s, n: cfg.n)
             let disk = Double(diskBytes(s.path))
@@ -447,7 +455,9 @@ final class Bench {
             op: "one read transaction fetching one item by id and decoding it", unit: "read")
         // The engine with writers storing values raw (compressOnWrite false, the default in format
         // 4: reads use the record in place), beside the defaults.
-        let stores = try selected(Self.loadedKeys + ["logstore-lazy", "logstore-engine-lazy"]).map { try loadedStore($0) }
+        let stores = try (selected(Self.loadedKeys + ["logstore-lazy", "logstore-engine-lazy"]) + requested(["logstore-encrypted"])).map {
+            try loadedStore($0)
+        }
         w.rows = try pointReadRows(stores)
         w.notes.append("Warm: the stores were just written, so their files are in the page cache. Interleaved in \(cfg.rounds) rounds.")
         return w

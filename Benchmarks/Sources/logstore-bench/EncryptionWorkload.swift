@@ -77,6 +77,7 @@ extension Bench {
                         store: stores[k], role: role(stores[k].key), run: loads[k], units: Double(cfg.n),
                         extra: ["disk_bytes": disk, "disk_bytes_per_item": disk / Double(cfg.n)])
                 })
+            log("  encryption: point reads")
             try measure("point-read", "point read by id (reads/s)", pointReadRows(stores))
         }
 
@@ -125,13 +126,13 @@ func encryptionTargets(_ r: BenchReport) -> [TargetResult] {
     let read = sealed("point-read")?.extra["vs_unencrypted"]
     let write = sealed("buffered-write")?.extra["vs_unencrypted"]
     let bulk = sealed("bulk-insert")?.extra["vs_unencrypted"]
-    // Both parts of the write goal; measured is the part nearer to (or further below) its goal.
+    // Both parts of the write goal; measured is the one with the smaller margin over its goal.
     var writeMeasured: Double?
     var writeText = "-"
     var writeMet: Bool?
     if let write, let bulk {
         writeMeasured = write / 0.85 <= bulk / 0.8 ? write : bulk
-        writeText = "\(x(write)) buffered, \(x(bulk)) bulk"
+        writeText = "buf \(x(write)), bulk \(x(bulk))"
         writeMet = write >= 0.85 && bulk >= 0.8
     }
     // Launch: the mean launch time encrypted ÷ unencrypted (the row's ratio).
@@ -141,9 +142,9 @@ func encryptionTargets(_ r: BenchReport) -> [TargetResult] {
             id: "encrypted-read", goal: "point reads, encrypted: ≥ 0.85× the same store unencrypted", measured: read,
             measuredText: read.map(x) ?? "-", met: read.map { $0 >= 0.85 }, note: read == nil ? notRun : nil),
         TargetResult(
-            id: "encrypted-write", goal: "encrypted: buffered 1-item writes ≥ 0.85×, bulk insert ≥ 0.8× unencrypted",
+            id: "encrypted-write", goal: "encrypted writes: buffered ≥ 0.85×, bulk ≥ 0.8× unencrypted",
             measured: writeMeasured, measuredText: writeText, met: writeMet,
-            note: writeMeasured == nil ? notRun : "measured: the part nearer its goal"),
+            note: writeMeasured == nil ? notRun : "measured: the part with the smaller margin"),
         TargetResult(
             id: "encrypted-open", goal: "launch, encrypted: ≤ 1.2× the unencrypted launch's time", measured: open,
             measuredText: open.map(x) ?? "-", met: open.map { $0 <= 1.2 }, note: open == nil ? notRun : nil),

@@ -19,7 +19,8 @@ func usage() -> Never {
               --json    also write the results as JSON to FILE
               --only    run only these workloads: \(names)
               --systems run only these stores: logstore, logstore-engine, logstore-lazy, logstore-engine-lazy (compressOnWrite false), sqlite, lmdb, lmdb-nometasync
-                        (logstore-encrypted: AES-256-GCM, the encryption workload's, which runs it and logstore whatever --systems says)
+                        logstore-encrypted (AES-256-GCM: in buffered-write, bulk-insert and point-read only when named here;
+                        the encryption workload runs it and logstore whatever --systems says)
                         (the disk's limits always run; for profiling one system)
               --n N     N items instead (development runs; the runs of record use the defaults)
               --keep    keep the store directories (default: remove them)

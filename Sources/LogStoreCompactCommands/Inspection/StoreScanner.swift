@@ -509,9 +509,6 @@ struct ScanRun {
                     let location = RecordLocation(
                         segment: segment, offset: UInt32(offset), length: UInt32(sealed.length), sequence: sequence)
                     scan.records += 1
-                    if next.cipher != nil, !sealed.sealed, sealed.defineKind != .keyEpoch {
-                        throw LogStoreError(.corruption, "a record in the clear in an encrypted store")
-                    }
                     let known = next
                     try RecordCodec.withOpened(stored, sealed, meta: known, path: path, offset: UInt64(offset)) { record, fields in
                         try visitOpened(record, fields, offset, location, sequence)

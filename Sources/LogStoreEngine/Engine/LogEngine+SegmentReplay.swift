@@ -261,8 +261,8 @@ extension LogEngine {
                     let location = RecordLocation(
                         segment: segment, offset: UInt32(base + recordAt), length: UInt32(fields.length), sequence: sequence)
                     refs.note(fields)
-                    if index.meta.cipher != nil, !fields.sealed, fields.defineKind != .keyEpoch {
-                        throw corruption("A record in the clear in an encrypted store.")
+                    do { try RecordCodec.checkClearAllowed(fields, meta: index.meta, path: nil, offset: 0) } catch let e as LogStoreError {
+                        throw corruption(e.message)
                     }
                     if fields.sealed {
                         // Opened in a scratch buffer; its location stays the sealed record's.

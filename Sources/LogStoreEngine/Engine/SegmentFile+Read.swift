@@ -140,9 +140,9 @@ extension SegmentFile {
         } catch {
             throw unreadable(error, loc)
         }
-        if fields.sealed {
+        if fields.sealed || meta.cipher != nil {
             do {
-                return try RecordCodec.withOpenedSealed(record, fields, meta: meta, path: path, offset: UInt64(loc.offset)) {
+                return try RecordCodec.withOpened(record, fields, meta: meta, path: path, offset: UInt64(loc.offset)) {
                     clear, opened in
                     try checkedValue(clear, opened, loc, meta, type, key, body)
                 }

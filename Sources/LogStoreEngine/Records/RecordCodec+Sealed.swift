@@ -63,16 +63,30 @@ extension RecordCodec {
 
     /// Calls `body` with the record's clear bytes and fields: `record` and `fields` themselves
     /// when the record is not sealed; else the opened body (valid only while `body` runs), parsed.
-    /// Throws `.corruption` naming `path` and the record's file `offset` when the store is not
-    /// encrypted (``MetaTable/cipher`` nil), the epoch is not defined, the record does not
-    /// authenticate, or its opened fields are malformed; rethrows what `body` throws.
+    /// Throws `.corruption` naming `path` and the record's file `offset` for a sealed record when
+    /// the store is not encrypted (``MetaTable/cipher`` nil), the epoch is not defined, the record
+    /// does not authenticate, or its opened fields are malformed, and for a clear record (but a
+    /// key epoch define) in an encrypted store; rethrows what `body` throws.
     @inline(__always)
     package static func withOpened<R>(
         _ record: UnsafeRawBufferPointer, _ fields: Fields, meta: MetaTable, path: String?, offset: UInt64,
         _ body: (UnsafeRawBufferPointer, Fields) throws -> R
     ) throws -> R {
-        if !fields.sealed { return try body(record, fields) }
+        if !fields.sealed {
+            try checkClearAllowed(fields, meta: meta, path: path, offset: offset)
+            return try body(record, fields)
+        }
         return try withOpenedSealed(record, fields, meta: meta, path: path, offset: offset, body)
+    }
+
+    /// Throws `.corruption` for a clear record in an encrypted store: only key epoch defines are
+    /// written clear there, and a record whose sealed bit was cleared (with its checksum fixed)
+    /// must not read as the clear record its ciphertext happens to parse as.
+    @inline(__always)
+    package static func checkClearAllowed(_ fields: Fields, meta: MetaTable, path: String?, offset: UInt64) throws {
+        guard meta.cipher == nil || fields.sealed || fields.defineKind == .keyEpoch else {
+            throw LogStoreError(.corruption, "A record in the clear in an encrypted store.", path: path, offset: offset)
+        }
     }
 
     /// The sealed half of ``withOpened(_:_:meta:path:offset:_:)``.
