@@ -21,7 +21,7 @@ public struct LogStoreCompact: ParsableCommand {
             """,
         subcommands: [
             CompactCommand.self, StatsCommand.self, VerifyCommand.self, DumpCommand.self, SalvageCommand.self, MigrationsCommand.self,
-            BackupCommand.self, RestoreCommand.self,
+            BackupCommand.self, RestoreCommand.self, RekeyCommand.self,
         ],
         defaultSubcommand: CompactCommand.self)
 

@@ -18,7 +18,7 @@ func usage() -> Never {
               --quick   N = 100,000 items (default 1,000,000)
               --json    also write the results as JSON to FILE
               --only    run only these workloads: \(names)
-              --systems run only these stores: logstore, logstore-engine, logstore-lazy, logstore-engine-lazy (compressOnWrite false), sqlite, lmdb, lmdb-nometasync
+              --systems run only these stores: logstore, logstore-engine, logstore-lazy, logstore-engine-lazy (compressOnWrite false), sqlite, lmdb, lmdb-nometasync,
                         logstore-encrypted (AES-256-GCM: in buffered-write, bulk-insert and point-read only when named here;
                         the encryption workload runs it and logstore whatever --systems says)
                         (the disk's limits always run; for profiling one system)
