@@ -111,27 +111,10 @@ public struct CompactCommand: ParsableCommand {
     func runCopy(_ dir: String, into target: String, encryption: StoreEncryption, _ progress: ProgressLine) throws {
         try StoreAccess.requireEmptyTarget(target, source: dir)
         let measured = StoreAccess.measure(dir)
-        // Read-only open (nothing cut or removed), but refuse what a strict open would refuse:
-        // a compacted copy must hold everything, or it is a salvage.
-        let engine = try StoreAccess.openEngine(dir, options: StoreAccess.readOnlyOptions, encryption: encryption)
+        let engine = try StoreAccess.openIntact(dir, encryption: encryption, command: "compact")
         defer { try? engine.close() }
-        if let first = engine.recoveryReport.dropped.first {
-            throw ToolFailure(
-                .damage,
-                "The store is damaged (\(first)); compact does not write a partial copy. `logstore-compact verify` lists the damage; `salvage --into <dir>` copies every valid transaction.",
-                path: first.path)
-        }
-        let snapshot = try engine.snapshot()
-        let copy = try StoreAccess.openEngine(target, options: StoreCopier.targetOptions(segmentSize: segmentSize), encryption: encryption)
-        let result: StoreCopier.Result
-        do {
-            result = try StoreCopier(segmentSize: segmentSize ?? LogEngineOptions().segmentSize).copy(
-                snapshot, into: copy, progress: progress)
-            try copy.close()
-        } catch {
-            try? copy.close()
-            throw error
-        }
+        let result = try StoreCopier.copy(
+            try engine.snapshot(), intoNewStoreAt: target, segmentSize: segmentSize, encryption: encryption, progress: progress)
         progress.finish()
         let after = StoreAccess.measure(target)
         output(

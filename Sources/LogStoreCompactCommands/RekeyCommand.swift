@@ -117,25 +117,11 @@ public struct RekeyCommand: ParsableCommand {
         // A leftover of an interrupted rekey: before the exchange a partial copy, after it the old
         // store; the store's own directory is whole either way.
         if FileManager.default.fileExists(atPath: side) { try FileManager.default.removeItem(atPath: side) }
-        let source = try StoreAccess.openEngine(dir, options: StoreAccess.readOnlyOptions, encryption: old)
+        let source = try StoreAccess.openIntact(dir, encryption: old, command: "rekey")
         var closed = false
         defer { if !closed { try? source.close() } }
-        if let first = source.recoveryReport.dropped.first {
-            throw ToolFailure(
-                .damage,
-                "The store is damaged (\(first)); rekey does not rewrite a partial store. `logstore-compact verify` lists the damage; `salvage --into <dir>` copies every valid transaction.",
-                path: first.path)
-        }
         let snapshot = try source.snapshot()
-        let copy = try StoreAccess.openEngine(side, options: StoreCopier.targetOptions(segmentSize: nil), encryption: new)
-        let result: StoreCopier.Result
-        do {
-            result = try StoreCopier().copy(snapshot, into: copy, progress: progress)
-            try copy.close()
-        } catch {
-            try? copy.close()
-            throw error
-        }
+        let result = try StoreCopier.copy(snapshot, intoNewStoreAt: side, segmentSize: nil, encryption: new, progress: progress)
         try checkCopy(side, expected: snapshot, encryption: new)
         // The exchange happens while the source's lock is held, so no app writes to the old store
         // in between; the read-only engine writes nothing at close.

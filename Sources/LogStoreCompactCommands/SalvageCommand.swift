@@ -123,17 +123,8 @@ public struct SalvageCommand: ParsableCommand {
     ) {
         let engine = try StoreAccess.openEngine(source, options: StoreAccess.readOnlyOptions, encryption: encryption)
         defer { try? engine.close() }
-        let snapshot = try engine.snapshot()
-        let copy = try StoreAccess.openEngine(target, options: StoreCopier.targetOptions(segmentSize: segmentSize), encryption: encryption)
-        let result: StoreCopier.Result
-        do {
-            result = try StoreCopier(segmentSize: segmentSize ?? LogEngineOptions().segmentSize).copy(
-                snapshot, into: copy, progress: progress)
-            try copy.close()
-        } catch {
-            try? copy.close()
-            throw error
-        }
+        let result = try StoreCopier.copy(
+            try engine.snapshot(), intoNewStoreAt: target, segmentSize: segmentSize, encryption: encryption, progress: progress)
         return (engine.recoveryReport, result)
     }
 }

@@ -8,25 +8,11 @@ import XCTest
 /// An encrypted store end to end: what it writes reveals none of the values, keys or type names
 /// written through it, anywhere in its directory or its backup, through commits, compaction,
 /// recompression and checkpoints; the same test on a clear store finds them (so it can fail).
-final class EncryptedStoreTests: XCTestCase {
+final class EncryptedStoreTests: TemporaryDirectoryTestCase {
     static let marker = Array("LOGSTORE-MARKER-7f3a9c".utf8)
     static let pattern: [UInt8] = [0xDE, 0xAD, 0xBE, 0xEF, 0x00, 0x5A, 0xA5, 0xFF, 0x13, 0x37, 0xC0, 0xDE]
     static let typeName = "MarkedSecretType"
     static let key = [UInt8](repeating: 0x42, count: 32)
-
-    var directories: [URL] = []
-
-    override func tearDown() {
-        for d in directories { try? FileManager.default.removeItem(at: d) }
-        directories = []
-        super.tearDown()
-    }
-
-    func newDirectory() -> URL {
-        let d = FileManager.default.temporaryDirectory.appendingPathComponent("logstore-enc-store-\(UUID().uuidString)")
-        directories.append(d)
-        return d
-    }
 
     static func options(encrypted: Bool) throws -> LogEngineOptions {
         var o = LogEngineOptions()

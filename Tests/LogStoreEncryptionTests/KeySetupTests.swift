@@ -7,20 +7,7 @@ import XCTest
 
 /// Keys at open: the key check's choice among the keys offered; a wrong or missing key, or a key
 /// for a clear store, refused before anything changes.
-final class KeySetupTests: XCTestCase {
-    var directories: [URL] = []
-
-    override func tearDown() {
-        for d in directories { try? FileManager.default.removeItem(at: d) }
-        directories = []
-        super.tearDown()
-    }
-
-    func newDirectory() -> URL {
-        let d = FileManager.default.temporaryDirectory.appendingPathComponent("logstore-enc-\(UUID().uuidString)")
-        directories.append(d)
-        return d
-    }
+final class KeySetupTests: TemporaryDirectoryTestCase {
 
     static let keyA = [UInt8](repeating: 0xA1, count: 32)
     static let keyB = [UInt8](repeating: 0xB2, count: 32)

@@ -8,27 +8,13 @@ import XCTest
 /// holds a key, an indexed value or a type name in the clear; the store reopens from them; a
 /// damaged sealed CHECKPOINT is rejected like a damaged clear one (the log is replayed); and a
 /// backup's runs and CHECKPOINT are sealed too.
-final class SealedCheckpointTests: XCTestCase {
+final class SealedCheckpointTests: TemporaryDirectoryTestCase {
     static let marker = "LOGSTORE-MARKER-7f3a9c"
     static let typeName = "SecretTypeName-Q9"
     static let byTag = IndexDefinition(name: "byTag", attributes: [["tag"]])
     static let storeID = StoreID(bytes: [UInt8](0..<16))
 
     static func cipher(_ byte: UInt8 = 0x42) throws -> any StoreCipher { try AESGCMCipher(key: [UInt8](repeating: byte, count: 32)) }
-
-    var directories: [URL] = []
-
-    override func tearDown() {
-        for d in directories { try? FileManager.default.removeItem(at: d) }
-        directories = []
-        super.tearDown()
-    }
-
-    func newDirectory() -> URL {
-        let d = FileManager.default.temporaryDirectory.appendingPathComponent("logstore-sealed-\(UUID().uuidString)")
-        directories.append(d)
-        return d
-    }
 
     static func options(_ cipher: (any StoreCipher)?) -> LogEngineOptions {
         var o = LogEngineOptions()

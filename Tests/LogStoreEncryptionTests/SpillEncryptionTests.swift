@@ -8,25 +8,10 @@ import XCTest
 /// Spill files of an encrypted store (a large transaction's, a child store's) are sealed under a
 /// random key that is never written: a marker string and a binary pattern written through them
 /// never appear in the file, while a clear store's spill file shows both (so the search can fail).
-final class SpillEncryptionTests: XCTestCase {
+final class SpillEncryptionTests: TemporaryDirectoryTestCase {
     static let marker = Array("LOGSTORE-MARKER-7f3a9c".utf8)
     static let pattern: [UInt8] = [0xDE, 0xAD, 0xBE, 0xEF, 0x00, 0x5A, 0xA5, 0xFF, 0x13, 0x37, 0xC0, 0xDE]
     static let cipher: any StoreCipher = try! AESGCMCipher(key: [UInt8](repeating: 0x42, count: 32))
-
-    var directories: [URL] = []
-
-    override func tearDown() {
-        for d in directories { try? FileManager.default.removeItem(at: d) }
-        directories = []
-        super.tearDown()
-    }
-
-    func newDirectory() throws -> URL {
-        let d = FileManager.default.temporaryDirectory.appendingPathComponent("logstore-spill-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
-        directories.append(d)
-        return d
-    }
 
     static func value(_ i: Int) -> [UInt8] {
         Array("item \(i) ".utf8) + marker + pattern + [UInt8](repeating: UInt8(truncatingIfNeeded: i), count: 100)
@@ -52,7 +37,7 @@ final class SpillEncryptionTests: XCTestCase {
 
     func testASealedSpillFileReadsBackAndHidesItsValues() throws {
         for sealed in [false, true] {
-            let dir = try newDirectory()
+            let dir = try newCreatedDirectory()
             let file = try SpillFile(directory: dir.path, fs: POSIXFileSystem(), cipher: sealed ? Self.cipher : nil)
             XCTAssertEqual(file.isSealed, sealed)
             let values = (0..<50).map(Self.value) + [[]]
@@ -69,7 +54,7 @@ final class SpillEncryptionTests: XCTestCase {
     }
 
     func testADamagedSealedEntryIsCorruption() throws {
-        let dir = try newDirectory()
+        let dir = try newCreatedDirectory()
         let file = try SpillFile(directory: dir.path, fs: POSIXFileSystem(), cipher: Self.cipher)
         let places = try file.append(contentsOf: [Self.value(1), Self.value(2)])
         let name = try FileManager.default.contentsOfDirectory(atPath: dir.path)[0]
@@ -100,7 +85,7 @@ final class SpillEncryptionTests: XCTestCase {
 
     func testALargeTransactionsSpillFileIsSealedInAnEncryptedStore() throws {
         for encrypted in [false, true] {
-            let dir = try newDirectory()
+            let dir = try newCreatedDirectory()
             let engine = try LogEngine.open(directory: dir.path, options: try Self.engineOptions(encrypted: encrypted))
             defer { try? engine.close() }
             try engine.write { t in
@@ -122,7 +107,7 @@ final class SpillEncryptionTests: XCTestCase {
 
     func testAChildStoresSpillFileIsSealedInAnEncryptedStore() throws {
         for encrypted in [false, true] {
-            let dir = try newDirectory()
+            let dir = try newCreatedDirectory()
             var options = LogStoreOptions()
             options.engine = try Self.engineOptions(encrypted: encrypted)
             options.childSpillThreshold = 4 << 10

@@ -93,6 +93,22 @@ enum StoreAccess {
 
     /// Options for reading a store without changing it: salvage recovery opens every file
     /// read-only and never cuts, removes or rewrites anything.
+    /// Opens `dir` read-only (nothing cut or removed) with `encryption`, but refuses what a strict
+    /// open would refuse: a command that rewrites a whole store (`command`: `compact`, `rekey`)
+    /// must copy everything, or it is a salvage. Throws a `.damage` failure naming the first
+    /// damaged range, and what ``openEngine(_:options:encryption:)`` throws.
+    static func openIntact(_ dir: String, encryption: StoreEncryption, command: String) throws -> LogEngine {
+        let engine = try openEngine(dir, options: readOnlyOptions, encryption: encryption)
+        if let first = engine.recoveryReport.dropped.first {
+            try? engine.close()
+            throw ToolFailure(
+                .damage,
+                "The store is damaged (\(first)); \(command) does not write a partial copy. `logstore-compact verify` lists the damage; `salvage --into <dir>` copies every valid transaction.",
+                path: first.path)
+        }
+        return engine
+    }
+
     static var readOnlyOptions: LogEngineOptions {
         var o = LogEngineOptions()
         o.recovery = .salvage

@@ -36,6 +36,25 @@ struct StoreCopier {
         return o
     }
 
+    /// Copies every record of `snapshot` into a new store at `target` (missing or empty), created
+    /// with `encryption` and segments of `segmentSize` (default 64 MiB), and closes it (its
+    /// checkpoint written). Throws what opening, copying or closing throws; the new store is left
+    /// as far as it got.
+    static func copy(
+        _ snapshot: EngineSnapshot, intoNewStoreAt target: String, segmentSize: Int?, encryption: StoreEncryption, progress: ProgressLine
+    ) throws -> Result {
+        let copy = try StoreAccess.openEngine(target, options: targetOptions(segmentSize: segmentSize), encryption: encryption)
+        do {
+            let result = try StoreCopier(segmentSize: segmentSize ?? LogEngineOptions().segmentSize).copy(
+                snapshot, into: copy, progress: progress)
+            try copy.close()
+            return result
+        } catch {
+            try? copy.close()
+            throw error
+        }
+    }
+
     /// Copies every record of `snapshot` into `target`, then flushes it. Throws what reading the
     /// snapshot or committing to `target` throws.
     func copy(_ snapshot: EngineSnapshot, into target: LogEngine, progress: ProgressLine) throws -> Result {
