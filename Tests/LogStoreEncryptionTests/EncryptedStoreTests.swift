@@ -111,37 +111,51 @@ final class EncryptedStoreTests: TemporaryDirectoryTestCase {
         }
     }
 
-    /// The fuzzers' `sealed/crash-sealed-bit-cleared`: a sealed record whose sealed bit is
-    /// cleared (its checksum fixed) must not read as the clear record its ciphertext happens to
-    /// parse as, neither in a point read (here the record is behind a checkpoint, so no replay
-    /// sees it first) nor in the codec.
-    func testARecordWhoseSealedBitIsClearedIsCorruption() throws {
-        let dir = newDirectory()
-        var options = try Self.options(encrypted: true)
-        options.checkpointOnClose = true
-        var engine = try LogEngine.open(directory: dir.path, options: options)
-        try engine.write { try $0.put(type: Self.typeName, key: Self.recordKey(1), value: Self.value(1)) }
-        let location = try XCTUnwrap(try engine.snapshot().location(type: Self.typeName, key: Self.recordKey(1)))
-        try engine.close()
+    /// A changed byte of a sealed record whose checksum was fixed to match: a point read (the
+    /// record behind a checkpoint, so no replay sees it first) throws `.corruption` naming the
+    /// segment file and the record's offset. The sealed bit cleared is the fuzzers'
+    /// `sealed/crash-sealed-bit-cleared`: it must not read as the clear record its ciphertext
+    /// happens to parse as.
+    func testAChangedByteOfASealedRecordIsCorruptionAtItsOffset() throws {
+        // (what to change in the body, what the error says)
+        let cases: [(String, (inout [UInt8], Int, Int) -> Void, String)] = [
+            ("sealed bit cleared", { b, body, _ in b[body + 1] &= ~0x10 }, "in the clear"),
+            ("ciphertext", { b, _, end in b[end - 20] ^= 0x01 }, "authenticate"),
+            ("tag", { b, _, end in b[end - 1] ^= 0x80 }, "authenticate"),
+            ("counter", { b, body, _ in b[body + 3] ^= 0x01 }, "authenticate"),
+        ]
+        for (name, change, expected) in cases {
+            let dir = newDirectory()
+            var options = try Self.options(encrypted: true)
+            options.checkpointOnClose = true
+            var engine = try LogEngine.open(directory: dir.path, options: options)
+            try engine.write { try $0.put(type: Self.typeName, key: Self.recordKey(1), value: Self.value(1)) }
+            let location = try XCTUnwrap(try engine.snapshot().location(type: Self.typeName, key: Self.recordKey(1)))
+            try engine.close()
 
-        let url = dir.appendingPathComponent(LogStoreFormat.segmentFileName(location.segment))
-        var bytes = [UInt8](try Data(contentsOf: url))
-        let record = Int(location.offset)
-        var r = 0
-        while bytes[record + r] & 0x80 != 0 { r += 1 }
-        let bodyStart = record + r + 1 + 4
-        XCTAssertEqual(bytes[bodyStart + 1] & 0x10, 0x10, "sealed")
-        bytes[bodyStart + 1] &= ~0x10
-        let crc = CRC32C.mask(CRC32C.checksum(Array(bytes[bodyStart..<(record + Int(location.length))])))
-        withUnsafeBytes(of: crc.littleEndian) { for i in 0..<4 { bytes[record + r + 1 + i] = $0[i] } }
-        try Data(bytes).write(to: url)
+            let url = dir.appendingPathComponent(LogStoreFormat.segmentFileName(location.segment))
+            var bytes = [UInt8](try Data(contentsOf: url))
+            let record = Int(location.offset)
+            let end = record + Int(location.length)
+            var r = 0
+            while bytes[record + r] & 0x80 != 0 { r += 1 }
+            let body = record + r + 1 + 4
+            XCTAssertEqual(bytes[body + 1] & 0x10, 0x10, "sealed")
+            change(&bytes, body, end)
+            let crc = CRC32C.mask(CRC32C.checksum(Array(bytes[body..<end])))
+            withUnsafeBytes(of: crc.littleEndian) { for i in 0..<4 { bytes[record + r + 1 + i] = $0[i] } }
+            try Data(bytes).write(to: url)
 
-        engine = try LogEngine.open(directory: dir.path, options: options)
-        defer { try? engine.close() }
-        XCTAssertTrue(engine.recoveryReport.checkpointUsed)
-        XCTAssertThrowsError(try engine.snapshot().value(type: Self.typeName, key: Self.recordKey(1))) { error in
-            XCTAssertEqual((error as? LogStoreError)?.code, .corruption, "\(error)")
-            XCTAssertTrue((error as? LogStoreError)?.message.contains("in the clear") ?? false, "\(error)")
+            engine = try LogEngine.open(directory: dir.path, options: options)
+            XCTAssertTrue(engine.recoveryReport.checkpointUsed, name)
+            XCTAssertThrowsError(try engine.snapshot().value(type: Self.typeName, key: Self.recordKey(1)), name) { error in
+                let e = error as? LogStoreError
+                XCTAssertEqual(e?.code, .corruption, "\(name): \(error)")
+                XCTAssertTrue(e?.message.contains(expected) ?? false, "\(name): \(error)")
+                XCTAssertEqual(e?.path, url.path, name)
+                XCTAssertEqual(e?.offset, UInt64(record), name)
+            }
+            try engine.close()
         }
     }
 }
