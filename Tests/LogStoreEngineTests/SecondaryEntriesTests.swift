@@ -116,3 +116,50 @@ final class SecondaryEntriesTests: XCTestCase {
         try check(entries, model.sorted { $0.lexicographicallyPrecedes($1) }, probes: (0..<200).map { _ in rng.bytes(maxCount: 70) }, "end")
     }
 }
+
+extension SecondaryEntriesTests {
+    /// Batches of removals and insertions (``SecondaryEntries/apply(removing:inserting:)``, merged
+    /// into the tree in one walk) over runs written now and then: the same answers as the model
+    /// and as the same changes made one entry at a time.
+    func testBatchesOverRunsAnswerAsTheModelAndAsOneByOne() throws {
+        var rng = Rng(state: 29)
+        var batched = SecondaryEntries()
+        var single = SecondaryEntries()
+        var model = Set<[UInt8]>()
+        var run: UInt32 = 0
+        for round in 0..<120 {
+            var inserting = Set<[UInt8]>()
+            var removing = Set<[UInt8]>()
+            for _ in 0..<Int(1 + rng.next() % 80) {
+                if rng.next() % 3 == 0, let victim = model.randomElement(), !inserting.contains(victim) {
+                    removing.insert(victim)
+                } else {
+                    let b = rng.bytes(maxCount: round < 60 ? 24 : 56)
+                    if !removing.contains(b) { inserting.insert(b) }
+                }
+            }
+            let ins = inserting.sorted { $0.lexicographicallyPrecedes($1) }.map { IndexEntry($0) }
+            let rem = removing.sorted { $0.lexicographicallyPrecedes($1) }.map { IndexEntry($0) }
+            try batched.apply(removing: rem, inserting: ins)
+            for e in rem { try single.remove(e) }
+            for e in ins { try single.insert(e) }
+            model.subtract(removing)
+            model.formUnion(inserting)
+            if round % 15 == 14 {
+                run += 1
+                let delta = batched.runs.base != nil && rng.next() % 3 != 0
+                let sink = RunMemorySink()
+                _ = try batched.writeRun(
+                    delta: delta, storeId: StoreID(bytes: Array(repeating: 1, count: 16)), runNumber: run, sequence: 1, sink: sink)
+                let written = try MappedRun(data: RunBytes(copying: sink.bytes), path: "/r")
+                batched =
+                    delta ? SecondaryEntries(base: batched.runs.base, deltaRun: written) : SecondaryEntries(base: written, deltaRun: nil)
+            }
+            if round % 10 == 9 {
+                let sorted = model.sorted { $0.lexicographicallyPrecedes($1) }
+                try check(batched, sorted, probes: (0..<30).map { _ in rng.bytes(maxCount: 70) }, "batched, round \(round)")
+                XCTAssertEqual(batched, single, "round \(round)")
+            }
+        }
+    }
+}

@@ -170,6 +170,7 @@ package enum SecondaryEntries: Sendable {
         let longest = inserting.reduce(0) { max($0, $1.count) }
         widen(toHold: longest)
         func change<K>(_ l: inout LayeredIndex<K, SecondaryDelta>) throws {
+            if try l.merge(removing: removing, inserting: inserting) { return }
             for e in removing {
                 try e.withUnsafeBytes { b in
                     if let k = K(probe: b) { try l.remove(b, key: k) }
@@ -275,6 +276,55 @@ extension SecondaryEntries: Equatable {
 }
 
 extension LayeredIndex where V == SecondaryDelta {
+    /// Removes the entries of `removing` and adds those of `inserting` (each list ascending) in
+    /// one merge of the tree (``DeltaTree/merge(_:_:)``), with the same result as removing and
+    /// inserting them one by one. Entries that do not fit the tree's form are skipped, as the
+    /// one-by-one path skips them. Returns false, having changed nothing, when the batch cannot
+    /// be merged: a form with a key heap, lists out of order, or an entry in both lists.
+    mutating func merge(removing: [IndexEntry], inserting: [IndexEntry]) throws -> Bool {
+        guard !K.usesHeap, removing.count + inserting.count > 1 else { return false }
+        var keys: [K] = []
+        var inserts: [Bool] = []
+        var inRuns: [Bool] = []
+        keys.reserveCapacity(removing.count + inserting.count)
+        inserts.reserveCapacity(removing.count + inserting.count)
+        let runs = hasRuns
+        let (base, deltaRun) = (self.base, self.deltaRun)
+        var i = 0
+        var j = 0
+        while i < removing.count || j < inserting.count {
+            let insert: Bool
+            if i < removing.count && j < inserting.count {
+                if removing[i] == inserting[j] { return false }
+                insert = inserting[j] < removing[i]
+            } else {
+                insert = j < inserting.count
+            }
+            let e = insert ? inserting[j] : removing[i]
+            if insert { j += 1 } else { i += 1 }
+            let found: (K, Bool)? = try e.withUnsafeBytes { b in
+                guard let k = K(probe: b) else { return nil }
+                return (k, runs ? try Self.find(b, base: base, deltaRun: deltaRun) != nil : false)
+            }
+            guard let (k, below) = found else { continue }
+            keys.append(k)
+            inserts.append(insert)
+            if runs { inRuns.append(below) }
+        }
+        let newKey = SecondaryDelta(change: RunChange.newKey)
+        let tombstone = SecondaryDelta(change: RunChange.tombstone)
+        return tree.merge(keys) { idx, current in
+            if inserts[idx] {
+                guard runs else { return newKey }
+                if let e = current { return e.isTombstone ? nil : e }
+                return inRuns[idx] ? nil : newKey
+            }
+            guard runs else { return nil }
+            if let e = current { return e.isTombstone ? e : nil }
+            return inRuns[idx] ? tombstone : nil
+        }
+    }
+
     /// Adds the entry with `bytes` (`key` in the tree's form).
     mutating func insert(_ bytes: UnsafeRawBufferPointer, key: K) throws {
         if !hasRuns {

@@ -78,23 +78,7 @@ extension IndexState {
         of operations: [RecordOperation], readOld: (RecordLocation) throws -> ArraySlice<UInt8>, to changes: inout SecondaryChanges
     ) throws {
         guard hasSecondaryIndexes else { return }
-        // Each touched key's final value (nil: deleted), per indexed type.
-        var final: [String: [RecordKey: ArraySlice<UInt8>?]] = [:]
-        for op in operations {
-            switch op {
-            case .deleteAll(let t):
-                guard secondary[t] != nil else { continue }
-                changes.cleared.insert(t)
-                final[t] = [:]
-            case .delete(let t, let k):
-                guard secondary[t] != nil else { continue }
-                final[t, default: [:]][k] = .some(nil)
-            case .put(let t, let k, let v):
-                guard secondary[t] != nil else { continue }
-                final[t, default: [:]][k] = .some(v[...])
-            }
-        }
-        for (type, keys) in final {
+        for (type, keys) in finalValues(of: operations, clearing: &changes.cleared) {
             guard let indexes = secondary[type] else { continue }
             let cleared = changes.cleared.contains(type)
             // Per index: its paths as bytes (once), and what it loses and gains.
@@ -123,6 +107,59 @@ extension IndexState {
                 }
             }
         }
+    }
+
+    /// Each touched key's final value (nil: deleted), per indexed type; the types a delete-all
+    /// clears are added to `cleared`. A commit's usual shape (each type's operations together,
+    /// keys ascending, no delete-all) is taken as it is; any other list is reduced through a map.
+    private func finalValues(
+        of operations: [RecordOperation], clearing cleared: inout Set<String>
+    ) -> [(type: String, keys: [(key: RecordKey, value: ArraySlice<UInt8>?)])] {
+        var groups: [(type: String, keys: [(key: RecordKey, value: ArraySlice<UInt8>?)])] = []
+        var done: Set<String> = []
+        var simple = true
+        scan: for op in operations {
+            let (t, k, v): (String, RecordKey, ArraySlice<UInt8>?)
+            switch op {
+            case .deleteAll:
+                simple = false
+                break scan
+            case .delete(let type, let key): (t, k, v) = (type, key, nil)
+            case .put(let type, let key, let value): (t, k, v) = (type, key, value[...])
+            }
+            guard secondary[t] != nil else { continue }
+            if let last = groups.last, last.type == t {
+                guard let previous = last.keys.last, previous.key < k else {
+                    simple = false
+                    break scan
+                }
+                groups[groups.count - 1].keys.append((k, v))
+            } else {
+                if let last = groups.last { done.insert(last.type) }
+                guard !done.contains(t) else {
+                    simple = false
+                    break scan
+                }
+                groups.append((t, [(k, v)]))
+            }
+        }
+        if simple { return groups }
+        var final: [String: [RecordKey: ArraySlice<UInt8>?]] = [:]
+        for op in operations {
+            switch op {
+            case .deleteAll(let t):
+                guard secondary[t] != nil else { continue }
+                cleared.insert(t)
+                final[t] = [:]
+            case .delete(let t, let k):
+                guard secondary[t] != nil else { continue }
+                final[t, default: [:]][k] = .some(nil)
+            case .put(let t, let k, let v):
+                guard secondary[t] != nil else { continue }
+                final[t, default: [:]][k] = .some(v[...])
+            }
+        }
+        return final.map { (type: $0.key, keys: $0.value.map { (key: $0.key, value: $0.value) }) }
     }
 
     /// Merges sorted `more` into sorted `entries` (linear; `entries` is usually empty).

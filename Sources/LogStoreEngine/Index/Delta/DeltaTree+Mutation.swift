@@ -28,7 +28,7 @@ extension DeltaTree {
 
     /// `n` if it was made in this version; else a copy made now, `n` retired.
     @inline(__always)
-    private func writable(_ n: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
+    func writable(_ n: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
         let v = version.number
         let born = L.born(n)
         if born == v { return n }
@@ -40,13 +40,24 @@ extension DeltaTree {
         return copy
     }
 
+    /// `n` if it was made in this version; else a new node of its kind whose entries the caller
+    /// writes whole (nothing is copied), `n` retired.
+    @inline(__always)
+    func replacement(for n: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
+        let v = version.number
+        if L.born(n) == v { return n }
+        let fresh = L.make(leaf: L.isLeaf(n), version: v, arena: version.arena)
+        retire(n)
+        return fresh
+    }
+
     /// Retires a node this version no longer reaches.
-    private func retire(_ n: UnsafeMutableRawPointer) {
+    func retire(_ n: UnsafeMutableRawPointer) {
         version.retired.append(.init(node: n, born: L.born(n), died: version.number, bytes: L.bytes(n)))
     }
 
     /// Hands this version's retired nodes to the arena once there are a few.
-    private func flushRetired(force: Bool = false) {
+    func flushRetired(force: Bool = false) {
         guard version.retired.count >= (force ? 1 : 32) else { return }
         version.arena.retire(version.retired)
         version.retired.removeAll(keepingCapacity: true)
@@ -87,7 +98,7 @@ extension DeltaTree {
         }
     }
 
-    private static func same(_ a: V, _ b: V) -> Bool {
+    static func same(_ a: V, _ b: V) -> Bool {
         withUnsafeBytes(of: a) { x in withUnsafeBytes(of: b) { y in x.elementsEqual(y) } }
     }
 
