@@ -37,7 +37,7 @@ extension Bench {
                     role: atN ? .peer : .reference, run: runs[1],
                     extra: ["items": Double(n), "resident_before_warming": resident[1]]))
             logstoreP50[n] = runs[0].percentileMicros(0.50)
-            for dir in [lp, sp] { try? FileManager.default.removeItem(atPath: dir) }
+            if !keepLaunchStores { for dir in [lp, sp] { try? FileManager.default.removeItem(atPath: dir) } }
         }
         if let small = logstoreP50[100_000], let large = logstoreP50[4_000_000], small > 0,
             let i = w.rows.firstIndex(where: { $0.key == "logstore" })
@@ -91,9 +91,29 @@ extension Bench {
     /// A LogStore and a SQLite database of `n` menu items with `MenuItem`'s two indexes, both
     /// closed; their directories.
     func launchStores(_ n: Int) throws -> (logstore: String, sqlite: String) {
+        if keepLaunchStores {
+            // Beside the run's own directory (removed at its end), in the bench directory.
+            let kept = (root as NSString).deletingLastPathComponent
+            let lp = kept + "/kept-launch-logstore-\(n)"
+            let sp = kept + "/kept-launch-sqlite-\(n)"
+            if FileManager.default.fileExists(atPath: lp + "/MANIFEST"), FileManager.default.fileExists(atPath: sp) {
+                log("  launch: reusing the kept stores of \(n) menu items")
+                return (lp, sp)
+            }
+            try? FileManager.default.removeItem(atPath: lp)
+            try? FileManager.default.removeItem(atPath: sp)
+            return try loadLaunchStores(n, lp, sp)
+        }
+        return try loadLaunchStores(n, freshDir("launch-logstore-\(n)"), freshDir("launch-sqlite-\(n)"))
+    }
+
+    /// `LOGSTORE_BENCH_LAUNCH_KEEP=1`: the launch stores are kept in the bench directory after the
+    /// run and reused by the next one (for comparing builds without reloading 4M items).
+    var keepLaunchStores: Bool { ProcessInfo.processInfo.environment["LOGSTORE_BENCH_LAUNCH_KEEP"] == "1" }
+
+    /// Loads `n` menu items into a new LogStore at `lp` and a SQLite database at `sp`, both closed.
+    func loadLaunchStores(_ n: Int, _ lp: String, _ sp: String) throws -> (logstore: String, sqlite: String) {
         log("  launch: loading \(n) menu items into LogStore and SQLite (untimed)")
-        let lp = freshDir("launch-logstore-\(n)")
-        let sp = freshDir("launch-sqlite-\(n)")
         try writeLaunchLogStore(lp, n)
         let sqlite = try AppSQLite(path: sp)
         _ = try appLoad(n, AppData.menuItem) { items in try sqlite.insert(items) }
