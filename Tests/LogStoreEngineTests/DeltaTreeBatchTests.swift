@@ -66,9 +66,7 @@ extension DeltaTreeTests {
             arena.reclaim()
             for (t, m) in kept { check(t, m, "kept copy", rng: &rng) }
         }
-        arena.reclaim()
-        XCTAssertEqual(arena.statistics.nodes, 0, "every node freed once no version reaches it")
-        XCTAssertEqual(arena.statistics.liveVersions, 0)
+        assertEveryNodeFreed(arena)
     }
 
     func testMergedBatchesEqualChangesMadeOneByOne() {

@@ -12,6 +12,13 @@ final class DeltaTreeTests: XCTestCase {
 
     func bytes<K: DeltaKey>(_ k: K) -> [UInt8] { k.withBytes { Array($0) } }
 
+    /// Reclaims `arena` and checks that it holds no node and no version: every tree is gone.
+    func assertEveryNodeFreed(_ arena: NodeArena, file: StaticString = #filePath, line: UInt = #line) {
+        arena.reclaim()
+        XCTAssertEqual(arena.statistics.nodes, 0, "every node freed once no version reaches it", file: file, line: line)
+        XCTAssertEqual(arena.statistics.liveVersions, 0, file: file, line: line)
+    }
+
     func check<K: DeltaKey>(_ tree: DeltaTree<K, SecondaryDelta>, _ model: Model, _ what: String, rng: inout SplitMix64) {
         XCTAssertNil(tree.validate(), what)
         XCTAssertEqual(tree.count, model.count, what)
@@ -116,9 +123,7 @@ final class DeltaTreeTests: XCTestCase {
             XCTAssertNotNil(built)
             if let built { check(built, model, "built", rng: &rng) }
         }
-        arena.reclaim()
-        XCTAssertEqual(arena.statistics.nodes, 0, "every node freed once no version reaches it")
-        XCTAssertEqual(arena.statistics.liveVersions, 0)
+        assertEveryNodeFreed(arena)
     }
 
     func testEveryKeyRepresentationAgainstAModel() {

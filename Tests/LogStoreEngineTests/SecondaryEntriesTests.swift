@@ -44,6 +44,17 @@ final class SecondaryEntriesTests: XCTestCase {
         }
     }
 
+    /// `entries` written to a run (a delta run over its base, or a new base) and read back from
+    /// it, the run validated.
+    func writtenToRun(_ entries: SecondaryEntries, delta: Bool, run: UInt32) throws -> SecondaryEntries {
+        let sink = RunMemorySink()
+        _ = try entries.writeRun(
+            delta: delta, storeId: StoreID(bytes: Array(repeating: 1, count: 16)), runNumber: run, sequence: 1, sink: sink)
+        let written = try MappedRun(data: RunBytes(copying: sink.bytes), path: "/r")
+        _ = try RunValidator.validate(written)
+        return delta ? SecondaryEntries(base: entries.runs.base, deltaRun: written) : SecondaryEntries(base: written, deltaRun: nil)
+    }
+
     func testShortEntriesStayNarrowAndAnswerLongBoundsExactly() throws {
         var rng = Rng(state: 13)
         var entries = SecondaryEntries()
@@ -101,14 +112,7 @@ final class SecondaryEntriesTests: XCTestCase {
             }
             if i % 300 == 299 {
                 run += 1
-                let delta = entries.runs.base != nil && rng.next() % 3 != 0
-                let sink = RunMemorySink()
-                _ = try entries.writeRun(
-                    delta: delta, storeId: StoreID(bytes: Array(repeating: 1, count: 16)), runNumber: run, sequence: 1, sink: sink)
-                let written = try MappedRun(data: RunBytes(copying: sink.bytes), path: "/r")
-                _ = try RunValidator.validate(written)
-                entries =
-                    delta ? SecondaryEntries(base: entries.runs.base, deltaRun: written) : SecondaryEntries(base: written, deltaRun: nil)
+                entries = try writtenToRun(entries, delta: entries.runs.base != nil && rng.next() % 3 != 0, run: run)
                 let sorted = model.sorted { $0.lexicographicallyPrecedes($1) }
                 try check(entries, sorted, probes: (0..<60).map { _ in rng.bytes(maxCount: 70) }, "after run \(run)")
             }
@@ -147,13 +151,7 @@ extension SecondaryEntriesTests {
             model.formUnion(inserting)
             if round % 15 == 14 {
                 run += 1
-                let delta = batched.runs.base != nil && rng.next() % 3 != 0
-                let sink = RunMemorySink()
-                _ = try batched.writeRun(
-                    delta: delta, storeId: StoreID(bytes: Array(repeating: 1, count: 16)), runNumber: run, sequence: 1, sink: sink)
-                let written = try MappedRun(data: RunBytes(copying: sink.bytes), path: "/r")
-                batched =
-                    delta ? SecondaryEntries(base: batched.runs.base, deltaRun: written) : SecondaryEntries(base: written, deltaRun: nil)
+                batched = try writtenToRun(batched, delta: batched.runs.base != nil && rng.next() % 3 != 0, run: run)
             }
             if round % 10 == 9 {
                 let sorted = model.sorted { $0.lexicographicallyPrecedes($1) }

@@ -145,33 +145,45 @@ extension DeltaTree {
             return (chunkLeaves(m, reusing: n), true)
         }
 
-        /// Writes the `m` scratch entries into leaves of at most ``DeltaLayout/fanout`` entries,
-        /// as even as they can be; the first takes the place of `original` when given.
+        /// Writes the `m` scratch entries into leaves (``pieces(_:leaf:reusing:fill:)``).
         private func chunkLeaves(_ m: Int, reusing original: UnsafeMutableRawPointer?) -> [BatchNode] {
             guard m > 0 else {
                 if let original { tree.retire(original) }
                 return []
             }
-            let pieces = (m + L.fanout - 1) / L.fanout
+            return pieces(m, leaf: true, reusing: original) { node, range in
+                var net = 0
+                for e in range {
+                    L.setKey(node, e - range.lowerBound, scratchKeys[e])
+                    L.setValue(node, e - range.lowerBound, scratchValues[e])
+                    net += scratchValues[e].contribution
+                }
+                return BatchNode(fence: scratchKeys[range.lowerBound], node: node, count: range.count, net: net)
+            }
+        }
+
+        /// Splits `m` items into nodes of at most ``DeltaLayout/fanout``, as even as they can be,
+        /// and has `fill` write each node's items (their range); the first node takes the place
+        /// of `original` when given (``DeltaTree/replacement(for:)``), the others are new.
+        private func pieces(
+            _ m: Int, leaf: Bool, reusing original: UnsafeMutableRawPointer?,
+            fill: (UnsafeMutableRawPointer, Range<Int>) -> BatchNode
+        ) -> [BatchNode] {
+            let count = (m + L.fanout - 1) / L.fanout
             var out: [BatchNode] = []
-            out.reserveCapacity(pieces)
+            out.reserveCapacity(count)
             var start = 0
-            for p in 0..<pieces {
-                let end = m * (p + 1) / pieces
+            for p in 0..<count {
+                let end = m * (p + 1) / count
                 let node: UnsafeMutableRawPointer
                 if p == 0, let original {
                     node = tree.replacement(for: original)
                 } else {
-                    node = L.make(leaf: true, version: tree.version.number, arena: tree.version.arena)
+                    node = L.make(leaf: leaf, version: tree.version.number, arena: tree.version.arena)
                 }
-                var net = 0
-                for e in start..<end {
-                    L.setKey(node, e - start, scratchKeys[e])
-                    L.setValue(node, e - start, scratchValues[e])
-                    net += scratchValues[e].contribution
-                }
+                let piece = fill(node, start..<end)
                 L.setCount(node, end - start)
-                out.append(BatchNode(fence: scratchKeys[start], node: node, count: end - start, net: net))
+                out.append(piece)
                 start = end
             }
             return out
@@ -249,37 +261,21 @@ extension DeltaTree {
         /// Inner nodes over `level` (no node reused): the levels a merge grows on top of the root.
         func chunk(innerFrom level: [BatchNode]) -> [BatchNode] { chunk(inner: level, reusing: nil) }
 
-        /// Writes `children` into inner nodes of at most ``DeltaLayout/fanout`` children, as even
-        /// as they can be; the first takes the place of `original` when given.
+        /// Writes `children` into inner nodes (``pieces(_:leaf:reusing:fill:)``).
         private func chunk(inner children: [BatchNode], reusing original: UnsafeMutableRawPointer?) -> [BatchNode] {
-            let m = children.count
-            let pieces = (m + L.fanout - 1) / L.fanout
-            var out: [BatchNode] = []
-            out.reserveCapacity(pieces)
-            var start = 0
-            for p in 0..<pieces {
-                let end = m * (p + 1) / pieces
-                let node: UnsafeMutableRawPointer
-                if p == 0, let original {
-                    node = tree.replacement(for: original)
-                } else {
-                    node = L.make(leaf: false, version: tree.version.number, arena: tree.version.arena)
-                }
+            pieces(children.count, leaf: false, reusing: original) { node, range in
                 var total = 0
                 var net = 0
-                for e in start..<end {
+                for e in range {
                     let child = children[e]
-                    L.setKey(node, e - start, child.fence)
-                    L.setChild(node, e - start, child.node)
-                    L.setAggregates(node, e - start, count: child.count, net: child.net)
+                    L.setKey(node, e - range.lowerBound, child.fence)
+                    L.setChild(node, e - range.lowerBound, child.node)
+                    L.setAggregates(node, e - range.lowerBound, count: child.count, net: child.net)
                     total += child.count
                     net += child.net
                 }
-                L.setCount(node, end - start)
-                out.append(BatchNode(fence: children[start].fence, node: node, count: total, net: net))
-                start = end
+                return BatchNode(fence: children[range.lowerBound].fence, node: node, count: total, net: net)
             }
-            return out
         }
     }
 }
